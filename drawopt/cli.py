@@ -11,7 +11,7 @@ __all__ = ["main"]
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from .commands import SUBCOMMANDS
 from .errors import DrawoptError

@@ -40,6 +40,9 @@ class Buffer:
     """A buffer of ``size`` bytes.
 
     ``cpu``: the CPU writes it (its ``data``, if any, is known at record time).
+    ``frontend``: the GPU front end reads it (indirect args, count or index data),
+    possibly in another command list; a GPU writer of it needs the seed's flushes
+    even when no reader follows in this stream (async compute).
     ``data``: initial contents as little-endian 32-bit words (``uint32``), at most
     ``size // 4`` of them; the rest of the buffer is zero. Generated args buffers and
     per-draw arrays carry their contents here.
@@ -50,6 +53,7 @@ class Buffer:
     size: int
     cpu: bool = False
     data: np.ndarray | None = None
+    frontend: bool = False
 
     def __post_init__(self) -> None:
         check_name(self.name)
@@ -81,7 +85,8 @@ class Buffer:
             return NotImplemented
         a = self.data if self.data is not None else np.zeros(0, np.uint32)
         b = other.data if other.data is not None else np.zeros(0, np.uint32)
-        return (self.name, self.size, self.cpu) == (other.name, other.size, other.cpu) and \
+        return (self.name, self.size, self.cpu, self.frontend) == \
+            (other.name, other.size, other.cpu, other.frontend) and \
             np.array_equal(a, b) and (self.data is None) == (other.data is None)
 
 
@@ -181,7 +186,7 @@ class RootParam:
         return self.kind
 
     @classmethod
-    def parse(cls, text: str) -> "RootParam":
+    def parse(cls, text: str) -> RootParam:
         m = re.fullmatch(r"([a-z]+)(?:\((.*)\))?", text)
         if not m:
             raise ValueError(f"bad root parameter {text!r}")
@@ -490,7 +495,7 @@ class Decls:
         self.items.append(d)
         return len(self.items) - 1
 
-    def copy(self) -> "Decls":
+    def copy(self) -> Decls:
         """A shallow copy (declarations are shared; buffers' data arrays too)."""
         out = Decls()
         out.items = list(self.items)
@@ -571,8 +576,8 @@ def _check_field_types(cls: type, kw: dict[str, Any]) -> None:
             raise ValueError(f"{cls.kind}.{k} must be an integer")
         if k in strs and v is not None and not isinstance(v, str):
             raise ValueError(f"{cls.kind}.{k} must be a string")
-        if k == "cpu" and not isinstance(v, bool):
-            raise ValueError("buffer.cpu must be true or false")
+        if k in ("cpu", "frontend") and not isinstance(v, bool):
+            raise ValueError(f"buffer.{k} must be true or false")
         if k == "gs_ratio" and (not isinstance(v, (int, float)) or isinstance(v, bool)):
             raise ValueError("pipeline.gs_ratio must be a number")
         if k in ("params", "reads", "writes") and cls is Pipeline and v is not None:

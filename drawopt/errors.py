@@ -35,7 +35,7 @@ class InputError(DrawoptError):
         self.loc = SourceLocation(file, max(int(line), 1), max(int(col), 1))
         super().__init__(f"{self.loc}: error: {message}")
 
-    def with_file(self, file: str) -> "InputError":
+    def with_file(self, file: str) -> InputError:
         """Return the same error attributed to ``file``."""
         return InputError(self.message, file, self.loc.line, self.loc.col)
 

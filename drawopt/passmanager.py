@@ -18,8 +18,9 @@ import dataclasses
 import importlib
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from .errors import DrawoptError, UsageError
 from .stream import Stream
@@ -67,7 +68,7 @@ class PassResult:
     report: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def unchanged(cls, stream: Stream, **report: Any) -> "PassResult":
+    def unchanged(cls, stream: Stream, **report: Any) -> PassResult:
         return cls(stream, False, frozenset({"*"}), dict(report))
 
 
@@ -80,7 +81,7 @@ class Pass:
     preserves: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = ""
 
-    def apply(self, stream: Stream, am: "AnalysisManager") -> PassResult:
+    def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
         raise NotImplementedError
 
     def __str__(self) -> str:

@@ -23,8 +23,9 @@ __all__ = [
     "StreamCheckError", "FLAG_NOMERGE", "FLAG_NAMES", "ARGS_SIZE",
 ]
 
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -184,11 +185,11 @@ class Stream:
         """Category (:class:`drawopt.ops.Cat`) of every command, as ``uint8``."""
         return _CAT_OF_CODE[self.op]
 
-    def with_commands(self, cb: "CommandBuffer | Emitter") -> "Stream":
+    def with_commands(self, cb: CommandBuffer | Emitter) -> Stream:
         """A stream with this header and declarations and ``cb``'s commands."""
         return cb.build(self.header, self.decls, self.strings)
 
-    def take(self, idx: np.ndarray | Sequence[int]) -> "Stream":
+    def take(self, idx: np.ndarray | Sequence[int]) -> Stream:
         """The commands at ``idx`` (any order, repeats allowed), same declarations."""
         idx = np.asarray(idx, dtype=np.int64)
         lens = self.var_len[idx]
@@ -199,7 +200,7 @@ class Stream:
                       self.pool[_gather_index(self.var_off[idx], lens)], self.flags[idx],
                       self.line[idx], self.strings)
 
-    def copy(self) -> "Stream":
+    def copy(self) -> Stream:
         return Stream(Header(**vars(self.header)), self.decls.copy(), self.op.copy(), self.args.copy(),
                       self.var_off.copy(), self.var_len.copy(), self.pool.copy(), self.flags.copy(),
                       self.line.copy(), list(self.strings))
@@ -588,8 +589,8 @@ class StreamBuilder:
         self.decls.add(d)
         return d
 
-    def buffer(self, name: str, size: int, cpu: bool = False, data: Any = None) -> None:
-        self.declare(Buffer(name, size, cpu, None if data is None else np.asarray(data)))
+    def buffer(self, name: str, size: int, cpu: bool = False, data: Any = None, frontend: bool = False) -> None:
+        self.declare(Buffer(name, size, cpu, None if data is None else np.asarray(data), frontend))
 
     def texture(self, name: str, width: int, height: int, format: str) -> None:
         self.declare(Texture(name, width, height, format))
