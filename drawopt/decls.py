@@ -356,7 +356,7 @@ class Pipeline:
         if self.topology not in ("point", "line", "triangle", "patch"):
             raise ValueError(f"pipeline '{self.name}': topology must be point, line, triangle or patch")
         if self.uav_stage is None:
-            self.uav_stage = "cs" if self.cs else "ps"
+            self.uav_stage = "cs" if self.cs else ("ps" if self.ps else "vs")
         if self.uav_stage not in SHADER_STAGES or not getattr(self, self.uav_stage):
             raise ValueError(f"pipeline '{self.name}': uav_stage must name one of its stages")
         if isinstance(self.contract, str):

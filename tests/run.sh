@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The test command (README step 2; .ci/run calls it too).
+# Installs the system packages the replay tests need when it can (root + apt),
+# then runs the whole suite once. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -f .ci/install-gl.sh ]; then
+  bash .ci/install-gl.sh || echo "tests/run.sh: could not install OpenGL packages; replay tests will be skipped" >&2
+fi
+exec python3 -m pytest -q "$@"
