@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+pytest_plugins = ["drawopt.testing.golden"]
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--gpu", action="store_true", default=False, help="run tests that need a real GPU")
-    parser.addoption("--update-golden", action="store_true", default=False,
-                     help="rewrite golden files from the current output (review the diff!)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

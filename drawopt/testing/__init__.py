@@ -1,0 +1,1 @@
+"""Test helpers for drawopt users and for drawopt's own suite (golden files)."""
