@@ -250,10 +250,10 @@ def _check(s: Stream) -> None:
     if bad.any():
         i = int(np.argmax(bad))
         raise StreamCheckError(f"unknown opcode {int(s.op[i])}", i)
-    if (s.var_len < 0).any() or (s.var_off < 0).any() or \
-            ((s.var_off + s.var_len) > s.pool.shape[0]).any():
-        i = int(np.argmax((s.var_len < 0) | (s.var_off < 0) | ((s.var_off + s.var_len) > s.pool.shape[0])))
-        raise StreamCheckError("variadic arguments outside the pool", i)
+    # compare without adding, so a hostile var_off near 2^63 cannot wrap
+    outside = (s.var_len < 0) | (s.var_off < 0) | (s.var_off > s.pool.shape[0] - s.var_len.astype(np.int64))
+    if outside.any():
+        raise StreamCheckError("variadic arguments outside the pool", int(np.argmax(outside)))
     if (s.flags & ~np.uint8(sum(FLAG_NAMES.values()))).any():
         raise StreamCheckError("unknown flag bits", int(np.argmax(s.flags & ~np.uint8(1))))
     kinds = np.array([_KIND_CODE[d.kind] for d in s.decls.items] or [0], dtype=np.int8)
@@ -369,7 +369,10 @@ def _one_record(sp, rows):
 def _records(count_col: str):
     def f(sp, rows):
         c = rows[:, sp.col(count_col)]
-        return np.where(c > 0, (c - 1) * rows[:, sp.col("stride")] + ARGS_SIZE[sp.name], 0)
+        # (count-1)*stride can reach 2^64: multiply in uint64, clamp, so int64 cannot wrap
+        span = np.maximum(c - 1, 0).astype(np.uint64) * rows[:, sp.col("stride")].astype(np.uint64)
+        span = np.minimum(span, np.uint64(1 << 62)).astype(np.int64)
+        return np.where(c > 0, span + ARGS_SIZE[sp.name], 0)
     return f
 
 

@@ -1,0 +1,424 @@
+"""The three stream formats: round trips, canonical text, docs and schema, atomic files."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import stat
+import sys
+import time
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from drawopt import formats
+from drawopt.codec import f32_bits
+from drawopt.decls import Buffer
+from drawopt.errors import InputError, UsageError
+from drawopt.formats import common, docgen, dumps, format_for, load, loads, save, sniff
+from drawopt.ops import OPS
+from drawopt.stream import Stream, StreamBuilder
+
+sys.path.insert(0, str(Path(__file__).parent))
+from strategies import F32_SPECIAL, streams  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+FMTS = ("text", "json", "npz")
+SCHEMA = json.loads(docgen.SCHEMA_PATH.read_text(encoding="utf-8"))
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+
+# ---------------------------------------------------------------------------- round trips
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams(max_commands=60))
+def test_round_trip_every_format(s: Stream) -> None:
+    for fmt in FMTS:
+        assert loads(dumps(s, fmt), fmt) == s, fmt
+    # chained conversions keep the value
+    chained = loads(dumps(loads(dumps(loads(dumps(s, "text"), "text"), "json"), "json"), "npz"), "npz")
+    assert chained == s
+    text = dumps(s)
+    assert dumps(loads(text)) == text  # the printer is canonical: a fixed point
+    assert dumps(chained) == text
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams(max_commands=30, min_decls=True))
+def test_json_output_validates_against_schema(s: Stream) -> None:
+    VALIDATOR.validate(json.loads(dumps(s, "json")))
+
+
+def test_json_writer_puts_one_command_per_line() -> None:
+    s = _example_stream()
+    lines = dumps(s, "json").splitlines()
+    cmd_lines = [ln for ln in lines if ln.startswith('  ["')]
+    assert len(cmd_lines) == len(s)
+    assert [json.loads(ln.rstrip(","))[0] for ln in cmd_lines] == [c.name for c in s.commands()]
+
+
+def test_float_edge_cases_round_trip_exactly() -> None:
+    b = StreamBuilder()
+    specials = [f"0x{v:08x}" for v in F32_SPECIAL]
+    for i in range(0, len(specials), 6):
+        vals = (specials[i:i + 6] + ["0"] * 6)[:6]
+        b.RSSetViewports(*vals)
+    b.OMSetBlendFactor(-0.0, float("inf"), float("-inf"), 1e-45)
+    b.GSSetParameters("onchip", ratio=float("nan"))
+    s = b.build()
+    text = dumps(s)
+    assert "OMSetBlendFactor 0x80000000 0x7f800000 0xff800000 0.000000000000000000000000000000000000000000001" \
+        in text
+    assert "ratio=0x7fc00000" in text
+    for fmt in FMTS:
+        s2 = loads(dumps(s, fmt), fmt)
+        assert np.array_equal(s2.args, s.args), fmt
+    js = json.loads(dumps(s, "json"))["commands"]
+    assert js[-2][1:4] == ["0x80000000", "0x7f800000", "0xff800000"] and f32_bits(js[-2][4]) == 1
+    # every float32 bit pattern of a sample survives text and JSON
+    rng = np.random.default_rng(7)
+    bits = np.concatenate([rng.integers(0, 2**32, 3000), np.array(F32_SPECIAL)]).astype(np.uint32)
+    b = StreamBuilder()
+    for i in range(0, bits.size - 3, 4):
+        b.OMSetBlendFactor(*[f"0x{int(v):08x}" for v in bits[i:i + 4]])
+    s = b.build()
+    for fmt in ("text", "json"):
+        assert np.array_equal(loads(dumps(s, fmt), fmt).args, s.args)
+
+
+def test_u32_max_and_i32_extremes() -> None:
+    b = StreamBuilder()
+    b.DrawInstanced(2**32 - 1, 2**32 - 1, 2**32 - 1, 2**32 - 1)
+    b.DrawIndexedInstanced(1, 1, 0, -(2**31), 2**32 - 1)
+    b.RSSetScissorRects(-(2**31), 2**31 - 1, 0, -1)
+    b.SetGraphicsRoot32BitConstants(0, 3, 2**32 - 1, 65535, 65536, dest=61)
+    s = b.build()
+    text = dumps(s)
+    assert "DrawInstanced 4294967295 4294967295 4294967295 4294967295" in text
+    assert "SetGraphicsRoot32BitConstants 0 3 0xffffffff 65535 0x10000 dest=61" in text
+    for fmt in FMTS:
+        assert loads(dumps(s, fmt), fmt) == s
+
+
+# ---------------------------------------------------------------------------- the text format
+EXAMPLE = """\
+# a comment before the header
+drawopt 1 fast_semantics=on     # keys optional
+buffer   verts    size=1024 cpu
+buffer   args     size=64 frontend
+data     args     6 1 0 0        # first record
+data     args     0x24 1 0 0
+heap     res      CBV_SRV_UAV 4
+view     res[0]   srv verts
+rootsig  main     table(srv,1) constants(4)
+pipeline opaque   vs=pull ps=lit depth=less,write root=main params=0,1 contract=x(vertex_bits=16,perdraw=1)
+SetPipelineState opaque\r
+SetGraphicsRoot32BitConstants 1 4 0x3f800000 0 0 0 dest=0
+target   hdr      64x64 R8G8B8A8_UNORM   # declared late, used after
+OMSetRenderTargets hdr
+DrawInstanced 6 1 0 0 @nomerge
+MultiDrawInstancedIndirect 2 args 0 16
+Opaque ClearState(0,  1)   # verbatim, comment stripped
+Opaque "a # b" @nomerge
+"""
+
+
+def _example_stream() -> Stream:
+    return loads(EXAMPLE, file="ex.dstream")
+
+
+def test_text_reader_features() -> None:
+    s = _example_stream()
+    assert s.header.fast_semantics and s.header.context == "graphics"
+    assert s.decls["args"].data.tolist() == [6, 1, 0, 0, 0x24, 1, 0, 0]
+    assert s.decls["verts"].data is None
+    names = [c.name for c in s.commands()]
+    assert names == ["SetPipelineState", "SetGraphicsRoot32BitConstants", "OMSetRenderTargets",
+                     "DrawInstanced", "MultiDrawInstancedIndirect", "Opaque", "Opaque"]
+    assert s.line.tolist() == [11, 12, 14, 15, 16, 17, 18]
+    assert s.command(3).flags == 1
+    assert s.command(5).args == ("ClearState(0,  1)",)
+    assert s.command(6).args == ("a # b",) and s.command(6).flags == 1
+    assert s.decls["opaque"].params == (0, 1)
+
+
+def test_text_printer_is_canonical() -> None:
+    text = dumps(_example_stream())
+    assert text == """\
+drawopt 1 context=graphics kind=list fast_semantics=on auto_gpu_flush=on
+buffer   verts    size=1024 cpu
+buffer   args     size=64 frontend
+data     args     6 1 0 0 36 1 0 0
+heap     res      CBV_SRV_UAV 4
+view     res[0]   srv verts
+rootsig  main     table(srv,1) constants(4)
+pipeline opaque   vs=pull ps=lit depth=less,write root=main params=0,1 contract=x(vertex_bits=16,perdraw=1)
+target   hdr      64x64 R8G8B8A8_UNORM
+
+SetPipelineState opaque
+SetGraphicsRoot32BitConstants 1 4 0x3f800000 0 0 0
+OMSetRenderTargets hdr
+DrawInstanced 6 1 0 0 @nomerge
+MultiDrawInstancedIndirect 2 args 0 16
+Opaque ClearState(0,  1)
+Opaque "a # b" @nomerge
+"""
+
+
+def test_data_lines_and_empty_data() -> None:
+    words = list(range(40)) + [0xFFFFFFFF]
+    b = StreamBuilder()
+    b.buffer("big", 4 * len(words), data=words)
+    b.buffer("empty", 16, data=np.zeros(0, np.uint32))
+    s = b.build()
+    text = dumps(s)
+    data_lines = [ln for ln in text.splitlines() if ln.startswith("data")]
+    assert len(data_lines) == 4 and data_lines[-1] == "data     empty"
+    assert data_lines[2].endswith("0xffffffff")
+    s2 = loads(text)
+    assert s2 == s and s2.decls["empty"].data is not None and s2.decls["empty"].data.size == 0
+
+
+def test_pipeline_keys_printed_in_order_only_when_not_default() -> None:
+    b = StreamBuilder()
+    b.rootsig("rs", "constants(1)", "cbv")
+    b.pipeline("c", cs="cull", uav_stage="cs")
+    b.pipeline("g", vs="v", hs="h", ds="d", ps="p", layout="pos", blend="alpha", topology="patch", root="rs",
+               params=(), gs_instances=2, gs_ratio=2, uav_stage="ds", contract="never_merge,no_primitive_id")
+    b.pipeline("h", vs="v", ps="p", root="rs", params=None)
+    b.pipeline("i", vs="v", uav_stage="vs")
+    text = dumps(b.build())
+    assert "pipeline c        cs=cull\n" in text
+    assert ("pipeline g        vs=v hs=h ds=d ps=p layout=pos blend=alpha topology=patch root=rs params=none "
+            "uav_stage=ds contract=never_merge,no_primitive_id gs_instances=2 gs_ratio=2.0\n") in text
+    assert "pipeline h        vs=v ps=p root=rs\n" in text and "pipeline i        vs=v\n" in text
+    assert loads(text) == b.build()
+    assert loads(text.replace("ps=p root=rs\n", "ps=p root=rs params=all\n")) == b.build()
+
+
+def test_opaque_text_forms() -> None:
+    b = StreamBuilder()
+    texts = ["ClearState", "a  b", "x # y", '"q"', " lead", "tab\there", "ünï", "\u2028", "@nomerge"]
+    for t in texts:
+        b.Opaque(t)
+    b.Opaque("flagged", flags="nomerge")
+    s = b.build()
+    lines = dumps(s).splitlines()[-len(texts) - 1:]
+    assert lines[0] == "Opaque ClearState" and lines[1] == "Opaque a  b" and lines[6] == "Opaque ünï"
+    assert lines[2] == 'Opaque "x # y"' and lines[7] == 'Opaque "\\u2028"' and lines[8] == "Opaque @nomerge"
+    assert lines[-1] == 'Opaque "flagged" @nomerge'
+    assert loads(dumps(s)) == s
+
+
+def test_fast_path_agrees_with_reference_encoder(monkeypatch) -> None:
+    """The per-command fast encoders must give exactly what encode_command gives."""
+    text = dumps(_doc_stream())
+    fast = loads(text)
+    fast_json = loads(dumps(fast, "json"), "json")
+
+    def decline(self, vals):
+        raise common.Fallback
+    monkeypatch.setattr(common.Plan, "encode", decline)
+    slow = loads(text)
+    assert slow == fast and np.array_equal(slow.args, fast.args) and np.array_equal(slow.pool, fast.pool)
+    assert loads(dumps(fast, "json"), "json") == fast_json == fast
+
+
+def test_line_numbers_in_json() -> None:
+    s = _example_stream()
+    js = dumps(s, "json")
+    s2 = loads(js, "json")
+    lines = js.split("\n")
+    for i, ln in enumerate(s2.line.tolist()):
+        assert lines[ln - 1].lstrip().startswith('["' + s.spec(i).name + '"')
+
+
+def test_npz_compacts_pool_and_strings() -> None:
+    s = _example_stream()
+    s.strings.insert(0, "unused")  # shift: Opaque refers by index
+    s.args[s.op == 80, 0] += 1
+    s2 = loads(dumps(s, "npz"), "npz")
+    assert s2 == s and s2.strings == ["ClearState(0,  1)", "a # b"]
+    with np.load(io.BytesIO(dumps(s, "npz")), allow_pickle=False) as z:
+        assert set(z.files) == {"op", "args", "var_off", "var_len", "pool", "flags", "line", "meta", "data_1"}
+        assert z["op"].dtype == np.uint16 and z["args"].shape == (len(s), 6)
+        assert json.loads(z["meta"].tobytes())["decls"][1] == {"kind": "buffer", "name": "args", "size": 64,
+                                                                 "frontend": True}
+
+
+# ---------------------------------------------------------------------------- docs and schema
+PRELUDE_RE = re.compile(r"```dstream\n(.*?)```", re.S)
+
+
+def _doc() -> str:
+    return docgen.DOC_PATH.read_text(encoding="utf-8")
+
+
+def _doc_stream() -> Stream:
+    prelude = PRELUDE_RE.search(_doc()).group(1)
+    return loads(prelude + "\n".join(o.example for o in OPS) + "\n", file="format.md")
+
+
+def test_docs_and_schema_are_current() -> None:
+    assert docgen.doc_with_table(_doc()) == _doc(), "run: python -m drawopt.formats.docgen"
+    assert docgen.schema_text() == docgen.SCHEMA_PATH.read_text(encoding="utf-8"), \
+        "run: python -m drawopt.formats.docgen"
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+
+
+def test_every_command_documented_and_every_example_parses() -> None:
+    doc = _doc()
+    prelude = PRELUDE_RE.search(doc).group(1)
+    examples = re.findall(r"^\| \d+ \| `(\w+)` \|.*?\| `([^`]+)` \|", doc, re.M)
+    assert [n for n, _ in examples] == [o.name for o in OPS]
+    for name, example in examples:
+        assert f"`{name}`" in doc
+        s = loads(prelude + example + "\n", file="format.md")
+        assert s.command(len(s) - 1).name == name
+        assert dumps(s).rstrip("\n").split("\n")[-1].split()[0] == name
+    s = _doc_stream()
+    assert len(s) == len(OPS)
+    VALIDATOR.validate(json.loads(dumps(s, "json")))
+    assert loads(dumps(s, "npz"), "npz") == s
+
+
+def test_json_example_in_docs_loads_and_validates() -> None:
+    block = re.search(r"```json\n(.*?)```", _doc(), re.S).group(1)
+    s = loads(block, "json", file="format.md")
+    VALIDATOR.validate(json.loads(block))
+    assert [c.name for c in s.commands()][-1] == "Opaque" and s.command(4).flags == 1
+
+
+def test_schema_rejects_what_the_reader_rejects() -> None:
+    good = json.loads(dumps(_example_stream(), "json"))
+    VALIDATOR.validate(good)
+    for mutate in (lambda d: d["commands"].append(["DrawInstanced", 1, 2, 3]),
+                   lambda d: d["commands"].append(["DrawInstanced", 1, 2, 3, 4294967296]),
+                   lambda d: d["commands"].append(["IASetIndexBuffer", "verts", "R8_UINT", 0]),
+                   lambda d: d["commands"].append(["Nope"]),
+                   lambda d: d["decls"].append({"kind": "heap", "name": "h", "type": "RTV", "size": 1}),
+                   lambda d: d.update(extra=1)):
+        bad = json.loads(json.dumps(good))
+        mutate(bad)
+        assert not VALIDATOR.is_valid(bad)
+        with pytest.raises(InputError):
+            loads(json.dumps(bad), "json")
+
+
+# ---------------------------------------------------------------------------- files
+def test_format_for_and_sniff() -> None:
+    assert format_for("a.dstream") == "text" and format_for("a.TXT") == "text"
+    assert format_for(Path("x/a.json")) == "json" and format_for("a.npz") == "npz"
+    with pytest.raises(UsageError, match="cannot tell the format"):
+        format_for("a.bin")
+    assert sniff(b"PK\x03\x04") == "npz" and sniff(b" \n{") == "json" and sniff(b"drawopt 1") == "text"
+    assert sniff(b"\xef\xbb\xbf{") == "json"
+    with pytest.raises(UsageError):
+        dumps(_example_stream(), "yaml")
+    with pytest.raises(UsageError):
+        loads("drawopt 1", "npz")
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_save_and_load_files(tmp_path: Path, fmt: str) -> None:
+    s = _example_stream()
+    ext = {"text": ".dstream", "json": ".json", "npz": ".npz"}[fmt]
+    p = tmp_path / ("frame" + ext)
+    save(s, p)
+    assert load(p) == s and load(str(p), fmt) == s
+    assert sorted(os.listdir(tmp_path)) == ["frame" + ext]
+    other = tmp_path / "frame.dat"
+    save(s, other, fmt)
+    assert load(other, fmt) == s
+
+
+def test_save_is_atomic_and_keeps_mode(tmp_path: Path, monkeypatch) -> None:
+    s = _example_stream()
+    p = tmp_path / "out.dstream"
+    p.write_text("old\n")
+    os.chmod(p, 0o640)
+    save(s, p)
+    assert stat.S_IMODE(os.stat(p).st_mode) == 0o640 and load(p) == s
+
+    def boom(*a, **k):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(UsageError, match="No space left"):
+        save(_doc_stream(), p)
+    monkeypatch.undo()
+    assert load(p) == s  # old content intact
+    assert sorted(os.listdir(tmp_path)) == ["out.dstream"]  # no temp file left
+    with pytest.raises(UsageError, match="cannot write"):
+        save(s, tmp_path / "missing-dir" / "x.dstream")
+
+
+def test_save_never_writes_an_unencodable_stream(tmp_path: Path) -> None:
+    s = _example_stream()
+    s.decls.replace(Buffer("args", 64, False, None, True))
+    s.decls["opaque"].vs = "has space"  # not representable as a token
+    p = tmp_path / "x.dstream"
+    with pytest.raises(ValueError, match="one token"):
+        save(s, p)
+    assert not p.exists() and os.listdir(tmp_path) == []
+
+
+def test_stdin_and_stdout(monkeypatch, capsysbinary) -> None:
+    s = _example_stream()
+    for fmt in FMTS:
+        data = dumps(s, fmt)
+        raw = data if isinstance(data, bytes) else data.encode()
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw)))
+        assert load("-") == s  # sniffed
+        save(s, "-", fmt)
+        assert capsysbinary.readouterr().out == raw
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"drawopt 1\nFoo\n")))
+    with pytest.raises(InputError, match=r"^<stdin>:2:1: error: unknown command 'Foo'"):
+        load("-")
+
+
+def test_missing_file_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"nope\.dstream:1:1: error: cannot read file"):
+        load(tmp_path / "nope.dstream")
+
+
+def test_write_text_atomic(tmp_path: Path) -> None:
+    formats.write_text_atomic(tmp_path / "r.json", "{}\n")
+    assert (tmp_path / "r.json").read_text() == "{}\n"
+
+
+# ---------------------------------------------------------------------------- speed
+def _frame_text(draws: int) -> str:
+    head = ("drawopt 1 fast_semantics=on\nbuffer ib size=67108864\ntarget hdr 1920x1080 R16G16B16A16_FLOAT\n"
+            "depth zbuf 1920x1080 D32_FLOAT\nheap res CBV_SRV_UAV 4096\nrootsig main table(srv,1) constants(4)\n"
+            "pipeline p0 vs=pull ps=lit root=main\npipeline p1 vs=pull ps=lit2 root=main\n"
+            "OMSetRenderTargets hdr zbuf\nSetGraphicsRootSignature main\nIASetIndexBuffer ib R16_UINT 0\n")
+    body = "".join(f"SetPipelineState p{i & 1}\nSetGraphicsRootDescriptorTable 0 res[{i & 4095}]\n"
+                   f"SetGraphicsRoot32BitConstants 1 4 0x3f800000 {i} 0 0\nDrawIndexedInstanced 36 1 {i * 36} 0 0\n"
+                   for i in range(draws))
+    return head + body
+
+
+def test_parse_speed_small() -> None:
+    text = _frame_text(5000)  # 20k lines; the 100k-draw budget is in the slow test
+    t0 = time.process_time()
+    s = loads(text)
+    assert time.process_time() - t0 < 2.0 and len(s) == 20003
+
+
+@pytest.mark.slow
+def test_parse_and_print_speed_100k_draws() -> None:
+    """The budget of a 100,000-draw frame (~400k lines), in CPU time (robust on a busy machine)."""
+    text = _frame_text(100_000)
+    t0 = time.process_time()
+    s = loads(text)
+    t1 = time.process_time()
+    out = dumps(s)
+    t2 = time.process_time()
+    assert len(s) == 400_003 and out.count("\n") == 400_000 + 11 + 1
+    assert t1 - t0 < 4.0, f"parse took {t1 - t0:.2f} s"
+    assert t2 - t1 < 2.0, f"print took {t2 - t1:.2f} s"
+
