@@ -409,7 +409,18 @@ def _both(*rules):
     return rule
 
 
+MAX_ROOT_PARAMS = 16
+
+
+def _root_index_rule(s, sp, where, rows):
+    m = rows[:, sp.col("index")] >= MAX_ROOT_PARAMS
+    if m.any():
+        raise StreamCheckError(f"{sp.name}: root parameter index must be below {MAX_ROOT_PARAMS}",
+                               _first(m, where), sp.col("index"))
+
+
 def _consts_rule(s, sp, where, rows):
+    _root_index_rule(s, sp, where, rows)
     c, d = rows[:, sp.col("count")], rows[:, sp.col("dest")]
     m = c != s.var_len[where]
     if m.any():
@@ -446,8 +457,10 @@ def _copy_rule(s, sp, where, rows):
 _RULES = {
     "IASetIndexBuffer": _both(_range_rule("buffer", "offset", _zero, "index buffer"), _idx_align_rule),
     "IASetVertexBuffers": _range_rule("buffer", "offset", _zero, "vertex buffer"),
-    "SetGraphicsRootConstantBufferView": _range_rule("buffer", "offset", _zero, "view"),
-    "SetGraphicsRootShaderResourceView": _range_rule("buffer", "offset", _zero, "view"),
+    "SetGraphicsRootConstantBufferView": _both(_root_index_rule, _range_rule("buffer", "offset", _zero, "view")),
+    "SetGraphicsRootShaderResourceView": _both(_root_index_rule, _range_rule("buffer", "offset", _zero, "view")),
+    "SetGraphicsRootDescriptorTable": _root_index_rule,
+    "SetComputeRootDescriptorTable": _root_index_rule,
     "DrawIndexedX": _both(_range_rule("buffer", "offset", _idx_bytes, "indices"), _idx_align_rule),
     "DrawInstancedIndirect": _range_rule("args_buffer", "offset", _one_record, "args", 4),
     "DrawIndexedInstancedIndirect": _range_rule("args_buffer", "offset", _one_record, "args", 4),

@@ -70,7 +70,7 @@ from drawopt.ops import (
     PIPELINED_EVENTS,
     TOPOLOGIES,
 )
-from drawopt.stream import ARGS_SIZE, CONTEXTS, FLAG_NOMERGE, KINDS, CommandBuffer, Header, Stream
+from drawopt.stream import ARGS_SIZE, CONTEXTS, FLAG_NOMERGE, KINDS, MAX_ROOT_PARAMS, CommandBuffer, Header, Stream
 
 __all__ = ["streams", "headers", "u32s", "i32s", "f32_bits", "names", "F32_SPECIAL"]
 
@@ -278,6 +278,9 @@ def _words(lo: int, hi: int) -> st.SearchStrategy[np.ndarray]:
         lambda b: np.frombuffer(b[:len(b) // 4 * 4], dtype="<u4").astype(np.uint32))
 
 
+_ROOT_INDEX = st.integers(0, MAX_ROOT_PARAMS - 1)
+
+
 def _index(n: int) -> st.SearchStrategy[int]:
     return st.integers(0, n - 1)  # cached by hypothesis, unlike sampled_from(list)
 
@@ -358,14 +361,14 @@ def _command(draw, name: str, c: _Ctx, strings: list[str], string_ix: dict[str, 
     if name in ("SetGraphicsRootDescriptorTable", "SetComputeRootDescriptorTable"):
         h = pick(c.ix["heap"])
         slot = _upto(draw, c.decls[h].size - 1)
-        return [draw(u32s), (h << 32) | slot], []
+        return [draw(_ROOT_INDEX), (h << 32) | slot], []
     if name in ("SetGraphicsRoot32BitConstants", "SetComputeRoot32BitConstants"):
         count = _upto(draw, 64, 1) if draw(st.booleans()) else draw(st.integers(1, 4))
         dest = draw(st.integers(0, 64 - count))
-        return [draw(u32s), count, dest], draw(_words(count, count)).tolist()
+        return [draw(_ROOT_INDEX), count, dest], draw(_words(count, count)).tolist()
     if name in ("SetGraphicsRootConstantBufferView", "SetGraphicsRootShaderResourceView"):
         b = pick(c.bufs)
-        return [draw(u32s), b, _upto(draw, c.size[b])], []
+        return [draw(_ROOT_INDEX), b, _upto(draw, c.size[b])], []
     if name == "IASetIndexBuffer":
         b, f = pick(c.bufs), draw(st.integers(0, 1))
         return [b, f, _aligned(draw, c.size[b], 2 if f == 0 else 4)], []

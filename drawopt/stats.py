@@ -1,0 +1,149 @@
+"""The figures ``drawopt stats`` reports.
+
+Every figure depends only on the stream's value (header, declarations and
+commands), never on source lines or on the file format, so the same stream saved
+as ``.dstream``, ``.json`` or ``.npz`` gives identical statistics.
+
+Definitions
+-----------
+``commands``
+    API calls of any kind.
+``draw_calls``
+    Calls that draw: direct, indirect or multi-draw.
+``draws``
+    Logical draw records: 1 per direct or single indirect draw, ``count`` per
+    ``MultiDraw*Indirect``, and ``max_count`` per ``MultiDraw*IndirectAuto`` (the
+    GPU-written count is not known offline, so the cap is the figure).
+``dispatches``
+    ``Dispatch`` calls.
+``state_changes``
+    State-setting calls (``Cat.STATE``, including CSEnableAutomaticGpuFlush).
+``distinct_states`` / ``distinct_pack_classes``
+    Distinct normalised draw states / pack classes (:mod:`drawopt.state`).
+``flushes``
+    Flush calls (GpuSendPipelinedEvent, FlushGpuCacheRange, FlushGpuCachesBottomOfPipe).
+``gpu_batches``
+    What the GPU executes as separate batches: DrawIndexedX calls that follow
+    each other with no command in between and have the same pack class are
+    wave-packed into one batch (drawindexedx.txt: packing needs that nothing but
+    the index buffer and format change, and any call in between is a state change);
+    every other draw call is one batch. With a ``target`` whose cost model says it
+    does not wave-pack DrawIndexedX (everything but Xbox One; see
+    :mod:`drawopt.costmodel`), every draw call is one batch.
+``packed_fraction``
+    Fraction of logical draws that are in wave-packed DrawIndexedX runs of length
+    >= 2 (0.0 for a stream without draws).
+``by_command``
+    Command name -> count, for the commands present.
+``findings`` / ``findings_by_rule``
+    Total findings of :func:`drawopt.validate.findings`, and per rule (every rule
+    listed, zeros included).
+"""
+
+from __future__ import annotations
+
+__all__ = ["compute_stats", "format_stats"]
+
+from typing import Any
+
+import numpy as np
+
+from .ops import BY_CODE, BY_NAME, MULTI_DRAW_OPS, Cat
+from .state import StateTable, track
+from .stream import Stream
+from .validate import RULES, Finding, findings
+
+
+def _code(name: str) -> int:
+    return BY_NAME[name].code
+
+
+def compute_stats(stream: Stream, state: StateTable | None = None,
+                  found: list[Finding] | None = None, target: str | None = None) -> dict[str, Any]:
+    """Statistics of ``stream`` (see the module docstring for each key).
+
+    Parameters
+    ----------
+    stream : Stream
+    state : StateTable, optional
+        Reused if given.
+    found : list of Finding, optional
+        Reused if given.
+    target : str, optional
+        A ``--target`` name: ``gpu_batches`` counts wave packing only where that
+        target does it. Default: as if it does.
+
+    Returns
+    -------
+    dict
+        JSON-able: ints, a float and two dicts of ints.
+    """
+    s = stream
+    st = state if state is not None else track(s)
+    if found is None:
+        found = findings(s, st)
+    cats = s.cats()
+    op = s.op
+    draw_mask = cats == int(Cat.DRAW)
+    dops = op[draw_mask]
+    dargs = s.args[draw_mask]
+    records = np.ones(dops.shape[0], np.int64)
+    multi = np.isin(dops, list(MULTI_DRAW_OPS))
+    auto = np.isin(dops, [_code("MultiDrawInstancedIndirectAuto"), _code("MultiDrawIndexedInstancedIndirectAuto")])
+    records[multi & ~auto] = dargs[multi & ~auto, 0]
+    records[auto] = dargs[auto, 2]
+    draws = int(records.sum())
+
+    # wave-packed DrawIndexedX runs: adjacent commands, same pack class
+    is_x = s.op[st.draws] == _code("DrawIndexedX") if st.draws.size else np.zeros(0, bool)
+    joined = np.zeros(st.draws.shape[0], bool)  # draw k joins the batch of draw k-1
+    if st.draws.size > 1:
+        joined[1:] = is_x[1:] & is_x[:-1] & (np.diff(st.draws) == 1) & (st.pack[1:] == st.pack[:-1])
+    in_run = joined.copy()
+    in_run[:-1] |= joined[1:]
+    packed = int(in_run.sum())
+    if target is not None:
+        from .costmodel import get_target
+        if not get_target(target).wave_packs_x:
+            joined[:] = False
+
+    names, counts = np.unique(op, return_counts=True)
+    by_command = {BY_CODE[int(c)].name: int(k) for c, k in zip(names, counts)}
+    by_rule = dict.fromkeys(RULES, 0)
+    for f in found:
+        by_rule[f.rule] = by_rule.get(f.rule, 0) + 1
+    return {
+        "commands": len(s),
+        "draw_calls": int(draw_mask.sum()),
+        "draws": draws,
+        "dispatches": int((cats == int(Cat.DISPATCH)).sum()),
+        "state_changes": int((cats == int(Cat.STATE)).sum()),
+        "distinct_states": int(np.unique(st.state).shape[0]),
+        "distinct_pack_classes": int(np.unique(st.pack).shape[0]),
+        "flushes": int((cats == int(Cat.FLUSH)).sum()),
+        "gpu_batches": int(draw_mask.sum()) - int(joined.sum()),
+        "packed_fraction": packed / draws if draws else 0.0,
+        "by_command": dict(sorted(by_command.items())),
+        "findings": len(found),
+        "findings_by_rule": by_rule,
+    }
+
+
+def format_stats(stats: dict[str, Any]) -> str:
+    """A human-readable aligned table of :func:`compute_stats` output."""
+    flat: list[tuple[str, str]] = []
+    for k, v in stats.items():
+        if isinstance(v, dict):
+            flat.append((k + ":", ""))
+            flat.extend((f"  {kk}", _fmt(vv)) for kk, vv in v.items())
+        else:
+            flat.append((k, _fmt(v)))
+    width = max((len(k) for k, _ in flat), default=0)
+    vwidth = max((len(v) for _, v in flat), default=0)
+    return "\n".join(f"{k:<{width}}  {v:>{vwidth}}".rstrip() for k, v in flat) + "\n"
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    return str(v)

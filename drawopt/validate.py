@@ -1,0 +1,600 @@
+"""Findings: the seed rules one stream can show.
+
+Every rule is vectorised over the observers of :func:`drawopt.state.scan`
+(draws, dispatches), so that validating 10^6 draws stays fast. State that is
+*unknown* (after an ``Opaque`` command, or inherited by a bundle) never gives a
+finding. Rules (ids are stable; :data:`RULES` describes them in one line):
+
+``no-pipeline``
+    A draw or dispatch with no pipeline state set, or with a pipeline of the wrong
+    kind (a draw with a compute pipeline, a dispatch with a graphics pipeline).
+``table-undefined``
+    A draw or dispatch reads (per its pipeline's ``params``, default: every root
+    parameter of its root signature) a descriptor-table root parameter that is
+    undefined: never set in this command list, or not set again after the
+    descriptor heaps or the root signature changed
+    (d3d12-descriptor-tables-ru.txt). Setting the *same* heaps or root signature
+    again keeps the tables.
+``bundle-heaps``
+    In a bundle (``kind=bundle``), a second ``SetDescriptorHeaps`` with different
+    heaps (a bundle may set its heaps only once; setting the same heaps again is
+    legal).
+``index-buffer-undefined``
+    An indexed draw (DrawIndexedInstanced, indexed indirect, indexed multi-draw)
+    with no index buffer bound, or after a ``DrawIndexedX`` with no new
+    ``IASetIndexBuffer`` (drawindexedx.txt: DrawIndexedX leaves the index buffer
+    undefined).
+``index-range``
+    A ``DrawIndexedInstanced`` reading indices past the end of the bound index
+    buffer.
+``missing-flush``
+    The GPU front end reads data the GPU wrote without the flush sequence the
+    writer needs (multidraw-indirect-and-flushes.txt). Readers: indirect draws
+    read their args (and, for ``Auto`` variants, count) buffer; indexed draws read
+    index data (the bound index buffer, or DrawIndexedX's own). Writers: a
+    ``Dispatch`` writes its compute pipeline's ``writes`` (stage cs); a draw writes
+    its pipeline's ``writes`` from its ``uav_stage``. Required between the write
+    and the read, on the graphics context: after a CS writer
+    ``GpuSendPipelinedEvent CS_PARTIAL_FLUSH`` (only with fast semantics or while
+    ``CSEnableAutomaticGpuFlush(FALSE)`` is in force at the Dispatch) then
+    ``FlushGpuCacheRange DEFAULT_PFP``; after a VS/GS/HS/DS writer
+    ``VS_PARTIAL_FLUSH`` then ``FlushGpuCacheRange DEFAULT_PFP``; after a PS writer
+    ``PS_PARTIAL_FLUSH`` then ``FlushGpuCacheRange DEFAULT_PFP``. On the async
+    compute context: ``FlushGpuCachesBottomOfPipe DEFAULT`` after the writing
+    Dispatch. A ``ResourceBarrier`` of that buffer to ``INDIRECT_ARGUMENT`` or
+    ``INDEX_BUFFER`` between them also satisfies the read (D3D12 semantics: the
+    transition makes the write visible to the front end). In a compute-context
+    stream, a Dispatch writing a buffer declared ``frontend`` must be followed by
+    ``FlushGpuCachesBottomOfPipe DEFAULT`` before the stream ends (its reader is
+    in another list). ``CopyBufferRegion`` is front-end coherent: it neither
+    needs nor provides a flush. An ``Opaque`` command may flush anything, so it
+    ends every pending write (no false findings). The message says exactly what
+    is missing.
+``gs-onchip-tessellation``
+    A draw with a tessellation pipeline (hs/ds) while ``GSSetParameters onchip``
+    is in force: onchip GS mode forces tessellation to always-offchip
+    (gssetparameters.txt).
+"""
+
+from __future__ import annotations
+
+__all__ = ["Finding", "FlushNeed", "RULES", "findings", "missing_flushes"]
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .decls import Buffer, Pipeline, RootSig
+from .ops import BY_NAME, INDEX_SIZE, INDEXED_DRAW_OPS, INDIRECT_DRAW_OPS, MAX_OPCODE
+from .state import (
+    CROOT0,
+    GS,
+    IB,
+    OBS_DISPATCH,
+    OBS_DRAW,
+    ROOT0,
+    Scan,
+    StateTable,
+    scan,
+)
+from .stream import Stream
+
+RULES: dict[str, str] = {
+    "no-pipeline": "a draw or dispatch with no pipeline, or a pipeline of the wrong kind",
+    "table-undefined": "a draw or dispatch reads a descriptor table that is undefined "
+                       "(start of list, heaps or root signature changed)",
+    "bundle-heaps": "a bundle sets its descriptor heaps a second time, to different heaps",
+    "index-buffer-undefined": "an indexed draw with no index buffer, or after DrawIndexedX without IASetIndexBuffer",
+    "index-range": "DrawIndexedInstanced reads past the end of the bound index buffer",
+    "missing-flush": "the front end reads GPU-written args, count or index data without the flush the writer needs",
+    "gs-onchip-tessellation": "a tessellation draw while onchip GS mode is in force (forces tessellation offchip)",
+}
+"""Rule id -> one-line description."""
+
+_RULE_ORDER = {r: i for i, r in enumerate(RULES)}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding: ``rule`` id, command index ``cmd``, its source ``line`` (0 if
+    unknown) and a one-line ``message``."""
+
+    rule: str
+    cmd: int
+    line: int
+    message: str
+
+
+@dataclass(frozen=True)
+class FlushNeed:
+    """A front-end read (or, on async compute, a stream end) missing flushes.
+
+    ``reader``: command index of the read (-1: the end of a compute stream);
+    ``writer``: the writing command; ``buffer``: its name; ``what``: ``args``,
+    ``count``, ``index data`` or ``frontend``; ``stage``: the writer's stage and
+    class: ``cs``, ``cs+partial`` (a CS_PARTIAL_FLUSH is needed), ``vs``, ``gs``,
+    ``hs``, ``ds``, ``ps`` or ``async``; ``missing``: the commands to insert, in order, as
+    ``(command name, argument)``; ``before``: where the last one must go (a command
+    index, before which it must be inserted; ``len(stream)`` for the end).
+    """
+
+    reader: int
+    writer: int
+    buffer: str
+    what: str
+    stage: str
+    missing: tuple[tuple[str, str], ...]
+    before: int
+
+
+def _code(name: str) -> int:
+    return BY_NAME[name].code
+
+
+def _at(s: Stream, i: int) -> str:
+    ln = int(s.line[i]) if 0 <= i < len(s) else 0
+    return f"line {ln}" if ln > 0 else f"command {i}"
+
+
+class _Ctx:
+    """What the rules share: the scan and a few per-observer arrays."""
+
+    def __init__(self, s: Stream, sc: Scan) -> None:
+        self.s = s
+        self.sc = sc
+        obs = sc.obs
+        k = sc.obs_kind
+        self.dsel = np.flatnonzero(k == OBS_DRAW)
+        self.xsel = np.flatnonzero(k == OBS_DISPATCH)
+        self.pipes = {i: d for i, d in enumerate(s.decls.items) if isinstance(d, Pipeline)}
+        self.names = [d.name for d in s.decls.items]
+        self.obs = obs
+
+    def undefined(self, sel: np.ndarray, slot: int) -> np.ndarray:
+        """Slot ``slot`` undefined (not unknown) at observers ``sel``."""
+        sc = self.sc
+        return (sc.setter[sel, slot] == -1) & (((sc.unknown[sel] >> slot) & 1) == 0)
+
+    def valid_pipe(self, sel: np.ndarray, compute: bool) -> np.ndarray:
+        p = self.sc.pipe[sel]
+        ok = np.zeros(sel.shape[0], bool)
+        for i, d in self.pipes.items():
+            if d.is_compute == compute:
+                ok |= p == i
+        return ok
+
+
+# ---------------------------------------------------------------------- rules
+def _no_pipeline(c: _Ctx) -> list[Finding]:
+    out = []
+    s = c.s
+    for sel, compute in ((c.dsel, False), (c.xsel, True)):
+        p = c.sc.pipe[sel]
+        bad = (p == -1) | ((p >= 0) & ~c.valid_pipe(sel, compute))
+        for o in sel[bad]:
+            i = int(c.obs[o])
+            pi = int(c.sc.pipe[o])
+            nm = s.spec(i).name
+            if pi == -1:
+                msg = f"{nm} with no pipeline state set"
+            else:
+                kind = "compute" if c.pipes[pi].is_compute else "graphics"
+                msg = f"{nm} with {kind} pipeline '{c.names[pi]}'"
+            out.append(Finding("no-pipeline", i, int(s.line[i]), msg))
+    return out
+
+
+def _table_undefined(c: _Ctx) -> list[Finding]:
+    s, sc = c.s, c.sc
+    out: list[Finding] = []
+    # reset events: heap changes (either side), root signature changes (per side)
+    heaps_cmds = np.flatnonzero(s.op == _code("SetDescriptorHeaps"))
+    heaps_chg = heaps_cmds[_changed(sc, heaps_cmds)]
+    rs_chg = {}
+    for side, nm in ((False, "SetGraphicsRootSignature"), (True, "SetComputeRootSignature")):
+        cm = np.flatnonzero(s.op == _code(nm))
+        rs_chg[side] = cm[_changed(sc, cm)]
+    for sel, compute in ((c.dsel, False), (c.xsel, True)):
+        if not sel.size:
+            continue
+        valid = c.valid_pipe(sel, compute)
+        p = sc.pipe[sel]
+        base = CROOT0 if compute else ROOT0
+        for pi, d in c.pipes.items():
+            if d.is_compute != compute or d.root is None:
+                continue
+            m = valid & (p == pi)
+            if not m.any():
+                continue
+            rs = s.decls[d.root]
+            assert isinstance(rs, RootSig)
+            reads = range(len(rs.params)) if d.params is None else d.params
+            for q in reads:
+                if rs.params[q].kind != "table":
+                    continue
+                osel = sel[m]
+                bad = osel[c.undefined(osel, base + q)]
+                if not bad.size:
+                    continue
+                sets = np.flatnonzero(sc.slot == base + q)
+                for o in bad:
+                    i = int(c.obs[o])
+                    out.append(Finding("table-undefined", i, int(s.line[i]),
+                                       f"{s.spec(i).name} reads descriptor table root parameter {q} of pipeline "
+                                       f"'{d.name}', which is undefined: "
+                                       + _table_reason(s, i, sets, heaps_chg, rs_chg[compute])))
+    return out
+
+
+def _changed(sc: Scan, cmds: np.ndarray) -> np.ndarray:
+    """Which of the set commands ``cmds`` change their slot from a known value (or undefined)."""
+    if not cmds.size:
+        return np.zeros(0, bool)
+    before = sc.value_before(cmds)
+    return (before != sc.cval[cmds]) & (before != -3)
+
+
+def _last_before(arr: np.ndarray, i: int) -> int:
+    k = int(np.searchsorted(arr, i)) - 1
+    return int(arr[k]) if k >= 0 else -1
+
+
+def _table_reason(s: Stream, i: int, sets: np.ndarray, heaps_chg: np.ndarray, rs_chg: np.ndarray) -> str:
+    last_set = _last_before(sets, i)
+    if last_set < 0:
+        return "it is never set (descriptor tables are undefined at the start of a command list)"
+    h = _last_before(heaps_chg, i)
+    r = _last_before(rs_chg, i)
+    ev = max(h, r)
+    if ev > last_set:
+        what = "the descriptor heaps" if ev == h else "the root signature"
+        return f"{s.spec(ev).name} at {_at(s, ev)} changed {what} after it was set at {_at(s, last_set)}"
+    return f"it was set at {_at(s, last_set)} but later reset"  # pragma: no cover - a reset follows every set
+
+
+def _bundle_heaps(c: _Ctx) -> list[Finding]:
+    s, sc = c.s, c.sc
+    if s.header.kind != "bundle":
+        return []
+    hc = np.flatnonzero(s.op == _code("SetDescriptorHeaps"))
+    if hc.size < 2:
+        return []
+    v0 = sc.cval[hc[0]]
+    out = []
+    first = sc.values.decode(int(v0))
+    for i in hc[1:][sc.cval[hc[1:]] != v0]:
+        i = int(i)
+        out.append(Finding("bundle-heaps", i, int(s.line[i]),
+                           f"a bundle may set its descriptor heaps only once: SetDescriptorHeaps "
+                           f"{' '.join(sc.values.decode(int(sc.cval[i])))} differs from "
+                           f"SetDescriptorHeaps {' '.join(first)} at {_at(s, int(hc[0]))}"))
+    return out
+
+
+_INDEXED = np.zeros(MAX_OPCODE + 1, bool)
+_INDEXED[list(INDEXED_DRAW_OPS)] = True
+_INDIRECT = np.zeros(MAX_OPCODE + 1, bool)
+_INDIRECT[list(INDIRECT_DRAW_OPS)] = True
+
+
+def _index_buffer_undefined(c: _Ctx) -> list[Finding]:
+    s = c.s
+    sel = c.dsel[_INDEXED[s.op[c.obs[c.dsel]]]]
+    bad = sel[c.undefined(sel, IB)]
+    if not bad.size:
+        return []
+    dx = np.flatnonzero(s.op == _code("DrawIndexedX"))
+    ibs = np.flatnonzero(s.op == _code("IASetIndexBuffer"))
+    out = []
+    for o in bad:
+        i = int(c.obs[o])
+        x = _last_before(dx, i)
+        nm = s.spec(i).name
+        if x >= 0 and x > _last_before(ibs, i):
+            msg = (f"{nm} after DrawIndexedX at {_at(s, x)}, which left the index buffer undefined: "
+                   f"IASetIndexBuffer must be issued again before it")
+        else:
+            msg = f"{nm} with no index buffer set (IASetIndexBuffer)"
+        out.append(Finding("index-buffer-undefined", i, int(s.line[i]), msg))
+    return out
+
+
+def _index_range(c: _Ctx) -> list[Finding]:
+    s, sc = c.s, c.sc
+    sel = c.dsel[s.op[c.obs[c.dsel]] == _code("DrawIndexedInstanced")]
+    st = sc.setter[sel, IB]
+    known = (st >= 0) & (((sc.unknown[sel] >> IB) & 1) == 0)
+    sel, st = sel[known], st[known]
+    if not sel.size:
+        return []
+    cmds = c.obs[sel]
+    buf = s.args[st, 0]
+    size = np.where(s.args[st, 1] == 0, INDEX_SIZE[0], INDEX_SIZE[1])
+    sizes = np.array([d.size if isinstance(d, Buffer) else 0 for d in s.decls.items], np.int64)
+    count = s.args[cmds, 0]
+    end = s.args[st, 2] + (s.args[cmds, 2] + count) * size
+    bad = (count > 0) & (end > sizes[buf])
+    out = []
+    for k in np.flatnonzero(bad):
+        i = int(cmds[k])
+        out.append(Finding("index-range", i, int(s.line[i]),
+                           f"DrawIndexedInstanced reads indices up to byte {int(end[k])} of index buffer "
+                           f"'{c.names[int(buf[k])]}' ({int(sizes[buf[k]])} bytes, bound at {_at(s, int(st[k]))})"))
+    return out
+
+
+def _gs_onchip_tessellation(c: _Ctx) -> list[Finding]:
+    s, sc = c.s, c.sc
+    tess = [i for i, d in c.pipes.items() if d.tessellation and not d.is_compute]
+    if not tess or not c.dsel.size:
+        return []
+    sel = c.dsel[np.isin(sc.pipe[c.dsel], tess)]
+    st = sc.setter[sel, GS]
+    on = (st >= 0) & (s.args[np.maximum(st, 0), 0] == 2) & (((sc.unknown[sel] >> GS) & 1) == 0)
+    out = []
+    for o, g in zip(sel[on], st[on]):
+        i = int(c.obs[o])
+        out.append(Finding("gs-onchip-tessellation", i, int(s.line[i]),
+                           f"{s.spec(i).name} with tessellation pipeline '{c.names[int(sc.pipe[o])]}' while "
+                           f"GSSetParameters onchip (at {_at(s, int(g))}) is in force: onchip GS mode forces "
+                           f"tessellation to always-offchip"))
+    return out
+
+
+# ---------------------------------------------------------------------- flushes
+_STAGE_CLASS = {"vs": "vs", "hs": "vs", "ds": "vs", "gs": "vs", "ps": "ps"}
+_CLASSES = ("cs", "cs+partial", "vs", "ps", "async")
+_PARTIAL = {"cs+partial": "CS_PARTIAL_FLUSH", "vs": "VS_PARTIAL_FLUSH", "ps": "PS_PARTIAL_FLUSH"}
+
+
+def missing_flushes(stream: Stream, sc: Scan | None = None) -> list[FlushNeed]:
+    """Every front-end read of GPU-written data that lacks the flushes its writer needs.
+
+    See the ``missing-flush`` rule in the module docstring. Vectorised: each read
+    is matched with the latest write of each writer class to the same buffer, and
+    the flush events between them are found with binary searches.
+
+    Returns
+    -------
+    list of FlushNeed
+        In reader order.
+    """
+    s = stream
+    if sc is None:
+        sc = scan(s)
+    n = len(s)
+    if n == 0:
+        return []
+    c = _Ctx(s, sc)
+    decls = s.decls
+    compute_ctx = s.header.context == "compute"
+    is_buf = np.array([isinstance(d, Buffer) for d in decls.items] or [False])
+    frontend = np.array([isinstance(d, Buffer) and d.frontend for d in decls.items] or [False])
+
+    # writes per pipeline
+    pipe_writes: dict[int, list[int]] = {}
+    for i, d in c.pipes.items():
+        bufs = []
+        for w in d.writes:
+            r = decls.index[decls.resource_of(w)]
+            if is_buf[r]:
+                bufs.append(r)
+        if bufs:
+            pipe_writes[i] = sorted(set(bufs))
+    # CSEnableAutomaticGpuFlush in force at each command (an Opaque counts as TRUE: lenient)
+    cse = np.flatnonzero((s.op == _code("CSEnableAutomaticGpuFlush")) | (s.op == _code("Opaque")))
+    cse_val = np.where(s.op[cse] == _code("Opaque"), 1, s.args[cse, 0])
+
+    w_cmd: list[np.ndarray] = []
+    w_buf: list[np.ndarray] = []
+    w_cls: list[np.ndarray] = []
+    w_stage: dict[int, str] = {}
+    for sel, compute in ((c.dsel, False), (c.xsel, True)):
+        if not sel.size:
+            continue
+        valid = c.valid_pipe(sel, compute)
+        p = sc.pipe[sel]
+        for pi, bufs in pipe_writes.items():
+            d = c.pipes[pi]
+            if d.is_compute != compute:
+                continue
+            cmds = c.obs[sel[valid & (p == pi)]]
+            if not cmds.size:
+                continue
+            if compute:
+                if compute_ctx:
+                    cls = np.full(cmds.size, _CLASSES.index("async"))
+                else:
+                    k = np.searchsorted(cse, cmds) - 1
+                    auto = np.where(k >= 0, cse_val[np.maximum(k, 0)] if cse.size else 1,
+                                    int(s.header.auto_gpu_flush))
+                    partial = s.header.fast_semantics | (auto == 0)
+                    cls = np.where(partial, _CLASSES.index("cs+partial"), _CLASSES.index("cs"))
+            else:
+                stage = d.uav_stage or "ps"
+                cls = np.full(cmds.size, _CLASSES.index(_STAGE_CLASS.get(stage, "ps")))
+                for i in cmds:
+                    w_stage[int(i)] = stage
+            for b in bufs:
+                w_cmd.append(cmds)
+                w_buf.append(np.full(cmds.size, b, np.int64))
+                w_cls.append(cls)
+    if not w_cmd:
+        return []
+    wc = np.concatenate(w_cmd)
+    wb = np.concatenate(w_buf)
+    wk = np.concatenate(w_cls)
+    written = np.zeros(len(decls), bool)
+    written[wb] = True
+
+    # reads by draws
+    r_cmd: list[np.ndarray] = []
+    r_buf: list[np.ndarray] = []
+    r_what: list[np.ndarray] = []
+    dcmd = c.obs[c.dsel]
+    dop = s.op[dcmd]
+    ind = _INDIRECT[dop]
+    if ind.any():
+        auto_ops = np.isin(dop, [_code("MultiDrawInstancedIndirectAuto"),
+                                 _code("MultiDrawIndexedInstancedIndirectAuto")])
+        multi = np.isin(dop, [_code("MultiDrawInstancedIndirect"), _code("MultiDrawIndexedInstancedIndirect")])
+        col = np.where(auto_ops, 3, np.where(multi, 1, 0))  # args_buffer column of each layout
+        r_cmd.append(dcmd[ind])
+        r_buf.append(s.args[dcmd[ind], col[ind]])
+        r_what.append(np.zeros(int(ind.sum()), np.int64))
+        if auto_ops.any():
+            r_cmd.append(dcmd[auto_ops])
+            r_buf.append(s.args[dcmd[auto_ops], 0])
+            r_what.append(np.ones(int(auto_ops.sum()), np.int64))
+    idx = _INDEXED[dop]
+    if idx.any():
+        st = sc.setter[c.dsel[idx], IB]
+        ok = st >= 0
+        r_cmd.append(dcmd[idx][ok])
+        r_buf.append(s.args[st[ok], 0])
+        r_what.append(np.full(int(ok.sum()), 2, np.int64))
+    dx = dop == _code("DrawIndexedX")
+    if dx.any():
+        r_cmd.append(dcmd[dx])
+        r_buf.append(s.args[dcmd[dx], 0])
+        r_what.append(np.full(int(dx.sum()), 2, np.int64))
+    what_names = ("args", "count", "index data", "frontend")
+    if r_cmd:
+        rc = np.concatenate(r_cmd)
+        rb = np.concatenate(r_buf)
+        rw = np.concatenate(r_what)
+        keep = written[rb]
+        rc, rb, rw = rc[keep], rb[keep], rw[keep]
+    else:
+        rc = rb = rw = np.zeros(0, np.int64)
+    if compute_ctx:  # the end of the stream reads every frontend buffer
+        fb = np.unique(wb[frontend[wb]])
+        rc = np.concatenate([rc, np.full(fb.size, n, np.int64)])
+        rb = np.concatenate([rb, fb])
+        rw = np.concatenate([rw, np.full(fb.size, 3, np.int64)])
+
+    # events
+    ev = s.args[:, 0]
+    events = {
+        "CS_PARTIAL_FLUSH": np.flatnonzero((s.op == _code("GpuSendPipelinedEvent")) & (ev == 0)),
+        "VS_PARTIAL_FLUSH": np.flatnonzero((s.op == _code("GpuSendPipelinedEvent")) & (ev == 1)),
+        "PS_PARTIAL_FLUSH": np.flatnonzero((s.op == _code("GpuSendPipelinedEvent")) & (ev == 2)),
+    }
+    pfp = np.flatnonzero((s.op == _code("FlushGpuCacheRange")) & (ev == 0))
+    bop = np.flatnonzero((s.op == _code("FlushGpuCachesBottomOfPipe")) & (ev == 1))
+    opq = np.flatnonzero(s.op == _code("Opaque"))
+    bar = np.flatnonzero((s.op == _code("ResourceBarrier")) & np.isin(s.args[:, 2], [6, 7]))
+    big = n + 1
+    bkey = np.sort(s.args[bar, 0] * big + bar)
+
+    def next_after(arr: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(arr, pos, side="right")
+        return np.where(k < arr.size, arr[np.minimum(k, max(arr.size - 1, 0))] if arr.size else big, big)
+
+    def last_before(arr: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(arr, pos) - 1
+        return np.where(k >= 0, arr[np.maximum(k, 0)] if arr.size else -1, -1)
+
+    needs: list[FlushNeed] = []
+    for ci, cls in enumerate(_CLASSES):
+        m = wk == ci
+        if not m.any() or not rc.size:
+            continue
+        key = np.sort(wb[m] * big + wc[m])
+        k = np.searchsorted(key, rb * big + rc) - 1
+        hit = (k >= 0) & (key[np.maximum(k, 0)] // big == rb)
+        if not hit.any():
+            continue
+        r, b, what = rc[hit], rb[hit], rw[hit]
+        w = key[k[hit]] % big
+        lb = last_before(bkey, b * big + r)
+        barrier = (lb >= 0) & (lb // big == b) & (lb % big > w)
+        opaque = last_before(opq, r) > w
+        todo = ~(barrier | opaque)
+        miss: list[tuple[tuple[str, str], ...]] = [()] * r.size
+        before = r.copy()
+        if cls == "async":
+            bad = next_after(bop, w) >= r
+            item = (("FlushGpuCachesBottomOfPipe", "DEFAULT"),)
+            for j in np.flatnonzero(todo & bad):
+                miss[j] = item
+                before[j] = min(int(w[j]) + 1, int(r[j]))
+        elif cls == "cs":
+            bad = next_after(pfp, w) >= r
+            for j in np.flatnonzero(todo & bad):
+                miss[j] = (("FlushGpuCacheRange", "DEFAULT_PFP"),)
+        else:
+            evn = _PARTIAL[cls]
+            e = next_after(events[evn], w)
+            no_e = e >= r
+            f = next_after(pfp, np.where(no_e, w, e))
+            pfp_any = next_after(pfp, w) < r
+            for j in np.flatnonzero(todo & no_e):
+                items: tuple[tuple[str, str], ...] = (("GpuSendPipelinedEvent", evn),)
+                if pfp_any[j]:
+                    before[j] = int(next_after(pfp, w[j:j + 1])[0])
+                else:
+                    items += (("FlushGpuCacheRange", "DEFAULT_PFP"),)
+                miss[j] = items
+            for j in np.flatnonzero(todo & ~no_e & (f >= r)):
+                miss[j] = (("FlushGpuCacheRange", "DEFAULT_PFP"),)
+        for j in range(r.size):
+            if miss[j]:
+                wi = int(w[j])
+                stage = w_stage.get(wi, cls)
+                needs.append(FlushNeed(int(r[j]) if r[j] < n else -1, wi, c.names[int(b[j])],
+                                       what_names[int(what[j])], stage, miss[j], int(before[j])))
+    needs.sort(key=lambda x: (x.reader if x.reader >= 0 else n, x.writer, x.what))
+    return needs
+
+
+def _missing_flush(c: _Ctx) -> list[Finding]:
+    s = c.s
+    out = []
+    for need in missing_flushes(s, c.sc):
+        w = need.writer
+        wname = s.spec(w).name
+        if need.stage == "cs+partial":
+            why = ("fast semantics is on" if s.header.fast_semantics
+                   else "CSEnableAutomaticGpuFlush(FALSE) is in force")
+            stage = f"compute shader; {why}"
+        else:
+            stage = {"cs": "compute shader", "ps": "pixel shader", "async": "async compute"}.get(
+                need.stage, f"{need.stage} shader")
+        items = " then ".join(f"{a} {b}" for a, b in need.missing)
+        if need.reader < 0:
+            msg = (f"{wname} writes '{need.buffer}', which the GPU front end reads (declared frontend), "
+                   f"without {items} after it before the end of this async compute stream")
+            cmd = w
+        else:
+            cmd = need.reader
+            msg = (f"{s.spec(cmd).name} reads {need.what} from '{need.buffer}' written by {wname} at "
+                   f"{_at(s, w)} ({stage}) without the flush it needs: missing {items}")
+        out.append(Finding("missing-flush", cmd, int(s.line[cmd]), msg))
+    return out
+
+
+_RULE_FUNCS = (_no_pipeline, _table_undefined, _bundle_heaps, _index_buffer_undefined, _index_range,
+               _missing_flush, _gs_onchip_tessellation)
+
+
+def findings(stream: Stream, state: StateTable | None = None) -> list[Finding]:
+    """All findings of ``stream``, ordered by command then rule.
+
+    Parameters
+    ----------
+    stream : Stream
+    state : StateTable, optional
+        The stream's state table (reused if it carries its scan).
+
+    Returns
+    -------
+    list of Finding
+    """
+    sc = state.scan if state is not None and state.scan is not None else scan(stream)
+    c = _Ctx(stream, sc)
+    out: list[Finding] = []
+    for rule in _RULE_FUNCS:
+        out.extend(rule(c))
+    out.sort(key=lambda f: (f.cmd, _RULE_ORDER[f.rule], f.message))
+    return out

@@ -1,0 +1,282 @@
+"""``dedupe-state``: remove state-setting commands no draw or dispatch can observe.
+
+A state command is removed when it is
+
+* a **re-set of the current value**: the same pipeline, root signature or heaps
+  (same heaps keep the descriptor tables), the same table / root constants /
+  root CBV or SRV, identical GS parameters (``null`` when the driver default is
+  in force), the same index buffer -- unless the index buffer is undefined after
+  a ``DrawIndexedX``, in which case the re-bind is needed and kept;
+* a **dead set**: overwritten before any draw or dispatch that can observe the
+  slot reads it (masked slots, see :mod:`drawopt.state`, are not observed), or
+  trailing state after the last draw / dispatch of a command list. In a bundle
+  the final state is inherited by the calling list, so nothing that reaches the
+  end of a bundle is dead (and a bundle keeps its single ``SetDescriptorHeaps``).
+
+Partial root-constant updates (``dest=``) and per-slot vertex-buffer updates are
+handled word by word: a write is kept when one of its words is the last
+effective write of that word seen by some draw.
+
+A heap or root-signature change also resets descriptor tables / root arguments.
+A run of dead changes between two observers is removed only when the change
+from the value before the run to the value after it still resets them; otherwise
+its first command is kept. Conversely, a root-argument set that such a reset
+ends is kept when a later draw reads the reset slot and the value before the set
+would not reset to the same thing (unknown stays unknown, root constants survive
+a heap change). Nothing is removed or considered redundant across an
+``Opaque`` command (it may read or change any state). ``CSEnableAutomaticGpuFlush``
+(flush state read by Dispatch) gets the same treatment: re-sets of the current
+value and sets overwritten before any Dispatch or Opaque go.
+
+The analysis is repeated on its own output until nothing more goes, so the pass
+is idempotent. Every step is vectorised over the columnar stream after one
+linear scan (:func:`drawopt.state.scan`).
+"""
+
+from __future__ import annotations
+
+__all__ = ["DedupeStatePass", "dead_state_commands"]
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from drawopt.ops import BY_CODE, BY_NAME
+from drawopt.passmanager import AnalysisManager, Pass, PassResult
+from drawopt.state import (
+    CROOT0,
+    CRS,
+    GFX_RS,
+    HEAPS,
+    K_CRS,
+    K_SET,
+    NROOT,
+    ROOT0,
+    UNKNOWN,
+    Scan,
+    scan,
+)
+from drawopt.stream import Stream
+
+_CSE = BY_NAME["CSEnableAutomaticGpuFlush"].code
+_DISPATCH = BY_NAME["Dispatch"].code
+_OPAQUE = BY_NAME["Opaque"].code
+_MERGE_OPS = np.array([BY_NAME[n].code for n in ("SetGraphicsRoot32BitConstants", "SetComputeRoot32BitConstants",
+                                                 "IASetVertexBuffers")], np.uint16)
+_CHUNK = 1 << 15
+
+
+_ROOTS = np.r_[ROOT0:ROOT0 + NROOT, CROOT0:CROOT0 + NROOT]
+
+
+def _observed(sc: Scan, n: int) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """One walk over the observers.
+
+    Returns
+    -------
+    observed : bool[N]
+        Commands that are the last setter of a slot some observer reads.
+    reset_reads : (cmd, slot, view)
+        Reads of a root argument that a reset left undefined (view -1) or unknown (-3):
+        the observer's command index (``N`` for the end of a bundle), the slot, the view.
+    """
+    out = np.zeros(n, bool)
+    cmds, slots, views = [], [], []
+    for lo in range(0, sc.obs.shape[0], _CHUNK):
+        sel = np.arange(lo, min(lo + _CHUNK, sc.obs.shape[0]))
+        st = sc.setter[sel]
+        m = sc.read_mask(sel)
+        out[st[m & (st >= 0)]] = True
+        rr = m[:, _ROOTS] & (st[:, _ROOTS] == -1)
+        if rr.any():
+            o, k = np.nonzero(rr)
+            slot = _ROOTS[k]
+            c = sc.obs[sel[o]]
+            cmds.append(np.where(c < 0, n, c))
+            slots.append(slot)
+            views.append(np.where((sc.unknown[sel[o]] >> slot) & 1 == 1, UNKNOWN, -1))
+    if not cmds:
+        return out, (np.zeros(0, np.int64),) * 3
+    return out, (np.concatenate(cmds), np.concatenate(slots), np.concatenate(views))
+
+
+def _origins(sc: Scan, red: np.ndarray) -> np.ndarray:
+    """For each command, the first command of its run of redundant re-sets (-1: the
+    initial value, e.g. the GS driver default)."""
+    n = red.shape[0]
+    orig = np.arange(n, dtype=np.int64)
+    orig[red] = sc.prev[red]
+    while True:
+        nxt = np.where(orig >= 0, orig[np.maximum(orig, 0)], -1)
+        if np.array_equal(nxt, orig):
+            return orig
+        orig = nxt
+
+
+def _merge_needed(sc: Scan, observed: np.ndarray, needed: np.ndarray) -> None:
+    """Mark the partial writes (root constants, vertex buffers) that observers see."""
+    for ch in sc.chains.values():
+        obs_rows = np.flatnonzero(observed[ch.cmds])
+        if not obs_rows.size:
+            continue
+        wmask, wval, filled = ch.matrices()
+        m = ch.cmds.shape[0]
+        rows = np.arange(m, dtype=np.int64)
+        before = np.empty_like(filled)
+        before[1:] = filled[:-1]
+        before[ch.start] = ch.init[ch.start][:, None]
+        eff = wmask & (before != wval)
+        eidx = np.where(eff | ch.start[:, None], rows[:, None], 0)
+        np.maximum.accumulate(eidx, axis=0, out=eidx)
+        sub = eidx[obs_rows]
+        hit = eff[sub, np.arange(ch.width)[None, :]]  # eff[sub[i, w], w]
+        is_writer = np.zeros(m, bool)
+        is_writer[sub[hit]] = True
+        needed[ch.cmds[is_writer]] = True
+        # a chain that starts after a command of another kind (a table or a root CBV in the
+        # same root slot) relies on it to discard older words: keep it
+        seg_start = np.maximum.accumulate(np.where(ch.start, rows, 0))
+        kept_rows = np.flatnonzero(needed[ch.cmds])
+        starts = np.unique(seg_start[kept_rows])
+        p = sc.prev[ch.cmds[starts]]
+        needed[p[p >= 0]] = True
+
+
+def _reset_readers(sc: Scan, reads: tuple[np.ndarray, np.ndarray, np.ndarray], needed: np.ndarray) -> None:
+    """Keep a root-argument set that a reset (heap or root-signature change) ends, when
+    a later observer reads the slot as reset and the value before the set would not
+    reset to the same thing (a table set over unknown or over root constants: without
+    it the heap change would leave unknown / the constants, not undefined)."""
+    cmd, slot, view = reads
+    for r in np.unique(slot):
+        sets = np.flatnonzero(sc.slot == r)
+        if not sets.size:
+            continue
+        w = slot == r
+        j = np.searchsorted(sets, cmd[w]) - 1
+        ok = j >= 0
+        j = sets[j[ok]]
+        keep = sc.value_before(j) != view[w][ok]
+        needed[j[keep]] = True
+
+
+def _reset_runs(sc: Scan, slot: int, red: np.ndarray, needed: np.ndarray, bundle: bool) -> None:
+    """Dead heap / root-signature changes: keep the first of a run when dropping the
+    whole run would lose the reset of tables / root arguments it causes."""
+    cmds = np.flatnonzero((sc.slot == slot) & ~red & (sc.kcode >= K_SET) & (sc.kcode <= K_CRS))
+    if not cmds.size:
+        return
+    dead = ~needed[cmds]
+    if not dead.any():
+        return
+    starts = np.flatnonzero(dead & np.concatenate([[True], ~dead[:-1]]))
+    for a in starts:
+        b = a
+        while b + 1 < cmds.size and dead[b + 1]:
+            b += 1
+        first = int(cmds[a])
+        pv = int(sc.value_before(np.array([first]))[0])
+        if b + 1 >= cmds.size:
+            if bundle:  # pragma: no cover - the end of a bundle observes every slot
+                needed[cmds[a:b + 1]] = True
+            continue
+        after = int(sc.cval[cmds[b + 1]])
+        if pv == UNKNOWN:
+            needed[cmds[a:b + 1]] = True
+        elif pv == after:
+            needed[first] = True
+
+
+def _cse_dead(s: Stream) -> np.ndarray:
+    """bool[N]: CSEnableAutomaticGpuFlush commands without effect on any Dispatch."""
+    n = len(s)
+    out = np.zeros(n, bool)
+    cse = np.flatnonzero(s.op == _CSE)
+    if not cse.size:
+        return out
+    ev = np.flatnonzero(np.isin(s.op, [_CSE, _DISPATCH, _OPAQUE]))
+    pos = np.searchsorted(ev, cse)
+    nxt = np.where(pos + 1 < ev.size, ev[np.minimum(pos + 1, ev.size - 1)], -1)
+    dead = (nxt >= 0) & (s.op[np.maximum(nxt, 0)] == _CSE)
+    out[cse[dead]] = True
+    # re-sets of the value in force (among the survivors; an Opaque makes it unknown)
+    live = cse[~dead]
+    marks = np.sort(np.concatenate([live, np.flatnonzero(s.op == _OPAQUE)]))
+    val = np.where(s.op[marks] == _OPAQUE, -1, s.args[marks, 0])
+    k = np.searchsorted(marks, live) - 1
+    before = np.where(k >= 0, val[np.maximum(k, 0)], int(s.header.auto_gpu_flush))
+    out[live[before == s.args[live, 0]]] = True
+    return out
+
+
+def dead_state_commands(stream: Stream, sc: Scan | None = None) -> np.ndarray:
+    """One round of the analysis: bool[N], True for each command the pass removes.
+
+    Parameters
+    ----------
+    stream : Stream
+    sc : Scan, optional
+        ``scan(stream)``, reused if given.
+    """
+    s = stream
+    n = len(s)
+    if n == 0:
+        return np.zeros(0, bool)
+    if sc is None:
+        sc = scan(s)
+    state_cmd = (sc.kcode >= K_SET) & (sc.kcode <= K_CRS)
+    merge = np.isin(s.op, _MERGE_OPS)
+    simple = np.flatnonzero(state_cmd & ~merge)
+    red = np.zeros(n, bool)
+    if simple.size:
+        v = sc.cval[simple]
+        red[simple] = (sc.value_before(simple) == v) & (v >= 0)
+    observed, reset_reads = _observed(sc, n)
+    needed = np.zeros(n, bool)
+    orig = _origins(sc, red)
+    obs_simple = np.flatnonzero(observed & ~merge)
+    o = orig[obs_simple]
+    needed[o[o >= 0]] = True
+    _merge_needed(sc, observed & merge, needed)
+    bundle = s.header.kind == "bundle"
+    for slot in (HEAPS, GFX_RS, CRS):
+        _reset_runs(sc, slot, red, needed, bundle)
+    _reset_readers(sc, reset_reads, needed)
+    return (state_cmd & ~needed) | _cse_dead(s)
+
+
+@dataclass(frozen=True)
+class DedupeStatePass(Pass):
+    """Remove redundant and dead state-setting commands (see the module docstring).
+
+    Report: ``removed`` (command name -> count), ``removed_total`` and ``rounds``
+    (analysis rounds that removed something).
+    """
+
+    name: ClassVar[str] = "dedupe-state"
+    requires: ClassVar[tuple[str, ...]] = ()  # computes its own scan (cheaper than the state table)
+    preserves: ClassVar[tuple[str, ...]] = ()
+    summary: ClassVar[str] = "remove state sets that no draw or dispatch observes (re-sets, dead and trailing sets)"
+
+    def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
+        sc = scan(stream)
+        removed: Counter[str] = Counter()
+        cur = stream
+        rounds = 0
+        while True:
+            dead = dead_state_commands(cur, sc)
+            if not dead.any():
+                break
+            codes, counts = np.unique(cur.op[dead], return_counts=True)
+            for c, k in zip(codes, counts):
+                removed[BY_CODE[int(c)].name] += int(k)
+            cur = cur.take(np.flatnonzero(~dead))
+            sc = scan(cur)
+            rounds += 1
+        report: dict[str, Any] = {"removed": dict(sorted(removed.items())),
+                                  "removed_total": sum(removed.values()), "rounds": rounds}
+        if not rounds:
+            return PassResult.unchanged(stream, **report)
+        return PassResult(cur, True, frozenset(), report)

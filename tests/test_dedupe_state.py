@@ -1,0 +1,330 @@
+"""dedupe-state: exact removals, never a removal that matters, idempotence, speed."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from drawopt.passes.dedupe_state import DedupeStatePass, dead_state_commands
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_state import HAS_CEXT, big_stream, builder, semantic_streams, shared_streams
+
+from drawopt.passmanager import AnalysisManager, PassManager, get_pass, parse_pipeline
+from drawopt.state import compare_effective_state
+from drawopt.stream import Stream, StreamBuilder
+
+
+def run(s: Stream) -> tuple[Stream, dict]:
+    res = DedupeStatePass().apply(s, AnalysisManager())
+    return res.stream, res.report
+
+
+def kept(s: Stream) -> list[str]:
+    """The commands the pass keeps, as 'Name arg...' strings."""
+    out, _ = run(s)
+    return [" ".join([c.name, *map(str, c.args), *map(str, c.var)]) for c in out.commands()]
+
+
+def removed(s: Stream) -> list[int]:
+    return np.flatnonzero(dead_state_commands(s)).tolist()
+
+
+def test_registered():
+    assert get_pass("dedupe-state") is DedupeStatePass
+    assert DedupeStatePass.name == "dedupe-state" and DedupeStatePass.requires == ()  # its own scan
+    assert DedupeStatePass.preserves == ()
+
+
+def test_resets_of_the_current_value():
+    b = builder()
+    b.SetPipelineState("lay")
+    b.SetPipelineState("lay")                     # 1 re-set
+    b.SetGraphicsRootSignature("rsA")
+    b.SetDescriptorHeaps("h0")
+    b.SetGraphicsRootDescriptorTable(0, "h0[0]")
+    b.SetGraphicsRoot32BitConstants(1, 2, 5, 6)
+    b.SetGraphicsRootConstantBufferView(2, "verts", 0)
+    b.SetGraphicsRootDescriptorTable(3, "h0[1]")
+    b.IASetVertexBuffers(0, "verts", 0, 16)
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetGraphicsRootSignature("rsA")             # 10 same root signature: arguments kept
+    b.SetDescriptorHeaps("h0")                    # 11 same heaps: tables kept
+    b.SetGraphicsRootDescriptorTable(0, "h0[0]")  # 12
+    b.SetGraphicsRoot32BitConstants(1, 2, 5, 6)   # 13
+    b.SetGraphicsRootConstantBufferView(2, "verts", 0)  # 14
+    b.IASetVertexBuffers(0, "verts", 0, 16)       # 15
+    b.GSSetParameters("null")                     # 16 the driver default is in force
+    b.DrawInstanced(3, 1, 0, 0)
+    s = b.build()
+    assert removed(s) == [1, 10, 11, 12, 13, 14, 15, 16]
+    out, rep = run(s)
+    assert compare_effective_state(s, out) is None
+    assert rep["removed"] == {"GSSetParameters": 1, "IASetVertexBuffers": 1, "SetDescriptorHeaps": 1,
+                              "SetGraphicsRoot32BitConstants": 1, "SetGraphicsRootConstantBufferView": 1,
+                              "SetGraphicsRootDescriptorTable": 1, "SetGraphicsRootSignature": 1,
+                              "SetPipelineState": 1}
+    assert rep["removed_total"] == 8 and rep["rounds"] == 1
+
+
+def test_dead_and_trailing_sets():
+    b = builder()
+    b.SetPipelineState("noroot")
+    b.IASetPrimitiveTopology("POINTLIST")   # 1 overwritten before any draw
+    b.IASetPrimitiveTopology("TRIANGLELIST")
+    b.OMSetStencilRef(1)
+    b.DrawInstanced(3, 1, 0, 0)
+    b.IASetIndexBuffer("ib", "R16_UINT", 0)  # 5 only non-indexed draws follow
+    b.DrawInstanced(3, 1, 0, 0)
+    b.IASetIndexBuffer("ib", "R16_UINT", 16)
+    b.DrawIndexedInstanced(3, 1, 0, 0, 0)
+    b.OMSetStencilRef(0)                    # 9 trailing
+    b.SetPipelineState("lay")               # 10 trailing
+    s = b.build()
+    assert removed(s) == [1, 5, 9, 10]
+    out, _ = run(s)
+    assert len(out) == len(s) - 4 and compare_effective_state(s, out) is None
+
+
+def test_bundle_keeps_trailing_state_and_its_heaps():
+    b = builder(kind="bundle")
+    b.SetDescriptorHeaps("h0")
+    b.SetPipelineState("noroot")
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetDescriptorHeaps("h0")   # 3 same heaps: redundant
+    b.OMSetStencilRef(1)         # the caller inherits it
+    b.SetPipelineState("lay")
+    s = b.build()
+    assert removed(s) == [3]
+    b = builder(kind="bundle")
+    b.SetDescriptorHeaps("h0")   # the bundle's only heaps set, nothing draws: kept
+    assert removed(b.build()) == []
+
+
+def test_keeps_index_buffer_rebind_after_drawindexedx():
+    b = builder()
+    b.SetPipelineState("pull")
+    b.IASetIndexBuffer("ib", "R16_UINT", 0)
+    b.DrawIndexedInstanced(3, 1, 0, 0, 0)
+    b.IASetIndexBuffer("ib", "R16_UINT", 0)  # 3 re-set: removed
+    b.DrawIndexedX("ib", 0, "R16_UINT", 3, 0)
+    b.IASetIndexBuffer("ib", "R16_UINT", 0)  # 5 needed: DrawIndexedX left it undefined
+    b.DrawIndexedInstanced(3, 1, 0, 0, 0)
+    s = b.build()
+    assert removed(s) == [3]
+    out, _ = run(s)
+    assert [c.name for c in out.commands()].count("IASetIndexBuffer") == 2
+
+
+def test_keeps_heap_and_root_signature_changes_that_matter():
+    b = builder()
+    b.SetGraphicsRootSignature("rsA")
+    b.SetPipelineState("lay")
+    b.SetDescriptorHeaps("h0")
+    b.SetGraphicsRootDescriptorTable(0, "h0[0]")
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetDescriptorHeaps("h1")          # 5 dead, but it resets table 0 (h1 -> h0 is a change)
+    b.SetDescriptorHeaps("h0")          # 6
+    b.DrawInstanced(3, 1, 0, 0)         # table 0 undefined
+    b.SetGraphicsRootSignature("rsB")   # 8 dead, but it resets the root arguments
+    b.SetGraphicsRootSignature("rsA")   # 9
+    b.DrawInstanced(3, 1, 0, 0)
+    s = b.build()
+    assert removed(s) == []
+    out, _ = run(s)
+    assert compare_effective_state(s, out) is None and len(out) == len(s)
+
+
+def test_removes_dead_heap_changes_when_the_reset_survives():
+    b = builder()
+    b.SetGraphicsRootSignature("rsA")
+    b.SetPipelineState("lay")
+    b.SetDescriptorHeaps("h0")
+    b.SetGraphicsRootDescriptorTable(0, "h0[0]")
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetDescriptorHeaps("h0", "s0")    # 5 dead: h0 -> h1 still changes the heaps
+    b.SetGraphicsRootDescriptorTable(0, "h0[1]")  # 6 dead: reset by the next change
+    b.SetDescriptorHeaps("s0")          # 7 dead
+    b.SetDescriptorHeaps("h1")          # 8
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetGraphicsRootSignature("rsB")   # 10 dead run 10..12 goes from rsA back to rsA:
+    b.SetGraphicsRootSignature("rsA")   # 11 dropping all of it would lose the reset,
+    b.SetGraphicsRootSignature("rsB")   # 12 so its first command is kept
+    b.SetGraphicsRootSignature("rsA")   # 13 seen by the draw
+    b.DrawInstanced(3, 1, 0, 0)
+    s = b.build()
+    assert removed(s) == [5, 6, 7, 11, 12]
+    out, _ = run(s)
+    assert compare_effective_state(s, out) is None
+    assert dead_state_commands(out).sum() == 0
+
+
+def test_partial_root_constants_exactly():
+    b = builder()
+    b.SetGraphicsRootSignature("rsA")
+    b.SetPipelineState("lay")
+    b.SetGraphicsRoot32BitConstants(1, 4, 1, 2, 3, 4)
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetGraphicsRoot32BitConstants(1, 2, 2, 3, dest=1)   # 4 same words: removed
+    b.SetGraphicsRoot32BitConstants(1, 2, 9, 9, dest=0)   # 5 word 0 overwritten below, word 1 seen: kept
+    b.SetGraphicsRoot32BitConstants(1, 1, 7, dest=0)      # 6
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetGraphicsRoot32BitConstants(1, 1, 5, dest=3)      # 8 overwritten before any draw
+    b.SetGraphicsRoot32BitConstants(1, 2, 6, 4, dest=2)   # 9 word 3 = 4 again, word 2 = 6 new
+    b.DrawInstanced(3, 1, 0, 0)
+    s = b.build()
+    assert removed(s) == [4, 8]
+    out, _ = run(s)
+    assert compare_effective_state(s, out) is None
+
+
+def test_chain_after_another_kind_keeps_the_reset():
+    b = builder()
+    b.SetGraphicsRootSignature("rsA")
+    b.SetPipelineState("lay")
+    b.SetGraphicsRoot32BitConstants(1, 2, 1, 2)
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetGraphicsRootConstantBufferView(1, "verts", 0)   # 4 never seen, but it discards words 0..1
+    b.SetGraphicsRoot32BitConstants(1, 1, 5, dest=1)     # 5 dead (overwritten)
+    b.SetGraphicsRoot32BitConstants(1, 1, 8, dest=1)     # 6
+    b.DrawInstanced(3, 1, 0, 0)                          # sees (None, 8)
+    s = b.build()
+    assert removed(s) == [5]
+    out, _ = run(s)
+    assert compare_effective_state(s, out) is None
+
+
+def test_keeps_a_set_whose_reset_is_observed():
+    # a table set over an inherited (unknown) value, reset by a heap change: without it the
+    # calling list would inherit "unknown", not "undefined"
+    b = builder(kind="bundle")
+    b.SetDescriptorHeaps("h0")
+    b.SetGraphicsRootDescriptorTable(0, "h0[0]")
+    b.SetDescriptorHeaps("h1")
+    assert removed(b.build()) == []
+    # a table set over root constants: a heap change resets the table, not the constants
+    b = builder()
+    b.SetGraphicsRootSignature("rsA")
+    b.SetDescriptorHeaps("h0")
+    b.SetPipelineState("lay")
+    b.SetGraphicsRoot32BitConstants(0, 1, 3)
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetGraphicsRootDescriptorTable(0, "h0[0]")  # 5 never seen, but needed
+    b.SetDescriptorHeaps("h1")
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetGraphicsRootDescriptorTable(1, "h0[0]")  # 8 over undefined, reset to undefined: removable
+    b.SetDescriptorHeaps("h0")
+    b.DrawInstanced(3, 1, 0, 0)
+    s = b.build()
+    assert removed(s) == [8]
+    assert compare_effective_state(s, run(s)[0]) is None
+
+
+def test_partial_updates_after_opaque_are_not_merged_away():
+    b = builder()
+    b.SetPipelineState("lay")
+    b.Opaque("ClearState")
+    b.IASetVertexBuffers(0, "verts", 0, 16)
+    b.DrawInstanced(3, 1, 0, 0)
+    b.IASetVertexBuffers(1, "verts", 0, 16)  # trailing: its removal must not change what the draw saw
+    s = b.build()
+    assert removed(s) == [4]
+    assert compare_effective_state(s, run(s)[0]) is None
+
+
+def test_never_across_opaque():
+    b = builder()
+    b.SetPipelineState("noroot")
+    b.OMSetStencilRef(1)            # read by the Opaque command
+    b.Opaque("ExecuteIndirect")
+    b.SetPipelineState("noroot")    # not redundant: the state is unknown now
+    b.OMSetStencilRef(1)
+    b.DrawInstanced(3, 1, 0, 0)
+    assert removed(b.build()) == []
+
+
+def test_cs_enable_automatic_gpu_flush():
+    b = builder(auto_gpu_flush=True)
+    b.SetComputeRootSignature("rsB")
+    b.SetPipelineState("cullB")
+    b.CSEnableAutomaticGpuFlush(True)    # 2 the header value
+    b.CSEnableAutomaticGpuFlush(False)   # 3 overwritten before any Dispatch
+    b.CSEnableAutomaticGpuFlush(False)   # 4
+    b.Dispatch(1, 1, 1)
+    b.CSEnableAutomaticGpuFlush(False)   # 6 re-set
+    b.Dispatch(1, 1, 1)
+    b.CSEnableAutomaticGpuFlush(True)    # 8 trailing: context state, kept
+    s = b.build()
+    assert removed(s) == [2, 3, 6]
+
+
+def test_idempotent_second_order():
+    b = builder()
+    b.SetPipelineState("noroot")
+    b.IASetPrimitiveTopology("TRIANGLELIST")
+    b.DrawInstanced(3, 1, 0, 0)
+    b.IASetPrimitiveTopology("POINTLIST")      # 3 dead
+    b.IASetPrimitiveTopology("TRIANGLELIST")   # 4 redundant once 3 is gone
+    b.DrawInstanced(3, 1, 0, 0)
+    s = b.build()
+    out, rep = run(s)
+    assert rep["removed_total"] == 2 and rep["rounds"] == 2
+    again = DedupeStatePass().apply(out, AnalysisManager())
+    assert not again.modified and again.stream is out and again.report["removed_total"] == 0
+
+
+def test_pass_manager_and_verify_each():
+    b = builder()
+    b.SetPipelineState("noroot")
+    b.SetPipelineState("noroot")
+    b.DrawInstanced(3, 1, 0, 0)
+    pm = PassManager(parse_pipeline("dedupe-state"), verify_each=True)
+    out = pm.run(b.build())
+    assert len(out) == 2 and pm.records[0].report["removed"] == {"SetPipelineState": 1}
+
+
+def test_empty_stream():
+    s = StreamBuilder().build()
+    res = DedupeStatePass().apply(s, AnalysisManager())
+    assert not res.modified and res.stream is s
+
+
+def _check(s: Stream) -> None:
+    out, rep = run(s)
+    out.check()
+    reason = compare_effective_state(s, out)
+    assert reason is None, reason
+    assert rep["removed_total"] == len(s) - len(out)
+    assert dead_state_commands(out).sum() == 0  # idempotent
+    # never removes anything but state commands
+    cats_before = np.bincount(s.cats(), minlength=8)
+    cats_after = np.bincount(out.cats(), minlength=8)
+    assert (cats_before[1:] == cats_after[1:]).all()
+    assert (out.op[out.cats() != 0] == s.op[s.cats() != 0]).all()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(semantic_streams())
+def test_random_streams_keep_effective_state(s):
+    _check(s)
+
+
+@pytest.mark.skipif(shared_streams is None, reason="tests/strategies.py not available")
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_shared_strategy_streams(data):
+    _check(data.draw(shared_streams(max_commands=50)))
+
+
+@pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")
+def test_100k_draws_fast():
+    s = big_stream(100_000)
+    # every draw re-sets its pipeline (4 pipelines), constants and a table (4 choices)
+    t0 = time.process_time()  # CPU time: the test machine is shared
+    out, rep = run(s)
+    dt = time.process_time() - t0
+    assert rep["removed_total"] > 0 and len(out) < len(s)
+    assert dt < 2.0, f"dedupe-state took {dt:.2f} s on 100k draws"
+    sub = s.take(np.arange(40_000))
+    assert compare_effective_state(sub, run(sub)[0]) is None

@@ -1,0 +1,782 @@
+"""State tracker: slot semantics, masking, interning, both kernels, comparison, speed.
+
+Besides hand-built cases, a plain per-command reference interpreter of the
+state model (``reference_states``) is checked against ``track`` on random
+streams, and the Cython kernel against its pure-Python twin.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from drawopt._accel import load_cext
+from drawopt.decls import Pipeline
+from drawopt.errors import InputError
+from drawopt.ops import BY_NAME, GS_MODES, INDEX_FORMATS, NARGS, TOPOLOGIES
+from drawopt.state import (
+    SLOTS,
+    StateTable,
+    compare_effective_state,
+    intern_rows,
+    track,
+)
+from drawopt.stream import Stream, StreamBuilder, StreamCheckError, concat
+
+HAS_CEXT = load_cext("_state", False) is not None
+
+
+# ---------------------------------------------------------------------- fixtures
+def declare(b: StreamBuilder) -> None:
+    """A small world: buffers, targets, heaps, two root signatures, pipelines of every kind."""
+    b.buffer("verts", size=1 << 16)
+    b.buffer("ib", size=4096)
+    b.buffer("args", size=4096, frontend=True)
+    b.buffer("cnt", size=256)
+    b.target("rt0", 64, 64)
+    b.target("rt1", 64, 64)
+    b.depth("z", 64, 64)
+    b.heap("h0", "CBV_SRV_UAV", 16)
+    b.heap("h1", "CBV_SRV_UAV", 16)
+    b.heap("s0", "SAMPLER", 4)
+    for i in range(4):
+        b.view("h0", i, "srv", "verts")
+        b.view("h1", i, "srv", "verts")
+    b.view("h0", 4, "uav", "args")
+    b.view("h0", 5, "uav", "ib")
+    b.view("s0", 0, "sampler")
+    b.rootsig("rsA", "table(srv,1)", "constants(4)", "cbv", "table(srv,4)")
+    b.rootsig("rsB", "constants(2)", "table(srv,1)")
+    b.pipeline("pull", vs="v", ps="p", root="rsA", params=[0, 1])
+    b.pipeline("lay", vs="v", ps="p", root="rsA", layout="pos")
+    b.pipeline("gsp", vs="v", gs="g", ps="p", root="rsB")
+    b.pipeline("tess", vs="v", hs="h", ds="d", ps="p", root="rsA", params=[1])
+    b.pipeline("noroot", vs="v", ps="p")
+    b.pipeline("psw", vs="v", ps="p", root="rsA", params=[1], writes=["args"])
+    b.pipeline("vsw", vs="v", ps="p", root="rsA", params=[1], writes=["h0[4]"], uav_stage="vs")
+    b.pipeline("cull", cs="c", root="rsA", writes=["h0[4]", "ib"])
+    b.pipeline("cullB", cs="c", root="rsB")
+
+
+def builder(**kw) -> StreamBuilder:
+    b = StreamBuilder(**kw)
+    declare(b)
+    return b
+
+
+_CMD = st.sampled_from
+COMMANDS = st.one_of(
+    st.tuples(st.just("SetPipelineState"), st.tuples(_CMD(["pull", "lay", "gsp", "tess", "noroot", "psw", "vsw",
+                                                           "cull", "cullB"]))),
+    st.tuples(st.just("SetGraphicsRootSignature"), st.tuples(_CMD(["rsA", "rsB"]))),
+    st.tuples(st.just("SetComputeRootSignature"), st.tuples(_CMD(["rsA", "rsB"]))),
+    st.tuples(st.just("SetDescriptorHeaps"), _CMD([("h0",), ("h1",), ("h0", "s0"), ("s0", "h0"), ("s0",)])),
+    st.tuples(st.just("SetGraphicsRootDescriptorTable"), st.tuples(st.integers(0, 4), _CMD(["h0[0]", "h0[1]",
+                                                                                         "h1[0]"]))),
+    st.tuples(st.just("SetComputeRootDescriptorTable"), st.tuples(st.integers(0, 3), _CMD(["h0[0]", "h1[0]"]))),
+    st.tuples(st.just("root-constants"), st.tuples(st.booleans(), st.integers(0, 3), st.integers(0, 3),
+                                                   st.lists(st.integers(0, 2), min_size=1, max_size=4))),
+    st.tuples(st.just("SetGraphicsRootConstantBufferView"), st.tuples(st.integers(0, 3), _CMD(["verts"]),
+                                                                       _CMD([0, 256]))),
+    st.tuples(st.just("SetGraphicsRootShaderResourceView"), st.tuples(st.integers(0, 3), _CMD(["verts"]),
+                                                                       _CMD([0]))),
+    st.tuples(st.just("IASetIndexBuffer"), st.tuples(_CMD(["ib"]), _CMD(INDEX_FORMATS), _CMD([0, 16]))),
+    st.tuples(st.just("IASetVertexBuffers"), st.tuples(st.integers(0, 2), _CMD(["verts"]), _CMD([0, 64]),
+                                                       _CMD([16]))),
+    st.tuples(st.just("IASetPrimitiveTopology"), st.tuples(_CMD(["TRIANGLELIST", "TRIANGLESTRIP"]))),
+    st.tuples(st.just("OMSetRenderTargets"), _CMD([("rt0",), ("rt1",), ("rt0", "z")])),
+    st.tuples(st.just("RSSetViewports"), _CMD([(0, 0, 64, 64), (0, 0, 32, 32)])),
+    st.tuples(st.just("RSSetScissorRects"), _CMD([(0, 0, 64, 64)])),
+    st.tuples(st.just("OMSetBlendFactor"), _CMD([(1, 1, 1, 1), (0, 0, 0, 0)])),
+    st.tuples(st.just("OMSetStencilRef"), st.tuples(st.integers(0, 1))),
+    st.tuples(st.just("GSSetParameters"), _CMD([("null",), ("onchip",), ("offchip",)])),
+    st.tuples(st.just("CSEnableAutomaticGpuFlush"), st.tuples(st.booleans())),
+    st.tuples(st.just("DrawInstanced"), _CMD([(3, 1, 0, 0)])),
+    st.tuples(st.just("DrawIndexedInstanced"), _CMD([(6, 1, 0, 0, 0), (6, 1, 3000, 0, 0)])),
+    st.tuples(st.just("DrawIndexedX"), _CMD([("ib", 0, "R16_UINT", 6, 0), ("ib", 16, "R32_UINT", 3, 65536)])),
+    st.tuples(st.just("DrawInstancedIndirect"), _CMD([("args", 0)])),
+    st.tuples(st.just("DrawIndexedInstancedIndirect"), _CMD([("args", 0)])),
+    st.tuples(st.just("MultiDrawIndexedInstancedIndirect"), _CMD([(4, "args", 0, 20)])),
+    st.tuples(st.just("MultiDrawInstancedIndirectAuto"), _CMD([("cnt", 0, 8, "args", 0, 16)])),
+    st.tuples(st.just("Dispatch"), _CMD([(1, 1, 1)])),
+    st.tuples(st.just("GpuSendPipelinedEvent"), st.tuples(_CMD(["CS_PARTIAL_FLUSH", "VS_PARTIAL_FLUSH",
+                                                                "PS_PARTIAL_FLUSH"]))),
+    st.tuples(st.just("FlushGpuCacheRange"), st.tuples(_CMD(["DEFAULT_PFP", "DEFAULT"]))),
+    st.tuples(st.just("FlushGpuCachesBottomOfPipe"), st.tuples(_CMD(["DEFAULT", "DEFAULT_PFP"]))),
+    st.tuples(st.just("ResourceBarrier"), _CMD([("args", "UNORDERED_ACCESS", "INDIRECT_ARGUMENT")])),
+    st.tuples(st.just("CopyBufferRegion"), _CMD([("args", 0, "verts", 0, 64)])),
+    st.tuples(st.just("Opaque"), _CMD([("ClearState",), ("Other",)])),
+)
+
+
+def add(b: StreamBuilder, name: str, a: tuple) -> None:
+    if name == "root-constants":
+        gfx, idx, dest, vals = a
+        nm = "SetGraphicsRoot32BitConstants" if gfx else "SetComputeRoot32BitConstants"
+        b.cmd(nm, idx, len(vals), *vals, dest=dest)
+    elif name == "GSSetParameters" and a[0] == "onchip":
+        b.cmd(name, "onchip", vps=64, pps=32)
+    else:
+        b.cmd(name, *a)
+
+
+@st.composite
+def semantic_streams(draw, max_commands: int = 60) -> Stream:
+    """Random valid streams over the small world of :func:`declare`, with small value
+    domains, so that re-sets, resets, partial updates and masks collide often."""
+    b = builder(context=draw(st.sampled_from(["graphics", "graphics", "compute"])),
+                kind=draw(st.sampled_from(["list", "list", "bundle"])),
+                fast_semantics=draw(st.booleans()), auto_gpu_flush=draw(st.booleans()))
+    for name, a in draw(st.lists(COMMANDS, max_size=max_commands)):
+        add(b, name, a)
+    return b.build()
+
+
+try:
+    from strategies import streams as shared_streams
+except ImportError:  # pragma: no cover - the shared strategy is part of the suite
+    shared_streams = None
+
+
+# ---------------------------------------------------------------------- reference model
+U, M = "<unknown>", "<masked>"
+
+
+def _ref_value(s: Stream, i: int) -> tuple[str, object]:
+    """(slot, canonical value) that command i sets, for non-merging commands."""
+    c = s.command(i)
+    a = s.args[i]
+    nm = c.name
+    if nm == "SetPipelineState":
+        return "pipeline", c.args[0]
+    if nm == "SetGraphicsRootSignature":
+        return "gfx_rootsig", c.args[0]
+    if nm == "SetComputeRootSignature":
+        return "compute_rootsig", c.args[0]
+    if nm == "SetDescriptorHeaps":
+        return "heaps", tuple(sorted(c.var, key=lambda h: s.decls[h].type))
+    if nm in ("SetGraphicsRootDescriptorTable", "SetComputeRootDescriptorTable"):
+        heap, slot = c.args[1][:-1].split("[")
+        pre = "root" if "Graphics" in nm else "croot"
+        return f"{pre}{c.args[0]}", ("table", heap, int(slot))
+    if nm in ("SetGraphicsRootConstantBufferView", "SetGraphicsRootShaderResourceView"):
+        return f"root{c.args[0]}", ("cbv" if "Constant" in nm else "srv", c.args[1], c.args[2])
+    if nm == "IASetIndexBuffer":
+        return "index_buffer", (c.args[0], c.args[1], c.args[2])
+    if nm == "IASetPrimitiveTopology":
+        return "topology", c.args[0]
+    if nm == "OMSetRenderTargets":
+        return "render_targets", tuple(c.var)
+    if nm == "RSSetViewports":
+        return "viewport", tuple(int(x) for x in a[:6])
+    if nm in ("RSSetScissorRects", "OMSetBlendFactor"):
+        return ("scissor" if "Scissor" in nm else "blend_factor"), tuple(int(x) for x in a[:4])
+    if nm == "OMSetStencilRef":
+        return "stencil_ref", int(a[0])
+    if nm == "GSSetParameters":
+        return "gs_params", ("null",) if a[0] == 0 else (GS_MODES[a[0]], *(int(x) for x in a[1:5]))
+    raise AssertionError(nm)
+
+
+def reference_states(s: Stream) -> list[tuple[int, dict]]:
+    """(command, normalised described state) of every draw and dispatch, by direct
+    interpretation of the model in drawopt.state's docstring."""
+    bundle = s.header.kind == "bundle"
+    cur: dict[str, object] = dict.fromkeys(SLOTS)
+    cur["gs_params"] = ("null",)
+    if bundle:
+        cur = {k: (None if k in ("pipeline", "topology") else U) for k in SLOTS}
+    # merging slots: per-slot word vectors of the width used in the whole stream
+    width: dict[str, int] = {}
+    vb_slots = sorted({int(s.args[i, 0]) for i in range(len(s)) if s.spec(i).name == "IASetVertexBuffers"})
+    for i in range(len(s)):
+        nm = s.spec(i).name
+        if nm.endswith("32BitConstants"):
+            key = ("root" if "Graphics" in nm else "croot") + str(int(s.args[i, 0]))
+            width[key] = max(width.get(key, 0), int(s.args[i, 1] + s.args[i, 2]))
+    words: dict[str, list] = {}
+    from_unknown: dict[str, bool] = {}  # the current chain of a merging slot started from unknown
+    out = []
+    roots = [f"root{i}" for i in range(16)]
+    croots = [f"croot{i}" for i in range(16)]
+    for i in range(len(s)):
+        c = s.command(i)
+        nm = c.name
+        if nm in ("SetGraphicsRootSignature", "SetComputeRootSignature"):
+            slot, new = _ref_value(s, i)
+            old = cur[slot]
+            side = roots if slot == "gfx_rootsig" else croots
+            for r in side:
+                if old == U and cur[r] is not None:
+                    cur[r] = U
+                    words.pop(r, None)
+                elif old != U and old != new:
+                    cur[r] = None
+                    words.pop(r, None)
+            cur[slot] = new
+        elif nm == "SetDescriptorHeaps":
+            slot, new = _ref_value(s, i)
+            old = cur[slot]
+            if old == U or old != new:
+                for r in roots + croots:
+                    v = cur[r]
+                    if isinstance(v, tuple) and v[0] == "table":
+                        cur[r] = U if old == U else None
+            cur[slot] = new
+        elif nm.endswith("32BitConstants"):
+            r = ("root" if "Graphics" in nm else "croot") + str(c.args[0])
+            w = words.get(r)
+            if w is None:  # a new chain: after a reset, another kind of value, or an Opaque
+                w = [U if cur[r] == U else None] * width[r]
+                from_unknown[r] = cur[r] == U
+            for k, v in enumerate(c.var):
+                w[c.args[2] + k] = v
+            words[r] = w
+            cur[r] = _constants(w, from_unknown[r] if r in from_unknown else False)
+        elif nm == "IASetVertexBuffers":
+            w = words.get("vertex_buffers")
+            if w is None:
+                w = [None] * len(vb_slots)
+                from_unknown["vertex_buffers"] = cur["vertex_buffers"] == U
+            w[vb_slots.index(c.args[0])] = (c.args[1], c.args[2], c.args[3])
+            words["vertex_buffers"] = w
+            vb = tuple((vb_slots[k], *v) for k, v in enumerate(w) if v)
+            cur["vertex_buffers"] = vb + (U,) if from_unknown["vertex_buffers"] else vb
+        elif s.spec(i).cat == 0 and nm != "CSEnableAutomaticGpuFlush":
+            slot, v = _ref_value(s, i)
+            cur[slot] = v
+            if slot.startswith(("root", "croot")):
+                words.pop(slot, None)
+        elif s.spec(i).cat in (1, 2):
+            out.append((i, _normalise(s, i, dict(cur))))
+            if nm == "DrawIndexedX":
+                cur["index_buffer"] = None
+        elif nm == "Opaque":
+            cur = dict.fromkeys(SLOTS, U)
+            words = {}
+    return out
+
+
+def _constants(w: list, unknown_rest: bool) -> tuple:
+    """Canonical root constants: trailing unwritten words dropped; a chain that started
+    from an unknown value says so (its other words are unknown)."""
+    w = list(w)
+    fill = U if unknown_rest else None
+    while w and w[-1] == fill:
+        w.pop()
+    return ("constants", tuple(w), U) if unknown_rest else ("constants", tuple(w))
+
+
+def _normalise(s: Stream, i: int, cur: dict) -> dict:
+    nm = s.spec(i).name
+    p = cur["pipeline"]
+    pipe = s.decls[p] if isinstance(p, str) and p != U else None
+    compute = nm == "Dispatch"
+    if pipe is not None and pipe.is_compute != compute:
+        pipe = None
+    gfx = set(SLOTS[:SLOTS.index("compute_rootsig")])
+    cmp_ = {"pipeline", "heaps", "compute_rootsig", *(f"croot{k}" for k in range(16))}
+    seen = set(cmp_ if compute else gfx)
+    if pipe is not None:
+        assert isinstance(pipe, Pipeline)
+        n = len(s.decls[pipe.root].params) if pipe.root else 0
+        reads = range(n) if pipe.params is None else pipe.params
+        pre = "croot" if compute else "root"
+        seen -= {f"{pre}{k}" for k in range(16)}
+        seen |= {f"{pre}{k}" for k in reads}
+        if not compute:
+            if pipe.vertex_pulling:
+                seen.discard("vertex_buffers")
+            if pipe.gs is None:
+                seen.discard("gs_params")
+    if nm not in ("DrawIndexedInstanced", "DrawIndexedInstancedIndirect", "MultiDrawIndexedInstancedIndirect",
+                  "MultiDrawIndexedInstancedIndirectAuto"):
+        seen.discard("index_buffer")
+    return {k: (v if k in seen else M) for k, v in cur.items()}
+
+
+def check_against_reference(s: Stream, pure: bool | None = None) -> StateTable:
+    t = track(s, pure=pure)
+    ref = reference_states(s)
+    obs = {int(c): ("d", k) for k, c in enumerate(t.draws)}
+    obs.update({int(c): ("x", k) for k, c in enumerate(t.dispatches)})
+    assert sorted(obs) == [c for c, _ in ref]
+    for c, want in ref:
+        kind, k = obs[c]
+        sid = int(t.state[k] if kind == "d" else t.dispatch_state[k])
+        got = t.describe(sid)
+        assert got == want, (c, {x: (got[x], want[x]) for x in SLOTS if got[x] != want[x]})
+    return t
+
+
+# ---------------------------------------------------------------------- basics
+def test_slots_order():
+    assert SLOTS[:12] == ("pipeline", "gfx_rootsig", "heaps", "topology", "render_targets", "viewport", "scissor",
+                          "blend_factor", "stencil_ref", "gs_params", "index_buffer", "vertex_buffers")
+    assert SLOTS[12:28] == tuple(f"root{i}" for i in range(16))
+    assert SLOTS[28] == "compute_rootsig" and SLOTS[29:] == tuple(f"croot{i}" for i in range(16))
+
+
+def test_start_of_list_undefined_except_gs_default():
+    b = builder()
+    b.SetPipelineState("gsp")
+    b.DrawInstanced(3, 1, 0, 0)
+    t = track(b.build())
+    d = t.describe(int(t.state[0]))
+    assert d["pipeline"] == "gsp"
+    assert d["gs_params"] == ("null",)
+    assert d["heaps"] is None and d["gfx_rootsig"] is None and d["root0"] is None
+    assert d["vertex_buffers"] == "<masked>"  # vertex pulling
+    assert t.setter[0, SLOTS.index("pipeline")] == 0 and (t.setter[0, 1:] == -1).all()
+
+
+def test_gs_null_equals_driver_default():
+    b = builder()
+    b.SetPipelineState("gsp")
+    b.DrawInstanced(3, 1, 0, 0)
+    b.GSSetParameters("onchip")
+    b.DrawInstanced(3, 1, 0, 0)
+    b.GSSetParameters("null", vps=5)  # null whatever the fields say
+    b.DrawInstanced(3, 1, 0, 0)
+    t = track(b.build())
+    assert t.state.tolist() == [0, 1, 0]
+    assert t.describe(1)["gs_params"] == ("onchip", 0, 0, 0, 0)
+
+
+def test_masking():
+    b = builder()
+    b.SetGraphicsRootSignature("rsA")
+    b.IASetIndexBuffer("ib", "R16_UINT", 0)
+    b.IASetVertexBuffers(0, "verts", 0, 16)
+    b.GSSetParameters("onchip")
+    b.SetPipelineState("pull")  # params 0,1; vertex pulling; no GS
+    b.SetGraphicsRootDescriptorTable(3, "h0[0]")  # not read by pull
+    b.DrawInstanced(3, 1, 0, 0)
+    b.DrawIndexedInstanced(3, 1, 0, 0, 0)
+    b.DrawIndexedX("ib", 0, "R16_UINT", 3, 0)
+    b.SetPipelineState("lay")  # reads all of rsA, has a layout
+    b.DrawInstanced(3, 1, 0, 0)
+    t = track(b.build())
+    d0, d1, d2, d3 = (t.describe(int(x)) for x in t.state)
+    assert d0["index_buffer"] == "<masked>" and d1["index_buffer"] == ("ib", "R16_UINT", 0)
+    assert d2["index_buffer"] == "<masked>"
+    assert d0["root3"] == "<masked>" and d0["root1"] is None and d0["root4"] == "<masked>"
+    assert d0["vertex_buffers"] == "<masked>" and d0["gs_params"] == "<masked>"
+    assert d0["compute_rootsig"] == "<masked>" and d0["croot0"] == "<masked>"
+    assert d3["root3"] == ("table", "h0", 0) and d3["vertex_buffers"] == ((0, "verts", 0, 16),)
+    assert d3["root4"] == "<masked>"  # rsA has 4 parameters
+    # DrawInstanced and DrawIndexedX with the same visible state share a state id and a pack class
+    assert t.state[0] == t.state[2] and t.pack[1] == t.pack[0]
+    assert t.state[1] != t.state[0]
+
+
+def test_heaps_change_undefines_tables_same_heaps_keep():
+    b = builder()
+    b.SetGraphicsRootSignature("rsA")
+    b.SetPipelineState("lay")
+    b.SetDescriptorHeaps("h0")
+    b.SetGraphicsRootDescriptorTable(0, "h0[0]")
+    b.SetGraphicsRoot32BitConstants(1, 1, 5)
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetDescriptorHeaps("h0")  # same heaps: tables kept
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetDescriptorHeaps("h1")  # different: tables undefined, constants kept
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetDescriptorHeaps("h0", "s0")
+    b.SetGraphicsRootDescriptorTable(0, "h0[0]")
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetDescriptorHeaps("s0", "h0")  # the same set in another order
+    b.DrawInstanced(3, 1, 0, 0)
+    t = track(b.build())
+    ds = [t.describe(int(x)) for x in t.state]
+    assert ds[0]["root0"] == ("table", "h0", 0) and t.state[1] == t.state[0]
+    assert ds[2]["root0"] is None and ds[2]["root1"] == ("constants", (5,))
+    assert ds[3]["heaps"] == ("h0", "s0") and t.state[4] == t.state[3]
+    assert t.setter[1, SLOTS.index("heaps")] == 6  # the setter is the latest set, even a same-value one
+    root0 = SLOTS.index("root0")
+    assert t.setter[2, root0] == -1 and t.setter[1, root0] == 3
+
+
+def test_rootsig_change_undefines_root_arguments_of_that_side():
+    b = builder()
+    b.SetGraphicsRootSignature("rsA")
+    b.SetComputeRootSignature("rsA")
+    b.SetGraphicsRootDescriptorTable(0, "h0[0]")
+    b.SetComputeRootDescriptorTable(0, "h0[0]")
+    b.SetPipelineState("lay")
+    b.SetGraphicsRootSignature("rsA")  # same: nothing changes
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetGraphicsRootSignature("rsB")
+    b.SetGraphicsRootSignature("rsA")  # changed twice: undefined
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetPipelineState("cull")
+    b.Dispatch(1, 1, 1)  # compute side untouched by graphics root signature changes
+    t = track(b.build())
+    assert t.describe(int(t.state[0]))["root0"] == ("table", "h0", 0)
+    assert t.describe(int(t.state[1]))["root0"] is None
+    assert t.describe(int(t.dispatch_state[0]))["croot0"] == ("table", "h0", 0)
+
+
+def test_drawindexedx_leaves_index_buffer_undefined():
+    b = builder()
+    b.SetPipelineState("pull")
+    b.IASetIndexBuffer("ib", "R16_UINT", 0)
+    b.DrawIndexedInstanced(3, 1, 0, 0, 0)
+    b.DrawIndexedX("ib", 0, "R16_UINT", 3, 0)
+    b.DrawIndexedInstanced(3, 1, 0, 0, 0)
+    b.IASetIndexBuffer("ib", "R16_UINT", 0)
+    b.DrawIndexedInstanced(3, 1, 0, 0, 0)
+    t = track(b.build())
+    ib = SLOTS.index("index_buffer")
+    assert t.describe(int(t.state[2]))["index_buffer"] is None
+    assert t.setter[2, ib] == -1 and t.setter[3, ib] == 5
+    assert t.state[3] == t.state[0]
+
+
+def test_partial_root_constants_merge():
+    b = builder()
+    b.SetGraphicsRootSignature("rsA")
+    b.SetPipelineState("lay")
+    b.SetGraphicsRoot32BitConstants(1, 2, 7, 8, dest=1)
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetGraphicsRoot32BitConstants(1, 1, 9, dest=0)
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetGraphicsRoot32BitConstants(1, 4, 9, 7, 8, 0)
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetGraphicsRoot32BitConstants(1, 1, 0, dest=3)  # merges to the words of draw 1
+    b.SetGraphicsRoot32BitConstants(1, 1, 1, dest=3)
+    b.SetGraphicsRootConstantBufferView(1, "verts", 0)  # another kind: words discarded
+    b.SetGraphicsRoot32BitConstants(1, 1, 4, dest=2)
+    b.DrawInstanced(3, 1, 0, 0)
+    t = track(b.build())
+    r1 = [t.describe(int(x))["root1"] for x in t.state]
+    assert r1 == [("constants", (None, 7, 8)), ("constants", (9, 7, 8)), ("constants", (9, 7, 8, 0)),
+                  ("constants", (None, None, 4))]
+
+
+def test_vertex_buffers_merge_per_slot():
+    b = builder()
+    b.SetPipelineState("lay")
+    b.IASetVertexBuffers(1, "verts", 64, 16)
+    b.DrawInstanced(3, 1, 0, 0)
+    b.IASetVertexBuffers(0, "verts", 0, 16)
+    b.DrawInstanced(3, 1, 0, 0)
+    t = track(b.build())
+    assert [t.describe(int(x))["vertex_buffers"] for x in t.state] == [
+        ((1, "verts", 64, 16),), ((0, "verts", 0, 16), (1, "verts", 64, 16))]
+
+
+def test_opaque_makes_everything_unknown_and_separates_states():
+    b = builder()
+    b.SetPipelineState("noroot")
+    b.IASetPrimitiveTopology("TRIANGLELIST")
+    b.DrawInstanced(3, 1, 0, 0)
+    b.Opaque("ClearState")
+    b.DrawInstanced(3, 1, 0, 0)
+    b.Opaque("ClearState")
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetPipelineState("noroot")
+    b.DrawInstanced(3, 1, 0, 0)
+    t = track(b.build())
+    d1 = t.describe(int(t.state[1]))
+    assert d1["pipeline"] == "<unknown>" and d1["root0"] == "<unknown>"
+    assert len(set(t.state.tolist())) == 4  # identical unknown rows, different Opaque epochs
+    assert (t.rows[t.state[1]] == t.rows[t.state[2]]).all()
+    assert t.first_difference(int(t.state[1]), int(t.state[2])) == "pipeline"  # the first unknown slot
+    assert t.describe(int(t.state[3]))["pipeline"] == "noroot"
+    assert t.setter[1, 0] == -1
+
+
+def test_partial_updates_of_unknown_values_are_distinct_values():
+    b = builder()
+    b.SetGraphicsRootSignature("rsA")
+    b.SetPipelineState("lay")
+    b.Opaque("ClearState")
+    b.SetPipelineState("lay")
+    b.SetGraphicsRootSignature("rsA")  # from unknown: root arguments stay unknown
+    b.SetGraphicsRoot32BitConstants(1, 1, 5, dest=1)
+    b.IASetVertexBuffers(0, "verts", 0, 16)
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetGraphicsRoot32BitConstants(1, 1, 6, dest=1)  # another partly known value: another state
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetGraphicsRoot32BitConstants(1, 4, 1, 2, 3, 4)  # every word written, the rest still unknown
+    b.DrawInstanced(3, 1, 0, 0)
+    t = track(b.build())
+    d = [t.describe(int(x)) for x in t.state]
+    assert d[0]["root1"] == ("constants", ("<unknown>", 5), "<unknown>")
+    assert d[0]["vertex_buffers"] == ((0, "verts", 0, 16), "<unknown>")
+    assert d[1]["root1"] == ("constants", ("<unknown>", 6), "<unknown>")
+    assert d[2]["root1"] == ("constants", (1, 2, 3, 4), "<unknown>")
+    assert len(set(t.state.tolist())) == 3
+    assert t.first_difference(int(t.state[0]), int(t.state[1])) == "root1"
+
+
+def test_bundle_inherits_all_but_pipeline_and_topology():
+    b = builder(kind="bundle")
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetPipelineState("lay")
+    b.SetGraphicsRootSignature("rsA")
+    b.DrawIndexedInstanced(3, 1, 0, 0, 0)
+    t = track(b.build())
+    d0, d1 = (t.describe(int(x)) for x in t.state)
+    assert d0["pipeline"] is None and d0["topology"] is None and d0["heaps"] == "<unknown>"
+    assert d0["gs_params"] == "<unknown>" and d1["index_buffer"] == "<unknown>"
+    assert d1["root0"] == "<unknown>"  # the inherited root signature might have been rsA
+    assert d1["gfx_rootsig"] == "rsA"
+
+
+def test_dispatch_rows_and_pack_classes():
+    b = builder()
+    b.SetComputeRootSignature("rsB")
+    b.SetPipelineState("cullB")
+    b.SetComputeRoot32BitConstants(0, 2, 1, 2)
+    b.Dispatch(1, 1, 1)
+    b.SetPipelineState("pull")
+    b.DrawIndexedX("ib", 0, "R16_UINT", 3, 0)
+    b.DrawIndexedX("ib", 16, "R32_UINT", 3, 0)
+    b.SetGraphicsRoot32BitConstants(1, 1, 3)
+    b.DrawIndexedX("ib", 0, "R16_UINT", 3, 0)
+    t = track(b.build())
+    assert t.draws.tolist() == [5, 6, 8] and t.dispatches.tolist() == [3]
+    assert t.pack.tolist() == [0, 0, 1] and t.state.tolist() == [0, 0, 1]
+    assert t.dispatch_state.tolist() == [2] and t.rows.shape == (3, len(SLOTS))
+    dd = t.describe(2)
+    assert dd["croot0"] == ("constants", (1, 2)) and dd["topology"] == "<masked>"
+    assert t.dispatch_setter.shape == (1, len(SLOTS))
+    assert t.first_difference(0, 1) == "root1" and t.first_difference(0, 0) is None
+
+
+def test_state_ids_in_first_appearance_order():
+    b = builder()
+    b.SetPipelineState("noroot")
+    for topo in ("TRIANGLESTRIP", "TRIANGLELIST", "TRIANGLESTRIP", "POINTLIST", "TRIANGLELIST"):
+        b.IASetPrimitiveTopology(topo)
+        b.DrawInstanced(3, 1, 0, 0)
+    t = track(b.build())
+    assert t.state.tolist() == [0, 1, 0, 2, 1]
+    assert t.state.dtype == np.int32 and t.pack.dtype == np.int32
+    assert t.rows.dtype == np.int64 and t.setter.dtype == np.int64 and t.draws.dtype == np.int64
+
+
+def test_describe_is_stream_independent():
+    def make(order: int) -> Stream:
+        b = StreamBuilder()
+        names = ["a", "b"] if order else ["b", "a"]
+        for nm in names:
+            b.buffer(nm, size=1024)
+        b.pipeline("p", vs="v", ps="p", layout="l")
+        b.SetPipelineState("p")
+        b.IASetVertexBuffers(0, "a", 0, 16)
+        b.DrawInstanced(3, 1, 0, 0)
+        return b.build()
+    x, y = track(make(0)), track(make(1))
+    assert x.describe(0) == y.describe(0)
+    assert compare_effective_state(make(0), make(1)) is None
+
+
+def test_root_index_out_of_range_is_an_input_error():
+    b = builder()
+    b.SetGraphicsRootDescriptorTable(16, "h0[0]", line=7)
+    with pytest.raises(StreamCheckError, match="root parameter index must be below 16"):
+        b.build()
+    with pytest.raises(InputError, match="root parameter index 16"):
+        track(b.build(check=False))
+
+
+def test_empty_streams():
+    for kind in ("list", "bundle"):
+        t = track(StreamBuilder(kind=kind).build())
+        assert t.draws.size == 0 and t.rows.shape == (0, len(SLOTS)) and t.setter.shape == (0, len(SLOTS))
+        assert compare_effective_state(StreamBuilder(kind=kind).build(), StreamBuilder(kind=kind).build()) is None
+
+
+def test_intern_values_wide_ranges():
+    from drawopt.state import _intern_values
+    big = np.array([[-1, 2**63 - 1], [0, 0], [-1, 2**63 - 1], [2**62, -(2**63)]], np.int64)
+    ids, uniq = _intern_values(big)
+    assert ids[0] == ids[2] and len(set(ids.tolist())) == 3 and (uniq[ids] == big).all()
+    small = np.array([[3, 1], [3, 2], [3, 1]], np.int64)
+    ids, uniq = _intern_values(small)
+    assert ids[0] == ids[2] != ids[1] and (uniq[ids] == small).all()
+
+
+def test_intern_rows_matches_unique():
+    rng = np.random.default_rng(1)
+    m = rng.integers(-3, 3, (5000, 7))
+    ids, first = intern_rows(m)
+    assert (m[first][ids] == m).all()
+    assert first.tolist() == sorted(first.tolist())
+    assert len(first) == len(np.unique(m, axis=0))
+    ids1, _ = intern_rows(m[:, :1])
+    assert (ids1 == intern_rows(m[:, 0])[0]).all()
+
+
+# ---------------------------------------------------------------------- comparison
+def test_compare_effective_state_reports_first_difference():
+    def make(const: int, extra: bool = False) -> Stream:
+        b = builder()
+        b.SetGraphicsRootSignature("rsA")
+        b.SetPipelineState("pull", line=3)
+        b.DrawInstanced(3, 1, 0, 0, line=4)
+        b.SetGraphicsRoot32BitConstants(1, 1, const, line=5)
+        b.DrawInstanced(3, 1, 0, 0, line=6)
+        if extra:
+            b.DrawInstanced(3, 1, 0, 0, line=7)
+        return b.build()
+    assert compare_effective_state(make(1), make(1)) is None
+    r = compare_effective_state(make(1), make(2))
+    assert r is not None and "draw #1" in r and "root1" in r and "line 6" in r
+    assert "(1,)" in r and "(2,)" in r
+    r = compare_effective_state(make(1), make(1, True))
+    assert r is not None and "draw #2" in r and "only after" in r
+    # arguments
+    b = builder()
+    b.SetPipelineState("pull")
+    b.DrawInstanced(6, 1, 0, 0)
+    r = compare_effective_state(make(1), b.build())
+    assert r is not None and "draw #0" in r and "arguments differ" in r
+
+
+def test_compare_sees_state_at_opaque_and_bundle_end():
+    def make(topo: str, kind: str = "list") -> Stream:
+        b = builder(kind=kind)
+        b.IASetPrimitiveTopology(topo)
+        b.Opaque("ExecuteIndirect")
+        return b.build()
+    r = compare_effective_state(make("POINTLIST"), make("TRIANGLELIST"))
+    assert r is not None and "opaque command #0" in r and "topology" in r
+    r = compare_effective_state(make("POINTLIST", "bundle"), make("POINTLIST", "bundle"))
+    assert r is None
+    a, c = builder(kind="bundle"), builder(kind="bundle")
+    a.IASetPrimitiveTopology("POINTLIST")
+    r = compare_effective_state(a.build(), c.build())
+    assert r is not None and "end of bundle" in r
+
+
+# ---------------------------------------------------------------------- both kernels, reference model
+def assert_same_tables(x: StateTable, y: StateTable) -> None:
+    for f in ("draws", "state", "pack", "rows", "setter", "dispatches", "dispatch_state", "dispatch_setter"):
+        a, b = getattr(x, f), getattr(y, f)
+        assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), f
+    assert np.array_equal(x.scan.prev, y.scan.prev) and np.array_equal(x.scan.unknown, y.scan.unknown)
+
+
+def _hand_a() -> Stream:
+    b = builder()
+    b.SetDescriptorHeaps("h0")
+    b.SetGraphicsRootSignature("rsA")
+    b.SetGraphicsRootDescriptorTable(0, "h0[0]")
+    b.SetGraphicsRoot32BitConstants(1, 1, 3, dest=2)
+    b.SetPipelineState("lay")
+    b.Opaque("x")
+    b.SetDescriptorHeaps("h1")
+    b.SetGraphicsRoot32BitConstants(1, 1, 3, dest=1)
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetGraphicsRootSignature("rsB")
+    b.DrawIndexedX("ib", 0, "R16_UINT", 3, 0)
+    return b.build()
+
+
+def _hand_b() -> Stream:
+    b = builder(kind="bundle")
+    b.SetDescriptorHeaps("h0")
+    b.SetComputeRootSignature("rsA")
+    b.SetPipelineState("cull")
+    b.Dispatch(1, 1, 1)
+    b.IASetVertexBuffers(2, "verts", 0, 16)
+    return b.build()
+
+
+@pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built (python setup.py build_ext --inplace)")
+@pytest.mark.parametrize("make", [_hand_a, _hand_b, lambda: big_stream(500)])
+def test_kernels_agree_on_hand_built_streams(make):
+    s = make()
+    assert_same_tables(track(s, pure=True), track(s, pure=False))
+    check_against_reference(s)
+
+
+@pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(semantic_streams())
+def test_kernels_agree_and_match_reference(s):
+    t = check_against_reference(s, pure=False)
+    assert_same_tables(t, track(s, pure=True))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(semantic_streams())
+def test_pure_path_matches_reference(s):
+    check_against_reference(s, pure=True)
+    assert compare_effective_state(s, s) is None
+
+
+@pytest.mark.skipif(shared_streams is None, reason="tests/strategies.py not available")
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_shared_strategy_streams(data):
+    s = data.draw(shared_streams(max_commands=50))
+    t = check_against_reference(s, pure=None)
+    if HAS_CEXT:
+        assert_same_tables(t, track(s, pure=True))
+
+
+# ---------------------------------------------------------------------- speed
+def big_stream(ndraw: int, seed: int = 0) -> Stream:
+    """``ndraw`` draws of 4 commands each (pipeline, per-draw constants, table, draw), columnar."""
+    rng = np.random.default_rng(seed)
+    b = builder()
+    b.OMSetRenderTargets("rt0")
+    b.SetDescriptorHeaps("h0")
+    b.SetGraphicsRootSignature("rsA")
+    b.IASetIndexBuffer("ib", "R16_UINT", 0)
+    head = b.build()
+    d = head.decls
+    n = ndraw * 4
+    op = np.zeros(n, np.uint16)
+    args = np.zeros((n, NARGS), np.int64)
+    var_len = np.zeros(n, np.int32)
+    var_off = np.zeros(n, np.int64)
+    k = np.arange(ndraw) * 4
+    pipes = np.array([d.index[p] for p in ("pull", "lay", "tess", "psw")])
+    op[k] = BY_NAME["SetPipelineState"].code
+    args[k, 0] = pipes[rng.integers(0, 4, ndraw)]
+    op[k + 1] = BY_NAME["SetGraphicsRoot32BitConstants"].code
+    args[k + 1, 0], args[k + 1, 1] = 1, 4
+    var_len[k + 1] = 4
+    var_off[k + 1] = np.arange(ndraw) * 4
+    op[k + 2] = BY_NAME["SetGraphicsRootDescriptorTable"].code
+    args[k + 2, 1] = (d.index["h0"] << 32) | rng.integers(0, 4, ndraw)
+    op[k + 3] = BY_NAME["DrawIndexedInstanced"].code
+    args[k + 3, 0], args[k + 3, 1] = 36, 1
+    body = Stream(head.header, d, op, args, var_off, var_len, rng.integers(0, 16, ndraw * 4),
+                  np.zeros(n, np.uint8), np.zeros(n, np.int32), head.strings)
+    return concat([head, body], head.header, d, head.strings)
+
+
+@pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")
+def test_track_100k_draws_fast():
+    s = big_stream(100_000)
+    track(s.take(np.arange(1000)))  # warm up imports
+    t0 = time.process_time()  # CPU time: the test machine is shared
+    t = track(s)
+    dt = time.process_time() - t0
+    assert t.draws.shape == (100_000,) and len(s) == 400_004
+    assert dt < 1.5, f"track took {dt:.2f} s on 100k draws"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")
+def test_track_1m_draws():
+    s = big_stream(1_000_000)
+    t0 = time.process_time()  # CPU time: the test machine is shared
+    t = track(s)
+    dt = time.process_time() - t0
+    assert t.draws.shape == (1_000_000,)
+    assert dt < 15, f"track took {dt:.2f} s on 1M draws"
+
+
+_ = (TOPOLOGIES,)
