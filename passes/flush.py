@@ -1,0 +1,351 @@
+"""``flush``: insert exactly the flushes and index-buffer re-binds the seeds require.
+
+Two rewrites, both linear in the stream:
+
+1. **Index-buffer re-binds.** ``DrawIndexedX`` leaves the index buffer undefined
+   (drawindexedx.txt). Where an indexed draw (one that reads the bound index
+   buffer) follows a ``DrawIndexedX`` with no ``IASetIndexBuffer`` between them,
+   the ``IASetIndexBuffer`` in force before that ``DrawIndexedX`` is re-issued
+   right after it (after the last ``DrawIndexedX`` of the run, so that a later
+   ``Opaque`` command that might bind its own index buffer still wins). Nothing is
+   inserted when no index buffer was ever set before the run.
+
+2. **Flushes** (multidraw-indirect-and-flushes.txt, modelled in
+   :mod:`drawopt.flushrules`). A linear scan tracks every GPU write of a buffer
+   that some later command reads through the front end (indirect args, draw
+   counts, index data) or that is declared ``frontend``. Before each front-end
+   read of a buffer whose write is not yet visible, the pass inserts what is
+   missing from the seed's sequence for the writer's stage, context and
+   fast-semantics setting — nothing that is already in force (a partial flush
+   already in the input is used; only the L2 flush is added after it, and so on).
+   The insertion point is as late as possible: immediately before the reading
+   command. One inserted sequence covers every write it can: its L2 flush covers
+   every drained write, its partial flushes every write of their stage, and it
+   also takes the partial flush of another stage when a pending write of that
+   stage is read before any new relevant GPU write (and, unless redundant flushes
+   are dropped, before the next flush already in the input) — flushing it there
+   costs one event and saves a later event plus an L2 flush. On the async compute
+   context, writes of ``frontend`` buffers get one ``FlushGpuCachesBottomOfPipe
+   DEFAULT`` at the end of the stream, which covers them all (the front end that
+   reads them runs on another context after this list); on the graphics context
+   ``frontend`` buffers still pending at the end get the graphics sequence there.
+
+``drop_redundant_flushes``: also remove input flushes that cover nothing. A
+recognised flush (one of the seed's commands on its right context) is redundant
+when it makes progress on no pending write that a later consumer can observe —
+a front-end read in this stream, a ``frontend`` buffer, or any ``Opaque`` command
+after the write (an unknown command may read anything). Conservative on purpose:
+
+* ``GpuSendPipelinedEvent <S>_PARTIAL_FLUSH`` (and, on async compute, a
+  bottom-of-pipe flush) is kept whenever it drains a UAV write of any resource
+  that a later command of the stream may access (:func:`drawopt.flushrules.last_access`):
+  a partial flush is also the execution barrier that orders those accesses after
+  the write. A CS write counts only under fast semantics or ``CSEnableAutomaticGpuFlush
+  FALSE``: otherwise the driver orders Dispatches itself.
+* Flush commands the model does not recognise (``FlushGpuCacheRange DEFAULT`` on
+  graphics, a bottom-of-pipe flush on graphics, any flush on the wrong context)
+  are never dropped, nor is a flush that covers a write a later flush would also
+  cover.
+* A stream is self-contained: a flush before anything is written covers nothing.
+  Consumers outside the stream synchronise through fences (CPU readback) or get
+  their flushes from the writer's list (a buffer another list reads through its
+  front end is declared ``frontend``).
+
+Unlike :mod:`drawopt.validate`, which lets an ``Opaque`` command satisfy every
+pending read (no false findings), the pass does not count on one: it still
+inserts the sequence after it.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FlushPass", "FlushPlan", "plan_flushes", "index_rebinds", "splice"]
+
+from bisect import bisect_right
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from drawopt.decls import Buffer
+from drawopt.flushrules import (
+    CS,
+    STAGES,
+    FlushAccess,
+    FlushStep,
+    FlushTracker,
+    flush_access,
+    flush_effect,
+    forward_fill,
+    last_access,
+    required_sequence,
+)
+from drawopt.ops import BY_NAME, INDEXED_DRAW_OPS
+from drawopt.passmanager import AnalysisManager, Pass, PassResult
+from drawopt.stream import CommandBuffer, Stream, concat
+
+_IA = BY_NAME["IASetIndexBuffer"].code
+_DX = BY_NAME["DrawIndexedX"].code
+_INDEXED = np.array(sorted(INDEXED_DRAW_OPS), np.uint16)
+
+Encoded = tuple[int, Sequence[int], Sequence[int]]
+"""A new command: ``(opcode, fixed args, variadic args)``."""
+
+
+# --------------------------------------------------------------------------- re-binds
+def index_rebinds(stream: Stream) -> list[tuple[int, int]]:
+    """``(after, source)`` pairs: re-issue ``IASetIndexBuffer`` command ``source`` right
+    after the ``DrawIndexedX`` at ``after``, because a later indexed draw reads the
+    index buffer that ``DrawIndexedX`` left undefined. Sorted by ``after``."""
+    n = len(stream)
+    op = stream.op
+    ia = np.flatnonzero(op == _IA)
+    dx = np.flatnonzero(op == _DX)
+    if dx.size == 0 or ia.size == 0:
+        return []
+    where = np.concatenate([ia, dx])
+    vals = np.concatenate([ia, -(dx + 2)])  # >= 0: that IASetIndexBuffer; <= -2: undefined since DrawIndexedX
+    order = np.argsort(where, kind="stable")
+    state = forward_fill(n, where[order], vals[order])
+    d = np.flatnonzero(np.isin(op, _INDEXED))
+    v = state[d]
+    x = np.unique(-(v[v <= -2] + 2))
+    src = forward_fill(n, ia, ia)[x]
+    ok = src >= 0
+    return list(zip(x[ok].tolist(), src[ok].tolist()))
+
+
+# --------------------------------------------------------------------------- flushes
+@dataclass
+class FlushPlan:
+    """What the flush scan decided.
+
+    ``inserts``: command index -> steps to insert before it (``len(stream)`` = at the
+    end). ``drops``: input flush commands to remove. ``points``: number of places
+    where a sequence was inserted.
+    """
+
+    inserts: dict[int, list[FlushStep]] = field(default_factory=dict)
+    drops: list[int] = field(default_factory=list)
+
+    @property
+    def points(self) -> int:
+        return len(self.inserts)
+
+    @property
+    def inserted(self) -> int:
+        return sum(len(v) for v in self.inserts.values())
+
+
+_R, _W, _B, _U, _F = 0, 1, 2, 3, 4
+"""Event kinds, in their order at one command: reads (a draw reads its args before its
+shaders run), buffer writes, barriers, UAV writes (redundancy bookkeeping), flushes."""
+
+
+def _relevant(acc: FlushAccess, decls: Any) -> np.ndarray:
+    """Mask over the UAV writes: buffer writes a later front-end read, a ``frontend``
+    declaration or a later ``Opaque`` command can observe."""
+    if acc.w_cmd.size == 0:
+        return np.zeros(0, bool)
+    frontend = np.array([isinstance(d, Buffer) and d.frontend for d in decls.items] + [False], bool)
+    last_read = np.full(len(decls) + 1, -1, np.int64)
+    np.maximum.at(last_read, acc.r_buf, acc.r_cmd)
+    rel = frontend[acc.w_res] | (last_read[acc.w_res] > acc.w_cmd)
+    if acc.opaque_cmd.size:
+        rel |= acc.w_cmd < acc.opaque_cmd[-1]
+    return rel & acc.w_isbuf
+
+
+def plan_flushes(stream: Stream, drop_redundant: bool = False, coalesce: bool = True,
+                 acc: FlushAccess | None = None) -> FlushPlan:
+    """Decide the flushes to insert (and, with ``drop_redundant``, to drop); see the module docstring."""
+    acc = acc if acc is not None else flush_access(stream)
+    n = len(stream)
+    ctx = stream.header.context
+    decls = stream.decls
+    rel = _relevant(acc, decls)
+    wc, wb, ws, wp = acc.w_cmd[rel], acc.w_res[rel], acc.w_stage[rel], acc.w_partial[rel]
+    written = np.zeros(len(decls) + 1, bool)
+    written[wb] = True
+    rmask = written[acc.r_buf]
+    rc, rb = acc.r_cmd[rmask], acc.r_buf[rmask]
+    bmask = written[acc.barriers[:, 1]] if acc.barriers.size else np.zeros(0, bool)
+    bc, bb = acc.barriers[bmask, 0], acc.barriers[bmask, 1]
+    plan = FlushPlan()
+    if wc.size == 0 and not (drop_redundant and acc.flush_cmd.size):
+        return plan
+
+    # UAV writes a later command may access: a partial flush draining them may be their barrier
+    if drop_redundant:
+        uses = last_access(stream, np.unique(acc.w_res).tolist())
+        later = np.array([uses.get(int(r), -1) for r in acc.w_res.tolist()], np.int64)
+        um = (later > acc.w_cmd) & (acc.w_partial | (ctx == "compute"))
+    else:
+        later = np.zeros(acc.w_cmd.size, np.int64)
+        um = np.zeros(acc.w_cmd.size, bool)
+    uc = acc.w_cmd[um]
+    urow = np.flatnonzero(um)
+
+    # lookahead tables: reads per buffer, relevant write commands, recognised input flushes
+    reads_of: dict[int, list[int]] = {}
+    for c, b in zip(rc.tolist(), rb.tolist()):
+        reads_of.setdefault(b, []).append(c)
+    frontend = {i for i, d in enumerate(decls.items) if isinstance(d, Buffer) and d.frontend}
+    write_cmds = np.unique(wc).tolist()
+    fl = acc.flush_cmd.tolist()
+    effects = {c: flush_effect(stream, c) for c in fl}
+    input_flushes = [c for c in fl if effects[c] is not None]
+
+    def next_read(b: int, p: int) -> int:
+        r = reads_of.get(b, [])
+        k = bisect_right(r, p)
+        if k < len(r):
+            return r[k]
+        return n if b in frontend else n + 1
+
+    def horizon(p: int) -> int:
+        k = bisect_right(write_cmds, p - 1)  # a write at p itself happens after the flush point
+        h = write_cmds[k] if k < len(write_cmds) else n + 1
+        if not drop_redundant:
+            k = bisect_right(input_flushes, p)
+            if k < len(input_flushes):
+                h = min(h, input_flushes[k])
+        return h
+
+    # events in stream order
+    cmds = np.concatenate([rc, wc, bc, uc, acc.flush_cmd])
+    kinds = np.concatenate([np.full(rc.size, _R), np.full(wc.size, _W), np.full(bc.size, _B),
+                            np.full(uc.size, _U), np.full(acc.flush_cmd.size, _F)]).astype(np.int64)
+    rows = np.concatenate([np.arange(rc.size), np.arange(wc.size), np.arange(bc.size), urow,
+                           np.arange(acc.flush_cmd.size)]).astype(np.int64)
+    order = np.lexsort((rows, kinds, cmds))
+    cmds_l, kinds_l, rows_l = cmds[order].tolist(), kinds[order].tolist(), rows[order].tolist()
+
+    tr = FlushTracker(ctx)
+    uses_of: list[dict[int, int]] = [{}, {}, {}]  # per class: resource -> last later access
+    k, m = 0, len(cmds_l)
+    while k < m:
+        c, kind, j = cmds_l[k], kinds_l[k], rows_l[k]
+        if kind == _R:
+            bufs = []
+            while k < m and cmds_l[k] == c and kinds_l[k] == _R:
+                bufs.append(int(rb[rows_l[k]]))
+                k += 1
+            stages, need = tr.missing(bufs)
+            if need:
+                if coalesce and ctx == "graphics":
+                    h = horizon(c)
+                    for s in STAGES:
+                        if s not in stages and any(next_read(b, c) < h for b in tr.undrained[s]):
+                            stages.add(s)
+                _insert(plan, c, required_sequence(stages, ctx))
+                tr.cover(stages)
+                for s in (STAGES if ctx == "compute" else stages):
+                    uses_of[s].clear()
+            continue
+        k += 1
+        if kind == _W:
+            tr.write(c, int(wb[j]), int(ws[j]), bool(wp[j]))
+        elif kind == _B:
+            tr.barrier(int(bb[j]))
+        elif kind == _U:
+            st = CS if ctx == "compute" else int(acc.w_stage[j])
+            r = int(acc.w_res[j])
+            uses_of[st][r] = max(uses_of[st].get(r, -1), int(later[j]))
+        else:
+            eff = effects[c]
+            if eff is None:
+                continue
+            useful = tr.apply(eff)
+            drained = (eff[1],) if eff[0] == "event" else (STAGES if eff[0] == "bop" else ())
+            for s in drained:
+                useful |= any(u > c for u in uses_of[s].values())
+                uses_of[s].clear()
+            if drop_redundant and not useful:
+                plan.drops.append(c)
+    # the end of the stream: buffers another command list reads through its front end
+    pend = [b for b in sorted(frontend) if tr.missing((b,))[1]]
+    if pend:
+        stages, _ = tr.missing(pend)
+        _insert(plan, n, required_sequence(stages, ctx))
+        tr.cover(stages)
+    return plan
+
+
+def _insert(plan: FlushPlan, at: int, steps: list[FlushStep]) -> None:
+    plan.inserts.setdefault(at, []).extend(steps)
+
+
+# --------------------------------------------------------------------------- splicing
+def splice(stream: Stream, inserts: Mapping[int, Sequence[Encoded]], drops: Sequence[int] | np.ndarray = ()) -> Stream:
+    """``stream`` with new commands inserted before the given indices and ``drops`` removed.
+
+    ``inserts[i]``: commands to place before command ``i`` (``len(stream)``: at the
+    end), in order. Vectorised: the new commands are built once and merged in with
+    one stable sort.
+    """
+    n = len(stream)
+    keep = np.ones(n, bool)
+    if len(drops):
+        keep[np.asarray(drops, np.int64)] = False
+    cb = CommandBuffer()
+    at: list[int] = []
+    for pos in sorted(inserts):
+        for code, a, v in inserts[pos]:
+            cb.append(code, a, v)
+            at.append(pos)
+    if not len(cb):
+        return stream if keep.all() else stream.take(np.flatnonzero(keep))
+    new = cb.build(stream.header, stream.decls, stream.strings)
+    both = concat([stream, new], stream.header, stream.decls, stream.strings)
+    key = np.concatenate([2 * np.arange(n, dtype=np.int64) + 1, 2 * np.asarray(at, np.int64)])
+    order = np.argsort(key, kind="stable")
+    order = order[(order >= n) | keep[np.minimum(order, n - 1)]] if n else order
+    return both.take(order)
+
+
+# --------------------------------------------------------------------------- the pass
+@dataclass(frozen=True)
+class FlushPass(Pass):
+    """Insert the seed's flush sequences and ``IASetIndexBuffer`` re-binds (see the module docstring).
+
+    Options: ``drop_redundant_flushes`` (remove input flushes that cover nothing),
+    ``coalesce`` (let one inserted sequence take other stages' pending writes),
+    ``target`` (accepted for pipeline-wide ``--target``; the rules are the seed's on
+    every target, since the stream's commands are the D3D12.X ones).
+    """
+
+    name: ClassVar[str] = "flush"
+    requires: ClassVar[tuple[str, ...]] = ()
+    preserves: ClassVar[tuple[str, ...]] = ()
+    summary: ClassVar[str] = "insert required partial/L2 flushes and IASetIndexBuffer re-binds"
+
+    drop_redundant_flushes: bool = False
+    coalesce: bool = True
+    target: str = "d3d12"
+
+    def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
+        rebinds = index_rebinds(stream)
+        s1 = stream
+        if rebinds:
+            s1 = splice(stream, {after + 1: [_copy(stream, src)] for after, src in rebinds})
+        plan = plan_flushes(s1, self.drop_redundant_flushes, self.coalesce)
+        report: dict[str, Any] = {
+            "index_rebinds": len(rebinds), "flush_points": plan.points,
+            "flushes_inserted": plan.inserted, "flushes_dropped": len(plan.drops),
+        }
+        if not rebinds and not plan.inserts and not plan.drops:
+            return PassResult.unchanged(stream, **report)
+        out = s1
+        if plan.inserts or plan.drops:
+            out = splice(s1, {at: [_step(st) for st in steps] for at, steps in plan.inserts.items()}, plan.drops)
+        return PassResult(out, True, frozenset(), report)
+
+
+def _copy(s: Stream, i: int) -> Encoded:
+    return int(s.op[i]), s.args[i].tolist(), s.var(i).tolist()
+
+
+def _step(st: FlushStep) -> Encoded:
+    code, v = st.encoded()
+    return code, (v,), ()

@@ -1,0 +1,741 @@
+"""``mdi``: multi-draw-indirect batches.
+
+multidraw-indirect-and-flushes.txt: ``MultiDraw[Indexed]InstancedIndirect`` with
+count N, offset O and stride S is N single indirect draws reading their
+arguments at ``O + i*S``; group draws by material. The pass does four things,
+none of which moves a draw across anything but state commands:
+
+1. **Batches of direct draws.** A *run* is a maximal sequence of draws with the
+   same normalised state id (:func:`drawopt.state.track`) and the same kind
+   (``DrawInstanced`` or ``DrawIndexedInstanced``), with only state commands
+   between consecutive members. A run becomes ``MultiDraw[Indexed]InstancedIndirect
+   N mdi_argsK O S`` at the position of its first draw, reading N records the
+   pass writes into one generated, CPU-written args buffer (``mdi_args0``, or the
+   first free ``mdi_argsK``): ``D3D12_DRAW_ARGUMENTS`` (VertexCountPerInstance,
+   InstanceCount, StartVertexLocation, StartInstanceLocation: 16 bytes) or
+   ``D3D12_DRAW_INDEXED_ARGUMENTS`` (IndexCountPerInstance, InstanceCount,
+   StartIndexLocation, BaseVertexLocation as a two's-complement 32-bit word,
+   StartInstanceLocation: 20 bytes), tightly packed (stride = record size), every
+   batch at a 4-byte-aligned offset. The state commands between the draws stay
+   where they were: every draw of the run sees the same state, so the one call
+   sees it too, and whatever follows the run sees what it saw before.
+2. **Per-draw data under a ``draw_data`` / ``instance_data`` contract.** Such a
+   pipeline (docs/architecture.md, "Rewrite contracts") promises that, when a buffer
+   is bound at root parameter P, instance i of a draw reads the record at index
+   ``StartInstanceLocation + i`` of it: ``2 + len(lift)`` 32-bit words holding the
+   base vertex, the instance the shader sees, then each lift item ``Q.k`` (word k
+   of root constants Q) -- instead of reading those from the draw and the root
+   constants. Vertex-pulling draws of such a pipeline that see nothing bound at P
+   and differ only in lifted words form one run: the pass writes one record per
+   instance into a generated buffer (``mdi_perdrawK``, each batch 256-byte
+   aligned), renumbers StartInstanceLocation in the args records to index them
+   (nothing else observes it without an input layout), binds the buffer with
+   ``SetGraphicsRootShaderResourceView P`` (``...ConstantBufferView`` for a CBV
+   parameter) right before the call and leaves the root constant sets in place.
+   Nothing can unbind a root view, so a run is lifted only when no later draw that
+   reads P can see the binding: the next such draw comes after P is set again (or
+   the root signature changes, or an ``Opaque`` command), or it starts another
+   lifted run; every batch of a lifted run is then a multi-draw call (no direct
+   remainder). Draws that already see a buffer at P keep their StartInstanceLocation
+   and so read the same records: they merge as they are, lifted words may differ.
+   Bundles are not lifted (their final bindings are the caller's state).
+3. **Consecutive indirect draws.** Consecutive same-state indirect draws of one
+   kind (indexed or not) reading one args buffer at offsets ``O, O+S, O+2S, ...``
+   (single ``Draw[Indexed]InstancedIndirect`` calls, or plain ``MultiDraw`` calls
+   whose own stride is S and that continue the progression) become one
+   ``MultiDraw[Indexed]InstancedIndirect`` with count N, offset O and stride S.
+   This covers GPU-written args: the records are not read, only their addresses
+   are kept. S must be a multiple of 4 and at least the record size.
+4. ``...Auto`` variants keep their GPU-written count: they are never merged with
+   anything and never turned into fixed-count calls (nor the reverse).
+
+Limits and cost: a batch never exceeds ``max_count`` (the target's
+``mdi_max_count`` unless the option is smaller); a longer run is split into
+consecutive batches of ``max_count`` and a remainder. A run of direct draws is
+batched only if it has at least ``max(min_batch, costmodel.mdi_min_batch(target))``
+draws, the size from which one multi-draw call plus its CPU-written records costs
+less than the separate draws; a remainder below that stays direct (except in
+lifted runs, see 2). Indirect merges are made when the merged call costs less than
+the calls it replaces (:func:`drawopt.costmodel.cost_by_command`). Targets without
+multi-draw-indirect are left alone.
+
+Never merged: draws flagged ``nomerge``, draws of pipelines whose contract says
+``never_merge``, ``DrawIndexedX`` (pack-x's business), the ``Auto`` variants,
+zero-count multi-draws. Without such a contract, draws whose root
+constants differ have different state ids and stay apart.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MdiPass", "MdiPlan", "plan_mdi", "args_records", "DrawDataContract", "draw_data_contracts"]
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+from drawopt.passes.flush import splice
+
+from drawopt.costmodel import TargetModel, cost_by_command, get_target, mdi_min_batch
+from drawopt.decls import Buffer, Decls, Pipeline, RootSig
+from drawopt.flushrules import flush_access, forward_fill
+from drawopt.mergeclass import fence_mask
+from drawopt.ops import BY_NAME
+from drawopt.passmanager import AnalysisManager, Pass, PassResult
+from drawopt.state import MASKED, NSLOTS, OBS_DRAW, ROOT0, UNDEFINED, StateTable, intern_rows
+from drawopt.stream import ARGS_SIZE, FLAG_NOMERGE, Stream
+
+_DI = BY_NAME["DrawInstanced"].code
+_DII = BY_NAME["DrawIndexedInstanced"].code
+_I = BY_NAME["DrawInstancedIndirect"].code
+_II = BY_NAME["DrawIndexedInstancedIndirect"].code
+_M = BY_NAME["MultiDrawInstancedIndirect"].code
+_MI = BY_NAME["MultiDrawIndexedInstancedIndirect"].code
+_SRV = BY_NAME["SetGraphicsRootShaderResourceView"].code
+_CBV = BY_NAME["SetGraphicsRootConstantBufferView"].code
+_P_SETS = np.array([BY_NAME[n].code for n in (
+    "SetGraphicsRootDescriptorTable", "SetGraphicsRoot32BitConstants", "SetGraphicsRootConstantBufferView",
+    "SetGraphicsRootShaderResourceView")], np.uint16)
+_GRS = BY_NAME["SetGraphicsRootSignature"].code
+_OPAQUE = BY_NAME["Opaque"].code
+_COPY = BY_NAME["CopyBufferRegion"].code
+
+# kinds of draws for batching
+_NONE, _DIRECT, _DIRECT_IDX, _IND, _IND_IDX = 0, 1, 2, 3, 4
+_KIND = np.zeros(1 << 16, np.int8)
+_KIND[_DI], _KIND[_DII] = _DIRECT, _DIRECT_IDX
+_KIND[_I], _KIND[_M] = _IND, _IND
+_KIND[_II], _KIND[_MI] = _IND_IDX, _IND_IDX
+_MULTI_OF = {_DIRECT: _M, _DIRECT_IDX: _MI, _IND: _M, _IND_IDX: _MI}
+_REC = {_DIRECT: 16, _DIRECT_IDX: 20, _IND: 16, _IND_IDX: 20}
+assert ARGS_SIZE["MultiDrawInstancedIndirect"] == 16 and ARGS_SIZE["MultiDrawIndexedInstancedIndirect"] == 20
+PERDRAW_ALIGN = 256
+MAX_LIFTED_RECORDS = 1 << 20
+"""Most per-instance records one lifted run may generate."""
+"""Alignment of each batch's per-draw array (enough for a root CBV as well as an SRV)."""
+
+
+def args_records(stream: Stream, cmds: np.ndarray, indexed: bool) -> np.ndarray:
+    """The indirect-args records of direct draws ``cmds`` as ``uint32[len(cmds), 4 or 5]``.
+
+    ``DrawInstanced`` -> (VertexCountPerInstance, InstanceCount, StartVertexLocation,
+    StartInstanceLocation); ``DrawIndexedInstanced`` -> (IndexCountPerInstance,
+    InstanceCount, StartIndexLocation, BaseVertexLocation, StartInstanceLocation),
+    the signed base vertex stored as its two's-complement 32-bit word.
+    """
+    width = 5 if indexed else 4
+    rows = stream.args[cmds, :width]
+    return (rows & 0xFFFFFFFF).astype(np.uint32)
+
+
+# --------------------------------------------------------------------------- per-draw contracts
+@dataclass(frozen=True)
+class DrawDataContract:
+    """A pipeline's usable ``draw_data`` / ``instance_data`` clause (docs/architecture.md).
+
+    ``perdraw``: root parameter P (a root SRV or CBV); ``view_op``: the opcode that
+    binds it; ``items``: the lift items ``(parameter, word)``, all root-constant words;
+    ``pulling``: the pipeline has no input layout (nothing but the per-draw record
+    observes StartInstanceLocation, so the pass may renumber it).
+    """
+
+    perdraw: int
+    view_op: int
+    items: tuple[tuple[int, int], ...]
+    pulling: bool
+
+    @property
+    def words(self) -> int:
+        """32-bit words per record: base vertex, start instance, one per lift item."""
+        return 2 + len(self.items)
+
+    @property
+    def params(self) -> tuple[int, ...]:
+        """The root-constant parameters with lifted words."""
+        return tuple(sorted({q for q, _ in self.items}))
+
+
+def draw_data_contracts(decls: Decls) -> dict[int, DrawDataContract | None]:
+    """Per pipeline with a ``draw_data`` or ``instance_data`` clause: its contract, or None
+    when the pass cannot use it (P is not a root SRV/CBV of its root signature, or a lift
+    item is not a word of a root-constants parameter)."""
+    out: dict[int, DrawDataContract | None] = {}
+    for i, p in enumerate(decls.items):
+        if not isinstance(p, Pipeline):
+            continue
+        clause = "instance_data" if "instance_data" in p.contract else "draw_data" if "draw_data" in p.contract \
+            else None   # the order drawopt.verify reads them in
+        if clause is None or ("x" in p.contract and p.vertex_pulling):
+            continue  # the verifier reads the first per-draw clause; x (pack-x's) comes first
+        c = p.contract[clause]
+        rs = decls[p.root] if p.root is not None and p.root in decls else None
+        out[i] = None
+        if not isinstance(rs, RootSig):
+            continue
+        pd = int(c["perdraw"])
+        items: list[tuple[int, int]] = []
+        ok = 0 <= pd < len(rs.params) and rs.params[pd].kind in ("srv", "cbv")
+        for item in filter(None, c.get("lift", "").split("+")):
+            q, _, k = item.partition(".")
+            if not q.isdigit() or (k and not k.isdigit()):
+                ok = False
+                break
+            qi, ki = int(q), int(k or 0)
+            if not (0 <= qi < len(rs.params)) or rs.params[qi].kind != "constants" or ki >= rs.params[qi].count:
+                ok = False
+                break
+            items.append((qi, ki))
+        if ok:
+            out[i] = DrawDataContract(pd, _SRV if rs.params[pd].kind == "srv" else _CBV, tuple(items),
+                                      p.vertex_pulling)
+    return out
+
+
+# --------------------------------------------------------------------------- planning
+@dataclass
+class MdiPlan:
+    """The rewrite.
+
+    ``replace[c] = (opcode, count, buffer, offset, stride)`` puts a multi-draw call at
+    command ``c`` (``buffer`` -1: the generated args buffer); ``bind[c] = (opcode,
+    root parameter, offset)`` binds the generated per-draw buffer right before it;
+    ``remove``: the draw commands absorbed; ``args_words`` / ``perdraw_words``: the
+    generated buffers' contents (``args_bytes`` / ``perdraw_bytes`` long).
+    """
+
+    replace: dict[int, tuple[int, int, int, int, int]] = field(default_factory=dict)
+    bind: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    remove: list[np.ndarray] = field(default_factory=list)
+    args_words: list[np.ndarray] = field(default_factory=list)
+    perdraw_words: list[np.ndarray] = field(default_factory=list)
+    args_bytes: int = 0
+    perdraw_bytes: int = 0
+    direct_batches: int = 0
+    direct_draws: int = 0
+    lifted_batches: int = 0
+    lifted_draws: int = 0
+    indirect_merges: int = 0
+    indirect_calls: int = 0
+
+
+@dataclass
+class _Draws:
+    """Per-draw columns used while planning."""
+
+    cmd: np.ndarray
+    state: np.ndarray
+    kind: np.ndarray
+    eligible: np.ndarray
+    key: np.ndarray
+    pipe: np.ndarray
+    lift_words: dict[int, np.ndarray]  # draw position -> record words 2.. (lifted constants)
+    nrec: np.ndarray                   # records each draw command contributes (a multi-draw: its count)
+    cpu_ind: np.ndarray                # an indirect draw whose args the CPU wrote (decoded into records)
+
+
+def plan_mdi(stream: Stream, table: StateTable, *, target: str | TargetModel = "d3d12",
+             max_count: int = 0, min_batch: int = 2, lift: bool = True) -> MdiPlan:
+    """Decide the batches (see the module docstring).
+
+    ``table``: the stream's :class:`drawopt.state.StateTable`. ``lift``: allow
+    per-draw data under ``draw_data`` / ``instance_data`` contracts.
+    """
+    plan = MdiPlan()
+    model = get_target(target)
+    draws = np.asarray(table.draws, np.int64)
+    if not model.mdi or draws.size == 0:
+        return plan
+    limit = model.mdi_max_count if max_count <= 0 else min(max_count, model.mdi_max_count)
+    limit = max(1, int(limit))
+    dr = _draw_columns(stream, table, lift and stream.header.kind == "list")
+    min_direct = {k: max(int(min_batch), mdi_min_batch(model, indexed=(k == _DIRECT_IDX)), 2)
+                  for k in (_DIRECT, _DIRECT_IDX)}
+    between_ok = _only_state_between(stream, draws)
+
+    runs = _runs(dr, between_ok)
+    lifted = _lifted_runs(stream, table, dr, runs, min_direct)
+    if lifted is not None:
+        dr.key = lifted[0]
+        runs = _runs(dr, between_ok)
+        lifted_first = lifted[1]
+    else:
+        lifted_first = set()
+
+    first, length = runs
+    run_kind = dr.kind[first]
+    cpu_before = np.r_[0, np.cumsum(dr.cpu_ind)]
+    contracts = draw_data_contracts(stream.decls)
+    costs = cost_by_command(stream, model)
+    for k in (_DIRECT, _DIRECT_IDX):
+        sel = np.flatnonzero((run_kind == k) & dr.eligible[first])
+        if not sel.size:
+            continue
+        is_lift = np.isin(first[sel], np.fromiter(lifted_first, np.int64, len(lifted_first)))
+        simple = cpu_before[first[sel] + length[sel]] == cpu_before[first[sel]]   # no CPU-indirect member
+        # runs of direct draws only: vectorised split
+        vs = simple & (is_lift | (length[sel] >= min_direct[k]))
+        if vs.any():
+            bf, bl, blift = _split(first[sel[vs]], length[sel[vs]], is_lift[vs], limit, min_direct[k])
+            if bf.size:
+                _emit_direct(stream, dr, plan, k, bf, bl, blift, contracts)
+        # runs with CPU-written indirect draws: one progression on one buffer is merged as it
+        # is (no copy); anything else is decoded into generated records, batch by batch
+        for r in sel[~simple].tolist():
+            f, n = int(first[r]), int(length[r])
+            pos = np.arange(f, f + n)
+            if dr.cpu_ind[pos].all():
+                before = plan.indirect_merges
+                _merge_indirect(stream, dr.cmd[pos], _IND if k == _DIRECT else _IND_IDX, limit, costs, model, plan,
+                                whole=True)
+                if plan.indirect_merges > before:
+                    continue
+            for bpos in _greedy(dr.nrec[pos], limit):
+                members = pos[bpos]
+                if members.size < 2:
+                    continue
+                recs = int(dr.nrec[members].sum())
+                if model.mdi_call_us + recs * model.mdi_record_us >= float(costs[dr.cmd[members]].sum()):
+                    continue
+                _emit_direct(stream, dr, plan, k, members[:1], np.array([members.size]), np.zeros(1, bool),
+                             contracts)
+
+    for k in (_IND, _IND_IDX):
+        for r in np.flatnonzero((run_kind == k) & (length >= 2) & dr.eligible[first]).tolist():
+            idx = draws[first[r]:first[r] + length[r]]
+            _merge_indirect(stream, idx, k, limit, costs, model, plan)
+    return plan
+
+
+def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
+    decls = stream.decls
+    op = stream.op
+    draws = np.asarray(table.draws, np.int64)
+    state = np.asarray(table.state, np.int64)
+    kind = _KIND[op[draws]].astype(np.int8)
+    # pinned: @nomerge, never_merge pipelines, and draws without a graphics pipeline
+    never = np.array([not isinstance(d, Pipeline) or d.never_merge or d.is_compute for d in decls.items] + [True],
+                     bool)
+    pso = np.flatnonzero(op == BY_NAME["SetPipelineState"].code)
+    pipe = forward_fill(len(stream), pso, stream.args[pso, 0])[draws]
+    eligible = (kind != _NONE) & ((stream.flags[draws] & FLAG_NOMERGE) == 0) & ~never[pipe]
+    multi = (op[draws] == _M) | (op[draws] == _MI)
+    eligible &= ~(multi & (stream.args[draws, 0] == 0))
+    key = state.copy()
+    lift_words: dict[int, np.ndarray] = {}
+    # indirect draws reading args the CPU wrote (declared cpu, with data, no GPU write before)
+    nrec = np.where(multi, stream.args[draws, 0], 1).astype(np.int64)
+    ind = np.flatnonzero((kind == _IND) | (kind == _IND_IDX))
+    cpu_ind = np.zeros(draws.size, bool)
+    if ind.size:
+        buf = np.where(multi[ind], stream.args[draws[ind], 1], stream.args[draws[ind], 0])
+        known = np.array([isinstance(d, Buffer) and d.cpu and d.data is not None for d in decls.items] + [False])
+        first_write = _first_writes(stream)
+        cpu_ind[ind] = known[buf] & (draws[ind] < first_write[buf])
+        kind[cpu_ind & (kind == _IND)] = _DIRECT
+        kind[cpu_ind & (kind == _IND_IDX)] = _DIRECT_IDX
+
+    contracts = draw_data_contracts(decls)
+    if contracts and table.scan is not None:
+        sc = table.scan
+        dsel = np.flatnonzero(sc.obs_kind == OBS_DRAW)
+        next_key = int(state.max()) + 1 if state.size else 0
+        for i, c in contracts.items():
+            mine = np.flatnonzero((pipe == i) & ((kind == _DIRECT) | (kind == _DIRECT_IDX)) & ~cpu_ind & eligible)
+            if c is None or not mine.size:
+                continue
+            raw = sc.values_of(dsel[mine])
+            pv = raw[:, ROOT0 + c.perdraw]
+            native = pv == UNDEFINED
+            arrayf = pv >= 0    # a buffer is bound at P: the draws already read their records
+            if not lift or not c.pulling:
+                native[:] = False
+            # the lifted words, and the rest of each lifted parameter (which must stay equal)
+            vals = np.zeros((mine.size, len(c.items)), np.int64)
+            rest = np.zeros((mine.size, len(c.params)), np.int64)
+            ok = np.ones(mine.size, bool)
+            rest_ids: dict[tuple, int] = {}
+            for j, q in enumerate(c.params):
+                ks = [k for qq, k in c.items if qq == q]
+                cols = [n for n, (qq, _) in enumerate(c.items) if qq == q]
+                cache: dict[int, tuple | None] = {}
+                for r, vid in enumerate(raw[:, ROOT0 + q].tolist()):
+                    if vid not in cache:
+                        v = sc.values.decode(vid) if vid >= 0 else None
+                        cache[vid] = tuple(v[1]) if isinstance(v, tuple) and len(v) == 2 and v[0] == "constants" \
+                            else None
+                    w = cache[vid]
+                    if w is None:
+                        ok[r] = False
+                        continue
+                    w = w + (None,) * (max(ks) + 1 - len(w))
+                    lifted = [w[k] for k in ks]
+                    if any(x is None for x in lifted):
+                        ok[r] = False
+                        continue
+                    vals[r, cols] = lifted
+                    rest[r, j] = rest_ids.setdefault((q, tuple(x for n, x in enumerate(w) if n not in ks)),
+                                                     len(rest_ids))
+            sel = ok & (native | arrayf)
+            if not sel.any():
+                continue
+            cand = mine[sel]
+            rows = table.rows[state[cand]].copy()
+            for q in c.params:
+                rows[:, ROOT0 + q] = MASKED
+            rows[native[sel], ROOT0 + c.perdraw] = MASKED
+            rows = np.concatenate([rows, rest[sel], np.full((cand.size, 1), i, np.int64),
+                                   native[sel][:, None].astype(np.int64)], axis=1)
+            ids, _ = intern_rows(rows)
+            key[cand] = next_key + ids
+            next_key += int(ids.max()) + 1
+            for d, v in zip(cand[native[sel]].tolist(), vals[sel][native[sel]]):
+                lift_words[d] = v
+    assert table.rows.shape[1] == NSLOTS
+    return _Draws(draws, state, kind, eligible, key, pipe, lift_words, nrec, cpu_ind)
+
+
+def _first_writes(stream: Stream) -> np.ndarray:
+    """Per declaration index (plus one): the first command that writes it on the GPU
+    (a UAV write or a copy destination); ``int64`` max where none does."""
+    acc = flush_access(stream)
+    out = np.full(len(stream.decls) + 1, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(out, acc.w_res, acc.w_cmd)
+    cp = np.flatnonzero(stream.op == _COPY)
+    np.minimum.at(out, stream.args[cp, 0], cp)
+    return out
+
+
+def _only_state_between(stream: Stream, draws: np.ndarray) -> np.ndarray:
+    """``ok[k]``: only state commands lie between draws ``k`` and ``k+1`` (and no
+    ``CSEnableAutomaticGpuFlush``: :func:`drawopt.mergeclass.fence_mask`)."""
+    if draws.size < 2:
+        return np.zeros(0, bool)
+    fences = np.cumsum(fence_mask(stream), dtype=np.int64)
+    return (fences[draws[1:] - 1] - fences[draws[:-1]]) == 0
+
+
+def _runs(dr: _Draws, between_ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(first draw position, length)`` of each maximal run of one key and kind."""
+    n = dr.cmd.size
+    adj = between_ok & dr.eligible[1:] & dr.eligible[:-1] & (dr.key[1:] == dr.key[:-1]) & \
+        (dr.kind[1:] == dr.kind[:-1])
+    start = np.ones(n, bool)
+    start[1:] = ~adj
+    first = np.flatnonzero(start)
+    return first, np.diff(np.r_[first, n])
+
+
+def _lifted_runs(stream: Stream, table: StateTable, dr: _Draws, runs: tuple[np.ndarray, np.ndarray],
+                 min_direct: dict[int, int]) -> tuple[np.ndarray, set[int]] | None:
+    """Decide which runs are lifted; returns the keys to batch with (unlifted runs fall
+    back to their state ids) and the first draw position of each lifted run."""
+    if not dr.lift_words:
+        return None
+    first, length = runs
+    decls = stream.decls
+    contracts = draw_data_contracts(decls)
+    cand = []
+    for f, ln in zip(first.tolist(), length.tolist()):
+        if f not in dr.lift_words or not dr.eligible[f]:
+            continue
+        if ln < min_direct.get(int(dr.kind[f]), 2) or (dr.state[f:f + ln] == dr.state[f]).all():
+            continue  # too short, or nothing to lift (same state: an ordinary batch)
+        inst = stream.args[dr.cmd[f:f + ln], 1]
+        if int(inst.sum()) > MAX_LIFTED_RECORDS:
+            continue
+        cand.append((f, ln))
+    key = dr.key.copy()
+    valid: set[int] = set()
+    if cand:
+        op, args = stream.op, stream.args
+        # readers of each perdraw parameter, and the commands that redefine it
+        rs_cmds = np.flatnonzero(op == _GRS)
+        rs_change = rs_cmds[np.r_[True, args[rs_cmds[1:], 0] != args[rs_cmds[:-1], 0]]] if rs_cmds.size else rs_cmds
+        opaque = np.flatnonzero(op == _OPAQUE)
+        sets = np.flatnonzero(np.isin(op, _P_SETS))
+        reads_cache: dict[int, np.ndarray] = {}
+        redef_cache: dict[int, np.ndarray] = {}
+        sc = table.scan
+        assert sc is not None
+        dsel = np.flatnonzero(sc.obs_kind == OBS_DRAW)
+        for f, ln in reversed(cand):
+            c = contracts[int(dr.pipe[f])]
+            assert c is not None
+            pd = c.perdraw
+            if pd not in reads_cache:
+                mask = sc.read_mask(dsel)[:, ROOT0 + pd]
+                for i, d in enumerate(decls.items):
+                    if isinstance(d, Pipeline) and any(
+                            c_.get("perdraw") == str(pd) for name, c_ in d.contract.items()
+                            if name in ("x", "instance_data", "draw_data")):
+                        mask |= dr.pipe == i
+                reads_cache[pd] = np.flatnonzero(mask)
+                redef_cache[pd] = np.unique(np.concatenate([sets[args[sets, 0] == pd], rs_change, opaque]))
+            readers = reads_cache[pd]
+            last = f + ln - 1
+            k = np.searchsorted(readers, last, side="right")
+            ok = True
+            if k < readers.size:
+                nxt = int(readers[k])
+                redef = redef_cache[pd]
+                j = np.searchsorted(redef, dr.cmd[last], side="right")
+                redefined = j < redef.size and int(redef[j]) < int(dr.cmd[nxt])
+                ok = redefined or nxt in valid
+            if ok:
+                valid.add(f)
+            else:
+                key[f:f + ln] = dr.state[f:f + ln]
+    return key, valid
+
+
+def _split(firsts: np.ndarray, lens: np.ndarray, lifted: np.ndarray, limit: int,
+           minimum: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Batches ``(first draw position, length, lifted)`` of runs split at ``limit``.
+
+    A batch shorter than ``minimum`` (a run's remainder) is left out, except in a
+    lifted run, where every draw must be in a multi-draw call.
+    """
+    nb = (lens + limit - 1) // limit
+    rep = np.repeat(np.arange(firsts.size), nb)
+    within = np.arange(int(nb.sum())) - np.repeat(np.cumsum(nb) - nb, nb)
+    bf = firsts[rep] + within * limit
+    bl = np.minimum(lens[rep] - within * limit, limit)
+    bli = lifted[rep]
+    keep = (bl >= minimum) | bli
+    return bf[keep], bl[keep], bli[keep]
+
+
+def _ranges(firsts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    total = int(lens.sum())
+    return np.repeat(firsts - np.r_[0, np.cumsum(lens[:-1])], lens) + np.arange(total)
+
+
+def _greedy(nrec: np.ndarray, limit: int) -> list[np.ndarray]:
+    """Consecutive groups of members (indices into ``nrec``) holding at most ``limit`` records."""
+    out: list[np.ndarray] = []
+    cur: list[int] = []
+    total = 0
+    for i, r in enumerate(nrec.tolist()):
+        if cur and total + r > limit:
+            out.append(np.asarray(cur, np.int64))
+            cur, total = [], 0
+        cur.append(i)
+        total += r
+    if cur:
+        out.append(np.asarray(cur, np.int64))
+    return out
+
+
+def _member_records(stream: Stream, dr: _Draws, members: np.ndarray, indexed: bool) -> np.ndarray:
+    """The args records of ``members`` in order: a direct draw's arguments, or the records
+    a CPU-written indirect draw reads (decoded from its buffer's data)."""
+    cmds = dr.cmd[members]
+    if not dr.cpu_ind[members].any():
+        return args_records(stream, cmds, indexed)
+    width = 5 if indexed else 4
+    rows: list[np.ndarray] = []
+    for m, c in zip(members.tolist(), cmds.tolist()):
+        if not dr.cpu_ind[m]:
+            rows.append(args_records(stream, np.array([c]), indexed))
+            continue
+        a = stream.args[c]
+        if int(stream.op[c]) in (_M, _MI):
+            cnt, buf, off, stride = int(a[0]), int(a[1]), int(a[2]), int(a[3])
+        else:
+            cnt, buf, off, stride = 1, int(a[0]), int(a[1]), 0
+        d = stream.decls[buf]
+        rows.append(np.stack([d.words(off + i * stride, width) for i in range(cnt)]))
+    return np.concatenate(rows).astype(np.uint32)
+
+
+def _emit_direct(stream: Stream, dr: _Draws, plan: MdiPlan, k: int, bf: np.ndarray, bl: np.ndarray,
+                 blift: np.ndarray, contracts: dict[int, DrawDataContract | None]) -> None:
+    """Batches of members ``bf[b] .. bf[b] + bl[b] - 1`` (draw positions) over generated records.
+
+    A lifted batch renumbers StartInstanceLocation: draw d of the batch starts at the
+    number of instances before it, and the per-draw buffer holds one record per
+    instance at that index (base vertex, the instance the shader saw, lift items).
+    """
+    rec = _REC[k]
+    indexed = k == _DIRECT_IDX
+    sinst_col = 4 if indexed else 3
+    members = _ranges(bf, bl)
+    cmds = dr.cmd[members]
+    recs = _member_records(stream, dr, members, indexed)
+    starts = np.r_[0, np.cumsum(bl[:-1])].astype(np.int64)
+    nrec = np.add.reduceat(dr.nrec[members], starts)
+    rec_starts = np.r_[0, np.cumsum(nrec[:-1])].astype(np.int64)
+    batch_off = plan.args_bytes + rec_starts * rec
+    code = _MULTI_OF[k]
+    for b, (f, cnt, o) in enumerate(zip(dr.cmd[bf].tolist(), nrec.tolist(), batch_off.tolist())):
+        plan.replace[f] = (code, cnt, -1, o, rec)
+        if not blift[b]:
+            continue
+        c = contracts[int(dr.pipe[bf[b]])]
+        assert c is not None
+        ln = int(bl[b])
+        pos = members[starts[b]:starts[b] + ln]
+        a = stream.args[dr.cmd[pos]]
+        ninst = a[:, 1]
+        first = np.r_[0, np.cumsum(ninst[:-1])].astype(np.int64)
+        rows = slice(int(rec_starts[b]), int(rec_starts[b]) + ln)   # lifted members are direct draws
+        recs[rows, sinst_col] = first.astype(np.uint32)
+        owner = np.repeat(np.arange(ln), ninst)
+        inst = np.arange(owner.size) - first[owner]
+        words = np.zeros((owner.size, c.words), np.int64)
+        words[:, 0] = (a[owner, 3] & 0xFFFFFFFF) if indexed else 0           # BaseVertexLocation
+        words[:, 1] = (a[owner, sinst_col] + inst) & 0xFFFFFFFF                # the instance seen
+        if c.items:
+            lw = np.stack([dr.lift_words[int(p)] for p in pos.tolist()])
+            words[:, 2:] = lw[owner] & 0xFFFFFFFF
+        plan.perdraw_bytes = -(-plan.perdraw_bytes // PERDRAW_ALIGN) * PERDRAW_ALIGN
+        pad = plan.perdraw_bytes // 4 - sum(w.size for w in plan.perdraw_words)
+        if pad:
+            plan.perdraw_words.append(np.zeros(pad, np.uint32))
+        plan.perdraw_words.append(words.reshape(-1).astype(np.uint32))
+        plan.bind[f] = (c.view_op, c.perdraw, plan.perdraw_bytes)
+        plan.perdraw_bytes += max(words.size * 4, 4)
+        if not words.size:
+            plan.perdraw_words.append(np.zeros(1, np.uint32))
+        plan.lifted_batches += 1
+        plan.lifted_draws += ln
+    plan.args_words.append(recs.reshape(-1))
+    plan.args_bytes += int(recs.shape[0]) * rec
+    absorbed = np.ones(members.size, bool)
+    absorbed[starts] = False
+    plan.remove.append(cmds[absorbed])
+    plan.direct_batches += int(bf.size)
+    plan.direct_draws += int(bl.sum())
+
+
+def _merge_indirect(stream: Stream, idx: np.ndarray, kind: int, limit: int, costs: np.ndarray,
+                    model: TargetModel, plan: MdiPlan, whole: bool = False) -> None:
+    """Greedy merge of one same-state run of indirect draws (command indices ``idx``).
+
+    ``whole``: merge only if the whole run is one progression (else change nothing).
+    """
+    rec = _REC[kind]
+    code = _MULTI_OF[kind]
+    args = stream.args
+    groups: list[tuple[list[int], int, int, int, int]] = []  # (commands, buffer, offset, count, stride)
+    cur: list[int] = []
+    g_buf = g_off = g_n = 0
+    g_stride = -1
+    for c in idx.tolist():
+        if int(stream.op[c]) in (_M, _MI):
+            cnt, buf, off, st = (int(x) for x in args[c, :4])
+        else:
+            buf, off = int(args[c, 0]), int(args[c, 1])
+            cnt, st = 1, -1
+        if cur:
+            ok = buf == g_buf and g_n + cnt <= limit
+            if ok:
+                want = off - g_off
+                if g_stride < 0:  # stride not fixed yet: the group is one single draw
+                    ok = want >= rec and want % 4 == 0 and (cnt == 1 or st == want)
+                    if ok:
+                        g_stride = want
+                else:
+                    ok = want == g_n * g_stride and (cnt == 1 or st == g_stride)
+            if ok:
+                cur.append(c)
+                g_n += cnt
+                continue
+            groups.append((cur, g_buf, g_off, g_n, g_stride))
+        cur = [c]
+        g_buf, g_off, g_n = buf, off, cnt
+        g_stride = st if cnt > 1 else -1
+    if cur:
+        groups.append((cur, g_buf, g_off, g_n, g_stride))
+    if whole and len(groups) != 1:
+        return
+    for g, buf, off, total, stride in groups:
+        if len(g) < 2:
+            continue
+        d = stream.decls[buf]
+        after = model.mdi_call_us + (total * model.mdi_record_us if getattr(d, "cpu", False) else 0.0)
+        if after >= float(costs[np.asarray(g)].sum()):
+            continue
+        plan.replace[g[0]] = (code, total, buf, off, stride)
+        plan.remove.append(np.asarray(g[1:], np.int64))
+        plan.indirect_merges += 1
+        plan.indirect_calls += len(g)
+
+
+# --------------------------------------------------------------------------- rewriting
+def apply_plan(stream: Stream, plan: MdiPlan, args_name: str, perdraw_name: str) -> Stream:
+    """The rewritten stream: multi-draw calls in place of the first draws (after their
+    per-draw binds), absorbed draws removed, generated buffers declared."""
+    decls = stream.decls.copy()
+    args_index = perdraw_index = -1
+    if plan.args_bytes:
+        words = np.concatenate(plan.args_words)
+        args_index = decls.add(Buffer(args_name, plan.args_bytes, cpu=True, data=words))
+    if plan.perdraw_bytes:
+        words = np.concatenate(plan.perdraw_words)
+        perdraw_index = decls.add(Buffer(perdraw_name, plan.perdraw_bytes, cpu=True, data=words))
+    op = stream.op.copy()
+    args = stream.args.copy()
+    flags = stream.flags.copy()
+    if plan.replace:
+        at = np.fromiter(plan.replace.keys(), np.int64, len(plan.replace))
+        vals = np.array(list(plan.replace.values()), np.int64)
+        op[at] = vals[:, 0]
+        args[at] = 0
+        args[at, 0] = vals[:, 1]
+        args[at, 1] = np.where(vals[:, 2] < 0, args_index, vals[:, 2])
+        args[at, 2] = vals[:, 3]
+        args[at, 3] = vals[:, 4]
+        flags[at] = 0
+    out = Stream(stream.header, decls, op, args, stream.var_off, stream.var_len, stream.pool, flags,
+                 stream.line, stream.strings)
+    binds = {c: [(vop, (param, perdraw_index, off), ())] for c, (vop, param, off) in plan.bind.items()}
+    removed = np.concatenate(plan.remove) if plan.remove else np.zeros(0, np.int64)
+    return splice(out, binds, removed)
+
+
+def _free_name(decls: Decls, base: str) -> str:
+    k = 0
+    while f"{base}{k}" in decls:
+        k += 1
+    return f"{base}{k}"
+
+
+@dataclass(frozen=True)
+class MdiPass(Pass):
+    """Turn same-state draws into multi-draw-indirect batches (see the module docstring).
+
+    Options: ``target`` (cost model and limits), ``max_count`` (0 = the target's
+    limit; otherwise the smaller of the two), ``min_batch`` (fewest direct draws
+    per batch; the cost model may ask for more), ``lift`` (per-draw data under
+    ``draw_data`` contracts).
+    """
+
+    name: ClassVar[str] = "mdi"
+    requires: ClassVar[tuple[str, ...]] = ("state",)
+    preserves: ClassVar[tuple[str, ...]] = ()
+    summary: ClassVar[str] = "batch same-state draws into MultiDraw*Indirect calls"
+
+    target: str = "d3d12"
+    max_count: int = 0
+    min_batch: int = 2
+    lift: bool = True
+
+    def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
+        table = am.get("state", stream)
+        plan = plan_mdi(stream, table, target=self.target, max_count=self.max_count,
+                        min_batch=self.min_batch, lift=self.lift)
+        report: dict[str, Any] = {
+            "direct_batches": plan.direct_batches, "direct_draws_batched": plan.direct_draws,
+            "lifted_batches": plan.lifted_batches, "lifted_draws": plan.lifted_draws,
+            "indirect_merges": plan.indirect_merges, "indirect_calls_merged": plan.indirect_calls,
+            "args_bytes": plan.args_bytes, "perdraw_bytes": plan.perdraw_bytes,
+        }
+        if not plan.replace:
+            return PassResult.unchanged(stream, **report)
+        args_name = _free_name(stream.decls, "mdi_args")
+        perdraw_name = _free_name(stream.decls, "mdi_perdraw")
+        if plan.args_bytes:
+            report["args_buffer"] = args_name
+        if plan.perdraw_bytes:
+            report["perdraw_buffer"] = perdraw_name
+        return PassResult(apply_plan(stream, plan, args_name, perdraw_name), True, frozenset(), report)

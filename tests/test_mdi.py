@@ -1,0 +1,489 @@
+"""The ``mdi`` pass (multidraw-indirect-and-flushes.txt).
+
+Exact outputs for each case live in ``tests/golden/mdi/``. Here every output also
+goes through an independent expansion: each multi-draw call is unrolled into the
+draws it performs (records decoded from the CPU-written args buffer; GPU-written
+records kept as (buffer, offset)), and the list of (state seen, draw) pairs must
+equal the input's, in order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import pytest
+from drawopt.passes.mdi import MdiPass, args_records, draw_data_contracts, plan_mdi
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from strategies import streams
+
+from drawopt.costmodel import MODELS, mdi_min_batch
+from drawopt.errors import InputError
+from drawopt.gen import generate
+from drawopt.ops import BY_NAME, MULTI_DRAW_OPS, Cat
+from drawopt.passmanager import AnalysisManager, PassManager, get_pass, parse_pipeline
+from drawopt.state import track
+from drawopt.stream import Stream, StreamBuilder
+from drawopt.validate import findings
+
+_DIRECT = {"DrawInstanced": False, "DrawIndexedInstanced": True}
+_SINGLE = {"DrawInstancedIndirect": False, "DrawIndexedInstancedIndirect": True}
+_MULTI = {"MultiDrawInstancedIndirect": False, "MultiDrawIndexedInstancedIndirect": True}
+
+
+def expand(s: Stream) -> list[tuple]:
+    """Every draw a stream performs, with the state it sees: ``(state, kind, args, ...)``.
+
+    For a pipeline with a ``draw_data`` / ``instance_data`` contract (docs/architecture.md)
+    each instance is listed with what its shader reads: base vertex, instance and lift
+    items from the record at index StartInstanceLocation + i of the buffer bound at the
+    contract's root parameter when one is bound, else from the draw arguments and the
+    root constants (StartInstanceLocation itself is then unobservable).
+    """
+    table = track(s)
+    contracts = draw_data_contracts(s.decls)
+    out: list[tuple] = []
+    for d, sid in zip(table.draws.tolist(), table.state.tolist()):
+        c = s.command(d)
+        desc = table.describe(int(sid))
+        pipe = desc["pipeline"]
+        con = contracts.get(s.decls.index[pipe]) if isinstance(pipe, str) and pipe in s.decls else None
+        ctx = _Seen(s, con, desc)
+        if c.name in _DIRECT:
+            out += ctx.draw("indexed" if _DIRECT[c.name] else "plain", tuple(c.args), _DIRECT[c.name])
+        elif c.name in _SINGLE:
+            out += ctx.record(c["args_buffer"], c["offset"], _SINGLE[c.name])
+        elif c.name in _MULTI:
+            for i in range(c["count"]):
+                out += ctx.record(c["args_buffer"], c["offset"] + i * c["stride"], _MULTI[c.name])
+        else:  # Auto variants, DrawIndexedX: the call itself
+            out.append((ctx.st, c.name, tuple(c.args)))
+    return out
+
+
+class _Seen:
+    """What the draws of one call observe (see :func:`expand`)."""
+
+    def __init__(self, s: Stream, con, desc: dict) -> None:
+        self.s, self.con = s, con
+        self.bound = desc.get(f"root{con.perdraw}") if con else None
+        self.items: tuple = ()
+        if con:
+            words = {q: tuple(desc[f"root{q}"][1]) if isinstance(desc[f"root{q}"], tuple) else ()
+                     for q in con.params}
+            self.items = tuple((words[q] + (None,) * (k + 1))[k] for q, k in con.items)
+            for q in con.params:   # the other words of a lifted parameter are still state
+                desc[f"root{q}"] = tuple(w for j, w in enumerate(words[q]) if (q, j) not in con.items)
+            desc.pop(f"root{con.perdraw}")
+        self.st = repr(sorted(desc.items()))
+
+    def draw(self, kind: str, args: tuple, indexed: bool) -> list[tuple]:
+        con = self.con
+        if con is None:
+            return [(self.st, kind, args)]
+        si = 4 if indexed else 3
+        core = (args[0], args[2])
+        out = []
+        for i in range(args[1]):
+            if self.bound is None:   # native: the draw arguments and the root constants
+                out.append((self.st, kind, core, args[3] if indexed else 0, args[si] + i, self.items))
+                continue
+            _, buf, off = self.bound
+            w = [int(x) for x in self.s.decls[buf].words(off + (args[si] + i) * 4 * con.words, con.words)]
+            base = w[0] - (1 << 32) if w[0] >= 1 << 31 else w[0]
+            out.append((self.st, kind, core, base, w[1], tuple(w[2:])))
+        return out
+
+    def record(self, buf: str, off: int, indexed: bool) -> list[tuple]:
+        b = self.s.decls[buf]
+        if b.cpu and b.data is not None:
+            w = [int(x) for x in b.words(off, 5 if indexed else 4)]
+            if indexed:
+                w[3] = w[3] - (1 << 32) if w[3] >= 1 << 31 else w[3]
+            return self.draw("indexed" if indexed else "plain", tuple(w), indexed)
+        return [(self.st, "gpu-indexed" if indexed else "gpu-plain", (buf, off))]
+
+
+def run(s: Stream, passes: str = "mdi") -> tuple[Stream, dict]:
+    pm = PassManager(parse_pipeline(passes), verify_each=True)
+    out = pm.run(s)
+    assert expand(out) == expand(s)
+    return out, pm.records[-1].report
+
+
+def calls(s: Stream) -> list[str]:
+    return [c.name for c in s.commands() if c.spec.cat == Cat.DRAW]
+
+
+def base(fast: bool = False) -> StreamBuilder:
+    b = StreamBuilder(fast_semantics=fast)
+    b.buffer("verts", 1 << 20)
+    b.buffer("ib", 1 << 16)
+    b.buffer("cullargs", 1 << 16)
+    b.buffer("counts", 64)
+    b.target("rt", 64, 64)
+    b.target("rt2", 64, 64)
+    b.heap("res", size=8)
+    b.texture("t0", 64, 64, "BC7_UNORM")
+    b.texture("t1", 64, 64, "BC7_UNORM")
+    b.view("res", 0, "srv", "t0")
+    b.view("res", 1, "srv", "t1")
+    b.rootsig("main", "table(srv,1)", "constants(4)")
+    b.pipeline("p", vs="v", ps="p", root="main", layout="pos")
+    b.pipeline("q", vs="v", ps="q", root="main", layout="pos")
+    b.pipeline("cull", cs="cull", root="main", writes=("cullargs", "counts"))
+    b.OMSetRenderTargets("rt")
+    b.SetDescriptorHeaps("res")
+    b.SetGraphicsRootSignature("main")
+    b.SetGraphicsRoot32BitConstants(1, 4, 0, 0, 0, 0)
+    b.IASetIndexBuffer("ib", "R16_UINT", 0)
+    b.IASetVertexBuffers(0, "verts", 0, 32)
+    return b
+
+
+def test_registered() -> None:
+    assert get_pass("mdi") is MdiPass and MdiPass.name == "mdi"
+
+
+def test_records_are_the_d3d12_structures() -> None:
+    b = base()
+    b.SetPipelineState("p")
+    b.SetGraphicsRootDescriptorTable(0, "res[0]")
+    b.DrawIndexedInstanced(36, 2, 6, -5, 7)
+    b.DrawInstanced(3, 4, 5, 6)
+    s = b.build()
+    draws = track(s).draws
+    rec = args_records(s, draws[:1], indexed=True)
+    assert rec.dtype == np.uint32 and rec.tolist() == [[36, 2, 6, 0xFFFFFFFB, 7]]
+    assert args_records(s, draws[1:], indexed=False).tolist() == [[3, 4, 5, 6]]
+
+
+def test_per_material_batches() -> None:
+    b = base()
+    for pipe, tables in (("p", (0, 0, 1)), ("q", (1,))):
+        b.SetPipelineState(pipe)
+        for t in tables:
+            b.SetGraphicsRootDescriptorTable(0, f"res[{t}]")
+            for k in range(4):
+                b.DrawIndexedInstanced(36, 1 + k % 2, 36 * k, 10 * k - 15, k)
+    s = b.build()
+    out, rep = run(s)
+    assert calls(out) == ["MultiDrawIndexedInstancedIndirect"] * 3    # material p/t0 (8 draws), p/t1, q/t1
+    assert [c["count"] for c in out.commands() if c.name.startswith("Multi")] == [8, 4, 4]
+    assert rep["direct_draws_batched"] == 16 and rep["args_buffer"] == "mdi_args0"
+    gen = out.decls["mdi_args0"]
+    assert gen.cpu and gen.size == 16 * 20 and gen.data.size == 16 * 5
+    offsets = [c["offset"] for c in out.commands() if c.name.startswith("Multi")]
+    assert offsets == [0, 160, 240] and all(o % 4 == 0 for o in offsets)
+    assert all(c["stride"] == 20 for c in out.commands() if c.name.startswith("Multi"))
+    # the state commands between the draws are all still there, in order
+    state = [c for c in s.commands() if c.spec.cat == Cat.STATE]
+    assert [c for c in out.commands() if c.spec.cat == Cat.STATE] == state
+
+
+def test_limit_splits_cleanly() -> None:
+    b = base()
+    b.SetPipelineState("p")
+    b.SetGraphicsRootDescriptorTable(0, "res[0]")
+    for k in range(11):
+        b.DrawInstanced(6, 1, 6 * k, 0)
+    s = b.build()
+    out, _ = run(s, "mdi{max-count=4,target=xbox-one}")
+    assert [(c.name, c.args[0]) for c in out.commands() if c.spec.cat == Cat.DRAW] == [
+        ("MultiDrawInstancedIndirect", 4), ("MultiDrawInstancedIndirect", 4), ("MultiDrawInstancedIndirect", 3)]
+    # the target's own limit applies too
+    small = dataclasses.replace(MODELS["vulkan"], mdi_max_count=5)
+    t = track(s)
+    plan = plan_mdi(s, t, target=small)
+    assert sorted(v[1] for v in plan.replace.values()) == [5, 5]   # the last draw is a remainder of 1
+    assert plan.direct_draws == 10
+
+
+@pytest.mark.parametrize("target", ["d3d12", "xbox-one", "xbox-series", "vulkan", "gl"])
+def test_cost_model_minimum(target: str) -> None:
+    need = max(2, mdi_min_batch(target))
+    for n in (need - 1, need):
+        b = base()
+        b.SetPipelineState("p")
+        b.SetGraphicsRootDescriptorTable(0, "res[0]")
+        for k in range(n):
+            b.DrawInstanced(6, 1, 6 * k, 0)
+        out, _ = run(b.build(), f"mdi{{target={target}}}")
+        assert calls(out) == (["MultiDrawInstancedIndirect"] if n >= need else ["DrawInstanced"] * n)
+
+
+def test_different_state_not_merged() -> None:
+    b = base()
+    b.pipeline("nm", vs="v", ps="p", root="main", layout="pos", contract="never_merge")
+    b.SetPipelineState("p")
+    b.SetGraphicsRootDescriptorTable(0, "res[0]")
+    for k in range(3):                            # root constants differ: no draw_data contract
+        b.SetGraphicsRoot32BitConstants(1, 1, k)
+        b.DrawInstanced(6, 1, 0, 0)
+    b.DrawInstanced(6, 1, 0, 0)
+    b.DrawInstanced(6, 1, 0, 0, flags="nomerge")  # breaks the run
+    b.DrawInstanced(6, 1, 0, 0)
+    b.DrawInstanced(6, 1, 0, 0)
+    b.OMSetRenderTargets("rt2")
+    b.DrawInstanced(6, 1, 0, 0)
+    b.SetPipelineState("nm")
+    for _ in range(4):
+        b.DrawInstanced(6, 1, 0, 0)
+    s = b.build()
+    out, _ = run(s, "mdi{target=xbox-one}")        # xbox-one batches from 2 draws
+    assert calls(out) == ["DrawInstanced", "DrawInstanced", "MultiDrawInstancedIndirect", "DrawInstanced",
+                          "MultiDrawInstancedIndirect", "DrawInstanced"] + ["DrawInstanced"] * 4
+    assert out.flags[[i for i, c in enumerate(out.commands()) if c.flags]].size == 1
+
+
+def test_nothing_but_state_between() -> None:
+    """A Dispatch, a flush or an Opaque command between two same-state draws keeps them apart."""
+    b = base(fast=True)
+    b.SetPipelineState("p")
+    b.SetGraphicsRootDescriptorTable(0, "res[0]")
+    b.DrawInstanced(6, 1, 0, 0)
+    b.GpuSendPipelinedEvent("PS_PARTIAL_FLUSH")
+    b.DrawInstanced(6, 1, 0, 0)
+    b.Opaque("Marker")
+    b.DrawInstanced(6, 1, 0, 0)
+    b.ResourceBarrier("rt", "RENDER_TARGET", "RENDER_TARGET")
+    b.DrawInstanced(6, 1, 0, 0)
+    s = b.build()
+    pm = PassManager([MdiPass(target="xbox-one")], verify_each=True)
+    assert pm.run(s) is s
+
+
+def test_indirect_draws_at_a_fixed_stride() -> None:
+    b = base(fast=True)
+    b.SetComputeRootSignature("main")
+    b.SetPipelineState("cull")
+    b.Dispatch(1, 1, 1)
+    b.GpuSendPipelinedEvent("CS_PARTIAL_FLUSH")
+    b.FlushGpuCacheRange("DEFAULT_PFP")
+    b.SetPipelineState("p")
+    b.SetGraphicsRootDescriptorTable(0, "res[0]")
+    for k in range(3):
+        b.DrawIndexedInstancedIndirect("cullargs", 64 + 24 * k)
+    b.MultiDrawIndexedInstancedIndirect(3, "cullargs", 64 + 72, 24)       # continues the progression
+    b.DrawIndexedInstancedIndirect("cullargs", 64 + 24 * 7)               # a gap: new call
+    b.DrawIndexedInstancedIndirect("cullargs", 64 + 24 * 8)
+    b.DrawIndexedInstancedIndirect("cullargs", 64 + 24 * 9)
+    b.DrawInstancedIndirect("cullargs", 4096)                             # other kind: apart
+    b.DrawInstancedIndirect("cullargs", 4104)                             # stride 8 < 16: not mergeable
+    b.DrawInstancedIndirect("cullargs", 4112)
+    s = b.build()
+    out, rep = run(s)
+    got = [(c.name, *c.args) for c in out.commands() if c.spec.cat == Cat.DRAW]
+    assert got == [("MultiDrawIndexedInstancedIndirect", 6, "cullargs", 64, 24),
+                   ("MultiDrawIndexedInstancedIndirect", 3, "cullargs", 64 + 24 * 7, 24),
+                   ("DrawInstancedIndirect", "cullargs", 4096), ("DrawInstancedIndirect", "cullargs", 4104),
+                   ("DrawInstancedIndirect", "cullargs", 4112)]
+    assert rep["indirect_merges"] == 2 and "args_buffer" not in rep     # no records generated
+    assert not [f for f in findings(out) if f.rule == "missing-flush"]
+
+
+def test_auto_variants_keep_their_count() -> None:
+    b = base()
+    b.SetComputeRootSignature("main")
+    b.SetPipelineState("cull")
+    b.Dispatch(1, 1, 1)
+    b.FlushGpuCacheRange("DEFAULT_PFP")
+    b.SetPipelineState("p")
+    b.SetGraphicsRootDescriptorTable(0, "res[0]")
+    b.MultiDrawInstancedIndirectAuto("counts", 0, 8, "cullargs", 0, 16)
+    b.MultiDrawInstancedIndirectAuto("counts", 4, 8, "cullargs", 128, 16)
+    b.DrawInstancedIndirect("cullargs", 256)
+    b.MultiDrawInstancedIndirectAuto("counts", 8, 8, "cullargs", 272, 16)
+    s = b.build()
+    pm = PassManager([MdiPass(target="xbox-one")], verify_each=True)
+    assert pm.run(s) is s
+
+
+def test_generated_name_is_fresh_and_output_is_a_fixpoint() -> None:
+    b = base()
+    b.buffer("mdi_args0", 16, cpu=True, data=[1, 1, 0, 0])
+    b.SetPipelineState("p")
+    b.SetGraphicsRootDescriptorTable(0, "res[1]")
+    for k in range(4):
+        b.DrawInstanced(3, 1, 3 * k, 0)
+    s = b.build()
+    out, rep = run(s)
+    assert rep["args_buffer"] == "mdi_args1"
+    pm = PassManager([MdiPass()], verify_each=True)
+    assert pm.run(out) is out
+
+
+@pytest.mark.parametrize("flushes", ["missing", "correct"])
+def test_gpu_driven_then_flush(flushes: str) -> None:
+    s = generate("gpu-driven", 1500, seed=2, flushes=flushes, fast_semantics=True)
+    out, rep = run(s, "mdi{target=xbox-one},flush")
+    assert not [f for f in findings(out) if f.rule == "missing-flush"]
+    n_in, n_out = len(calls(s)), len(calls(out))
+    assert n_out < n_in
+    # Auto variants are all still there, unchanged
+    auto = [BY_NAME[n].code for n in ("MultiDrawInstancedIndirectAuto", "MultiDrawIndexedInstancedIndirectAuto")]
+    assert np.array_equal(s.args[np.isin(s.op, auto)], out.args[np.isin(out.op, auto)])
+    assert set(np.unique(out.op[out.cats() == int(Cat.DRAW)]).tolist()) <= \
+        set(np.unique(s.op[s.cats() == int(Cat.DRAW)]).tolist()) | set(MULTI_DRAW_OPS)
+
+
+def test_frame_100k() -> None:
+    s = generate("frame", 100_000, seed=7)
+    t0 = time.perf_counter()
+    pm = PassManager([MdiPass(target="xbox-one")])
+    out = pm.run(s)
+    dt = time.perf_counter() - t0
+    assert len(calls(out)) < len(calls(s))
+    assert dt < 10.0, f"mdi took {dt:.1f} s"
+
+
+# --------------------------------------------------------------------------- draw_data lifting
+def _objects(later: str = "", n: int = 5, bound: bool = False) -> Stream:
+    """Draws of a ``draw_data(perdraw=2,lift=1.0+1.1)`` pipeline that differ only in words 0
+    and 1 of root constants 1."""
+    b = StreamBuilder()
+    b.buffer("ib", 1 << 16)
+    b.buffer("objs", 1 << 16, cpu=True, data=list(range(64)))
+    b.target("rt", 64, 64)
+    b.heap("res", size=4)
+    b.texture("t0", 64, 64, "BC7_UNORM")
+    b.view("res", 0, "srv", "t0")
+    b.rootsig("main", "table(srv,1)", "constants(4)", "srv")
+    b.pipeline("obj", vs="pull", ps="lit", root="main", contract="draw_data(perdraw=2,lift=1.0+1.1)")
+    b.pipeline("other", vs="pull", ps="lit", root="main")
+    b.pipeline("nop", vs="pull", ps="lit", root="main", params=(0, 1))
+    b.OMSetRenderTargets("rt")
+    b.SetDescriptorHeaps("res")
+    b.SetGraphicsRootSignature("main")
+    b.SetGraphicsRootDescriptorTable(0, "res[0]")
+    b.IASetIndexBuffer("ib", "R16_UINT", 0)
+    if bound:
+        b.SetGraphicsRootShaderResourceView(2, "objs", 0)
+    b.SetPipelineState("obj")
+    for k in range(n):
+        b.SetGraphicsRoot32BitConstants(1, 4, k, 10 * k, 0, 0x3F800000)
+        b.DrawIndexedInstanced(36, 1 + (k == 2), 36 * k, -k, 7 * k)
+    if later == "reader":        # reads root parameter 2 with nothing set again: no lifting
+        b.SetPipelineState("other")
+        b.DrawIndexedInstanced(3, 1, 0, 0, 0)
+    elif later == "redefined":   # parameter 2 set again before the next reader: lifting is safe
+        b.SetGraphicsRootShaderResourceView(2, "objs", 0)
+        b.SetPipelineState("other")
+        b.DrawIndexedInstanced(3, 1, 0, 0, 0)
+    elif later == "nonreader":   # a pipeline that does not read parameter 2
+        b.SetPipelineState("nop")
+        b.DrawIndexedInstanced(3, 1, 0, 0, 0)
+    return b.build()
+
+
+@pytest.mark.parametrize("later", ["", "redefined", "nonreader"])
+def test_draw_data_lifts_root_constants(later: str) -> None:
+    s = _objects(later)
+    out, rep = run(s)
+    assert rep["lifted_draws"] == 5 and rep["perdraw_buffer"] == "mdi_perdraw0"
+    t = names(out)
+    i = t.index("MultiDrawIndexedInstancedIndirect 5 mdi_args0 0 20")
+    assert t[i - 1] == "SetGraphicsRootShaderResourceView 2 mdi_perdraw0 0"
+    # one record per instance (draw 2 has two): base vertex, the instance the shader saw,
+    # then words 0 and 1 of root constants 1
+    rec = out.decls["mdi_perdraw0"].data.reshape(6, 4)
+    assert rec[:, 0].tolist() == [0, 0xFFFFFFFF, 0xFFFFFFFE, 0xFFFFFFFE, 0xFFFFFFFD, 0xFFFFFFFC]
+    assert rec[:, 1].tolist() == [0, 7, 14, 15, 21, 28]
+    assert rec[:, 2].tolist() == [0, 1, 2, 2, 3, 4] and rec[:, 3].tolist() == [0, 10, 20, 20, 30, 40]
+    # StartInstanceLocation now indexes those records
+    assert out.decls["mdi_args0"].data.reshape(5, 5)[:, 4].tolist() == [0, 1, 2, 4, 5]
+    # the root constant sets stay: later draws see the same root constants as before
+    assert sum(x.startswith("SetGraphicsRoot32BitConstants") for x in t) == 5
+
+
+def test_draw_data_not_lifted_when_a_later_draw_would_see_the_binding() -> None:
+    s = _objects("reader")
+    pm = PassManager([MdiPass(target="xbox-one")], verify_each=True)
+    assert pm.run(s) is s
+
+
+def test_draw_data_array_already_bound() -> None:
+    """Draws that already read their records from a bound array (index StartInstanceLocation)
+    merge as they are: StartInstanceLocation is kept, so is every record they read, and
+    the root constants they no longer read may differ."""
+    s = _objects(bound=True)
+    out, rep = run(s, "mdi{target=xbox-one,lift=false}")
+    assert calls(out) == ["MultiDrawIndexedInstancedIndirect"]
+    assert "perdraw_buffer" not in rep and rep["lifted_batches"] == 0
+    assert out.decls["mdi_args0"].data.reshape(5, 5)[:, 4].tolist() == [0, 7, 14, 21, 28]
+
+
+def test_lift_option_off() -> None:
+    s = _objects()
+    assert PassManager([MdiPass(lift=False)], verify_each=True).run(s) is s
+
+
+def names(s: Stream) -> list[str]:
+    return [" ".join([c.name, *(str(a) for a in c.args)]) for c in s.commands()]
+
+
+def test_cpu_written_indirect_draws_join_direct_batches() -> None:
+    b = base()
+    b.buffer("cpuargs", 256, cpu=True, data=[36, 1, 0, 0, 0, 0, 0, 0, 12, 2, 36, 5, 3, 0, 0, 0,
+                                             6, 1, 48, 2, 9, 0, 0, 0, 6, 1, 54, 2, 10])
+    b.SetPipelineState("p")
+    b.SetGraphicsRootDescriptorTable(0, "res[0]")
+    b.DrawIndexedInstanced(36, 1, 0, 0, 0)
+    b.DrawIndexedInstancedIndirect("cpuargs", 32)                     # (12, 2, 36, 5, 3)
+    b.MultiDrawIndexedInstancedIndirect(2, "cpuargs", 64, 32)         # (6,1,48,2,9), (6,1,54,2,10)
+    b.DrawIndexedInstanced(3, 1, 9, -1, 0)
+    s = b.build()
+    out, rep = run(s)
+    assert calls(out) == ["MultiDrawIndexedInstancedIndirect"]
+    assert [c.args[0] for c in out.commands() if c.spec.cat == Cat.DRAW] == [5]
+    assert out.decls["mdi_args0"].data.reshape(5, 5).tolist() == [
+        [36, 1, 0, 0, 0], [12, 2, 36, 5, 3], [6, 1, 48, 2, 9], [6, 1, 54, 2, 10], [3, 1, 9, 0xFFFFFFFF, 0]]
+
+
+def test_cpu_written_progression_merged_without_copy_and_gpu_overwrite_respected() -> None:
+    b = base()
+    b.buffer("cpuargs", 256, cpu=True, data=list(range(64)))
+    b.pipeline("fill", cs="fill", root="main", writes=("cpuargs",))
+    b.SetPipelineState("p")
+    b.SetGraphicsRootDescriptorTable(0, "res[0]")
+    for k in range(3):
+        b.DrawInstancedIndirect("cpuargs", 32 * k)
+    b.SetComputeRootSignature("main")
+    b.SetPipelineState("fill")
+    b.Dispatch(1, 1, 1)                         # the GPU overwrites the args from here on
+    b.FlushGpuCacheRange("DEFAULT_PFP")
+    b.SetPipelineState("p")
+    b.DrawInstanced(3, 1, 0, 0)
+    b.DrawInstancedIndirect("cpuargs", 0)       # not CPU-known any more: stays apart
+    b.DrawInstanced(3, 1, 3, 0)
+    s = b.build()
+    out, rep = run(s)
+    assert [(c.name, *c.args) for c in out.commands() if c.spec.cat == Cat.DRAW] == [
+        ("MultiDrawInstancedIndirect", 3, "cpuargs", 0, 32), ("DrawInstanced", 3, 1, 0, 0),
+        ("DrawInstancedIndirect", "cpuargs", 0), ("DrawInstanced", 3, 1, 3, 0)]
+    assert "args_buffer" not in rep
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(streams(max_commands=50), st.sampled_from(["xbox-one", "d3d12", "vulkan"]), st.sampled_from([0, 2, 3]))
+def test_random_streams_draw_the_same(s: Stream, target: str, max_count: int) -> None:
+    """On any valid stream the draws performed, and what each sees, are unchanged; besides
+    draws, only binds of the generated per-draw buffer are added."""
+    try:
+        track(s)
+    except InputError:
+        assume(False)
+    res = MdiPass(target=target, max_count=max_count).apply(s, AnalysisManager())
+    out = res.stream
+    out.check()
+    assert expand(out) == expand(s)
+    other = out.cats() != int(Cat.DRAW)
+    if "perdraw_buffer" in res.report:
+        views = np.isin(out.op, [BY_NAME["SetGraphicsRootShaderResourceView"].code,
+                                 BY_NAME["SetGraphicsRootConstantBufferView"].code])
+        other &= ~(views & (out.args[:, 1] == out.decls.index[res.report["perdraw_buffer"]]))
+    a, b = out.take(np.flatnonzero(other)), s.take(np.flatnonzero(s.cats() != int(Cat.DRAW)))
+    assert np.array_equal(a.op, b.op) and np.array_equal(a.args, b.args) and np.array_equal(a.flags, b.flags)
+    assert np.array_equal(a.var_values(), b.var_values())
