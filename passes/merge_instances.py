@@ -1,0 +1,221 @@
+"""``merge-instances``: fold runs of consecutive draws into one instanced or one ranged draw.
+
+Two rules of :mod:`drawopt.mergeclass` (the exact tests live there, shared with
+``explain`` and the lower bound):
+
+* ``instances``: consecutive ``DrawInstanced`` / ``DrawIndexedInstanced`` with the
+  same normalised state and equal arguments except the instance range, where
+  each ``start_instance`` continues the previous range, become one draw with the
+  summed ``instance_count``. ``SV_InstanceID`` restarts at 0 in every draw, so
+  only pipelines whose per-draw contract (``instance_data``, ``draw_data``, ``x``
+  on a vertex-pulling pipeline) makes the instance number unobservable qualify.
+* ``ranges``: consecutive single-instance draws with the same state, the same
+  ``start_instance`` and ``base_vertex``, whose vertex (index) ranges continue
+  each other, a list topology and whole primitives in each draw, become one draw
+  over the union of the ranges, where the pipeline declares ``no_primitive_id``
+  (``SV_PrimitiveID`` of the later draws' primitives changes).
+
+Before comparing, vertex-buffer windows are normalised
+(:func:`drawopt.mergeclass.draw_facts`): for an input-layout ``no_primitive_id``
+pipeline whose only vertex buffer is slot 0, a rebind ``IASetVertexBuffers 0 vb
+off stride`` is the same draw as binding ``vb`` at ``off mod stride`` and adding
+``off div stride`` to the start vertex (base vertex for indexed draws). A run of
+"one draw per quad, each in its own window of an upload buffer" (the quads
+post's method 1) therefore becomes one draw: the merged draw keeps the first
+draw's window and start and draws the whole range.
+
+Runs never cross a non-state command (only state commands may lie between two
+members), never include ``@nomerge`` draws or ``never_merge`` pipelines, and are
+split so that no count exceeds 2^32-1. A run merges one way only (instances or
+ranges).
+
+The rewrite: the first draw of a run takes the merged arguments; the other
+draws go. The state commands between the members stay where they were, which
+is after the merged draw (the merged draw sees the first member's state, and
+everything after the run sees exactly what it saw before), except those that a
+later command of the same run overwrites completely before any draw reads them
+(the window rebinds of a quad run, say), which go too.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MergeInstancesPass", "plan_merges", "MergePlan"]
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from drawopt.mergeclass import INSTANCES, RANGES, DrawFacts, adjacent_links, draw_facts
+from drawopt.ops import BY_NAME, U32_MAX, Cat
+from drawopt.passmanager import AnalysisManager, Pass, PassResult
+from drawopt.state import CRS, GFX_RS, HEAPS, StateTable
+from drawopt.stream import Stream
+
+_OP = {n: BY_NAME[n].code for n in BY_NAME}
+_CONST_OPS = (_OP["SetGraphicsRoot32BitConstants"], _OP["SetComputeRoot32BitConstants"])
+_VB_OP = _OP["IASetVertexBuffers"]
+_INST, _RANGE = 1, 2
+
+
+@dataclass
+class MergePlan:
+    """Runs to merge: ``head[r]``..``last[r]`` (draw indices), ``kind[r]`` 1 instances / 2 ranges,
+    ``total[r]`` the merged count (instances or vertices / indices)."""
+
+    head: np.ndarray
+    last: np.ndarray
+    kind: np.ndarray
+    total: np.ndarray
+    split_by_limit: int = 0
+    links: dict[str, int] = field(default_factory=dict)
+
+
+def plan_merges(facts: DrawFacts, limit: int = U32_MAX) -> MergePlan:
+    """The runs of consecutive mergeable draws (module docstring), split at ``limit``."""
+    n = len(facts)
+    if n < 2:
+        z = np.zeros(0, np.int64)
+        return MergePlan(z, z, z, z)
+    inst = adjacent_links(facts, INSTANCES).ok
+    rng = adjacent_links(facts, RANGES).ok
+    typ = np.where(inst, _INST, np.where(rng, _RANGE, 0)).astype(np.int64)
+    # a run merges one way only: cut where the link type changes
+    change = np.zeros(typ.shape[0], bool)
+    change[1:] = (typ[1:] > 0) & (typ[:-1] > 0) & (typ[1:] != typ[:-1])
+    typ[change] = 0
+    # counts: instance_count (col 1) for instance runs; vertex/index count (col 0) for ranges
+    heads: list[int] = []
+    lasts: list[int] = []
+    kinds: list[int] = []
+    totals: list[int] = []
+    split = 0
+    args = facts.args
+    link_pos = np.flatnonzero(typ > 0)
+    if link_pos.size:
+        # maximal runs of equal link types: draws i..j where typ[i..j-1] all equal and > 0
+        brk = np.flatnonzero(np.diff(link_pos) > 1) + 1
+        for part in np.split(link_pos, brk):
+            for sub in _split_types(part, typ):
+                a, b = int(sub[0]), int(sub[-1]) + 1  # draws a..b
+                k = int(typ[a])
+                col = 1 if k == _INST else 0
+                cnt = args[a:b + 1, col].tolist()
+                start, acc = a, 0
+                for i, c in zip(range(a, b + 1), cnt):
+                    if acc + c > limit and i > start:
+                        if i - 1 > start:
+                            heads.append(start)
+                            lasts.append(i - 1)
+                            kinds.append(k)
+                            totals.append(acc)
+                        split += 1
+                        start, acc = i, 0
+                    acc += c
+                if b > start:
+                    heads.append(start)
+                    lasts.append(b)
+                    kinds.append(k)
+                    totals.append(acc)
+    plan = MergePlan(np.asarray(heads, np.int64), np.asarray(lasts, np.int64), np.asarray(kinds, np.int64),
+                     np.asarray(totals, np.int64), split)
+    plan.links = {"instances": int(np.count_nonzero(typ == _INST)), "ranges": int(np.count_nonzero(typ == _RANGE))}
+    return plan
+
+
+def _split_types(part: np.ndarray, typ: np.ndarray) -> list[np.ndarray]:
+    """Split consecutive link positions where the link type changes."""
+    t = typ[part]
+    cut = np.flatnonzero(np.diff(t) != 0) + 1
+    return [p for p in np.split(part, cut) if p.size]
+
+
+def _overwritten(stream: Stream, table: StateTable, cmds: np.ndarray) -> np.ndarray:
+    """Of the state commands ``cmds`` (consecutive, no observer between them), those a later
+    one of them overwrites completely. Nothing goes when a root-signature or heap change is
+    among them (they reset other slots)."""
+    assert table.scan is not None
+    slot = table.scan.slot[cmds]
+    if np.isin(slot, (GFX_RS, CRS, HEAPS)).any():
+        return np.zeros(0, np.int64)
+    drop: list[int] = []
+    seen_simple: set[int] = set()
+    seen_vb: set[int] = set()
+    covered: dict[int, list[tuple[int, int]]] = {}
+    for c, k in zip(cmds[::-1].tolist(), slot[::-1].tolist()):
+        op = int(stream.op[c])
+        if k < 0:
+            continue
+        if op == _VB_OP:
+            key = int(stream.args[c, 0])
+            if key in seen_vb:
+                drop.append(c)
+            seen_vb.add(key)
+        elif op in _CONST_OPS:
+            lo = int(stream.args[c, 2])
+            hi = lo + int(stream.args[c, 1])
+            if any(a <= lo and hi <= b for a, b in covered.get(k, [])):
+                drop.append(c)
+            covered.setdefault(k, []).append((lo, hi))
+            if k in seen_simple:  # a table / root view set later replaces the whole slot
+                drop.append(c)
+        else:
+            if k in seen_simple:
+                drop.append(c)
+            seen_simple.add(k)
+    return np.unique(np.asarray(drop, np.int64))
+
+
+@dataclass(frozen=True)
+class MergeInstancesPass(Pass):
+    """Merge consecutive draws with contiguous instance or vertex/index ranges (module docstring).
+
+    Options: ``fold_windows`` (normalise vertex-buffer window rebinds, default on).
+    """
+
+    name: ClassVar[str] = "merge-instances"
+    requires: ClassVar[tuple[str, ...]] = ("state",)
+    preserves: ClassVar[tuple[str, ...]] = ()
+    summary: ClassVar[str] = "fold consecutive draws with contiguous instance or index ranges into one draw"
+
+    fold_windows: bool = True
+
+    def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
+        table: StateTable = am.get("state", stream)
+        facts = draw_facts(stream, table, fold=self.fold_windows)
+        plan = plan_merges(facts)
+        report: dict[str, Any] = {"runs": int(plan.head.size), "draws_removed": 0,
+                                  "instance_runs": int(np.count_nonzero(plan.kind == _INST)),
+                                  "range_runs": int(np.count_nonzero(plan.kind == _RANGE)),
+                                  "split_by_limit": plan.split_by_limit}
+        if plan.head.size == 0:
+            return PassResult.unchanged(stream, **report)
+        n = len(stream)
+        keep = np.ones(n, bool)
+        cmd = facts.cmd
+        # members after the head go
+        lens = plan.last - plan.head
+        offs = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+        members = np.repeat(plan.head, lens) + offs + 1
+        keep[cmd[members]] = False
+        # state commands a later one of the same run overwrites
+        cats = stream.cats()
+        dropped_state = 0
+        for h, last in zip(plan.head.tolist(), plan.last.tolist()):
+            lo, hi = int(cmd[h]) + 1, int(cmd[last])
+            between = np.arange(lo, hi)
+            st = between[cats[between] == int(Cat.STATE)]
+            if st.size > 1:
+                d = _overwritten(stream, table, st)
+                keep[d] = False
+                dropped_state += int(d.size)
+        idx = np.flatnonzero(keep)
+        out = stream.take(idx)
+        # the head takes the merged count; it keeps its own arguments otherwise (a folded range
+        # keeps the head's window and start: the fold only served the comparison)
+        pos = np.searchsorted(idx, cmd[plan.head])
+        col = np.where(plan.kind == _INST, 1, 0)
+        out.args[pos, col] = plan.total
+        report["draws_removed"] = int(members.size)
+        report["state_commands_removed"] = dropped_state
+        return PassResult(out, True, frozenset(), report)
