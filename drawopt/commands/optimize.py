@@ -35,12 +35,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--time-passes", action="store_true", help="print the time each pass took")
 
 
-def _stats(stream: Any, target: str) -> dict[str, Any]:
+def _stats(stream: Any, target: str, reorder: str) -> dict[str, Any]:
+    """The report figures of one stream: stats plus the cost model's CPU cost and lower bound."""
+    from ..costmodel import report_figures
+    from ..state import track
     from ..stats import compute_stats
-    try:
-        return compute_stats(stream, target=target)
-    except TypeError:  # stats without a cost model
-        return compute_stats(stream)
+
+    table = track(stream)
+    figures = compute_stats(stream, state=table, target=target)
+    figures.update(report_figures(stream, target, reorder, table=table))
+    return figures
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,12 +60,12 @@ def run(args: argparse.Namespace) -> int:
     stream = formats.load(args.input)
     pipeline = args.passes if args.passes is not None else default_pipeline(args.target)
     passes = parse_pipeline(pipeline, target=args.target, reorder=args.reorder)
-    before = _stats(stream, args.target)
+    before = _stats(stream, args.target, args.reorder)
     with Progress("optimize", len(passes)) as prog:
         pm = PassManager(passes, verify_each=args.verify_each, reorder=args.reorder,
                          on_pass=lambda p, r: prog.step(p.name))
         result = pm.run(stream)
-    after = _stats(result, args.target)
+    after = _stats(result, args.target, args.reorder)
     formats.save(result, args.output, out_fmt)
     report = {
         "input": args.input, "output": args.output, "target": args.target, "reorder": args.reorder,
