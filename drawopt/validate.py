@@ -54,6 +54,10 @@ finding. Rules (ids are stable; :data:`RULES` describes them in one line):
     A draw with a tessellation pipeline (hs/ds) while ``GSSetParameters onchip``
     is in force: onchip GS mode forces tessellation to always-offchip
     (gssetparameters.txt).
+``draw-on-compute``
+    A draw in a stream whose header says ``context=compute``: the async compute
+    context runs dispatches only. Such draws are not treated as GPU writers by
+    ``missing-flush``.
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .decls import Buffer, Pipeline, RootSig
-from .ops import BY_NAME, INDEX_SIZE, INDEXED_DRAW_OPS, INDIRECT_DRAW_OPS, MAX_OPCODE
+from .ops import BY_NAME, INDEX_SIZE, INDEXED_DRAW_OPS, INDIRECT_DRAW_OPS, MAX_OPCODE, Cat
 from .state import (
     CROOT0,
     GS,
@@ -88,6 +92,7 @@ RULES: dict[str, str] = {
     "index-range": "DrawIndexedInstanced reads past the end of the bound index buffer",
     "missing-flush": "the front end reads GPU-written args, count or index data without the flush the writer needs",
     "gs-onchip-tessellation": "a tessellation draw while onchip GS mode is in force (forces tessellation offchip)",
+    "draw-on-compute": "a draw in an async compute stream (that context runs only dispatches)",
 }
 """Rule id -> one-line description."""
 
@@ -341,6 +346,16 @@ def _gs_onchip_tessellation(c: _Ctx) -> list[Finding]:
     return out
 
 
+def _draw_on_compute(c: _Ctx) -> list[Finding]:
+    s = c.s
+    if s.header.context != "compute":
+        return []
+    draws = np.flatnonzero(s.cats() == int(Cat.DRAW))
+    return [Finding("draw-on-compute", int(i), int(s.line[i]),
+                    f"{s.spec(int(i)).name} in an async compute stream: that context runs only dispatches")
+            for i in draws]
+
+
 # ---------------------------------------------------------------------- flushes
 _STAGE_CLASS = {"vs": "vs", "hs": "vs", "ds": "vs", "gs": "vs", "ps": "ps"}
 _CLASSES = ("cs", "cs+partial", "vs", "ps", "async")
@@ -390,8 +405,8 @@ def missing_flushes(stream: Stream, sc: Scan | None = None) -> list[FlushNeed]:
     w_cls: list[np.ndarray] = []
     w_stage: dict[int, str] = {}
     for sel, compute in ((c.dsel, False), (c.xsel, True)):
-        if not sel.size:
-            continue
+        if not sel.size or (compute_ctx and not compute):
+            continue  # draws cannot run on async compute: draw-on-compute reports them
         valid = c.valid_pipe(sel, compute)
         p = sc.pipe[sel]
         for pi, bufs in pipe_writes.items():
@@ -575,7 +590,7 @@ def _missing_flush(c: _Ctx) -> list[Finding]:
 
 
 _RULE_FUNCS = (_no_pipeline, _table_undefined, _bundle_heaps, _index_buffer_undefined, _index_range,
-               _missing_flush, _gs_onchip_tessellation)
+               _missing_flush, _gs_onchip_tessellation, _draw_on_compute)
 
 
 def findings(stream: Stream, state: StateTable | None = None) -> list[Finding]:

@@ -40,8 +40,23 @@ def gfx(**kw) -> StreamBuilder:
 
 def test_rules_are_described():
     assert set(RULES) == {"no-pipeline", "table-undefined", "bundle-heaps", "index-buffer-undefined",
-                          "index-range", "missing-flush", "gs-onchip-tessellation"}
+                          "index-range", "missing-flush", "gs-onchip-tessellation", "draw-on-compute"}
     assert all(isinstance(v, str) and v for v in RULES.values())
+
+
+# ---------------------------------------------------------------------- draw-on-compute
+def test_draw_on_compute():
+    b = gfx(context="compute")
+    b.SetPipelineState("cull")
+    b.Dispatch(1, 1, 1)
+    ok = b.build()
+    assert "draw-on-compute" not in rules(ok)
+    b.SetPipelineState("psw")
+    b.DrawInstanced(3, 1, 0, 0)
+    bad = only(b.build(), "draw-on-compute")
+    assert len(bad) == 1 and bad[0].cmd == len(ok) + 1 and "async compute" in bad[0].message
+    # a draw that cannot run writes nothing: the flush findings are the dispatch's alone
+    assert [f.message for f in only(b.build(), "missing-flush")] == [f.message for f in only(ok, "missing-flush")]
 
 
 # ---------------------------------------------------------------------- no-pipeline
