@@ -11,6 +11,7 @@ import pytest
 from drawopt.cli import main
 from drawopt.errors import UsageError
 from drawopt.gen import KINDS, generate, logical_draws, options
+from drawopt.gen.frame import material_flags
 from drawopt.ops import BY_NAME, DRAW_OPS, INDEXED_DRAW_OPS, INDIRECT_DRAW_OPS
 from drawopt.stream import FLAG_NOMERGE, Stream
 
@@ -95,6 +96,15 @@ def test_no_draw_sees_undefined_state() -> None:
         s = generate(kind, 400, seed=3, **opts)
         t = state.track(s)
         rows = t.rows[np.concatenate([t.state, t.dispatch_state])]
+        if kind == "frame":
+            # the multi-draw path's array parameter of a draw_data pipeline is left unbound on
+            # purpose (the shader then reads the root constants); nothing else may be undefined
+            pipes = [p for _, p in draw_pipelines(s)]
+            for i, p in enumerate(pipes):
+                if "draw_data" in p.contract:
+                    k = state.SLOTS.index(f"root{p.contract['draw_data']['perdraw']}")
+                    assert rows[i, k] == state.UNDEFINED, (opts, p.name)
+                    rows[i, k] = 0
         undefined = {state.SLOTS[k] for k in np.flatnonzero((rows == state.UNDEFINED).any(axis=0))}
         assert undefined <= allowed.get(kind, set()), (kind, opts, undefined)
 
@@ -221,6 +231,84 @@ def test_frame_structure() -> None:
     assert s.mask("SetGraphicsRoot32BitConstants").sum() >= 0.8 * n  # all but the UI
     assert redundant_sets(s) > 0.03 * n
     assert redundant_sets(generate("frame", n, seed=2, redundancy=0.0)) < redundant_sets(s) / 2
+
+
+VP_SCENE = ("z_pull", "gb_pull", "at_pull", "tr_glass_pull")
+
+
+def test_frame_per_draw_contracts() -> None:
+    """Vertex-pulling scene shaders read one per-draw record two ways (x: DrawIndexedX, draw_data:
+    multi-draw); bindless ones also lift the material table's heap slot; input-layout pipelines
+    (legacy materials, UI) declare neither; the multi-draw array parameter is never bound."""
+    n = 4000
+    s = generate("frame", n, seed=2)
+    dp = draw_pipelines(s)
+    pipes = {p.name: p for _, p in dp}
+    sig = s.decls["scene"]
+    for p in pipes.values():
+        if p.name.startswith(VP_SCENE):
+            x, dd = p.contract["x"], p.contract["draw_data"]
+            assert p.vertex_pulling and x["perdraw"] == "3" and dd["perdraw"] == "7", p.name
+            assert x["lift"] == dd["lift"] == "1.0+1.1+1.2+1.3" + ("+0" if "bindless" in p.name else ""), p.name
+            assert {3, 7} <= set(p.params) and (0 in p.params) == (not p.name.startswith("z_"))
+        elif p.name.startswith(("tr_particles", "tr_smoke")):
+            assert p.vertex_pulling and "x" not in p.contract and p.contract["draw_data"]["perdraw"] == "7"
+        else:
+            assert not ({"x", "draw_data", "instance_data"} & set(p.contract)), p.name
+    assert sig.params[3].kind == sig.params[7].kind == "srv"
+    # both bindless and table-bound materials, both vertex-index widths
+    assert any("bindless" in nm for nm in pipes) and any(nm.endswith("_std") for nm in pipes)
+    assert {"gb_pull16_bindless", "gb_pull20_bindless", "z_pull16", "z_pull20"} <= set(pipes)
+    # the depth prepass is depth only and order independent; colour passes are not (but particles)
+    for p in pipes.values():
+        if p.name.startswith("z_"):
+            assert p.order_independent and p.ps is None and p.depth == "less,write"
+        elif not p.name.startswith("tr_particles"):
+            assert not p.order_independent, p.name
+    # root 7 is never set: every draw_data draw reads its root constants
+    assert not [c for c in s.commands() if c.name.startswith("SetGraphicsRoot") and c.args[0] == 7]
+    # a draw's pipeline variant follows its material (root constant word 2)
+    bl = material_flags(64, 0.75, 7)
+    consts = np.flatnonzero(s.mask("SetGraphicsRoot32BitConstants"))
+    mat_of = {}
+    for i, p in dp:
+        if p.name.startswith(("gb_pull", "at_pull", "tr_glass_pull", "tr_particles", "tr_smoke")):
+            j = consts[np.searchsorted(consts, i) - 1]
+            mat_of[i] = (p.name, int(s.pool[s.var_off[j] + 2]))
+    assert len(mat_of) > 0.3 * n
+    assert all(("bindless" in nm) == bool(bl[m]) for nm, m in mat_of.values())
+
+
+def test_frame_contract_options() -> None:
+    n = 3000
+    names = lambda s: {p.name for _, p in draw_pipelines(s)}  # noqa: E731
+    none = generate("frame", n, seed=4, draw_data_fraction=0.0, bindless_fraction=0.0)
+    assert not [nm for nm in names(none) if "bindless" in nm or "draw_data" in none.decls[nm].contract]
+    assert all(nm.endswith("_nodd") for nm in names(none) if nm.startswith((*VP_SCENE, "tr_particles")))
+    half = generate("frame", n, seed=4, draw_data_fraction=0.5, bindless_fraction=1.0)
+    vp = [p for _, p in draw_pipelines(half) if p.name.startswith(VP_SCENE[1:])]
+    share = np.mean(["draw_data" in p.contract for p in vp])
+    assert 0.3 < share < 0.7, share
+    assert all("bindless" in p.name for p in vp)
+    # the same content whatever the contracts: only the pipelines (and so the G-buffer's
+    # order within its pipeline-sorted buckets) differ
+    for a, b in ((none, half), (none, generate("frame", n, seed=4))):
+        assert logical_draws(a) == logical_draws(b) == n
+        for name in ("DrawIndexedInstanced", "DrawInstanced"):
+            ra, rb = a.args[a.mask(name)], b.args[b.mask(name)]
+            assert np.array_equal(np.unique(ra, axis=0), np.unique(rb, axis=0)) and ra.shape == rb.shape
+    with pytest.raises(UsageError, match="must be in 0.0..1.0"):
+        generate("frame", 10, bindless_fraction=1.5)
+
+
+def test_frame_draw_data_lowers_the_bound() -> None:
+    """What a draw_data-aware multi-draw pass could reach (the lower bound, which masks the
+    lifted root constants) drops with the contract: the prepass becomes a few calls."""
+    costmodel = pytest.importorskip("drawopt.costmodel")
+    n = 3000
+    with_dd = costmodel.lower_bound(generate("frame", n, seed=5), "d3d12")
+    without = costmodel.lower_bound(generate("frame", n, seed=5, draw_data_fraction=0.0), "d3d12")
+    assert with_dd < without - 0.15 * n, (with_dd, without)
 
 
 def redundant_sets(s: Stream) -> int:

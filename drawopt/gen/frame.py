@@ -1,11 +1,38 @@
 """``frame``: one frame of a deferred renderer, recorded the way engines record it.
 
+The engine modelled is a *GPU-driven-capable* one that still records one draw per
+mesh section (the optimizer's job is to batch them), with a realistic mix of old
+and new shaders:
+
+* **Vertex-pulling scene shaders** (``layout=none``; a ``vertex_pulling_fraction``
+  share of the draws) read everything per draw from one record
+  ``[base vertex, start instance, object id, transform, material, base vertex]``
+  (plus the material table's heap slot for bindless materials). The engine records
+  the values as root constants (parameter 1) and the shader has two ways to get the
+  record from a global array instead (docs/architecture.md, "Rewrite contracts"):
+  ``x(vertex_bits=16|20,perdraw=3,lift=...)`` -- the DrawIndexedX path, draw id in
+  the top bits of SV_VertexID, array at root parameter 3 -- and
+  ``draw_data(perdraw=7,lift=...)`` -- the multi-draw path, record index =
+  StartInstanceLocation, array at root parameter 7, which the engine leaves unbound
+  (so the shader reads the root constants) until a rewrite binds one. A
+  ``draw_data_fraction`` share of the materials has the multi-draw path (the others
+  get ``_nodd`` pipelines with ``x`` only); the particle and smoke shaders (non-indexed,
+  so no ``x``) have it too.
+* **Bindless materials** (a ``bindless_fraction`` share, ``*_bindless`` pipelines):
+  the shader indexes the descriptor heap with the heap slot of the material table
+  (lift item ``0``), so their per-material ``SetGraphicsRootDescriptorTable`` is
+  only an input to the record. Other materials bind their table and break batches.
+* **Input-layout pipelines** without per-draw contracts: legacy materials (the
+  G-buffer, alpha-tested and glass draws that are not pulled, scatter, GS fur and
+  grass, tessellated terrain) and the UI.
+
 Passes, in order (each present when its share of ``draws`` is not empty):
 
-1. **depth prepass** into ``zbuf``: depth-only pipelines, vertex pulling with the
-   DrawIndexedX contract ``x(vertex_bits=16|20,perdraw=3,lift=1.0+1.1+1.2+1.3)`` (an input-layout
-   variant when ``vertex_pulling_fraction`` is low), whole meshes sorted front to back,
-   so the three shared index buffers and two pipelines interleave.
+1. **depth prepass** into ``zbuf``: depth-only pipelines (vertex pulling, or an
+   input-layout variant when ``vertex_pulling_fraction`` is low), whole meshes sorted
+   front to back, so the three shared index buffers and the pipelines interleave.
+   Depth only with ``less,write``: the final depth is the minimum in any order, so
+   these pipelines are ``order_independent``.
 2. **G-buffer pass** into ``targets`` G-buffer targets + ``zbuf``: opaque objects in
    scene order, sorted by pipeline only within buckets of 32 draws (materials stay
    interleaved), one draw per mesh section; per-draw root constants
@@ -17,7 +44,9 @@ Passes, in order (each present when its share of ``draws`` is not empty):
    then the alpha-tested objects.
 3. **lighting**: the G-buffer goes to SHADER_RESOURCE; one full-screen draw into ``hdr``.
 4. **transparent** into ``hdr`` + ``zbuf`` (depth test, no write): glass, smoke and
-   particles sorted back to front; particles are additive and ``order_independent``.
+   particles sorted back to front (a multi-draw call keeps the order of its draws, so
+   consecutive draws of one pipeline can still batch); particles are additive and
+   ``order_independent``.
 5. **UI** into ``ui``: its own root signature, an input-layout alpha-blended pipeline
    pair, immediate-mode draw lists (contiguous index ranges, scissor changes).
 
@@ -44,6 +73,12 @@ OPTIONS: tuple[Option, ...] = (
     int_opt("meshes", 256, 1, 100_000, "number of distinct meshes"),
     int_opt("targets", 3, 1, 7, "G-buffer colour targets"),
     float_opt("vertex_pulling_fraction", 0.5, 0.0, 1.0, "share of draws using layout=none pipelines"),
+    float_opt("draw_data_fraction", 1.0, 0.0, 1.0,
+              "share of materials whose vertex-pulling shaders also read per-draw records by "
+              "StartInstanceLocation (draw_data contract: the multi-draw path)"),
+    float_opt("bindless_fraction", 0.75, 0.0, 1.0,
+              "share of materials whose vertex-pulling shaders index the heap with the material "
+              "table's slot from the per-draw record (lift item 0)"),
     float_opt("gs_fraction", 0.03, 0.0, 0.5, "share of draws using a geometry shader"),
     float_opt("tess_fraction", 0.02, 0.0, 0.5, "share of G-buffer draws that are tessellated"),
     float_opt("redundancy", 0.15, 0.0, 1.0, "rate of redundant state re-sets"),
@@ -58,13 +93,41 @@ RENDER_TARGET, SHADER_RESOURCE = 1, 4
 SHARES = (0.18, 0.48, 0.10, 0.10, 0.14)
 
 # root signature "scene"
-P_MATERIAL, P_OBJECT, P_FRAME, P_PERDRAW, P_GEOMETRY, P_SAMPLERS, P_GBUFFER = range(7)
+P_MATERIAL, P_OBJECT, P_FRAME, P_PERDRAW, P_GEOMETRY, P_SAMPLERS, P_GBUFFER, P_DRAWDATA = range(8)
 GEOMETRY_SLOT = 0   # res[0..2]: meshverts, transforms, particles
 GBUFFER_SLOT = 3    # res[3..3+targets)
 LIFT = "1.0+1.1+1.2+1.3"
-"""The per-draw root constants (object id, transform, material, base vertex) a DrawIndexedX
-rewrite may move into the per-draw array at root parameter 3 (``lift=P.k``: parameter P,
-32-bit value k; ``+0`` adds the material table: bindless materials)."""
+"""The per-draw root constants (object id, transform, material, base vertex) a rewrite may move
+into a per-draw record (``lift=P.k``: parameter P, 32-bit value k). Bindless pipelines add ``+0``:
+the heap slot of the material table (root parameter 0), which their shaders index the heap with."""
+_PHI = 0.6180339887498949
+
+
+def material_flags(materials: int, fraction: float, salt: int) -> np.ndarray:
+    """``bool[materials]``: a ``fraction`` share of the materials, spread evenly over the ids.
+
+    A golden-ratio sequence (``frac((m + salt) * phi) < fraction``) rather than random draws, so
+    the choice consumes nothing of the generator's random stream and is exact for any count.
+    """
+    return ((np.arange(materials, dtype=np.float64) + salt) * _PHI) % 1.0 < fraction
+
+
+def perdraw_contract(vertex_bits: int | None, draw_data: bool, bindless: bool, *extra: str) -> str:
+    """The contract of a vertex-pulling scene pipeline.
+
+    ``x(vertex_bits=K,perdraw=3,lift=...)``: the DrawIndexedX path (draw id in the top bits of
+    SV_VertexID, record in the array at root parameter 3). ``draw_data(perdraw=7,lift=...)``: the
+    multi-draw path (record index = StartInstanceLocation, array at root parameter 7, which the
+    engine leaves unbound while it records per-draw root constants, so the shader reads those).
+    Both read the same record layout (same ``lift`` list).
+    """
+    lift = LIFT + ("+0" if bindless else "")
+    parts = []
+    if vertex_bits is not None:
+        parts.append(f"x(vertex_bits={vertex_bits},perdraw={P_PERDRAW},lift={lift})")
+    if draw_data:
+        parts.append(f"draw_data(perdraw={P_DRAWDATA},lift={lift})")
+    return ",".join((*parts, *extra))
 
 
 @dataclass(frozen=True)
@@ -78,24 +141,62 @@ class _P:
     gs: int = 0
 
 
-def _pipelines(t: int) -> tuple[list[tuple[_P, dict]], list[dict[str, int]]]:
-    x16 = f"x(vertex_bits=16,perdraw=3,lift={LIFT})"
-    x20 = f"x(vertex_bits=20,perdraw=3,lift={LIFT})"
+def _vp_name(family: str, bits: int, bindless: bool, dd: bool) -> str:
+    """Name of a vertex-pulling scene pipeline variant (see :func:`_pipelines`)."""
+    if family == "z":
+        name = f"z_pull{bits}"
+    elif family == "gb":
+        name = f"gb_pull{bits}_{'bindless' if bindless else 'std'}"
+    elif family in ("at", "tr_glass"):
+        name = f"{family}_pull{bits}" + ("_bindless" if bindless else "")
+    else:  # tr_particles, tr_smoke (non-indexed, no x)
+        name = family + ("_bindless" if bindless else "")
+    return name + ("" if dd else "_nodd")
+
+
+def _pipelines(t: int, dd_variants: tuple[bool, ...], bl_variants: tuple[bool, ...]
+               ) -> tuple[list[tuple[_P, dict]], list[dict[str, int]]]:
+    """The frame's pipelines: fixed ones, and the vertex-pulling scene variants for each
+    ``draw_data`` (``dd_variants``) and bindless (``bl_variants``) choice in use."""
     il = "pos_nrm_uv"
-    scene_all = (P_MATERIAL, P_OBJECT, P_FRAME, P_PERDRAW, P_GEOMETRY, P_SAMPLERS)
     scene_il = (P_MATERIAL, P_OBJECT, P_FRAME, P_GEOMETRY, P_SAMPLERS)
     zp = (P_OBJECT, P_FRAME, P_PERDRAW, P_GEOMETRY)
     gb = dict(root="scene", depth="lequal,write")
     tr = dict(root="scene", depth="less", blend="alpha")
-    table = [
-        (_P("z_pull16", True, True), dict(vs="depth_pull", root="scene", depth="less,write", params=zp, contract=x16)),
-        (_P("z_pull20", True, True), dict(vs="depth_pull", root="scene", depth="less,write", params=zp, contract=x20)),
+    table: list[tuple[_P, dict]] = []
+    for dd in dd_variants:
+        extra = (P_DRAWDATA,) if dd else ()
+        for bits in (16, 20):
+            # depth only, less + write: the final depth is the minimum whatever the order
+            table.append((_P(_vp_name("z", bits, False, dd), True, True),
+                          dict(vs="depth_pull", root="scene", depth="less,write", params=zp + extra,
+                               contract=perdraw_contract(bits, dd, False, "order_independent"))))
+        for bl in bl_variants:
+            scene_all = (P_MATERIAL, P_OBJECT, P_FRAME, P_PERDRAW, P_GEOMETRY, P_SAMPLERS, *extra)
+            sfx = "_bindless" if bl else ""
+            for bits in (16, 20):
+                c = perdraw_contract(bits, dd, bl)
+                table += [
+                    (_P(_vp_name("gb", bits, bl, dd), True, True),
+                     dict(vs="gbuf_pull", ps="gbuf_bindless" if bl else "gbuf_std", params=scene_all, contract=c,
+                          **gb)),
+                    (_P(_vp_name("at", bits, bl, dd), True, True),
+                     dict(vs="gbuf_pull", ps="gbuf_alphatest" + sfx, params=scene_all, contract=c, **gb)),
+                    (_P(_vp_name("tr_glass", bits, bl, dd), True, True),
+                     dict(vs="fwd_pull", ps="glass" + sfx, params=scene_all, contract=c, **tr)),
+                ]
+            pp = scene_il + extra
+            table += [
+                (_P(_vp_name("tr_particles", 0, bl, dd), True, False),
+                 dict(vs="particle_pull", ps="particle" + sfx, root="scene", depth="less", blend="additive",
+                      params=pp, contract=perdraw_contract(None, dd, bl, "order_independent"))),
+                (_P(_vp_name("tr_smoke", 0, bl, dd), True, False),
+                 dict(vs="particle_pull", ps="smoke" + sfx, root="scene", depth="less", blend="premultiplied",
+                      params=pp, contract=perdraw_contract(None, dd, bl))),
+            ]
+    table += [
         (_P("z_il", False, False), dict(vs="depth_il", layout=il, root="scene", depth="less,write",
-                                        params=(P_OBJECT, P_FRAME), contract="no_primitive_id")),
-        (_P("gb_pull16_std", True, True), dict(vs="gbuf_pull", ps="gbuf_std", params=scene_all, contract=x16, **gb)),
-        (_P("gb_pull16_bindless", True, True), dict(vs="gbuf_pull", ps="gbuf_bindless", params=scene_all,
-                                                    contract=f"x(vertex_bits=16,perdraw=3,lift={LIFT}+0)", **gb)),
-        (_P("gb_pull20_std", True, True), dict(vs="gbuf_pull", ps="gbuf_std", params=scene_all, contract=x20, **gb)),
+                                        params=(P_OBJECT, P_FRAME), contract="no_primitive_id,order_independent")),
         (_P("gb_il_std", False, False), dict(vs="gbuf_il", ps="gbuf_std", layout=il, params=scene_il,
                                              contract="no_primitive_id", **gb)),
         (_P("gb_il_detail", False, False), dict(vs="gbuf_il", ps="gbuf_detail", layout=il, params=scene_il, **gb)),
@@ -109,19 +210,11 @@ def _pipelines(t: int) -> tuple[list[tuple[_P, dict]], list[dict[str, int]]]:
         (_P("gb_tess_terrain", False, False, topology=PATCHLIST_3),
          dict(vs="terrain_vs", hs="terrain_hs", ds="terrain_ds", ps="terrain_ps", layout=il, topology="patch",
               params=scene_il, **gb)),
-        (_P("at_pull16", True, True), dict(vs="gbuf_pull", ps="gbuf_alphatest", params=scene_all, contract=x16, **gb)),
-        (_P("at_pull20", True, True), dict(vs="gbuf_pull", ps="gbuf_alphatest", params=scene_all, contract=x20, **gb)),
         (_P("at_il", False, False), dict(vs="gbuf_il", ps="gbuf_alphatest", layout=il, params=scene_il,
                                          contract="no_primitive_id", **gb)),
         (_P("lighting", True, False), dict(vs="fullscreen", ps="deferred_light", root="scene",
                                            params=(P_FRAME, P_SAMPLERS, P_GBUFFER))),
         (_P("tr_glass_il", False, False), dict(vs="fwd_il", ps="glass", layout=il, params=scene_il, **tr)),
-        (_P("tr_glass_pull16", True, True), dict(vs="fwd_pull", ps="glass", params=scene_all, contract=x16, **tr)),
-        (_P("tr_glass_pull20", True, True), dict(vs="fwd_pull", ps="glass", params=scene_all, contract=x20, **tr)),
-        (_P("tr_particles", True, False), dict(vs="particle_pull", ps="particle", root="scene", depth="less",
-                                               blend="additive", params=scene_il, contract="order_independent")),
-        (_P("tr_smoke", True, False), dict(vs="particle_pull", ps="smoke", root="scene", depth="less",
-                                           blend="premultiplied", params=scene_il)),
         (_P("ui_rect", False, False), dict(vs="ui", ps="ui_rect", layout="ui_pos_uv_color", blend="alpha",
                                            root="uiroot")),
         (_P("ui_text", False, False), dict(vs="ui", ps="ui_text", layout="ui_pos_uv_color", blend="alpha",
@@ -143,6 +236,11 @@ class _Frame:
         self.t = opts["targets"]
         self.mat_slot = GBUFFER_SLOT + self.t
         self.ui_slot = self.mat_slot + 3 * opts["materials"]
+        mats = opts["materials"]
+        self.dd_mat = material_flags(mats, opts["draw_data_fraction"], 0)
+        self.bl_mat = material_flags(mats, opts["bindless_fraction"], 7)
+        self.dd_variants = tuple(v for v in (True, False) if (self.dd_mat == v).any())
+        self.bl_variants = tuple(v for v in (False, True) if (self.bl_mat == v).any())
 
     # ------------------------------------------------------------------ decls
     def declare(self, n_objects: int, n_particles: int, n_scatter: int, ui_verts: int, ui_indices: int) -> None:
@@ -185,10 +283,10 @@ class _Frame:
         p.declare(RootSig("scene", (
             RootParam("table", ranges=(("srv", 3),)), RootParam("constants", 4), RootParam("cbv"),
             RootParam("srv"), RootParam("table", ranges=(("srv", 3),)), RootParam("table", ranges=(("sampler", 2),)),
-            RootParam("table", ranges=(("srv", t),)))))
+            RootParam("table", ranges=(("srv", t),)), RootParam("srv"))))
         p.declare(RootSig("uiroot", (RootParam("table", ranges=(("srv", 1),)), RootParam("constants", 4),
                                      RootParam("table", ranges=(("sampler", 1),)))))
-        table, self.gs_params = _pipelines(t)
+        table, self.gs_params = _pipelines(t, self.dd_variants, self.bl_variants)
         self.pipes: dict[str, _P] = {}
         self.pidx: dict[str, int] = {}
         for info, kw in table:
@@ -203,8 +301,20 @@ class _Frame:
             self.gs_of[self.pidx[name]] = info.gs
             self.pulled_of[self.pidx[name]] = info.pulled
 
-    def pid(self, *names: str) -> np.ndarray:
-        return np.array([self.pidx[n] for n in names], np.int64)
+    def vp(self, family: str, wide: np.ndarray | bool, material: np.ndarray) -> np.ndarray:
+        """Vertex-pulling pipeline of ``family`` per draw: 16 or 20 vertex bits by ``wide``
+        (R32 meshes), bindless and ``draw_data`` variants by the draw's ``material``."""
+        lut = np.full((2, 2, 2), -1, np.int64)
+        for w in (0, 1):
+            for bl in self.bl_variants:
+                for dd in self.dd_variants:
+                    name = _vp_name(family, 20 if w else 16, bl and family != "z", dd)
+                    lut[w, int(bl), int(dd)] = self.pidx[name]
+        w = np.broadcast_to(np.asarray(wide, bool), material.shape).astype(np.int64)
+        bl = self.bl_mat[material] if family != "z" else np.full(material.shape, self.bl_variants[0])
+        out = lut[w, bl.astype(np.int64), self.dd_mat[material].astype(np.int64)]
+        assert (out >= 0).all()
+        return out
 
     # ------------------------------------------------------------------ helpers
     def redundant(self, n: int) -> np.ndarray:
@@ -297,15 +407,16 @@ class _Frame:
                 if n_pre > pick.shape[0]:
                     pick = np.concatenate([pick, rng.integers(0, objs.shape[0], n_pre - pick.shape[0])])
                 src = first[pick[:n_pre]]
-                pre_obj, pre_mesh = opaque.obj[src], opaque.mesh[src]
+                pre_obj, pre_mesh, pre_mat = opaque.obj[src], opaque.mesh[src], opaque.material[src]
             else:
                 pre_mesh = rng.choice(lib.n, n_pre, p=lib.popularity)
                 pre_obj = rng.integers(0, max(n_objects, 1), n_pre)
+                pre_mat = pre_obj % mats
             order = np.argsort(rng.random(n_pre), kind="stable")  # front to back
-            pre_obj, pre_mesh = pre_obj[order], pre_mesh[order]
+            pre_obj, pre_mesh, pre_mat = pre_obj[order], pre_mesh[order], pre_mat[order]
             pulled = rng.permutation(n_pre) < pre_pull
-            pipe = np.where(pulled, np.where(lib.wide[pre_mesh], self.pidx["z_pull20"], self.pidx["z_pull16"]),
-                            self.pidx["z_il"])
+            # the material's vertex shader decides the depth-only variant (draw_data or not)
+            pipe = np.where(pulled, self.vp("z", lib.wide[pre_mesh], pre_mat), self.pidx["z_il"])
             consts = np.stack([pre_obj, pre_obj, np.zeros(n_pre, np.int64), lib.base_vertex[pre_mesh]], axis=1)
             self.targets("zbuf")
             self.scene_list(pipe, pre_mesh, lib.mesh_start[pre_mesh], lib.mesh_count[pre_mesh], consts, None,
@@ -319,9 +430,8 @@ class _Frame:
             pulled = pulled_obj[opaque.obj] & ~opaque.scatter & ~is_gs & ~is_tess
             wide = lib.wide[opaque.mesh]
             m = opaque.material
-            pipe = np.where(wide, self.pidx["gb_pull20_std"],
-                            np.where(m % 3 == 0, self.pidx["gb_pull16_bindless"], self.pidx["gb_pull16_std"]))
-            pipe = np.where(pulled, pipe, np.where(m % 4 == 0, self.pidx["gb_il_detail"], self.pidx["gb_il_std"]))
+            legacy = np.where(m % 4 == 0, self.pidx["gb_il_detail"], self.pidx["gb_il_std"])
+            pipe = np.where(pulled, self.vp("gb", wide, m), legacy)
             pipe[opaque.scatter] = self.pidx["gb_il_scatter"]
             pipe[is_gs] = np.where(m[is_gs] % 2 == 0, self.pidx["gb_gs_fur"], self.pidx["gb_gs_grass"])
             pipe[is_tess] = self.pidx["gb_tess_terrain"]
@@ -339,8 +449,7 @@ class _Frame:
                 self.targets(*self.gbuf, "zbuf")  # pass set-up re-binds the same targets
             pulled_obj = rng.random(n_at) < q
             pulled = pulled_obj[alpha.obj - n_op]
-            pipe = np.where(pulled, np.where(lib.wide[alpha.mesh], self.pidx["at_pull20"], self.pidx["at_pull16"]),
-                            self.pidx["at_il"])
+            pipe = np.where(pulled, self.vp("at", lib.wide[alpha.mesh], alpha.material), self.pidx["at_il"])
             order = _bucket_sort(pipe, 32)
             d = alpha.take(order)
             pipe = pipe[order]
@@ -379,12 +488,7 @@ class _Frame:
         n = kind.shape[0]
         self.targets("hdr", "zbuf")
         gi = np.flatnonzero(kind == 0)
-        pipe = np.where(kind == 1, self.pidx["tr_smoke"], self.pidx["tr_particles"])
-        if gi.size:
-            pulled = rng.random(gi.size) < q
-            wide = lib.wide[glass.mesh]
-            pipe[gi] = np.where(pulled, np.where(wide, self.pidx["tr_glass_pull20"], self.pidx["tr_glass_pull16"]),
-                                self.pidx["tr_glass_il"])
+        pulled = rng.random(gi.size) < q
         mats = self.o["materials"]
         material = markov(rng, rng.integers(0, mats, n), 0.2)
         obj = first_obj + np.arange(n, dtype=np.int64)
@@ -392,6 +496,10 @@ class _Frame:
         section = np.zeros(n, np.int64)
         if gi.size:
             mesh[gi], section[gi], material[gi] = glass.mesh, glass.section, glass.material
+        pipe = np.where(kind == 1, self.vp("tr_smoke", False, material), self.vp("tr_particles", False, material))
+        if gi.size:
+            pipe[gi] = np.where(pulled, self.vp("tr_glass", lib.wide[glass.mesh], glass.material),
+                                self.pidx["tr_glass_il"])
         first_quad = np.zeros(n, np.int64)
         np.cumsum(quads[:-1], out=first_quad[1:])
         order = np.argsort(-rng.random(n), kind="stable")  # back to front
