@@ -1,0 +1,736 @@
+"""Per-resource comparison of two streams' effective records.
+
+For every resource written by either stream (render and depth targets, UAVs, copy
+destinations) the records that write it form a sequence. Each sequence is put in
+canonical form, then the two streams' sequences are compared:
+
+1. *Canonical merging.* Adjacent records of a sequence that a correct rewrite may
+   merge are merged: instance runs (same everything, consecutive instances, and the
+   shader does not see ``SV_InstanceID`` or sees it continue) and index / vertex
+   ranges (``no_primitive_id`` pipelines, list topologies, whole primitives,
+   contiguous ranges, one instance each). Nothing merges across a read of the
+   resource, a write of what they read, or a ``nomerge`` / ``never_merge`` draw.
+2. *Hazards.* Every action's key includes, for each resource it reads that some
+   action writes, how many canonical writes of it come before (read-after-write
+   and write-after-read), and for every resource it accesses, how many
+   ``ResourceBarrier`` commands on it come before.
+3. *Order.* A sequence is cut into groups: a run of records whose writes commute
+   (the same non-zero label, no read of the resource in between) is one group and
+   compares as a multiset; every other record is a group of its own and compares
+   in order.
+
+The first difference (earliest in the original) is described in one line.
+"""
+
+from __future__ import annotations
+
+__all__ = ["TargetSeqs", "canonical", "compare_records", "Mismatch"]
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ops import BY_NAME
+from ._hash import hash_cols
+from .model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET
+from .records import KD_DRAW, KD_INDEXED, KEY_FIELDS, F, Records, norm
+from .slots import Col, cid_of, col_name
+
+_SHIFT = np.int64(1) << np.int64(40)
+_OP = {n: BY_NAME[n].code for n in BY_NAME}
+_REST = [F[f] for f in KEY_FIELDS if f not in ("src_off", "count", "inst", "ninst", "rel")]
+
+
+@dataclass
+class TargetSeqs:
+    """Canonical write sequences of one stream, sorted by (resource, position).
+
+    ``res``: resource id; ``first``/``last``: first and last record of the entry;
+    ``lab``: commutation label; ``start``: the entry opens a group; ``kh``: the key
+    hash; ``src_off``/``count``/``inst``/``ninst``/``rel``: the merged fields;
+    ``kc``: the key hash without the state, ``sh`` the state hash, ``act`` the action of
+    ``first``; ``hz``: per action, the hazard hash; ``rd_cnt``/``rd_bar``: per read pair, the
+    canonical writes and barriers before it.
+    """
+
+    res: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    lab: np.ndarray
+    start: np.ndarray
+    kh: np.ndarray
+    kx: np.ndarray
+    kc: np.ndarray
+    sh: np.ndarray
+    src: np.ndarray
+    src_buf: np.ndarray
+    act: np.ndarray
+    src_off: np.ndarray
+    count: np.ndarray
+    inst: np.ndarray
+    ninst: np.ndarray
+    rel: np.ndarray
+    hz: np.ndarray
+    rd_cnt: np.ndarray
+    rd_bar: np.ndarray
+    w_bar: np.ndarray
+
+
+def _mix(*cols: np.ndarray) -> np.ndarray:
+    n = cols[0].size
+    return hash_cols(list(cols), n).view(np.uint64)
+
+
+def _sum_by(idx: np.ndarray, vals: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros(n, np.uint64)
+    if idx.size:
+        np.add.at(out, idx, vals)
+    return out
+
+
+def _barriers(R: Records, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted keys ``resource << 40 | command`` of the ResourceBarrier commands ``b``, and the commands."""
+    s = R.stream
+    res = R.cmap[s.args[b, 0]]
+    k = res * _SHIFT + b
+    o = np.argsort(k)
+    return k[o], b[o]
+
+
+def _count_before(keys_sorted: np.ndarray, res: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """How many ``keys_sorted`` lie in ``[res << 40, res << 40 | pos)``."""
+    lo = np.searchsorted(keys_sorted, res * _SHIFT, side="left")
+    hi = np.searchsorted(keys_sorted, res * _SHIFT + pos, side="left")
+    return hi - lo
+
+
+def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = None) -> TargetSeqs:
+    """Canonical write sequences of ``R``.
+
+    ``written``: ids of the resources either stream writes; ``barriers``: the
+    ``ResourceBarrier`` commands that count as epochs (default: all of them).
+    """
+    if barriers is None:
+        barriers = np.flatnonzero(R.stream.op == _OP["ResourceBarrier"])
+    key = R.key
+    nA = R.a_cmd.size
+    # ------------------------------------------------------------ write entries per resource
+    wrep = R.a_nrec[R.w_act]
+    e_res = np.repeat(R.w_res, wrep)
+    e_lab = np.repeat(R.w_lab, wrep)
+    from .records import ragged
+    e_rec = ragged(R.a_first[R.w_act], wrep)
+    o = np.lexsort((e_rec, e_res))
+    e_res, e_lab, e_rec = e_res[o], e_lab[o], e_rec[o]
+    e_act = R.r_act[e_rec]
+    # readers of each resource, by action
+    rk = np.sort(R.rd_res * _SHIFT + R.rd_act)
+    bar_keys, _ = _barriers(R, np.asarray(barriers, np.int64))
+    # ------------------------------------------------------------ raw hazards (for merging)
+    rd_keep = np.isin(R.rd_res, written)
+    rr, ra = R.rd_res[rd_keep], R.rd_act[rd_keep]
+    wkey = e_res * _SHIFT + e_act  # sorted (resource, then record order = action order)
+    raw_cnt = _count_before(wkey, rr, ra)
+    rd_bar = _count_before(bar_keys, rr, R.a_cmd[ra])
+    w_bar = _count_before(bar_keys, R.w_res, R.a_cmd[R.w_act])
+    wpart = _sum_by(R.w_act, _mix(R.w_res, np.full(R.w_res.size, -1, np.int64), w_bar), nA)
+    hz_raw = _sum_by(ra, _mix(rr, raw_cnt, rd_bar), nA) + wpart
+    # ------------------------------------------------------------ merge links
+    n = e_rec.size
+    same = np.zeros(n, bool)
+    if n > 1:
+        same[1:] = e_res[1:] == e_res[:-1]
+    prev = np.maximum(np.arange(n) - 1, 0)
+    pa, ca = e_act[prev], e_act
+    # a read of the resource in [prev action, this action] (inclusive) separates them
+    readers_between = (np.searchsorted(rk, e_res * _SHIFT + ca, side="right") -
+                       np.searchsorted(rk, e_res * _SHIFT + e_act[prev], side="left")) > 0
+    col = {f: key[:, F[f]][e_rec] for f in ("kind", "src_off", "count", "inst", "ninst", "rel", "fmt")}
+    pcol = {f: v[prev] for f, v in col.items()}
+    rest_h = hash_cols([key[:, j] for j in _REST], key.shape[0])[e_rec]
+    base_ok = same & ~readers_between & (rest_h[prev] == rest_h) & (hz_raw[pa] == hz_raw[ca]) & \
+        (e_lab[prev] == e_lab) & ~R.r_nomerge[e_rec[prev]] & ~R.r_nomerge[e_rec]
+    drawlike = (col["kind"] == KD_DRAW) | (col["kind"] == KD_INDEXED)
+    inst_link = base_ok & drawlike & (pcol["src_off"] == col["src_off"]) & (pcol["count"] == col["count"]) & \
+        (col["inst"] >= 0) & (pcol["inst"] >= 0) & (col["inst"] == pcol["inst"] + pcol["ninst"]) & \
+        (((pcol["rel"] == -1) & (col["rel"] == -1)) |
+         ((pcol["rel"] >= 0) & (col["rel"] == pcol["rel"] + pcol["ninst"])))
+    noprim = np.array([p.no_prim_id for p in R.pipes] + [False], bool)[R.a_pipe[e_act]]
+    vpp = R.a_vpp[pa]
+    isz = np.where(pcol["fmt"] == 1, 4, 2)
+    step = np.where(pcol["kind"] == KD_INDEXED, pcol["count"] * isz, pcol["count"])
+    range_link = base_ok & drawlike & noprim & (vpp > 0) & (pcol["ninst"] == 1) & (col["ninst"] == 1) & \
+        (pcol["inst"] == col["inst"]) & (pcol["rel"] == col["rel"]) & \
+        (pcol["count"] % np.maximum(vpp, 1) == 0) & (col["src_off"] == pcol["src_off"] + step) & \
+        (pcol["count"] > 0)
+    typ = np.where(inst_link, 1, np.where(range_link, 2, 0))
+    if n > 1:
+        # a run merges one way only: cut where the link type changes
+        typ[1:] = np.where((typ[1:] > 0) & (typ[:-1] > 0) & (typ[1:] != typ[:-1]), 0, typ[1:])
+    if n:
+        typ[0] = 0
+    head = typ == 0
+    hidx = np.flatnonzero(head)
+    run = np.cumsum(head) - 1
+    first = e_rec[hidx]
+    last_pos = np.r_[hidx[1:] - 1, n - 1] if hidx.size else np.zeros(0, np.int64)
+    last = e_rec[last_pos]
+    res = e_res[hidx]
+    lab = e_lab[hidx]
+    kf = key[first]
+    src_off = kf[:, F["src_off"]].copy()
+    count = kf[:, F["count"]].copy()
+    inst = kf[:, F["inst"]].copy()
+    ninst = kf[:, F["ninst"]].copy()
+    rel = kf[:, F["rel"]].copy()
+    if hidx.size:
+        rtype = np.zeros(hidx.size, np.int64)
+        np.maximum.at(rtype, run, typ)
+        tot_n = np.add.reduceat(key[e_rec, F["ninst"]], hidx)
+        tot_c = np.add.reduceat(key[e_rec, F["count"]], hidx)
+        ninst = np.where(rtype == 1, tot_n, ninst)
+        count = np.where(rtype == 2, tot_c, count)
+    # ------------------------------------------------------------ canonical hazards
+    f_act = R.r_act[first]
+    l_act = R.r_act[last]
+    ckey = res * _SHIFT + f_act
+    can_cnt = _count_before(ckey, rr, ra)
+    hz = _sum_by(ra, _mix(rr, can_cnt, rd_bar), nA) + wpart
+    # ------------------------------------------------------------ key hash and groups
+    kc = hash_cols([*[kf[:, j] for j in _REST if j not in (F["state"], F["src_buf"], F["fmt"])], count, inst,
+                    ninst, rel, hz[f_act].view(np.int64)], hidx.size)
+    sh = kf[:, F["state"]]
+    src = hash_cols([kf[:, F["src_buf"]], kf[:, F["fmt"]], src_off], hidx.size)
+    kh = hash_cols([kc, sh, src], hidx.size)
+    # the same without hazards, to describe differences (a dropped write shifts later reads)
+    kx = hash_cols([*[kf[:, j] for j in _REST], src_off, count, inst, ninst, rel], hidx.size)
+    m = hidx.size
+    start = np.ones(m, bool)
+    if m > 1:
+        samer = res[1:] == res[:-1]
+        rb = (np.searchsorted(rk, res[1:] * _SHIFT + f_act[1:], side="right") -
+              np.searchsorted(rk, res[1:] * _SHIFT + l_act[:-1], side="left")) > 0
+        start[1:] = ~samer | (lab[1:] == 0) | (lab[1:] != lab[:-1]) | rb
+    # multiset groups: sort by key hash inside the group (stable: keeps order for ties)
+    gid = np.cumsum(start)
+    o = np.lexsort((src, sh, kc, gid))
+    gs = gid[o]
+    start = np.ones(m, bool)
+    if m > 1:
+        start[1:] = gs[1:] != gs[:-1]
+    rd_cnt = np.full(R.rd_res.size, -1, np.int64)
+    rd_cnt[rd_keep] = can_cnt
+    rd_b = np.zeros(R.rd_res.size, np.int64)
+    rd_b[rd_keep] = rd_bar
+    return TargetSeqs(res=res[o], first=first[o], last=last[o], lab=lab[o], start=start, kh=kh[o], kx=kx[o],
+                      kc=kc[o], sh=sh[o], src=src[o], src_buf=kf[:, F["src_buf"]][o], act=f_act[o],
+                      src_off=src_off[o], count=count[o], inst=inst[o], ninst=ninst[o], rel=rel[o],
+                      hz=hz.view(np.int64), rd_cnt=rd_cnt, rd_bar=rd_b, w_bar=w_bar)
+
+
+@dataclass
+class Mismatch:
+    """The first difference found: a one-line reason and the two commands (-1: none)."""
+
+    reason: str
+    cmd_a: int
+    cmd_b: int
+    details: dict
+
+
+def _free_values(A: Records) -> tuple[int, ...]:
+    """Raw values of the original that a rewrite may replace by anything (undefined ones).
+
+    Never set in a list is undefined; in a bundle it is inherited from the caller."""
+    return (RS_RESET, HEAP_RESET, X_RESET, KIND_RESET) + ((NEVER,) if A.stream.header.kind == "list" else ())
+
+
+def refines(A: Records, B: Records, aa: np.ndarray, ab: np.ndarray) -> np.ndarray:
+    """Whether the state of B's actions ``ab`` refines that of A's actions ``aa`` (pairwise).
+
+    Equal in every column A's pipeline observes, except where A's value is undefined
+    (never set, or lost to a root-signature / heap change): a rewrite may give
+    undefined state any value.
+    """
+    ok = np.ones(aa.size, bool)
+    pa = A.a_pipe[aa]
+    free = _free_values(A)
+    for p in np.unique(pa):
+        sel = np.flatnonzero(pa == p)
+        key = int(p) if p >= 0 else -1 - int(A.a_op[aa[sel[0]]] == _OP["Dispatch"])
+        cols = A.observed.get(key, A.state.cols)
+        for c in cols:
+            raw = A.state.value(c)[aa[sel]]
+            va = norm(raw)
+            vb = norm(B.state.value(c)[ab[sel]])
+            ok[sel] &= (va == vb) | np.isin(raw, free)
+    return ok
+
+
+def compare_records(A: Records, B: Records, SA: TargetSeqs, SB: TargetSeqs) -> Mismatch | None:
+    """First difference between the canonical sequences of ``A`` and ``B`` (None: equal)."""
+    if (SA.res.size == SB.res.size and np.array_equal(SA.res, SB.res) and np.array_equal(SA.kh, SB.kh)
+            and np.array_equal(SA.start, SB.start)):
+        return None
+    best: tuple[int, int, int] | None = None   # (rank, res, position)
+    for r in np.union1d(SA.res, SB.res):
+        a0, a1 = np.searchsorted(SA.res, r, "left"), np.searchsorted(SA.res, r, "right")
+        b0, b1 = np.searchsorted(SB.res, r, "left"), np.searchsorted(SB.res, r, "right")
+        na, nb = a1 - a0, b1 - b0
+        k = min(na, nb)
+        hard = (SA.kc[a0:a0 + k] != SB.kc[b0:b0 + k]) | (SA.start[a0:a0 + k] != SB.start[b0:b0 + k])
+        src_free = np.isin(SA.src_buf[a0:a0 + k], _free_values(A))
+        hard |= ~src_free & (SA.src[a0:a0 + k] != SB.src[b0:b0 + k])
+        soft = np.flatnonzero(~hard & (SA.sh[a0:a0 + k] != SB.sh[b0:b0 + k]))
+        if soft.size:
+            hard[soft[~refines(A, B, SA.act[a0 + soft], SB.act[b0 + soft])]] = True
+        if hard.any():
+            p = int(np.argmax(hard))
+        elif na != nb:
+            p = k
+        else:
+            continue
+        # rank by the earliest original record of the group the difference is in
+        g0 = p
+        while g0 > 0 and a0 + g0 < a1 and not SA.start[a0 + g0]:
+            g0 -= 1
+        if a0 + g0 < a1:
+            g1 = g0 + 1
+            while a0 + g1 < a1 and not SA.start[a0 + g1]:
+                g1 += 1
+            rank = int(SA.first[a0 + g0:a0 + g1].min())
+        else:
+            rank = int(A.r_act.size + (SB.first[b0 + p] if b0 + p < b1 else 0))
+        if best is None or rank < best[0]:
+            best = (rank, int(r), p)
+    if best is None:
+        return None
+    return _Explain(A, B, SA, SB).explain(best[1], best[2])
+
+
+# --------------------------------------------------------------------------- messages
+class _Explain:
+    def __init__(self, A: Records, B: Records, SA: TargetSeqs, SB: TargetSeqs):
+        self.A, self.B, self.SA, self.SB = A, B, SA, SB
+
+    # ------------------------------------------------------------ helpers
+    def rname(self, r: int) -> str:
+        return self.A.canon.name(int(r))
+
+    def loc(self, R: Records, rec: int) -> str:
+        a = int(R.r_act[rec])
+        cmd = int(R.a_cmd[a])
+        s = R.where(cmd)
+        op = int(R.a_op[a])
+        if op in _MULTI:
+            sp = R.stream.spec(cmd)
+            stride = int(R.stream.args[cmd, sp.col("stride")])
+            s += f" [draw {int(R.r_sub[rec])} of the {sp.name}, stride {stride}]"
+        return s
+
+    def what(self, R: Records, rec: int) -> str:
+        kind, n = R.ordinal(int(R.r_act[rec]))
+        return f"{kind} {n}"
+
+    def pair(self, ra: int, rb: int) -> str:
+        A, B = self.A, self.B
+        return f"{self.what(A, ra)} ({self.loc(A, ra)} vs {self.loc(B, rb)})"
+
+    def explain(self, r: int, p: int) -> Mismatch:
+        A, B, SA, SB = self.A, self.B, self.SA, self.SB
+        a0, a1 = np.searchsorted(SA.res, r, "left"), np.searchsorted(SA.res, r, "right")
+        b0, b1 = np.searchsorted(SB.res, r, "left"), np.searchsorted(SB.res, r, "right")
+        na, nb = a1 - a0, b1 - b0
+        ia, ib = a0 + p, b0 + p
+        tname = self.rname(r)
+        kha, khb = SA.kx[a0:a1], SB.kx[b0:b1]
+
+        def cmd_of(R: Records, S: TargetSeqs, i: int) -> int:
+            return int(R.a_cmd[R.r_act[S.first[i]]])
+
+        def mm(reason: str, ca: int, cb: int, **d) -> Mismatch:
+            return Mismatch(reason, ca, cb, {"kind": "record", "target": tname, **d})
+
+        # one side exhausted
+        if ib >= b1:
+            return self._missing(int(SA.first[ia]), tname, self._multi_note(ib, b0, b1))
+        if ia >= a1:
+            rec = int(SB.first[ib])
+            dup = np.flatnonzero(kha == SB.kh[ib])
+            extra = f" (a duplicate of {A.where(cmd_of(A, SA, a0 + int(dup[0])))})" if dup.size else ""
+            return mm(f"target {tname}: the optimized stream has an extra draw at {self.loc(B, rec)}{extra}",
+                      -1, cmd_of(B, SB, ib))
+        # multiset group: compare as sets
+        if not (SA.start[ia] and SB.start[ib] and (ia + 1 >= a1 or SA.start[ia + 1]) and
+                (ib + 1 >= b1 or SB.start[ib + 1])):
+            return self._group(r, tname, a0, a1, b0, b1, p)
+        # ordered position
+        if p + 1 < na and p + 1 < nb and kha[p] == khb[p + 1] and kha[p + 1] == khb[p]:
+            ra, rb = int(SA.first[ia]), int(SA.first[ia + 1])
+            why = self._why_ordered(A, ra, rb)
+            return mm(f"target {tname}: {why} draws at {A.where(cmd_of(A, SA, ia))} and "
+                      f"{A.where(cmd_of(A, SA, ia + 1))} swapped", cmd_of(A, SA, ia), cmd_of(B, SB, ib))
+        if na > nb and np.array_equal(kha[p + 1:p + 1 + min(3, na - p - 1)], khb[p:p + min(3, na - p - 1)]):
+            return self._missing(int(SA.first[ia]), tname, self._multi_note(ib, b0, b1))
+        if nb > na and p + 1 < nb and khb[p + 1] == kha[p]:
+            rec = int(SB.first[ib])
+            dup = np.flatnonzero(kha == khb[p])
+            extra = f" (a duplicate of {A.where(cmd_of(A, SA, a0 + int(dup[0])))})" if dup.size else ""
+            return mm(f"target {tname}: the optimized stream has an extra draw at {self.loc(B, rec)}{extra}",
+                      cmd_of(A, SA, ia), cmd_of(B, SB, ib))
+        later = np.flatnonzero(khb[p + 1:] == kha[p])
+        if later.size and self._fields_equal(ia, ib) is False:
+            q = p + 1 + int(later[0])
+            ra = int(SA.first[ia])
+            why = self._why_ordered(A, ra, int(SB.first[ib]), B)
+            return mm(f"target {tname}: {why} draw at {A.where(cmd_of(A, SA, ia))} now comes after the draw at "
+                      f"{B.where(cmd_of(B, SB, b0 + q - 1))} (optimized)", cmd_of(A, SA, ia), cmd_of(B, SB, ib))
+        return self._fields(r, tname, ia, ib, a0, a1, b0, b1)
+
+    def _missing(self, rec: int, tname: str, note: str = "") -> Mismatch:
+        """Record ``rec`` of the original has no counterpart on ``tname``. If the optimized
+        stream performs the same draw / dispatch with other state (so that it no longer
+        writes ``tname``), say which state; else call it missing."""
+        A, B = self.A, self.B
+        shape_cols = [F[f] for f in ("kind", "sym", "count", "src_off", "inst", "ninst")]
+        sa = hash_cols([A.key[rec, j] for j in shape_cols], 1)[0]
+        sb = hash_cols([B.key[:, j] for j in shape_cols], B.key.shape[0])
+        cand = np.flatnonzero(sb == sa)
+        aa = int(A.r_act[rec])
+        ca = int(A.a_cmd[aa])
+        det = {"kind": "record", "target": tname}
+        if cand.size:
+            kind, n = A.ordinal(aa)
+            same = [int(c) for c in cand if B.ordinal(int(B.r_act[c])) == (kind, n)]
+            rb = same[0] if same else int(cand[0])
+            ab = int(B.r_act[rb])
+            writes_t = bool(np.any((B.w_act == ab) & (B.w_res == A.canon.ids.get(tname, -2))))
+            if not writes_t and A.key[rec, F["state"]] != B.key[rb, F["state"]] and \
+                    not refines(A, B, np.array([aa]), np.array([ab]))[0]:
+                msg, col = self._state_diff(aa, ab)
+                return Mismatch(f"{self.pair(rec, rb)}: {msg} (so it no longer writes {tname})", ca,
+                                int(B.a_cmd[ab]), {**det, "field": col})
+        return Mismatch(f"target {tname}: {self.what(A, rec)} ({self.loc(A, rec)}) of the original is missing "
+                        f"from the optimized stream{note}", ca, -1, det)
+
+    def _multi_note(self, ib: int, b0: int, b1: int) -> str:
+        B, SB = self.B, self.SB
+        for i in (ib, ib - 1):
+            if b0 <= i < b1:
+                rec = int(SB.first[i])
+                if int(B.a_op[B.r_act[rec]]) in _MULTI:
+                    return f" (the optimized draws there come from {self.loc(B, rec)})"
+        return ""
+
+    def _fields_equal(self, ia: int, ib: int) -> bool:
+        return bool(self.SA.kh[ia] == self.SB.kh[ib])
+
+    def _why_ordered(self, A: Records, ra: int, rb: int, B: Records | None = None) -> str:
+        pa = A.pipe(int(A.r_act[ra]))
+        if pa is not None and pa.blend != "opaque":
+            return "blended"
+        if pa is not None and pa.oi:
+            return "ordered"
+        return "order-dependent"
+
+    def _group(self, r: int, tname: str, a0: int, a1: int, b0: int, b1: int, p: int) -> Mismatch:
+        SA, SB, A, B = self.SA, self.SB, self.A, self.B
+        ia = a0 + p
+        g0 = ia
+        while g0 > a0 and not SA.start[g0]:
+            g0 -= 1
+        g1 = ia + 1
+        while g1 < a1 and not SA.start[g1]:
+            g1 += 1
+        ib0 = min(b0 + (g0 - a0), b1)
+        ib1 = ib0 + 1
+        while ib1 < b1 and not SB.start[ib1]:
+            ib1 += 1
+        ib1 = min(ib1, b1)
+        # compare without hazards first (a dropped write shifts every later read), then with them
+        only_a: list[int] = []
+        only_b: list[int] = []
+        for ka, kb in ((SA.kx, SB.kx), (SA.kh, SB.kh)):
+            left = Counter(kb[ib0:ib1].tolist())
+            only_a = []
+            for i in sorted(range(g0, g1), key=lambda j: SA.first[j]):
+                if left[int(ka[i])] > 0:
+                    left[int(ka[i])] -= 1
+                else:
+                    only_a.append(i)
+            right = Counter(ka[g0:g1].tolist())
+            only_b = []
+            for i in sorted(range(ib0, ib1), key=lambda j: SB.first[j]):
+                if right[int(kb[i])] > 0:
+                    right[int(kb[i])] -= 1
+                else:
+                    only_b.append(i)
+            if only_a or only_b:
+                break
+        if only_a and only_b:
+            return self._fields(r, tname, only_a[0], only_b[0], a0, a1, b0, b1)
+        if only_a:
+            return self._missing(int(SA.first[only_a[0]]), tname, " (or moved across a dependent command)")
+        if only_b:
+            rec = int(SB.first[only_b[0]])
+            dup = [i for i in range(g0, g1) if SA.kx[i] == SB.kx[only_b[0]]]
+            extra = f" (a duplicate of {A.where(int(A.a_cmd[A.r_act[SA.first[dup[0]]]]))})" if dup else ""
+            return Mismatch(f"target {tname}: the optimized stream has an extra draw at {self.loc(B, rec)}{extra}",
+                            -1, int(B.a_cmd[B.r_act[rec]]), {"kind": "record", "target": tname})
+        rec = int(SB.first[ib0]) if ib0 < b1 else int(SA.first[g0])
+        R = B if ib0 < b1 else A
+        return Mismatch(f"target {tname}: commuting draws regrouped: the draw at {self.loc(R, rec)} "
+                        f"crosses a read of {tname} or a draw whose order is observable",
+                        int(A.a_cmd[A.r_act[SA.first[g0]]]), int(B.a_cmd[B.r_act[rec]]) if R is B else -1,
+                        {"kind": "record", "target": tname})
+
+    # ------------------------------------------------------------ field differences
+    def _fields(self, r: int, tname: str, ia: int, ib: int, a0: int, a1: int, b0: int, b1: int) -> Mismatch:
+        A, B, SA, SB = self.A, self.B, self.SA, self.SB
+        ra, rb = int(SA.first[ia]), int(SB.first[ib])
+        aa, ab = int(A.r_act[ra]), int(B.r_act[rb])
+        ca, cb = int(A.a_cmd[aa]), int(B.a_cmd[ab])
+        ka, kb = A.key[ra], B.key[rb]
+        where = self.pair(ra, rb)
+        det = {"kind": "record", "target": tname}
+
+        def out(msg: str, field: str, va=None, vb=None) -> Mismatch:
+            return Mismatch(f"{where}: {msg}", ca, cb, {**det, "field": field, "original": va, "optimized": vb})
+
+        merged = self._merge_note(ia, ib, a0, a1)
+        if ka[F["state"]] != kb[F["state"]] and not refines(A, B, np.array([aa]), np.array([ab]))[0]:
+            msg, col = self._state_diff(aa, ab)
+            return out(msg + merged, col)
+        if ka[F["kind"]] != kb[F["kind"]]:
+            from .records import KIND_NAMES
+            return out(f"{KIND_NAMES[ka[F['kind']]]} != {KIND_NAMES[kb[F['kind']]]}", "kind")
+        if ka[F["epoch"]] != kb[F["epoch"]]:
+            return out("moved across an Opaque command (a full barrier)", "epoch")
+        xa, xb = self._xnote(A, ra), self._xnote(B, rb)
+        src_free = int(ka[F["src_buf"]]) in _free_values(A)
+        if not src_free and (ka[F["src_buf"]] != kb[F["src_buf"]] or ka[F["fmt"]] != kb[F["fmt"]]):
+            return out(f"index source {self._src(A, ra, aa)} != {self._src(B, rb, ab)}", "src")
+        if not src_free and SA.src_off[ia] != SB.src_off[ib]:
+            what = "index byte offset" if ka[F["kind"]] == KD_INDEXED else "StartVertexLocation"
+            return out(f"{what} {SA.src_off[ia]} != {SB.src_off[ib]}{merged}", "src_off",
+                       int(SA.src_off[ia]), int(SB.src_off[ib]))
+        if SA.count[ia] != SB.count[ib]:
+            what = "IndexCount" if ka[F["kind"]] == KD_INDEXED else "VertexCount"
+            extra = merged or self._noprim_note(A, aa)
+            return out(f"{what} {SA.count[ia]} != {SB.count[ib]}{extra}", "count", int(SA.count[ia]),
+                       int(SB.count[ib]))
+        if ka[F["bias"]] != kb[F["bias"]]:
+            return out(f"vertex bias (BaseVertexLocation) {ka[F['bias']]} != {kb[F['bias']]}{xb or xa}", "bias",
+                       int(ka[F["bias"]]), int(kb[F["bias"]]))
+        if SA.inst[ia] != SB.inst[ib]:
+            return out(f"StartInstanceLocation {SA.inst[ia]} != {SB.inst[ib]}{xb or xa}{merged}", "inst",
+                       int(SA.inst[ia]), int(SB.inst[ib]))
+        if SA.ninst[ia] != SB.ninst[ib]:
+            return out(f"InstanceCount {SA.ninst[ia]} != {SB.ninst[ib]}{merged or self._rel_note(A, aa)}",
+                       "ninst", int(SA.ninst[ia]), int(SB.ninst[ib]))
+        if SA.rel[ia] != SB.rel[ib]:
+            return out(f"SV_InstanceID {SA.rel[ia]} != {SB.rel[ib]}{self._rel_note(A, aa)}", "rel")
+        if ka[F["svoff"]] != kb[F["svoff"]]:
+            return out(f"SV_VertexID offset {ka[F['svoff']]} != {kb[F['svoff']]} (DrawIndexedX IndexOffset "
+                       f"reaches SV_VertexID of a pipeline without an x(...) contract)", "svoff")
+        if ka[F["lift"]] != kb[F["lift"]]:
+            return out(f"per-draw values (lifted root constants) differ{xb or xa}{merged}", "lift")
+        if ka[F["sym"]] != kb[F["sym"]]:
+            return out(self._sym_diff(ka, kb, ra, rb), "sym")
+        if ka[F["ia"]] != kb[F["ia"]]:
+            return out("input-assembler base vertex / instance differs (the pipeline has an input layout)", "ia")
+        return self._hazard(where, ca, cb, aa, ab, det, tname)
+
+    def _merge_note(self, ia: int, ib: int, a0: int, a1: int) -> str:
+        """If the optimized entry spans the original's entry and the next one, say why that is wrong."""
+        A, SA, SB = self.A, self.SA, self.SB
+        order = a0 + np.argsort(SA.first[a0:a1], kind="stable")
+        pos = np.flatnonzero(order == ia)
+        if not pos.size or pos[0] + 1 >= order.size:
+            return ""
+        nxt = int(order[pos[0] + 1])
+        if not (SB.ninst[ib] >= SA.ninst[ia] + SA.ninst[nxt] or SB.count[ib] >= SA.count[ia] + SA.count[nxt]):
+            return ""
+        r0, r1 = int(SA.first[ia]), int(SA.first[nxt])
+        x0, x1 = int(A.r_act[r0]), int(A.r_act[r1])
+        k0, k1 = A.key[r0], A.key[r1]
+        pi = A.pipe(x0)
+        if k0[F["state"]] != k1[F["state"]]:
+            why = self._state_diff(x0, x1, A)[0]
+        elif k0[F["lift"]] != k1[F["lift"]]:
+            why = "their per-draw values (lifted root constants) differ"
+        elif k0[F["ia"]] != k1[F["ia"]] and k0[F["kind"]] == KD_DRAW:
+            why = ("their vertex-buffer windows differ, and moving a window into StartVertexLocation "
+                   "changes SV_VertexID of a non-indexed draw")
+        elif pi is not None and SB.count[ib] > SA.count[ia] and not pi.no_prim_id:
+            why = f"pipeline '{pi.name}' may read SV_PrimitiveID (no no_primitive_id contract)"
+        elif SB.count[ib] > SA.count[ia] and A.a_vpp[x0] == 0:
+            why = "the primitive topology is not a list topology (or is not set)"
+        elif pi is not None and SB.ninst[ib] > SA.ninst[ia] and not pi.has_perdraw:
+            why = f"pipeline '{pi.name}' has no per-draw contract, so SV_InstanceID is observable"
+        elif pi is not None and (pi.never_merge or A.r_nomerge[r0]):
+            why = "the draw is marked never_merge / nomerge"
+        else:
+            why = "the shader can tell them apart"
+        return (f" (the draws at {A.where(int(A.a_cmd[x0]))} and {A.where(int(A.a_cmd[x1]))} were merged, "
+                f"but {why})")
+
+    def _noprim_note(self, R: Records, a: int) -> str:
+        pi = R.pipe(a)
+        if pi is not None and not pi.no_prim_id:
+            return f" (pipeline '{pi.name}' may read SV_PrimitiveID: no no_primitive_id contract)"
+        return ""
+
+    def _rel_note(self, R: Records, a: int) -> str:
+        pi = R.pipe(a)
+        if pi is not None and not pi.has_perdraw:
+            return f" (pipeline '{pi.name}' has no per-draw contract, so SV_InstanceID is observable)"
+        return ""
+
+    def _xnote(self, R: Records, rec: int) -> str:
+        slot = int(R.r_xslot[rec])
+        if slot < 0:
+            return ""
+        a = int(R.r_act[rec])
+        cmd = int(R.a_cmd[a])
+        io = int(R.stream.args[cmd, 4])
+        pi = R.pipe(a)
+        k = pi.k_bits if pi else 0
+        note = f" (DrawIndexedX IndexOffset 0x{io:x} at {R.where(cmd)}: draw id {slot}, low bits {io & ((1 << k) - 1)})"
+        i = np.flatnonzero(R.x["rec"] == rec)
+        if i.size and pi is not None:
+            b, o = int(R.x["buf"][i[0]]), int(R.x["off"][i[0]])
+            same = int(np.count_nonzero((R.x["buf"] == b) & (R.x["off"] == o)))
+            ids = 1 << (32 - k)
+            if same > ids:
+                note += (f"; draw-id overflow: {same} DrawIndexedX calls share one per-draw binding but "
+                         f"vertex_bits={k} leaves {32 - k} bits ({ids} draw ids)")
+        return note
+
+    def _src(self, R: Records, rec: int, a: int) -> str:
+        k = R.key[rec]
+        b = int(k[F["src_buf"]])
+        if b < 0:
+            return self._undef(R, a, cid_of(Col.IB), b)
+        fmt = ("R16_UINT", "R32_UINT")[int(k[F["fmt"]])] if k[F["fmt"]] in (0, 1) else "?"
+        return f"{R.canon.name(b)} {fmt}"
+
+    def _undef(self, R: Records, a: int, col: int, v: int) -> str:
+        src = int(R.state.source(col)[a])
+        at = R.where(src) if src >= 0 else ""
+        if v == NEVER:
+            return "never set"
+        if v == RS_RESET:
+            return f"undefined (the root signature changed at {at})"
+        if v == HEAP_RESET:
+            return f"undefined (the descriptor heaps changed at {at})"
+        if v == KIND_RESET:
+            return f"undefined (the root argument was set as another kind at {at})"
+        if v == X_RESET:
+            return f"undefined (DrawIndexedX at {at} leaves the index buffer undefined; IASetIndexBuffer needed)"
+        if v <= OPQ_BASE:
+            return f"unknown (after the Opaque command at {at})"
+        return str(v)
+
+    def _value(self, R: Records, a: int, col: int) -> str:
+        v = int(R.state.value(col)[a])
+        if v < 0:
+            return self._undef(R, a, col, v)
+        fam = Col(col >> 20)
+        if fam in (Col.PSO, Col.RSG, Col.RSC):
+            return f"'{R.canon.name(v)}'"
+        if fam in (Col.TG, Col.TC):
+            return f"{R.canon.name(v >> 32)}[{v & 0xFFFFFFFF}]"
+        if fam in (Col.CG, Col.CC):
+            return f"0x{v:x}"
+        src = int(R.state.source(col)[a])
+        if src >= 0:
+            c = R.stream.command(src)
+            return " ".join(str(x) for x in (*c.args, *c.var)) or "(none)"
+        return str(v)
+
+    def _state_diff(self, aa: int, ab: int, B: Records | None = None) -> tuple[str, str]:
+        """The first observed state column that differs (a binding lost in B first)."""
+        A = self.A
+        B = B if B is not None else self.B
+        pa, pb = int(A.a_pipe[aa]), int(B.a_pipe[ab])
+        cols = [cid_of(Col.PSO)] + list(A.observed.get(pa, [])) + \
+            [c for c in B.observed.get(pb, []) if c not in A.observed.get(pa, [])]
+        if len(cols) == 1:
+            cols += list(A.state.cols)
+        diffs = []
+        free = _free_values(A)
+        for c in dict.fromkeys(cols):
+            va, vb = int(A.state.value(c)[aa]), int(B.state.value(c)[ab])
+            na = NEVER if -16 < va < 0 else va
+            nb = NEVER if -16 < vb < 0 else vb
+            if na != nb and (B is A or va not in free):
+                diffs.append((0 if (nb == NEVER and na != NEVER) else 1, c))
+        if not diffs:
+            return "normalised state differs", "state"
+        _, c = min(diffs, key=lambda d: d[0])
+        name = col_name(c)
+        return f"{name} {self._value(A, aa, c)} != {self._value(B, ab, c)}", name
+
+    def _sym_diff(self, ka: np.ndarray, kb: np.ndarray, ra: int, rb: int) -> str:
+        A, B = self.A, self.B
+        return (f"GPU-written indirect arguments differ ({self._args_at(A, ra)} != {self._args_at(B, rb)}; "
+                f"GPU-written args compare by buffer, offset, stride and count source)")
+
+    def _args_at(self, R: Records, rec: int) -> str:
+        a = int(R.r_act[rec])
+        cmd = int(R.a_cmd[a])
+        sp = R.stream.spec(cmd)
+        c = R.stream.command(cmd)
+        if sp.name == "Dispatch":
+            return f"Dispatch {' '.join(str(x) for x in c.args)}"
+        if sp.name == "CopyBufferRegion":
+            return f"CopyBufferRegion {' '.join(str(x) for x in c.args)}"
+        if "args_buffer" not in sp.fields:
+            return sp.name
+        off = int(R.stream.args[cmd, sp.col("offset")])
+        stride = int(R.stream.args[cmd, sp.col("stride")]) if "stride" in sp.fields else 0
+        sub = int(R.r_sub[rec])
+        return f"{c['args_buffer']}+{off + sub * stride} (stride {stride})"
+
+    def _hazard(self, where: str, ca: int, cb: int, aa: int, ab: int, det: dict, tname: str) -> Mismatch:
+        A, B, SA, SB = self.A, self.B, self.SA, self.SB
+        ia = np.flatnonzero(A.rd_act == aa)
+        ib = np.flatnonzero(B.rd_act == ab)
+        da = {int(A.rd_res[i]): (int(SA.rd_cnt[i]), int(SA.rd_bar[i])) for i in ia}
+        db = {int(B.rd_res[i]): (int(SB.rd_cnt[i]), int(SB.rd_bar[i])) for i in ib}
+        for res in sorted(set(da) | set(db)):
+            x, y = da.get(res, (-1, 0)), db.get(res, (-1, 0))
+            if x[0] != y[0]:
+                name = A.canon.name(res)
+                wa = self._nth_write(A, SA, res, min(x[0], y[0]) if min(x[0], y[0]) >= 0 else 0)
+                across = f" (moved across the write at {wa})" if wa else ""
+                return Mismatch(f"{where}: reads {name} after {max(x[0], 0)} write(s) in the original but "
+                                f"{max(y[0], 0)} in the optimized{across}", ca, cb,
+                                {**det, "field": "hazard", "resource": name})
+            if x[1] != y[1]:
+                name = A.canon.name(res)
+                return Mismatch(f"{where}: accesses {name} on the other side of a ResourceBarrier", ca, cb,
+                                {**det, "field": "barrier", "resource": name})
+        wa_ = {int(A.w_res[i]): int(SA.w_bar[i]) for i in np.flatnonzero(A.w_act == aa)}
+        wb_ = {int(B.w_res[i]): int(SB.w_bar[i]) for i in np.flatnonzero(B.w_act == ab)}
+        for res in sorted(set(wa_) | set(wb_)):
+            if wa_.get(res) != wb_.get(res):
+                name = A.canon.name(res)
+                return Mismatch(f"{where}: writes {name} on the other side of a ResourceBarrier", ca, cb,
+                                {**det, "field": "barrier", "resource": name})
+        return Mismatch(f"{where}: effective records differ on target {tname}", ca, cb, {**det, "field": "?"})
+
+    def _nth_write(self, R: Records, S: TargetSeqs, res: int, n: int) -> str:
+        i0 = np.searchsorted(S.res, res, "left")
+        i1 = np.searchsorted(S.res, res, "right")
+        if i0 + n < i1:
+            order = np.sort(S.first[i0:i1])
+            rec = int(order[n])
+            return R.where(int(R.a_cmd[R.r_act[rec]]))
+        return ""
+
+
+_MULTI = {_OP[n] for n in ("MultiDrawInstancedIndirect", "MultiDrawIndexedInstancedIndirect",
+                           "MultiDrawInstancedIndirectAuto", "MultiDrawIndexedInstancedIndirectAuto")}

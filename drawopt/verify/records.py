@@ -1,0 +1,814 @@
+"""Effective records: what every draw, dispatch and copy of a stream does.
+
+An *action* is a draw, dispatch or copy command. It expands to *records*:
+
+* a direct draw: one record per run of instances that differ only in their instance
+  number (``inst`` is the first, ``ninst`` how many); a draw whose per-draw values
+  come from a generated array (a pipeline contract in its array form) gets one
+  record per instance, since every instance reads its own array entry;
+* an indirect draw whose args (and, for ``Auto``, count) buffer the CPU wrote
+  (``Buffer.cpu`` with ``data``, and no GPU write of it earlier in the stream): the
+  draws it performs (``MultiDraw*`` with count N, offset O and stride S is N single
+  indirect draws at ``O + i*S``), expanded as direct draws;
+* an indirect draw with GPU-written args: one *symbolic* record per draw slot (the
+  args buffer and byte offset); an ``Auto`` draw one record naming its count source;
+* a dispatch: one record (its thread groups); a copy: one record (both ranges).
+
+A record's *key* (:data:`KEY_FIELDS`) holds everything the shaders and the
+fixed-function stages can observe, normalised (see ``docs/verification.md``):
+the state its pipeline reads, the index source (buffer, byte offset, format) or
+first vertex, the count, the vertex bias, the instance, and the values delivered
+through the pipeline's per-draw contract, decoded from ``DrawIndexedX``
+``IndexOffset`` bits and the generated per-draw arrays.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Records", "expand", "KEY_FIELDS", "F", "KIND_NAMES", "MAX_RECORDS"]
+
+import bisect
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..decls import Buffer, Decls, Pipeline, View
+from ..errors import UsageError
+from ..ops import BY_NAME, OPS, TOPOLOGIES, Cat
+from ..stream import FLAG_NOMERGE, Stream
+from ._hash import hash_cols
+from .model import NEVER, OPQ_BASE, VERTS_PER_PRIM, Canon, PipeInfo, commute_label, pipe_info
+from .slots import Col, StateAt, cid_of, track
+
+_OP = {n: BY_NAME[n].code for n in BY_NAME}
+_CAT = {o.code: o.cat for o in OPS}
+_MASK63 = np.int64(0x7FFFFFFFFFFFFFFF)
+UNKNOWN = -7
+"""Field value: not known statically (GPU-written data)."""
+OOB = -5
+"""Word value: read past the end of the buffer."""
+NOT_INDEXED = -100
+"""``src_buf`` of records that read no index buffer."""
+EXPAND_CAP = 1 << 16
+"""A multi-draw of more draws than this is one record (buffer, offset, stride, count)."""
+MAX_RECORDS = 1 << 24
+"""Most records one stream may expand to (per-instance array reads are the only way to get many)."""
+
+KEY_FIELDS = ("state", "kind", "src_buf", "src_off", "fmt", "count", "bias", "inst", "ninst", "rel",
+              "svoff", "lift", "sym", "ia", "epoch")
+"""Columns of a record key, in order."""
+F = {n: i for i, n in enumerate(KEY_FIELDS)}
+KIND_NAMES = ("draw", "indexed draw", "indirect draw", "indirect draw with a GPU count", "dispatch", "copy")
+KD_DRAW, KD_INDEXED, KD_SYM, KD_SYMAUTO, KD_DISPATCH, KD_COPY = range(6)
+
+INDIRECT = {  # op name -> (indexed, multi, auto)
+    "DrawInstancedIndirect": (False, False, False), "DrawIndexedInstancedIndirect": (True, False, False),
+    "MultiDrawInstancedIndirect": (False, True, False), "MultiDrawIndexedInstancedIndirect": (True, True, False),
+    "MultiDrawInstancedIndirectAuto": (False, True, True),
+    "MultiDrawIndexedInstancedIndirectAuto": (True, True, True),
+}
+INDEXED_NATIVE = frozenset(_OP[n] for n in (
+    "DrawIndexedInstanced", "DrawIndexedInstancedIndirect", "MultiDrawIndexedInstancedIndirect",
+    "MultiDrawIndexedInstancedIndirectAuto"))
+"""Draws that read the bound index buffer."""
+
+INHERITED_TARGETS = "(inherited render targets)"
+INHERITED_DEPTH = "(inherited depth target)"
+"""Pseudo-resources written by draws that run without setting render targets (bundles)."""
+
+FE_ARGS, FE_COUNT, FE_INDEX = 0, 1, 2
+FE_NAMES = ("indirect args", "draw count", "index data")
+
+
+def norm(v: np.ndarray) -> np.ndarray:
+    """State values with every "undefined" sentinel folded into :data:`NEVER`."""
+    return np.where((v < 0) & (v > OPQ_BASE), NEVER, v)
+
+
+@dataclass
+class Records:
+    """The effective records of one stream.
+
+    Actions (A, stream order): ``a_cmd`` command, ``a_op`` opcode, ``a_pipe`` index
+    into ``pipes`` (-1: no usable pipeline), ``a_state`` normalised state hash,
+    ``a_first``/``a_nrec`` their records, ``a_vpp`` vertices per primitive of the
+    topology in force (0: a strip or unknown). Records (R, stream order): ``r_act``,
+    ``r_sub`` (draw within a multi-draw), ``r_xslot`` (DrawIndexedX draw id, -1),
+    ``r_nomerge`` (never merged by the canonical form), ``key`` (R x len(KEY_FIELDS)).
+    Accesses per action: writes ``w_act``/``w_res``/``w_lab`` (commutation label, 0:
+    ordered), reads ``rd_act``/``rd_res``; front-end reads ``fe_act``/``fe_res``/
+    ``fe_kind``. ``observed[p]``: state columns pipeline ``p``'s actions observe.
+    ``x``: per DrawIndexedX action of an x-contract pipeline: ``act``, ``slot``,
+    ``low``, ``buf``/``off`` (its per-draw binding, -1 if none).
+    """
+
+    stream: Stream
+    canon: Canon
+    cmap: np.ndarray
+    pipes: list[PipeInfo]
+    state: StateAt
+    a_cmd: np.ndarray
+    a_op: np.ndarray
+    a_pipe: np.ndarray
+    a_state: np.ndarray
+    a_first: np.ndarray
+    a_nrec: np.ndarray
+    a_vpp: np.ndarray
+    r_act: np.ndarray
+    r_sub: np.ndarray
+    r_xslot: np.ndarray
+    r_nomerge: np.ndarray
+    key: np.ndarray
+    w_act: np.ndarray
+    w_res: np.ndarray
+    w_lab: np.ndarray
+    rd_act: np.ndarray
+    rd_res: np.ndarray
+    fe_act: np.ndarray
+    fe_res: np.ndarray
+    fe_kind: np.ndarray
+    observed: dict[int, list[int]]
+    x: dict[str, np.ndarray]
+
+    def line(self, cmd: int) -> int:
+        return int(self.stream.line[cmd]) if 0 <= cmd < len(self.stream) else 0
+
+    def where(self, cmd: int) -> str:
+        """``line N``, or ``command i`` when the stream carries no line numbers."""
+        ln = self.line(cmd)
+        return f"line {ln}" if ln > 0 else f"command {cmd}"
+
+    def pipe(self, a: int) -> PipeInfo | None:
+        p = int(self.a_pipe[a])
+        return self.pipes[p] if p >= 0 else None
+
+    def ordinal(self, a: int) -> tuple[str, int]:
+        """``('draw', n)``: action ``a`` is the n-th draw (or dispatch, copy) of the stream."""
+        cat = _CAT[int(self.a_op[a])]
+        same = np.array([_CAT[int(o)] == cat for o in np.unique(self.a_op)], bool)
+        codes = np.unique(self.a_op)[same]
+        n = int(np.count_nonzero(np.isin(self.a_op[:a], codes)))
+        return {Cat.DRAW: "draw", Cat.DISPATCH: "dispatch", Cat.COPY: "copy"}[cat], n
+
+
+# --------------------------------------------------------------------------- views
+class Views:
+    """``heap[slot]`` -> (view kind, resource id) of one stream's declarations."""
+
+    def __init__(self, decls: Decls, canon: Canon):
+        tmp: dict[int, list[tuple[int, str, int]]] = {}
+        for d in decls.items:
+            if isinstance(d, View):
+                rid = canon.id(d.resource) if d.resource is not None else -1
+                tmp.setdefault(canon.id(d.heap), []).append((d.slot, d.view, rid))
+        self.by_heap: dict[int, tuple[list[int], list[tuple[str, int]]]] = {}
+        for h, lst in tmp.items():
+            lst.sort()
+            self.by_heap[h] = ([x[0] for x in lst], [(x[1], x[2]) for x in lst])
+
+    def resource(self, heap: int, slot: int) -> tuple[str, int] | None:
+        e = self.by_heap.get(heap)
+        if e is None:
+            return None
+        i = bisect.bisect_left(e[0], slot)
+        return e[1][i] if i < len(e[0]) and e[0][i] == slot else None
+
+    def range(self, heap: int, lo: int, n: int) -> list[tuple[str, int]]:
+        e = self.by_heap.get(heap)
+        if e is None:
+            return []
+        i, j = bisect.bisect_left(e[0], lo), bisect.bisect_left(e[0], lo + n)
+        return e[1][i:j]
+
+
+def safe_ref(cmap: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``cmap[idx]`` where ``idx`` may be garbage at positions the caller masks out."""
+    return cmap[np.clip(idx, 0, cmap.size - 1)]
+
+
+def ragged(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """``starts[i] + 0..lens[i]-1`` concatenated."""
+    lens = np.asarray(lens, np.int64)
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    off = np.cumsum(lens) - lens
+    return np.repeat(np.asarray(starts, np.int64) - off, lens) + np.arange(total, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------- expansion
+def expand(s: Stream, canon: Canon, universe: list[int], reorder: str = "declared") -> Records:
+    """Expand ``s`` into its effective :class:`Records` (state columns ``universe``)."""
+    return _Expander(s, canon, universe, reorder).run()
+
+
+class _Expander:
+    def __init__(self, s: Stream, canon: Canon, universe: list[int], reorder: str):
+        self.s, self.canon, self.universe, self.reorder = s, canon, universe, reorder
+        self.decls = s.decls
+        self.cmap = canon.map_decls(s.decls)
+        cats = s.cats()
+        self.act = np.flatnonzero((cats == int(Cat.DRAW)) | (cats == int(Cat.DISPATCH)) |
+                                  (cats == int(Cat.COPY)))
+        self.a_cat = cats[self.act]
+        self.a_op = s.op[self.act].astype(np.int64)
+        self.nA = self.act.size
+        self.st = track(s, canon, self.cmap, universe, self.act)
+        self.views = Views(s.decls, canon)
+        self.bufdecl: dict[int, Buffer] = {int(self.cmap[i]): d for i, d in enumerate(s.decls.items)
+                                           if isinstance(d, Buffer)}
+
+    # ------------------------------------------------------------------ pipeline + state
+    def _pipelines(self) -> None:
+        s, canon = self.s, self.canon
+        self.pipes: list[PipeInfo] = []
+        pipe_of: dict[int, int] = {}
+        for d in s.decls.items:
+            if isinstance(d, Pipeline):
+                pipe_of[canon.id(d.name)] = len(self.pipes)
+                self.pipes.append(pipe_info(d, s.decls, canon))
+        pso = self.st.value(cid_of(Col.PSO))
+        a_pipe = np.full(self.nA, -1, np.int64)
+        if pipe_of:
+            keys = np.array(sorted(pipe_of), np.int64)
+            vals = np.array([pipe_of[k] for k in sorted(pipe_of)], np.int64)
+            pos = np.clip(np.searchsorted(keys, pso), 0, keys.size - 1)
+            hit = keys[pos] == pso
+            a_pipe[hit] = vals[pos[hit]]
+        comp = np.array([p.compute for p in self.pipes] + [False], bool)[a_pipe]
+        is_draw = self.a_cat == int(Cat.DRAW)
+        is_disp = self.a_cat == int(Cat.DISPATCH)
+        a_pipe[(is_draw & comp) | (is_disp & ~comp) | (self.a_cat == int(Cat.COPY))] = -1
+        self.a_pipe = a_pipe
+
+    def _vertex_windows(self) -> None:
+        """Vertex-buffer bindings as the input assembler uses them.
+
+        With exactly one vertex buffer bound, ``IASetVertexBuffers slot vb off stride``
+        fetches what binding ``vb`` at ``off mod stride`` with the vertex index moved by
+        ``off div stride`` fetches; the binding is compared in that normal form and the
+        shift goes to the vertex bias (indexed draws) or the fetch base (non-indexed)."""
+        st, s = self.st, self.s
+        cols = [c for c in self.universe if (c >> 20) == Col.VB]
+        self.vb_override: dict[int, np.ndarray] = {}
+        self.vb_shift = np.zeros(self.nA, np.int64)
+        if not cols:
+            return
+        vals = np.stack([st.value(c) for c in cols], axis=1)
+        single = (vals >= 0).sum(axis=1) == 1
+        for j, c in enumerate(cols):
+            v, src = vals[:, j], np.maximum(st.source(c), 0)
+            buf = safe_ref(self.cmap, s.args[src, 1])
+            off, stride = s.args[src, 2], s.args[src, 3]
+            ok = single & (v >= 0) & (stride > 0)
+            strd = np.maximum(stride, 1)
+            self.vb_override[c] = np.where(ok, hash_cols([buf, off % strd, stride], self.nA) & _MASK63, v)
+            self.vb_shift += np.where(ok, off // strd, 0)
+
+    def _state(self) -> None:
+        self._vertex_windows()
+        st, universe = self.st, self.universe
+        self.observed: dict[int, list[int]] = {}
+        self.a_state = np.zeros(self.nA, np.int64)
+        gfx_fixed = [cid_of(f) for f in (Col.PSO, Col.RSG, Col.HEAPS, Col.TOPO, Col.RTS, Col.VP, Col.SC, Col.SR)]
+        cmp_fixed = [cid_of(f) for f in (Col.PSO, Col.RSC, Col.HEAPS)]
+        is_copy = self.a_cat == int(Cat.COPY)
+        for p in np.unique(self.a_pipe):
+            p = int(p)
+            if p < 0:
+                # no usable pipeline: nothing says which root arguments it would read
+                for cat, fixed, fams in ((Cat.DRAW, gfx_fixed, (Col.VB, Col.BF)), (Cat.DISPATCH, cmp_fixed, ())):
+                    sel = (self.a_pipe == -1) & (self.a_cat == int(cat))
+                    if sel.any():
+                        cols = fixed + [c for c in universe if Col(c >> 20) in fams and c not in fixed]
+                        self.observed[-1 - int(cat == Cat.DISPATCH)] = cols
+                        self.a_state[sel] = _state_hash(st, cols, sel, -1, self.vb_override)
+                continue
+            sel = (self.a_pipe == p) & ~is_copy
+            cols = _observed_cols(self.pipes[p], universe, gfx_fixed, cmp_fixed)
+            self.observed[p] = cols
+            self.a_state[sel] = _state_hash(st, cols, sel, self.pipes[p].cid, self.vb_override)
+
+    # ------------------------------------------------------------------ accesses
+    def _accesses(self) -> None:
+        s, st, cmap, nA = self.s, self.st, self.cmap, self.nA
+        args = s.args[self.act]
+        bufa = np.full(nA, -1, np.int64)
+        bufb = np.full(nA, -1, np.int64)
+        for name, (_, multi, auto) in INDIRECT.items():
+            m = self.a_op == _OP[name]
+            if auto:
+                bufa[m], bufb[m] = cmap[args[m, 3]], cmap[args[m, 0]]
+            else:
+                bufa[m] = cmap[args[m, 1] if multi else args[m, 0]]
+        m = self.a_op == _OP["DrawIndexedX"]
+        bufa[m] = cmap[args[m, 0]]
+        m = self.a_op == _OP["CopyBufferRegion"]
+        bufa[m], bufb[m] = cmap[args[m, 0]], cmap[args[m, 2]]
+        self.bufa, self.bufb = bufa, bufb
+        # access sets depend on tables and on which buffers are bound, not on offsets
+        self.vb_cols = [c for c in self.universe if (c >> 20) == Col.VB]
+        parts = [self.a_op, self.a_pipe, bufa, bufb, st.value(cid_of(Col.RTS))]
+        parts += [st.value(c) for c in self.universe if (c >> 20) in (Col.TG, Col.TC)]
+        for c in [cid_of(Col.IB)] + self.vb_cols + [c for c in self.universe if (c >> 20) == Col.VG]:
+            v, src = st.value(c), st.source(c)
+            col = 1 if (c >> 20) != Col.IB else 0
+            parts.append(np.where(v >= 0, safe_ref(cmap, s.args[np.maximum(src, 0), col]), v))
+        sig = hash_cols(parts, nA)
+        _, first_of, inv = np.unique(sig, return_index=True, return_inverse=True)
+        sig_w, sig_r = [], []
+        for a in first_of:
+            w, r = self._access_of(int(a))
+            sig_w.append(w)
+            sig_r.append(r)
+        nw_sig = np.array([len(x) for x in sig_w], np.int64)
+        nr_sig = np.array([len(x) for x in sig_r], np.int64)
+        flat_w = np.array([x for lst in sig_w for x in lst], np.int64).reshape(-1, 2)
+        flat_r = np.array([x for lst in sig_r for x in lst], np.int64)
+        woff = np.r_[0, np.cumsum(nw_sig)][:-1].astype(np.int64)
+        roff = np.r_[0, np.cumsum(nr_sig)][:-1].astype(np.int64)
+        nw, nr = nw_sig[inv], nr_sig[inv]
+        self.w_act = np.repeat(np.arange(nA, dtype=np.int64), nw)
+        wk = ragged(woff[inv], nw)
+        self.w_res = flat_w[wk, 0] if wk.size else np.zeros(0, np.int64)
+        self.w_lab = flat_w[wk, 1] if wk.size else np.zeros(0, np.int64)
+        self.rd_act = np.repeat(np.arange(nA, dtype=np.int64), nr)
+        rk = ragged(roff[inv], nr)
+        self.rd_res = flat_r[rk] if rk.size else np.zeros(0, np.int64)
+        self.first_write = np.full(len(self.canon.names) + 1, np.iinfo(np.int64).max, np.int64)
+        if self.w_act.size:
+            np.minimum.at(self.first_write, self.w_res, self.w_act)
+
+    def _access_of(self, a: int) -> tuple[list[tuple[int, int]], list[int]]:
+        """``(writes as (resource, label), reads)`` of action ``a``."""
+        s, st, cmap, decls = self.s, self.st, self.cmap, self.decls
+        cmd, op = int(self.act[a]), int(self.a_op[a])
+        args = s.args[cmd]
+        if op == _OP["CopyBufferRegion"]:
+            return [(int(cmap[args[0]]), 0)], [int(cmap[args[2]])]
+        p = int(self.a_pipe[a])
+        pi = self.pipes[p] if p >= 0 else None
+        writes: dict[int, int] = {}
+        reads: set[int] = set()
+
+        def write(r: int, lab: int) -> None:
+            writes[r] = min(writes.get(r, lab), lab)
+
+        if _CAT[op] == Cat.DRAW:
+            rts_cmd = int(st.source(cid_of(Col.RTS))[a])
+            rts = [int(x) for x in s.var(rts_cmd)] if rts_cmd >= 0 and s.op[rts_cmd] == _OP["OMSetRenderTargets"] \
+                else []
+            depth = next((int(cmap[d]) for d in rts if decls[d].kind == "depth"), -1)
+            rv = int(st.value(cid_of(Col.RTS))[a])
+            inherited = rv < 0
+            if inherited:
+                # a bundle (or a list that never sets them) draws into the caller's targets; after
+                # an Opaque command into unknown ones (the same in both streams)
+                tag = "" if rv > OPQ_BASE else f" after Opaque {OPQ_BASE - rv}"
+                depth = self.canon.id(INHERITED_DEPTH + tag)
+            lab = commute_label(pi, self.reorder, depth) if pi is not None else 0
+            if inherited:
+                write(self.canon.id(INHERITED_TARGETS + tag), lab)
+            for d in rts:
+                if decls[d].kind == "target":
+                    write(int(cmap[d]), lab)
+            if depth >= 0 and pi is not None:
+                if pi.depth_write:
+                    write(depth, lab)
+                elif pi.depth_test:
+                    reads.add(depth)
+            elif depth >= 0:
+                write(depth, 0)
+            if op in INDEXED_NATIVE:
+                src = int(st.source(cid_of(Col.IB))[a])
+                if src >= 0 and s.op[src] == _OP["IASetIndexBuffer"] and st.value(cid_of(Col.IB))[a] >= 0:
+                    reads.add(int(cmap[s.args[src, 0]]))
+            for b in (self.bufa[a], self.bufb[a]):
+                if b >= 0:
+                    reads.add(int(b))
+            if pi is None or not pi.layout_none:
+                for c in self.vb_cols:
+                    if st.value(c)[a] >= 0:
+                        reads.add(int(cmap[s.args[st.source(c)[a], 1]]))
+        if pi is None:
+            return sorted(writes.items()), sorted(reads)
+        uav_lab = 1 if (pi.oi and self.reorder != "none") else 0
+        for r in pi.writes:
+            write(r, uav_lab)
+        reads.update(pi.reads)
+        if pi.params:
+            rs = decls[self.canon.name(pi.root_cid)] if pi.root_cid >= 0 else None
+            tfam = Col.TC if pi.compute else Col.TG
+            for q, kind, _count in pi.params:
+                if kind == "table":
+                    href = int(st.value(cid_of(tfam, q))[a])
+                    if href < 0 or rs is None:
+                        continue
+                    heap, slot = href >> 32, href & 0xFFFFFFFF
+                    for rkind, n in rs.params[q].ranges:
+                        for vkind, rid in self.views.range(heap, slot, n):
+                            if rid < 0:
+                                continue
+                            if rkind == "uav" and vkind == "uav":
+                                write(rid, uav_lab)
+                            reads.add(rid)
+                        slot += n
+                elif kind in ("cbv", "srv", "uav") and not pi.compute:
+                    c = cid_of(Col.VG, q)
+                    if st.value(c)[a] >= 0:
+                        r = int(cmap[s.args[st.source(c)[a], 1]])
+                        if kind == "uav":
+                            write(r, uav_lab)
+                        reads.add(r)
+        return sorted(writes.items()), sorted(reads - set(writes))
+
+    # ------------------------------------------------------------------ buffers
+    def decodable(self, buf: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """Whether buffer ``buf`` holds CPU-known data when action ``a`` runs."""
+        ok = np.zeros(buf.size, bool)
+        for b in np.unique(buf):
+            d = self.bufdecl.get(int(b))
+            if d is not None and d.cpu and d.data is not None:
+                m = buf == b
+                ok[m] = a[m] < self.first_write[int(b)]
+        return ok
+
+    def words(self, buf: np.ndarray, byte_off: np.ndarray, nwords: int) -> np.ndarray:
+        """``nwords`` 32-bit words at each (buffer, byte offset); :data:`OOB` past the end."""
+        out = np.full((buf.size, nwords), OOB, np.int64)
+        for b in np.unique(buf):
+            d = self.bufdecl.get(int(b))
+            if d is None:
+                continue
+            m = np.flatnonzero(buf == b)
+            data = d.data if d.data is not None else np.zeros(0, np.uint32)
+            bo = byte_off[m]
+            aligned = (bo % 4 == 0) & (bo >= 0)
+            for j in range(nwords):
+                wi = bo // 4 + j
+                inb = aligned & (wi * 4 + 4 <= d.size)
+                have = inb & (wi < data.size)
+                v = np.where(inb, 0, OOB).astype(np.int64)
+                v[have] = data[wi[have]]
+                out[m, j] = v
+        return out
+
+    # ------------------------------------------------------------------ sub-draws
+    def _subdraws(self) -> dict[str, np.ndarray]:
+        s, st, cmap = self.s, self.st, self.cmap
+        args = s.args[self.act]
+        a_op = self.a_op
+        parts: list[dict[str, np.ndarray]] = []
+
+        def add(a, **kw) -> None:
+            a = np.asarray(a, np.int64)
+            row = {"act": a}
+            for k in ("ord", "kind", "count", "start", "base", "ninst", "sinst", "sym", "sbuf", "soff", "fmt"):
+                dflt = 0 if k in ("ord", "sym", "start", "base", "sinst") else NOT_INDEXED if k == "sbuf" else -1
+                v = np.asarray(kw.get(k, dflt), np.int64)
+                row[k] = np.full(a.size, int(v), np.int64) if v.ndim == 0 else v
+            parts.append(row)
+
+        ib_val = st.value(cid_of(Col.IB))
+        ib_src = st.source(cid_of(Col.IB))
+        ok = ib_val >= 0
+        c = np.where(ok, ib_src, 0)
+        self.ib_buf = np.where(ok, safe_ref(cmap, s.args[c, 0]), ib_val)
+        self.ib_fmt = np.where(ok, s.args[c, 1], -1)
+        self.ib_off = np.where(ok, s.args[c, 2], 0)
+        isz = np.where(self.ib_fmt == 1, 4, 2)
+
+        m = np.flatnonzero(a_op == _OP["DrawInstanced"])
+        add(m, kind=KD_DRAW, count=args[m, 0], start=args[m, 2], ninst=args[m, 1], sinst=args[m, 3],
+            soff=args[m, 2])
+        m = np.flatnonzero(a_op == _OP["DrawIndexedInstanced"])
+        add(m, kind=KD_INDEXED, count=args[m, 0], start=args[m, 2], base=args[m, 3], ninst=args[m, 1],
+            sinst=args[m, 4], sbuf=self.ib_buf[m], soff=self.ib_off[m] + args[m, 2] * isz[m], fmt=self.ib_fmt[m])
+        m = np.flatnonzero(a_op == _OP["DrawIndexedX"])
+        add(m, kind=KD_INDEXED, count=args[m, 3], base=args[m, 4], ninst=1, sbuf=cmap[args[m, 0]],
+            soff=args[m, 1], fmt=args[m, 2])
+        m = np.flatnonzero(a_op == _OP["Dispatch"])
+        add(m, kind=KD_DISPATCH, ninst=1, sym=hash_cols([args[m, 0], args[m, 1], args[m, 2]], m.size))
+        m = np.flatnonzero(a_op == _OP["CopyBufferRegion"])
+        add(m, kind=KD_COPY, ninst=1,
+            sym=hash_cols([cmap[args[m, 0]], args[m, 1], cmap[args[m, 2]], args[m, 3], args[m, 4]], m.size))
+        for name, (indexed, multi, auto) in INDIRECT.items():
+            m = np.flatnonzero(a_op == _OP[name])
+            if m.size:
+                self._indirect(m, args[m], indexed, multi, auto, add, isz)
+        sd = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        order = np.lexsort((sd["ord"], sd["act"]))
+        return {k: v[order] for k, v in sd.items()}
+
+    def _indirect(self, m, margs, indexed, multi, auto, add, isz) -> None:
+        cmap = self.cmap
+        if auto:
+            cbuf, coff, maxc = cmap[margs[:, 0]], margs[:, 1], margs[:, 2]
+            abuf, aoff, stride = cmap[margs[:, 3]], margs[:, 4], margs[:, 5]
+            cnt_ok = self.decodable(cbuf, m)
+            cw = self.words(cbuf, coff, 1)[:, 0]
+            cnt = np.where(cnt_ok & (cw >= 0), np.minimum(np.maximum(cw, 0), maxc), 0)
+        else:
+            abuf = cmap[margs[:, 1] if multi else margs[:, 0]]
+            aoff = margs[:, 2] if multi else margs[:, 1]
+            stride = margs[:, 3] if multi else np.zeros(m.size, np.int64)
+            cnt = margs[:, 0] if multi else np.ones(m.size, np.int64)
+            cnt_ok = np.ones(m.size, bool)
+        big = cnt > EXPAND_CAP
+        src = ({"sbuf": self.ib_buf[m], "soff": self.ib_off[m], "fmt": self.ib_fmt[m]} if indexed else {})
+        dec = self.decodable(abuf, m) & cnt_ok & ~big
+        if big.any():
+            # too many draws to expand: one record naming the whole range (compared as is)
+            k = big
+            add(m[k], kind=KD_SYM, ninst=1, **{f: v[k] for f, v in src.items()},
+                sym=hash_cols([-2, abuf[k], aoff[k], stride[k], cnt[k], int(indexed)], int(k.sum())))
+            cnt = np.where(big, 0, cnt)
+        # symbolic records keep the index buffer in the index-source fields (src above)
+        if auto and (~dec).any():
+            k = ~dec
+            add(m[k], kind=KD_SYMAUTO, ninst=1, **{f: v[k] for f, v in src.items()},
+                sym=hash_cols([cmap[margs[k, 0]], margs[k, 1], margs[k, 2], abuf[k], aoff[k], stride[k],
+                               int(indexed)], int(k.sum())))
+        per = np.where(dec, cnt, 0 if auto else cnt)
+        j = np.repeat(np.arange(m.size), per)
+        if j.size == 0:
+            return
+        ordv = np.arange(j.size) - np.repeat(np.cumsum(per) - per, per)
+        a = m[j]
+        off = aoff[j] + ordv * stride[j]
+        d = dec[j]
+        if (~d).any():
+            k = ~d
+            add(a[k], ord=ordv[k], kind=KD_SYM, ninst=1, **{f: v[j][k] for f, v in src.items()},
+                sym=hash_cols([abuf[j][k], off[k], int(indexed)], int(k.sum())))
+        if d.any():
+            aa, oo = a[d], ordv[d]
+            if indexed:
+                w = self.words(abuf[j][d], off[d], 5)
+                base = np.where(w[:, 3] >= 2**31, w[:, 3] - 2**32, w[:, 3])
+                add(aa, ord=oo, kind=KD_INDEXED, count=w[:, 0], start=w[:, 2], base=base, ninst=w[:, 1],
+                    sinst=w[:, 4], sbuf=self.ib_buf[aa], soff=self.ib_off[aa] + w[:, 2] * isz[aa],
+                    fmt=self.ib_fmt[aa])
+            else:
+                w = self.words(abuf[j][d], off[d], 4)
+                add(aa, ord=oo, kind=KD_DRAW, count=w[:, 0], start=w[:, 2], ninst=w[:, 1], sinst=w[:, 3],
+                    soff=w[:, 2])
+
+    # ------------------------------------------------------------------ records
+    def _binding(self, pi: PipeInfo, acts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(buffer id, byte offset) bound at ``pi.perdraw`` for ``acts`` (-1: nothing bound)."""
+        s, st = self.s, self.st
+        buf = np.full(acts.size, -1, np.int64)
+        off = np.zeros(acts.size, np.int64)
+        if pi.perdraw < 0:
+            return buf, off
+        c = cid_of(Col.VG, pi.perdraw)
+        v, src = st.value(c)[acts], st.source(c)[acts]
+        ok = v >= 0
+        buf[ok] = self.cmap[s.args[src[ok], 1]]
+        off[ok] = s.args[src[ok], 2]
+        t = st.value(cid_of(Col.TG, pi.perdraw))[acts]
+        for i in np.flatnonzero(~ok & (t >= 0)):
+            e = self.views.resource(int(t[i]) >> 32, int(t[i]) & 0xFFFFFFFF)
+            if e is not None and e[1] >= 0 and e[1] in self.bufdecl:
+                buf[i] = e[1]
+        return buf, off
+
+    def _records(self, sd: dict[str, np.ndarray]) -> None:
+        s, nA = self.s, self.nA
+        drawlike_sd = (sd["kind"] == KD_DRAW) | (sd["kind"] == KD_INDEXED)
+        sd["ninst"] = np.where(drawlike_sd & (sd["count"] <= 0), 0, np.maximum(sd["ninst"], 0))
+        # which sub-draws read a per-draw array entry per instance (array form)
+        sd_pipe = self.a_pipe[sd["act"]]
+        array_form = np.zeros(sd["act"].size, bool)
+        self.sd_buf = np.full(sd["act"].size, -1, np.int64)
+        self.sd_off = np.zeros(sd["act"].size, np.int64)
+        for p in np.unique(sd_pipe):
+            if p < 0 or not self.pipes[p].has_perdraw:
+                continue
+            pi = self.pipes[p]
+            sel = np.flatnonzero((sd_pipe == p) & drawlike_sd)
+            b, o = self._binding(pi, sd["act"][sel])
+            self.sd_buf[sel], self.sd_off[sel] = b, o
+            if pi.contract == "x":
+                array_form[sel] = self.a_op[sd["act"][sel]] == _OP["DrawIndexedX"]
+            else:
+                array_form[sel] = b >= 0
+        # per-instance array reads of very many instances: one record naming the binding
+        self.sd_bigarr = array_form & (sd["ninst"] > EXPAND_CAP)
+        array_form &= ~self.sd_bigarr
+        per = np.where(array_form, sd["ninst"], np.minimum(sd["ninst"], 1))
+        if int(per.sum()) > MAX_RECORDS:
+            raise UsageError(f"the stream expands to {int(per.sum())} per-instance records; the validator "
+                             f"handles at most {MAX_RECORDS}")
+        sub = np.repeat(np.arange(per.size), per)
+        inst = np.arange(sub.size) - np.repeat(np.cumsum(per) - per, per)
+        R = sub.size
+        g = {k: v[sub] for k, v in sd.items()}
+        af = array_form[sub]
+        r_act = g["act"]
+        key = np.zeros((R, len(KEY_FIELDS)), np.int64)
+        key[:, F["state"]] = self.a_state[r_act]
+        for f, k in (("kind", "kind"), ("src_buf", "sbuf"), ("src_off", "soff"), ("fmt", "fmt"),
+                     ("count", "count"), ("sym", "sym")):
+            key[:, F[f]] = g[k]
+        opq = np.flatnonzero(s.op == _OP["Opaque"])
+        key[:, F["epoch"]] = np.searchsorted(opq, self.act[r_act])
+        is_x = self.a_op[r_act] == _OP["DrawIndexedX"]
+        drawlike = (g["kind"] == KD_DRAW) | (g["kind"] == KD_INDEXED)
+        key[:, F["bias"]] = np.where(g["kind"] == KD_INDEXED, g["base"], np.where(drawlike, 0, -1))
+        key[:, F["inst"]] = np.where(drawlike, g["sinst"] + inst, -1)
+        key[:, F["ninst"]] = np.where(af, 1, np.where(drawlike, g["ninst"], 1))
+        key[:, F["rel"]] = np.where(drawlike, inst, -1)
+        key[:, F["svoff"]] = np.where(is_x, g["base"], 0)
+        r_pipe = self.a_pipe[r_act]
+        nomerge = (s.flags[self.act[r_act]] & FLAG_NOMERGE) != 0
+        self.r_xslot = np.full(R, -1, np.int64)
+        self.x = {k: [] for k in ("act", "slot", "low", "buf", "off", "rec")}
+        for p in np.unique(r_pipe):
+            if p < 0:
+                continue
+            pi = self.pipes[p]
+            sel = np.flatnonzero(r_pipe == p)
+            if pi.never_merge:
+                nomerge[sel] = True
+            if pi.has_perdraw:
+                self._contract(pi, sel[drawlike[sel]], key, g, inst, af, sub)
+        # the input assembler's vertex-window shift (see _vertex_windows): pipelines with a layout
+        layout = np.array([not p.layout_none for p in self.pipes] + [True], bool)[r_pipe]
+        shift = np.where(layout, self.vb_shift[r_act], 0)
+        if shift.any():
+            ind = layout & (g["kind"] == KD_INDEXED) & (key[:, F["svoff"]] != -1)
+            key[:, F["bias"]] += np.where(ind, shift, 0)
+            nonind = layout & ~ind & drawlike
+            key[nonind, F["ia"]] = hash_cols([key[nonind, F["ia"]], shift[nonind]], int(nonind.sum()))
+        self.r_act, self.r_sub, self.key, self.r_nomerge = r_act, g["ord"], key, nomerge
+        self.a_nrec = np.bincount(r_act, minlength=nA).astype(np.int64)
+        self.a_first = np.cumsum(self.a_nrec) - self.a_nrec
+        self.x = {k: (np.concatenate(v) if v else np.zeros(0, np.int64)) for k, v in self.x.items()}
+
+    def _lift_native(self, pi: PipeInfo, acts: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """The lift items of ``pi`` as the root arguments hold them at ``acts``, and the
+        identity parts a lifted table (its heap) or root view (its buffer) keeps."""
+        st, s = self.st, self.s
+        items, ident = [], []
+        for q, k, kind in pi.lift:
+            if kind == "table":
+                v = st.value(cid_of(Col.TG, q))[acts]
+                items.append(np.where(v >= 0, v & 0xFFFFFFFF, norm(v)) if k == 0 else np.full(acts.size, NEVER))
+                ident.append(np.where(v >= 0, v >> 32, norm(v)))
+            elif kind in ("cbv", "srv", "uav"):
+                c = cid_of(Col.VG, q)
+                v, src = st.value(c)[acts], st.source(c)[acts]
+                ok = v >= 0
+                off = np.where(ok, s.args[np.maximum(src, 0), 2], 0)
+                word = (off >> (32 * k)) & 0xFFFFFFFF if k in (0, 1) else np.zeros(acts.size, np.int64)
+                items.append(np.where(ok, word, norm(v)))
+                ident.append(np.where(ok, safe_ref(self.cmap, s.args[np.maximum(src, 0), 1]), norm(v)))
+            else:
+                items.append(norm(st.value(cid_of(Col.CG, q * 64 + k))[acts]))
+        return items, ident
+
+    def _contract(self, pi: PipeInfo, sel: np.ndarray, key: np.ndarray, g: dict[str, np.ndarray],
+                  inst: np.ndarray, af: np.ndarray, sub: np.ndarray) -> None:
+        """Fill the abstract fields of records ``sel`` of a pipeline with a per-draw contract.
+
+        What the shader observes is ``(base vertex, instance, lift items)`` (and, with an
+        input layout, what the input assembler fetches), however it is delivered: from
+        the draw arguments and root arguments (native form) or from the per-draw
+        record (array form: ``DrawIndexedX`` under ``x``; a bound per-draw array under
+        ``instance_data`` / ``draw_data``, indexed by StartInstanceLocation + instance).
+        """
+        layout = not pi.layout_none
+        nitems = len(pi.lift)
+        key[sel, F["rel"]] = -1
+        key[sel, F["svoff"]] = -1
+        native = sel[~af[sel]]
+        if native.size:
+            an = g["act"][native]
+            items, ident = self._lift_native(pi, an)
+            key[native, F["lift"]] = hash_cols([nitems, *items, *ident], native.size)
+            big = self.sd_bigarr[sub[native]]
+            if big.any():
+                nb = native[big]
+                key[nb, F["lift"]] = hash_cols([UNKNOWN, self.sd_buf[sub[nb]], self.sd_off[sub[nb]]], nb.size)
+            if layout:
+                key[native, F["ia"]] = hash_cols([key[native, F["bias"]], 0], native.size)
+        k = sel[af[sel]]
+        if not k.size:
+            return
+        ak = g["act"][k]
+        nwords = pi.rec_words
+        b, o = self.sd_buf[sub[k]], self.sd_off[sub[k]]
+        call_bias = key[k, F["bias"]].copy()
+        ia_inst = g["sinst"][k] + inst[k]
+        if pi.contract == "x":
+            io = g["base"][k]
+            idx = io >> pi.k_bits
+            low = io & ((1 << pi.k_bits) - 1)
+            self.r_xslot[k] = idx
+            for name, v in (("act", ak), ("slot", idx), ("low", low), ("buf", b), ("off", o), ("rec", k)):
+                self.x[name].append(v)
+        else:
+            idx = ia_inst
+        addr = o + idx * (4 * nwords)
+        dec = self.decodable(b, ak) & (b >= 0)
+        w = np.full((k.size, nwords), UNKNOWN, np.int64)
+        if dec.any():
+            w[dec] = self.words(b[dec], addr[dec], nwords)
+        _, ident = self._lift_native(pi, ak)
+        lift = hash_cols([nitems, *[w[:, 2 + j] for j in range(nitems)], *ident], k.size)
+        lift = np.where(dec, lift, hash_cols([UNKNOWN, b, addr, *ident], k.size))
+        rec0 = np.where(w[:, 0] >= 2**31, w[:, 0] - 2**32, w[:, 0])
+        if pi.contract == "x" and pi.base == "vertex":
+            bias = low
+        elif pi.contract == "x":
+            bias = np.where(w[:, 0] < 0, w[:, 0], rec0 + low)
+        else:
+            bias = rec0
+        key[k, F["bias"]] = bias
+        key[k, F["inst"]] = w[:, 1]
+        key[k, F["lift"]] = lift
+        if layout:
+            key[k, F["ia"]] = hash_cols([call_bias, ia_inst - w[:, 1]], k.size)
+
+    # ------------------------------------------------------------------ front end
+    def _frontend(self) -> None:
+        a_op, s, cmap = self.a_op, self.s, self.cmap
+        acts, res, kinds = [], [], []
+        for name, (_, _, auto) in INDIRECT.items():
+            m = np.flatnonzero(a_op == _OP[name])
+            acts.append(m)
+            res.append(self.bufa[m])
+            kinds.append(np.full(m.size, FE_ARGS, np.int64))
+            if auto:
+                acts.append(m)
+                res.append(self.bufb[m])
+                kinds.append(np.full(m.size, FE_COUNT, np.int64))
+        ib_val = self.st.value(cid_of(Col.IB))
+        ib_src = self.st.source(cid_of(Col.IB))
+        m = np.flatnonzero(np.isin(a_op, list(INDEXED_NATIVE)) & (ib_val >= 0))
+        acts.append(m)
+        res.append(cmap[s.args[ib_src[m], 0]])
+        kinds.append(np.full(m.size, FE_INDEX, np.int64))
+        m = np.flatnonzero(a_op == _OP["DrawIndexedX"])
+        acts.append(m)
+        res.append(self.bufa[m])
+        kinds.append(np.full(m.size, FE_INDEX, np.int64))
+        a = np.concatenate(acts).astype(np.int64)
+        o = np.argsort(a, kind="stable")
+        self.fe_act, self.fe_res, self.fe_kind = a[o], np.concatenate(res)[o], np.concatenate(kinds)[o]
+
+    def run(self) -> Records:
+        self._pipelines()
+        self._state()
+        self._accesses()
+        self._records(self._subdraws())
+        self._frontend()
+        topo = self.st.value(cid_of(Col.TOPO))
+        vpp_lut = np.array([VERTS_PER_PRIM.get(t, 0) for t in TOPOLOGIES] + [0], np.int64)
+        a_vpp = vpp_lut[np.where((topo >= 0) & (topo < len(TOPOLOGIES)), topo, len(TOPOLOGIES))]
+        return Records(
+            stream=self.s, canon=self.canon, cmap=self.cmap, pipes=self.pipes, state=self.st,
+            a_cmd=self.act, a_op=self.a_op, a_pipe=self.a_pipe, a_state=self.a_state, a_first=self.a_first,
+            a_nrec=self.a_nrec, a_vpp=a_vpp, r_act=self.r_act, r_sub=self.r_sub, r_xslot=self.r_xslot,
+            r_nomerge=self.r_nomerge, key=self.key, w_act=self.w_act, w_res=self.w_res, w_lab=self.w_lab,
+            rd_act=self.rd_act, rd_res=self.rd_res, fe_act=self.fe_act, fe_res=self.fe_res,
+            fe_kind=self.fe_kind, observed=self.observed, x=self.x)
+
+
+def _observed_cols(pi: PipeInfo, universe: list[int], gfx_fixed: list[int], cmp_fixed: list[int]) -> list[int]:
+    """State columns the actions of pipeline ``pi`` observe."""
+    if pi.compute:
+        cols = list(cmp_fixed)
+        tfam, cfam, vfam = Col.TC, Col.CC, None
+    else:
+        cols = list(gfx_fixed)
+        if pi.blend != "opaque":
+            cols.append(cid_of(Col.BF))
+        if not pi.layout_none:
+            cols += [c for c in universe if Col(c >> 20) == Col.VB]
+        tfam, cfam, vfam = Col.TG, Col.CG, Col.VG
+    excluded = pi.excluded_params()
+    for q, kind, count in pi.params:
+        if q in excluded:
+            continue
+        if kind == "table":
+            cols.append(cid_of(tfam, q))
+        elif kind == "constants":
+            lifted = pi.lifted_words(q) if not pi.compute else set()
+            cols += [cid_of(cfam, q * 64 + w) for w in range(count) if w not in lifted]
+        elif vfam is not None:
+            cols.append(cid_of(vfam, q))
+    return cols
+
+
+def _state_hash(st: StateAt, cols: list[int], sel: np.ndarray, pcid: int,
+                override: dict[int, np.ndarray] | None = None) -> np.ndarray:
+    n = int(np.count_nonzero(sel))
+    parts: list[np.ndarray | int] = [pcid]
+    for c in cols:
+        parts.append(c)
+        v = override[c] if override and c in override else st.value(c)
+        parts.append(norm(v[sel]))
+    return hash_cols(parts, n)
+

@@ -1,0 +1,301 @@
+"""The state every action sees, tracked column by column with numpy.
+
+A *column* is one piece of state (the pipeline, root parameter 2's table, word 3
+of root parameter 1's constants, the index buffer, ...). For each column the
+setting commands and the commands that invalidate it are *events*; the value an
+action sees is that of the last event before it (a forward fill done with
+``searchsorted``). This is the validator's own tracker: it shares no code with
+:mod:`drawopt.state`, so an error in the optimizer's analyses is not repeated here.
+
+Invalidations (D3D12 rules, and the seeds):
+
+* the start of the list: everything is :data:`~.model.NEVER` set;
+* a different graphics (compute) root signature: its root arguments are lost;
+* different descriptor heaps: every descriptor table is undefined (setting the same
+  heaps again changes nothing);
+* ``DrawIndexedX``: the index buffer is undefined;
+* ``Opaque``: every column takes an unknown value, the same in both streams.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Col", "StateAt", "track", "column_universe", "col_name"]
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+
+from ..ops import BY_NAME
+from ..stream import Stream, _gather_index
+from ._hash import hash_cols
+from .model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET, Canon
+
+_OP = {n: BY_NAME[n].code for n in BY_NAME}
+_MASK63 = np.int64(0x7FFFFFFFFFFFFFFF)
+
+
+class Col(IntEnum):
+    """Column families; a column id is ``family << 20 | key``."""
+
+    PSO = 1
+    RSG = 2
+    RSC = 3
+    HEAPS = 4
+    TG = 5     # key: root parameter
+    TC = 6
+    CG = 7     # key: parameter * 64 + word
+    CC = 8
+    VG = 9     # key: root parameter (root CBV / SRV)
+    IB = 10
+    VB = 11    # key: slot
+    TOPO = 12
+    RTS = 13
+    VP = 14
+    SC = 15
+    BF = 16
+    SR = 17
+    AF = 18
+
+
+def cid_of(fam: Col, key: int = 0) -> int:
+    return (int(fam) << 20) | key
+
+
+def col_name(c: int) -> str:
+    """Human name of column id ``c`` (for messages)."""
+    fam, key = Col(c >> 20), c & 0xFFFFF
+    return {
+        Col.PSO: "pipeline", Col.RSG: "graphics root signature", Col.RSC: "compute root signature",
+        Col.HEAPS: "descriptor heaps", Col.TG: f"descriptor table {key}", Col.TC: f"compute descriptor table {key}",
+        Col.CG: f"root constant {key // 64}[{key % 64}]", Col.CC: f"compute root constant {key // 64}[{key % 64}]",
+        Col.VG: f"root view {key}", Col.IB: "index buffer", Col.VB: f"vertex buffer {key}",
+        Col.TOPO: "primitive topology", Col.RTS: "render targets", Col.VP: "viewport", Col.SC: "scissor",
+        Col.BF: "blend factor", Col.SR: "stencil ref", Col.AF: "CSEnableAutomaticGpuFlush",
+    }[fam]
+
+
+MAX_PARAM = 16
+"""Root parameter indices above 15 (no root signature has them) share one column."""
+MAX_VB = 32
+"""Vertex-buffer slots above 31 share one column."""
+
+
+def _key(idx: np.ndarray, fam: Col) -> np.ndarray:
+    return np.minimum(idx, MAX_VB if fam == Col.VB else MAX_PARAM)
+
+
+_SIMPLE = {  # family -> (op name, value columns)
+    Col.PSO: ("SetPipelineState", None),
+    Col.RSG: ("SetGraphicsRootSignature", None),
+    Col.RSC: ("SetComputeRootSignature", None),
+    Col.TOPO: ("IASetPrimitiveTopology", None),
+    Col.VP: ("RSSetViewports", (0, 1, 2, 3, 4, 5)),
+    Col.SC: ("RSSetScissorRects", (0, 1, 2, 3)),
+    Col.BF: ("OMSetBlendFactor", (0, 1, 2, 3)),
+    Col.SR: ("OMSetStencilRef", None),
+    Col.AF: ("CSEnableAutomaticGpuFlush", None),
+}
+_REF_FAMILIES = (Col.PSO, Col.RSG, Col.RSC)
+
+
+def _consts(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(command, key, value)`` of every word set by the ``name`` root-constant commands."""
+    idx = np.flatnonzero(s.op == _OP[name])
+    if idx.size == 0:
+        z = np.zeros(0, np.int64)
+        return z, z, z
+    cnt = s.var_len[idx].astype(np.int64)
+    cmd = np.repeat(idx, cnt)
+    k = np.arange(cmd.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    word = s.args[cmd, 2] + k
+    key = np.minimum(s.args[cmd, 0], MAX_PARAM) * 64 + word
+    val = s.pool[_gather_index(s.var_off[idx], s.var_len[idx])]
+    return cmd, key, val
+
+
+def column_universe(streams: list[Stream]) -> list[int]:
+    """Column ids used by any of ``streams`` (the fixed families plus keyed ones seen)."""
+    cols = {cid_of(f) for f in (Col.PSO, Col.RSG, Col.RSC, Col.HEAPS, Col.IB, Col.TOPO, Col.RTS, Col.VP,
+                                Col.SC, Col.BF, Col.SR, Col.AF)}
+    for s in streams:
+        for fam, op in ((Col.TG, "SetGraphicsRootDescriptorTable"), (Col.TC, "SetComputeRootDescriptorTable"),
+                        (Col.VB, "IASetVertexBuffers")):
+            cols |= {cid_of(fam, int(k)) for k in np.unique(_key(s.args[s.op == _OP[op], 0], fam))}
+        m = (s.op == _OP["SetGraphicsRootConstantBufferView"]) | (s.op == _OP["SetGraphicsRootShaderResourceView"])
+        cols |= {cid_of(Col.VG, int(k)) for k in np.unique(_key(s.args[m, 0], Col.VG))}
+        for fam, op in ((Col.CG, "SetGraphicsRoot32BitConstants"), (Col.CC, "SetComputeRoot32BitConstants")):
+            _, key, _ = _consts(s, op)
+            cols |= {cid_of(fam, int(k)) for k in np.unique(key)}
+    return sorted(cols)
+
+
+@dataclass
+class StateAt:
+    """State seen at the query commands.
+
+    ``cols``: column ids; ``val[:, j]``: raw value of column ``cols[j]`` at each query
+    (non-negative, or a sentinel of :mod:`.model`); ``src[:, j]``: the command that
+    gave it (-1 if none). ``col`` maps a column id to its position.
+    """
+
+    queries: np.ndarray
+    cols: list[int]
+    val: np.ndarray
+    src: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.col = {c: j for j, c in enumerate(self.cols)}
+
+    def value(self, c: int) -> np.ndarray:
+        j = self.col.get(c)
+        return self.val[:, j] if j is not None else np.full(self.queries.size, NEVER, np.int64)
+
+    def source(self, c: int) -> np.ndarray:
+        j = self.col.get(c)
+        return self.src[:, j] if j is not None else np.full(self.queries.size, -1, np.int64)
+
+
+def _ffill(ev_idx: np.ndarray, ev_val: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(ev_idx, kind="stable")
+    ev_idx, ev_val = ev_idx[order], ev_val[order]
+    pos = np.searchsorted(ev_idx, q, side="left") - 1
+    ok = pos >= 0
+    pos = np.maximum(pos, 0)
+    if ev_idx.size == 0:
+        return np.full(q.size, NEVER, np.int64), np.full(q.size, -1, np.int64)
+    return np.where(ok, ev_val[pos], NEVER), np.where(ok, ev_idx[pos], -1)
+
+
+def _changes(ev_idx: np.ndarray, ev_val: np.ndarray, setters: np.ndarray, from_never: bool = True) -> np.ndarray:
+    """Positions of ``setters`` whose value differs from the column's previous event.
+
+    ``from_never``: whether a first value (after "never set") counts as a change; in a
+    bundle it does not, since the caller's value, which the bundle inherits, may be the same.
+    """
+    order = np.argsort(ev_idx, kind="stable")
+    i, v = ev_idx[order], ev_val[order]
+    prev = np.r_[NEVER, v[:-1]]
+    ch = i[(v != prev) & (from_never | (prev != NEVER))]
+    return np.intersect1d(ch, setters)
+
+
+def _var_hash(s: Stream, idx: np.ndarray, cmap: np.ndarray, width: int) -> np.ndarray:
+    lens = s.var_len[idx].astype(np.int64)
+    m = np.full((idx.size, width), -1, np.int64)
+    for k in range(width):
+        has = lens > k
+        m[has, k] = cmap[s.pool[s.var_off[idx[has]] + k]]
+    return hash_cols([lens, *[m[:, k] for k in range(width)]], idx.size) & _MASK63
+
+
+def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], queries: np.ndarray) -> StateAt:
+    """State columns ``universe`` of ``s`` at the commands ``queries`` (sorted indices)."""
+    op, args = s.op, s.args
+    nq = queries.size
+    opq = np.flatnonzero(op == _OP["Opaque"])
+    opq_val = OPQ_BASE - np.arange(opq.size, dtype=np.int64)
+    header_af = 1 if s.header.auto_gpu_flush else 0
+
+    setters: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def put(c: int, idx: np.ndarray, val: np.ndarray) -> None:
+        setters[c] = (idx.astype(np.int64), np.asarray(val, np.int64))
+
+    for fam, (name, vcols) in _SIMPLE.items():
+        idx = np.flatnonzero(op == _OP[name])
+        if vcols is None:
+            val = args[idx, 0]
+            if fam in _REF_FAMILIES:
+                val = cmap[val]
+        else:
+            val = hash_cols([args[idx, j] for j in vcols], idx.size) & _MASK63
+        put(cid_of(fam), idx, val)
+    idx = np.flatnonzero(op == _OP["SetDescriptorHeaps"])
+    put(cid_of(Col.HEAPS), idx, _heaps_value(s, idx, cmap))
+    idx = np.flatnonzero(op == _OP["OMSetRenderTargets"])
+    put(cid_of(Col.RTS), idx, _var_hash(s, idx, cmap, 9))
+    idx = np.flatnonzero(op == _OP["IASetIndexBuffer"])
+    put(cid_of(Col.IB), idx, hash_cols([cmap[args[idx, 0]], args[idx, 1], args[idx, 2]], idx.size) & _MASK63)
+
+    keyed: list[tuple[Col, np.ndarray, np.ndarray, np.ndarray]] = []
+    for fam, name in ((Col.TG, "SetGraphicsRootDescriptorTable"), (Col.TC, "SetComputeRootDescriptorTable")):
+        idx = np.flatnonzero(op == _OP[name])
+        href = args[idx, 1]
+        keyed.append((fam, idx, _key(args[idx, 0], fam), (cmap[href >> 32] << 32) | (href & 0xFFFFFFFF)))
+    idx = np.flatnonzero((op == _OP["SetGraphicsRootConstantBufferView"]) |
+                         (op == _OP["SetGraphicsRootShaderResourceView"]))
+    keyed.append((Col.VG, idx, _key(args[idx, 0], Col.VG),
+                  hash_cols([op[idx], cmap[args[idx, 1]], args[idx, 2]], idx.size) & _MASK63))
+    idx = np.flatnonzero(op == _OP["IASetVertexBuffers"])
+    keyed.append((Col.VB, idx, _key(args[idx, 0], Col.VB),
+                  hash_cols([cmap[args[idx, 1]], args[idx, 2], args[idx, 3]], idx.size) & _MASK63))
+    for fam, name in ((Col.CG, "SetGraphicsRoot32BitConstants"), (Col.CC, "SetComputeRoot32BitConstants")):
+        keyed.append((fam, *_consts(s, name)))
+    for fam, idx, key, val in keyed:
+        if idx.size == 0:
+            continue
+        order = np.lexsort((idx, key))
+        idx, key, val = idx[order], key[order], val[order]
+        bounds = np.flatnonzero(np.diff(key)) + 1
+        for a, b in zip(np.r_[0, bounds], np.r_[bounds, key.size]):
+            put(cid_of(fam, int(key[a])), idx[a:b], val[a:b])
+
+    # invalidations
+    resets: dict[int, list[tuple[np.ndarray, int]]] = {}
+
+    def reset_family(fams: tuple[Col, ...], at: np.ndarray, code: int) -> None:
+        for c in universe:
+            if Col(c >> 20) in fams:
+                resets.setdefault(c, []).append((at, code))
+
+    in_list = s.header.kind == "list"
+    for fam, fams in ((Col.RSG, (Col.TG, Col.CG, Col.VG)), (Col.RSC, (Col.TC, Col.CC))):
+        si, sv = setters[cid_of(fam)]
+        ch = _changes(np.r_[si, opq], np.r_[sv, opq_val], si, in_list)
+        reset_family(fams, ch, RS_RESET)
+    si, sv = setters[cid_of(Col.HEAPS)]
+    reset_family((Col.TG, Col.TC), _changes(np.r_[si, opq], np.r_[sv, opq_val], si, in_list), HEAP_RESET)
+    resets.setdefault(cid_of(Col.IB), []).append((np.flatnonzero(op == _OP["DrawIndexedX"]), X_RESET))
+    # a root argument holds one kind: setting it as a table, constants or a view replaces the others
+    for tf, cf, vf in ((Col.TG, Col.CG, Col.VG), (Col.TC, Col.CC, None)):
+        byparam: dict[int, dict[Col, list[int]]] = {}
+        for c in universe:
+            f = Col(c >> 20)
+            if f in (tf, cf, vf):
+                q = (c & 0xFFFFF) // 64 if f == cf else c & 0xFFFFF
+                byparam.setdefault(q, {}).setdefault(f, []).append(c)
+        for fams in byparam.values():
+            for f, cols in fams.items():
+                setters_of = np.unique(np.concatenate([setters[c][0] for c in cols if c in setters] or
+                                                      [np.zeros(0, np.int64)]))
+                for g, others in fams.items():
+                    if g != f and setters_of.size:
+                        for c in others:
+                            resets.setdefault(c, []).append((setters_of, KIND_RESET))
+
+    val = np.empty((nq, len(universe)), np.int64)
+    src = np.empty((nq, len(universe)), np.int64)
+    z = np.zeros(0, np.int64)
+    for j, c in enumerate(universe):
+        ei, ev = setters.get(c, (z, z))
+        parts_i, parts_v = [ei, opq], [ev, opq_val]
+        for at, code in resets.get(c, ()):
+            parts_i.append(at)
+            parts_v.append(np.full(at.size, code, np.int64))
+        v, w = _ffill(np.concatenate(parts_i), np.concatenate(parts_v), queries)
+        if c == cid_of(Col.AF):
+            v = np.where(w < 0, header_af, v)
+        val[:, j], src[:, j] = v, w
+    return StateAt(queries, list(universe), val, src)
+
+
+def _heaps_value(s: Stream, idx: np.ndarray, cmap: np.ndarray) -> np.ndarray:
+    lens = s.var_len[idx]
+    a = cmap[s.pool[s.var_off[idx]]] if idx.size else np.zeros(0, np.int64)
+    b = np.full(idx.size, -1, np.int64)
+    two = lens > 1
+    b[two] = cmap[s.pool[s.var_off[idx[two]] + 1]]
+    lo = np.where(two, np.minimum(a, b), a)
+    hi = np.where(two, np.maximum(a, b), -1)
+    return hash_cols([lo, hi], idx.size) & _MASK63

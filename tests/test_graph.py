@@ -1,0 +1,282 @@
+"""Dependency graph: nodes, edge reasons, reduction, policies, export, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from drawopt.cli import main
+from drawopt.errors import UsageError
+from drawopt.formats import loads
+from drawopt.graph import (
+    EDGE_REASONS,
+    NODE_KINDS,
+    build_graph,
+    commute_class,
+    graph_summary,
+    hazard_view,
+    node_of_command,
+    to_dot,
+    write_graph,
+)
+from drawopt.ops import Cat
+from drawopt.stream import Stream
+
+try:
+    from strategies import streams
+except ImportError:  # pragma: no cover
+    streams = None
+
+HEAD = """drawopt 1
+buffer verts size=65536
+buffer args size=4096
+buffer tex size=4096
+target a 16x16 R8G8B8A8_UNORM
+target b 16x16 R8G8B8A8_UNORM
+depth z 16x16 D32_FLOAT
+heap res CBV_SRV_UAV 8
+view res[0] srv tex
+view res[1] uav tex
+rootsig rs table(srv,1) constants(1)
+rootsig rw table(uav,1)
+pipeline al vs=v ps=f blend=alpha root=rs
+pipeline al2 vs=v2 ps=f2 blend=alpha root=rs
+pipeline oi vs=v ps=f blend=additive root=rs contract=order_independent
+pipeline op vs=v ps=f depth=less,write root=rs
+pipeline op2 vs=v2 ps=f2 depth=less,write root=rs
+pipeline wr vs=v ps=f root=rw
+pipeline cs cs=c writes=args
+"""
+
+
+def G(body: str, reorder: str = "declared", **kw) -> tuple[nx.DiGraph, Stream]:
+    s = loads(HEAD + body)
+    return build_graph(s, reorder, **kw), s
+
+
+def edges(g: nx.DiGraph) -> list[tuple[int, int, str, str]]:
+    return sorted((u, v, d["reason"], d["resource"]) for u, v, d in g.edges(data=True))
+
+
+def check_structure(g: nx.DiGraph, s: Stream) -> None:
+    """Nodes cover the range exactly, in order; edges go forward; it is a DAG."""
+    start, stop = g.graph["start"], g.graph["stop"]
+    spans = sorted((d["first"], d["last"], v) for v, d in g.nodes(data=True))
+    pos = start
+    for k, (f, last, v) in enumerate(spans):
+        assert f == pos and last >= f and v == k
+        assert g.nodes[v]["kind"] in NODE_KINDS
+        pos = last + 1
+    assert pos == stop or (not spans and start == stop)
+    assert all(u < v for u, v in g.edges)
+    assert all(d["reason"] in EDGE_REASONS for _, _, d in g.edges(data=True))
+    nodes = node_of_command(g)
+    assert (nodes[start:stop] >= 0).all() and (nodes[:start] == -1).all() and (nodes[stop:] == -1).all()
+    assert nx.is_directed_acyclic_graph(g)
+
+
+def test_blended_draws_form_a_chain() -> None:
+    g, s = G("OMSetRenderTargets a\nSetPipelineState al\nDrawInstanced 3 1 0 0\nDrawInstanced 3 1 3 0\n"
+             "DrawInstanced 3 1 6 0\n")
+    check_structure(g, s)
+    assert edges(g) == [(0, 1, "order", "a"), (1, 2, "order", "a")]
+    assert g.nodes[0]["first"] == 0 and g.nodes[0]["last"] == 2 and g.nodes[0]["actions"] == 1
+
+
+def test_commuting_draws_share_a_node() -> None:
+    body = "OMSetRenderTargets a z\nSetPipelineState {p}\nDrawInstanced 3 1 0 0\nDrawInstanced 3 1 3 0\n" \
+           "SetPipelineState {q}\nDrawInstanced 3 1 6 0\n"
+    g, _ = G(body.format(p="oi", q="oi"))
+    assert g.number_of_nodes() == 1 and g.nodes[0]["actions"] == 3
+    g, _ = G(body.format(p="oi", q="al"))
+    assert g.number_of_nodes() == 2 and edges(g)[0][2] == "order"
+    for pol, n in (("none", 3), ("declared", 3), ("opaque", 1)):
+        g, _ = G(body.format(p="op", q="op2"), pol)
+        assert g.number_of_nodes() == n, pol
+    g, _ = G(body.format(p="oi", q="oi"), "none")
+    assert g.number_of_nodes() == 3
+
+
+def test_unrelated_targets_stay_independent() -> None:
+    g, s = G("SetPipelineState al\nOMSetRenderTargets a\nDrawInstanced 3 1 0 0\nOMSetRenderTargets b\n"
+             "DrawInstanced 3 1 0 0\nOMSetRenderTargets a\nDrawInstanced 3 1 3 0\nOMSetRenderTargets b\n"
+             "DrawInstanced 3 1 3 0\n")
+    check_structure(g, s)
+    h = hazard_view(g)
+    n = node_of_command(g)
+    da, db, da2, db2 = (int(n[i]) for i in np.flatnonzero(s.cats() == int(Cat.DRAW)))
+    assert nx.has_path(h, da, da2) and nx.has_path(h, db, db2)
+    assert not nx.has_path(h, da, db) and not nx.has_path(h, db, da2)   # free to group a's and b's
+
+
+def test_uav_hazards_and_state_edges() -> None:
+    g, s = G("""SetDescriptorHeaps res
+SetGraphicsRootSignature rw
+SetGraphicsRootDescriptorTable 0 res[1]
+SetPipelineState wr
+OMSetRenderTargets b
+DrawInstanced 3 1 0 0
+SetGraphicsRootSignature rs
+SetGraphicsRootDescriptorTable 0 res[0]
+SetPipelineState al
+OMSetRenderTargets a
+DrawInstanced 3 1 0 0
+SetGraphicsRootSignature rw
+SetGraphicsRootDescriptorTable 0 res[1]
+SetPipelineState wr
+OMSetRenderTargets b
+DrawInstanced 3 1 3 0
+""")
+    check_structure(g, s)
+    e = edges(g)
+    assert (0, 1, "raw", "tex") in e          # the sampler reads what the UAV draw wrote
+    assert (1, 2, "war", "tex") in e          # the next UAV write waits for that read
+    assert not any(d["reason"] == "state" for _, _, d in hazard_view(g).edges(data=True))
+
+
+def test_state_edges_name_the_state() -> None:
+    g, _ = G("SetPipelineState al\nOMSetRenderTargets a\nDrawInstanced 3 1 0 0\nOMSetRenderTargets b\n"
+             "DrawInstanced 3 1 0 0\n")
+    assert edges(g) == [(0, 1, "state", "pipeline")]
+    assert hazard_view(g).number_of_edges() == 0
+
+
+def test_flushes_pin_writers_and_front_end_reads() -> None:
+    g, s = G("""SetPipelineState cs
+Dispatch 1 1 1
+GpuSendPipelinedEvent CS_PARTIAL_FLUSH
+FlushGpuCacheRange DEFAULT_PFP
+OMSetRenderTargets a
+SetPipelineState al
+DrawInstanced 3 1 0 0
+MultiDrawInstancedIndirect 4 args 0 16
+""")
+    check_structure(g, s)
+    kinds = [g.nodes[v]["kind"] for v in g]
+    assert kinds == ["dispatch", "flush", "flush", "draws", "draws"]
+    e = edges(g)
+    assert (0, 1, "flush", "") in e and (1, 2, "flush", "") in e and (2, 4, "flush", "") in e
+    assert (3, 4, "order", "a") in e
+    assert not nx.has_path(hazard_view(g), 1, 3)   # the plain draw is not pinned by the flushes
+
+
+def test_barriers_and_opaque_commands() -> None:
+    g, s = G("""SetPipelineState al
+OMSetRenderTargets a
+DrawInstanced 3 1 0 0
+ResourceBarrier a RENDER_TARGET SHADER_RESOURCE
+OMSetRenderTargets b
+DrawInstanced 3 1 0 0
+Opaque SomethingUnknown
+DrawInstanced 3 1 3 0
+""")
+    check_structure(g, s)
+    kinds = [g.nodes[v]["kind"] for v in g]
+    assert kinds == ["draws", "barrier", "draws", "opaque", "draws"]
+    e = edges(g)
+    assert (0, 1, "barrier", "a") in e
+    assert (2, 3, "opaque", "") in e and (3, 4, "opaque", "") in e
+    assert nx.has_path(g, 0, 4) and nx.has_path(g, 1, 3)
+
+
+def test_range_and_errors() -> None:
+    body = "OMSetRenderTargets a\nSetPipelineState al\nDrawInstanced 3 1 0 0\nDrawInstanced 3 1 3 0\n" \
+           "DrawInstanced 3 1 6 0\n"
+    g, s = G(body, start=3, stop=5)
+    check_structure(g, s)
+    assert g.number_of_nodes() == 2 and edges(g) == [(0, 1, "order", "a")]
+    with pytest.raises(UsageError):
+        build_graph(s, "declared", 3, 99)
+    with pytest.raises(UsageError):
+        build_graph(s, "always")
+
+
+def test_commute_class() -> None:
+    s = loads(HEAD)
+    d = s.decls
+    assert commute_class(d["oi"], "declared") == "oi" and commute_class(d["oi"], "none") is None
+    assert commute_class(d["op"], "declared", "z") is None
+    assert commute_class(d["op"], "opaque", "z") == "opaque:less:z"
+    assert commute_class(d["al"], "opaque", "z") is None
+
+
+def _draw_nodes(s: Stream, g: nx.DiGraph) -> np.ndarray:
+    return node_of_command(g)[np.flatnonzero(s.cats() == int(Cat.DRAW))]
+
+
+def test_generated_frame_small_sound_and_reduced() -> None:
+    gen = pytest.importorskip("drawopt.gen")
+    s = gen.generate("frame", 3000, seed=4)
+    draws = int(np.count_nonzero(s.cats() == int(Cat.DRAW)))
+    gd = build_graph(s, "declared")
+    go = build_graph(s, "opaque")
+    check_structure(gd, s)
+    check_structure(go, s)
+    assert gd.number_of_nodes() <= draws + 64
+    assert go.number_of_nodes() < 0.6 * draws        # opaque depth-tested draws share nodes
+    assert gd.number_of_edges() < 2 * gd.number_of_nodes()
+    # no hazard edge is implied by a path of two hazard edges
+    h = hazard_view(gd)
+    for u, v in h.edges:
+        assert not any(h.has_edge(w, v) for w in h.successors(u) if w != v)
+    # soundness against the verifier's model: draws writing a common target in an observable
+    # order are connected; draws of commuting order-independent pipelines are not forced apart
+    from drawopt.verify.model import Canon
+    from drawopt.verify.records import expand
+    from drawopt.verify.slots import column_universe
+    R = expand(s, Canon(), column_universe([s]), "declared")
+    node = node_of_command(gd)
+    rng = np.random.default_rng(0)
+    for res in np.unique(R.w_res):
+        w = np.flatnonzero(R.w_res == res)
+        ordered = w[R.w_lab[w] == 0]
+        for i in rng.choice(np.arange(ordered.size - 1), size=min(20, max(ordered.size - 1, 0)), replace=False) \
+                if ordered.size > 1 else []:
+            a, b = (int(node[R.a_cmd[R.w_act[ordered[k]]]]) for k in (i, i + 1))
+            assert a == b or nx.has_path(h, a, b)
+
+
+def test_hundred_thousand_draws_give_a_small_graph() -> None:
+    gen = pytest.importorskip("drawopt.gen")
+    s = gen.generate("frame", 100_000, seed=1)
+    g = build_graph(s, "opaque")
+    sm = graph_summary(g)
+    assert sm["nodes"] < 40_000 and sm["edges"] < 2 * sm["nodes"]
+
+
+def test_export_formats(tmp_path) -> None:
+    g, s = G("OMSetRenderTargets a\nSetPipelineState al\nDrawInstanced 3 1 0 0\nDrawInstanced 3 1 3 0\n")
+    for ext in ("dot", "graphml", "json"):
+        write_graph(g, tmp_path / f"g.{ext}", s)
+    assert "n0 -> n1" in (tmp_path / "g.dot").read_text()
+    assert "order:a" in to_dot(g, s)
+    back = nx.read_graphml(tmp_path / "g.graphml")
+    assert back.number_of_edges() == 1
+    js = json.loads((tmp_path / "g.json").read_text())
+    assert nx.node_link_graph(js, edges="links").number_of_nodes() == 2
+    with pytest.raises(UsageError):
+        write_graph(g, tmp_path / "g.png")
+
+
+def test_cli(tmp_path, capsys) -> None:
+    f = tmp_path / "s.dstream"
+    f.write_text(HEAD + "OMSetRenderTargets a\nSetPipelineState al\nDrawInstanced 3 1 0 0\nDrawInstanced 3 1 3 0\n")
+    out = tmp_path / "g.json"
+    assert main(["graph", str(f), "-o", str(out)]) == 0
+    assert "2 nodes (draws 2), 1 edges (order 1)" in capsys.readouterr().out
+    assert main(["graph", str(f), "-o", str(tmp_path / "g.dot"), "--range", "1:4", "--reorder", "opaque"]) == 0
+    assert main(["graph", str(f), "-o", str(tmp_path / "g.xyz")]) == 2
+    assert main(["graph", str(f), "-o", str(out), "--range", "x"]) == 2
+    assert main(["graph", str(tmp_path / "nope.dstream"), "-o", str(out)]) == 2
+
+
+@pytest.mark.skipif(streams is None, reason="tests/strategies.py not available")
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(streams(max_commands=50) if streams is not None else None)
+def test_random_streams_give_well_formed_graphs(s: Stream) -> None:
+    for pol in ("none", "declared", "opaque"):
+        check_structure(build_graph(s, pol), s)
