@@ -237,7 +237,7 @@ def parse_contract(text: str) -> Contract:
 
     Known clauses (see docs/format.md): ``x(vertex_bits=K[,perdraw=P][,lift=A+B]
     [,max_index=M][,base=vertex|none])``, ``instance_data(perdraw=P[,lift=...])``,
-    ``no_primitive_id``, ``order_independent``, ``never_merge``.
+    ``no_primitive_id``, ``no_vertex_id``, ``order_independent``, ``never_merge``.
     """
     out: Contract = {}
     pos = 0
@@ -288,6 +288,7 @@ CONTRACT_CLAUSES: dict[str, tuple[str, ...]] = {
     "instance_data": ("perdraw", "lift"),
     "draw_data": ("perdraw", "lift"),
     "no_primitive_id": (),
+    "no_vertex_id": (),
     "order_independent": (),
     "never_merge": (),
 }

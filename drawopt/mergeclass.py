@@ -50,7 +50,9 @@ bound at ``off mod s`` with ``start_vertex`` (``base_vertex`` for indexed draws)
 increased by ``off div s``: the input assembler fetches vertex ``v`` from
 ``off + v*s`` either way. This assumes (and is the reading of the contract that
 the verifier must share) that such a pipeline's slot 0 carries per-vertex data and
-that its shaders read neither ``SV_PrimitiveID`` nor ``SV_VertexID``.
+that its shaders do not read ``SV_PrimitiveID``; for a non-indexed draw, whose
+``SV_VertexID`` counts from ``start_vertex``, the pipeline must also declare
+``no_vertex_id`` (indexed draws keep their SV_VertexID: it excludes the base).
 
 Draws flagged ``@nomerge`` and draws of ``never_merge`` pipelines are in no class
 with any other draw.
@@ -238,12 +240,14 @@ class DrawFacts:
 def _pipe_facts(stream: Stream) -> dict[str, np.ndarray]:
     """Per declaration index (plus a trailing "no pipeline" entry): pipeline facts."""
     n = len(stream.decls) + 1
-    out = {k: np.zeros(n, bool) for k in ("never_merge", "no_prim", "layout", "inst_free", "x_ok", "compute")}
+    out = {k: np.zeros(n, bool) for k in ("never_merge", "no_prim", "no_vid", "layout", "inst_free", "x_ok",
+                                          "compute")}
     for i, d in enumerate(stream.decls.items):
         if not isinstance(d, Pipeline):
             continue
         out["never_merge"][i] = d.never_merge
         out["no_prim"][i] = "no_primitive_id" in d.contract
+        out["no_vid"][i] = "no_vertex_id" in d.contract
         out["layout"][i] = not d.vertex_pulling
         out["x_ok"][i] = "x" in d.contract and d.vertex_pulling
         out["inst_free"][i] = out["x_ok"][i] or "instance_data" in d.contract or "draw_data" in d.contract
@@ -308,7 +312,10 @@ def draw_facts(stream: Stream, table: StateTable, fold: bool = True) -> DrawFact
     folded = np.zeros(d, bool)
     vbcol = rows[sid, VB].copy() if d else np.zeros(0, np.int64)
     if fold and d:
-        cand = pf["layout"][pidx] & pf["no_prim"][pidx] & np.isin(op, (_DI, _DII)) & (vbcol >= 0)
+        # a non-indexed draw's SV_VertexID counts from StartVertexLocation, so folding its window
+        # into the start is invisible only to shaders that declare no_vertex_id
+        vid_ok = (op == _DII) | pf["no_vid"][pidx]
+        cand = pf["layout"][pidx] & pf["no_prim"][pidx] & vid_ok & np.isin(op, (_DI, _DII)) & (vbcol >= 0)
         if cand.any():
             keyid: dict[tuple, int] = {}
             for v in np.unique(vbcol[cand]):

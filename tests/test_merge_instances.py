@@ -47,11 +47,20 @@ def test_quads_method1_collapses_and_fetches_the_same_vertices() -> None:
     assert compute_stats(out)["by_command"]["IASetVertexBuffers"] == 2
 
 
-@pytest.mark.xfail(strict=True, reason="drawopt.verify does not model vertex-buffer windows yet "
-                                       "(docs/passes.md, merge-instances, Normalisation)")
 def test_quads_method1_verifies() -> None:
     s = generate("quads", 50, seed=3)
-    run(s, verify_each=True)
+    out, _ = run(s, verify_each=True)
+    assert compute_stats(out)["draw_calls"] == 1
+
+
+def test_window_fold_needs_no_vertex_id() -> None:
+    """Without no_vertex_id a non-indexed draw's SV_VertexID would move: no fold, no merge."""
+    s = generate("quads", 40, seed=3)
+    p = s.decls["quad"] if "quad" in s.decls else next(d for d in s.decls if d.kind == "pipeline")
+    assert "no_vertex_id" in p.contract
+    del p.contract["no_vertex_id"]
+    out, rec = run(s, verify_each=True)
+    assert compute_stats(out)["draw_calls"] == compute_stats(s)["draw_calls"]
 
 
 def test_fold_can_be_switched_off() -> None:

@@ -461,7 +461,8 @@ def test_cli_validate_root_index_error(tmp_path, capsys):
     b.SetGraphicsRootDescriptorTable(0, "h0[0]")
     p = tmp_path / "r.dstream"
     formats.save(b.build(), p)
-    p.write_text(p.read_text().replace("SetGraphicsRootDescriptorTable 0 h0[0]", "SetGraphicsRootDescriptorTable 17 h0[0]"))
+    text = p.read_text().replace("SetGraphicsRootDescriptorTable 0 h0[0]", "SetGraphicsRootDescriptorTable 17 h0[0]")
+    p.write_text(text)
     assert main(["validate", str(p)]) == 2
     err = capsys.readouterr().err
     assert "root parameter index must be below 16" in err and f"{p}:" in err

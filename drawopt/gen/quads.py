@@ -20,7 +20,10 @@ each over the next contiguous range, as a sprite batcher that flushes every
 5. instancing: per-instance layout, TRIANGLESTRIP, ``DrawInstanced 4 Q 0 Qb``.
 
 Every pipeline declares ``contract=no_primitive_id`` (the shaders of the post never
-read SV_PrimitiveID, so contiguous vertex ranges may merge); ``contract=none``
+read SV_PrimitiveID, so contiguous vertex ranges may merge), and methods 1-3 also
+``no_vertex_id`` (their input-layout vertex shaders never read SV_VertexID, so a
+vertex-buffer window may move into StartVertexLocation; vertex pulling and the
+instanced shader do read it); ``contract=none``
 declares nothing, for tests of the optimizer's caution. With ``data=on`` (or
 ``auto`` and at most 2^18 words) the CPU-written buffers carry their contents.
 """
@@ -86,6 +89,8 @@ def build(draws: int, rng: np.random.Generator, method: int, quads_per_draw: int
         raise UsageError(f"gen: {draws} draws x {q} quads do not fit the 32-bit vertex/index range "
                          f"(at most {limit} quads for method {method})")
     p = Program(Header())
+    if contract != "none" and method in (1, 2, 3):
+        contract += ",no_vertex_id"  # input-layout shaders of methods 1-3 never read SV_VertexID
     c = {} if contract == "none" else {"contract": contract}
     W, H = width, height
     words_needed = {1: 18, 2: 18, 3: 12 + 6, 4: 5, 5: 5}[method] * n

@@ -562,7 +562,7 @@ class _Explain:
             why = "their per-draw values (lifted root constants) differ"
         elif k0[F["ia"]] != k1[F["ia"]] and k0[F["kind"]] == KD_DRAW:
             why = ("their vertex-buffer windows differ, and moving a window into StartVertexLocation "
-                   "changes SV_VertexID of a non-indexed draw")
+                   "changes SV_VertexID of a non-indexed draw (no no_vertex_id contract)")
         elif pi is not None and SB.count[ib] > SA.count[ia] and not pi.no_prim_id:
             why = f"pipeline '{pi.name}' may read SV_PrimitiveID (no no_primitive_id contract)"
         elif SB.count[ib] > SA.count[ia] and A.a_vpp[x0] == 0:

@@ -83,6 +83,8 @@ class PipeInfo:
     oi: bool
     never_merge: bool
     no_prim_id: bool
+    no_vertex_id: bool
+    """The shaders do not read SV_VertexID (contract ``no_vertex_id``)."""
     has_gs: bool
     contract: str | None
     """``'x'``, ``'instance_data'``, ``'draw_data'`` or None (the per-draw contract)."""
@@ -167,7 +169,8 @@ def pipe_info(p: Pipeline, decls: Decls, canon: Canon) -> PipeInfo:
         name=p.name, cid=canon.id(p.name), compute=p.is_compute, layout_none=p.vertex_pulling,
         layout=p.layout, blend=p.blend, depth_test=p.depth_test, depth_write=p.depth_write,
         depth_func=d[0], oi=p.order_independent, never_merge=p.never_merge,
-        no_prim_id="no_primitive_id" in p.contract, has_gs=p.gs is not None, contract=contract,
+        no_prim_id="no_primitive_id" in p.contract, no_vertex_id="no_vertex_id" in p.contract,
+        has_gs=p.gs is not None, contract=contract,
         k_bits=k_bits, perdraw=perdraw, lift=lift, max_index=max_index,
         base=base, x_ok=contract == "x", params=params,
         root_cid=canon.id(p.root) if p.root else -1,

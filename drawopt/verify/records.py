@@ -640,7 +640,13 @@ class _Expander:
             ind = layout & (g["kind"] == KD_INDEXED) & (key[:, F["svoff"]] != -1)
             key[:, F["bias"]] += np.where(ind, shift, 0)
             nonind = layout & ~ind & drawlike
-            key[nonind, F["ia"]] = hash_cols([key[nonind, F["ia"]], shift[nonind]], int(nonind.sum()))
+            # a non-indexed draw's SV_VertexID counts from StartVertexLocation: the shift may move
+            # into the start only where the shaders declare they do not read SV_VertexID
+            novid = np.array([p.no_vertex_id for p in self.pipes] + [False], bool)[r_pipe]
+            fold = nonind & novid & (g["kind"] == KD_DRAW)
+            key[fold, F["src_off"]] += shift[fold]
+            rest = nonind & ~fold
+            key[rest, F["ia"]] = hash_cols([key[rest, F["ia"]], shift[rest]], int(rest.sum()))
         self.r_act, self.r_sub, self.key, self.r_nomerge = r_act, g["ord"], key, nomerge
         self.a_nrec = np.bincount(r_act, minlength=nA).astype(np.int64)
         self.a_first = np.cumsum(self.a_nrec) - self.a_nrec
