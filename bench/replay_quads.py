@@ -69,13 +69,20 @@ def _optimize(s: Stream, timeout_s: int) -> Stream:
     return getattr(out, "stream", out)
 
 
-def streams(n: int, with_optimizer: bool, timeout_s: int = 120) -> list[tuple[str, Stream | None, dict[str, Any]]]:
+def streams(n: int, with_optimizer: bool, timeout_s: int = 120,
+            optimized: str | None = None) -> list[tuple[str, Stream | None, dict[str, Any]]]:
+    """The rows for ``n`` quads. ``optimized``: a file holding ``drawopt optimize``'s output for
+    method 1 at this size, made beforehand (``drawopt gen --kind quads --draws N --seed 1 --set
+    data=off``, then ``drawopt optimize``), used instead of optimizing here."""
     out: list[tuple[str, Stream | None, dict[str, Any]]] = []
     m1 = generate("quads", n, seed=1, method=1, data="off")
     for m in METHODS:
         s = m1 if m == 1 else generate("quads", 1, seed=1, method=m, quads_per_draw=n, data="off")
         out.append((METHODS[m], s, {}))
-    if with_optimizer:
+    if optimized is not None:
+        from drawopt.formats import load
+        out.append(("1 + drawopt optimize (precomputed)", load(optimized), {"file": optimized}))
+    elif with_optimizer:
         info: dict[str, Any] = {}
         t0 = time.perf_counter()
         try:
@@ -99,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-native", action="store_true", help="use the Python tape loop")
     ap.add_argument("--no-optimizer", action="store_true", help="skip drawopt.optimize")
     ap.add_argument("--optimize-timeout", type=int, default=120, help="seconds allowed to drawopt.optimize")
+    ap.add_argument("--optimized", action="append", default=[], metavar="N=FILE",
+                    help="use FILE as the optimizer's output for N quads (made beforehand: optimizing 1M "
+                         "quads takes minutes of CPU); repeatable")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
 
@@ -106,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     from drawopt.replay.gl import get_context
 
     w, h = (int(v) for v in args.size.lower().split("x"))
+    pre = {int(k): v for k, _, v in (x.partition("=") for x in args.optimized)}
     native = False if args.no_native else None
     _, _, info = get_context()
     over = call_overhead(200_000, native=native)
@@ -122,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     print(hdr)
     print("-" * len(hdr))
     for n in (int(v) for v in args.quads.split(",")):
-        for label, s, extra in streams(n, not args.no_optimizer, args.optimize_timeout):
+        for label, s, extra in streams(n, not args.no_optimizer, args.optimize_timeout, pre.get(n)):
             row: dict[str, Any] = {"quads": n, "stream": label, **extra}
             if s is None:
                 print(f"{n:>8}  {label:42} {'(optimizer failed: ' + extra.get('error', '?') + ')'}")

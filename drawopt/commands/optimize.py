@@ -97,7 +97,7 @@ def _jsonable(x: Any) -> Any:
 
 def summary_table(before: dict[str, Any], after: dict[str, Any]) -> str:
     """The before/after table ``optimize`` prints."""
-    lines = [f"{'':<18}{'before':>14}{'after':>14}{'ratio':>10}"]
+    lines = [f"{'':<18}{'before':>14}{'after':>14}{'ratio':>13}"]
     for k in ROWS:
         if k not in before or k not in after:
             continue
@@ -106,6 +106,6 @@ def summary_table(before: dict[str, Any], after: dict[str, Any]) -> str:
             cells = f"{b:>14.3f}{a:>14.3f}"
         else:
             cells = f"{b:>14,}{a:>14,}"
-        ratio = f"{b / a:>9.2f}x" if isinstance(a, (int, float)) and a and k != "packed_fraction" else f"{'':>10}"
+        ratio = f"{b / a:>12.2f}x" if isinstance(a, (int, float)) and a and k != "packed_fraction" else ""
         lines.append(f"{k:<18}{cells}{ratio}")
     return "\n".join(lines)
