@@ -12,7 +12,7 @@ from drawopt.cli import main
 from drawopt.errors import UsageError
 from drawopt.formats import loads
 from drawopt.passmanager import PassManager, verify_streams
-from drawopt.stream import Stream
+from drawopt.stream import Stream, StreamBuilder
 from drawopt.verify import VerifyResult, verify
 from drawopt.verify.model import Canon
 from drawopt.verify.records import KEY_FIELDS, expand
@@ -398,3 +398,69 @@ def test_every_pass_runs_under_verify_each(name: str, kind: str) -> None:
     passes = parse_pipeline(name, target="xbox-one")
     out = PassManager(passes, verify_each=True).run(s)   # raises PassError on a wrong rewrite
     assert verify(s, out).equivalent
+
+
+# --------------------------------------------------------------------------- canonical commuting groups
+def _group_stream(order: list[tuple[str, tuple[int, int]]], blend: str = "opaque", depth: str = "less,write",
+                  contract: str = "no_primitive_id") -> Stream:
+    b = StreamBuilder()
+    b.buffer("vb", 1 << 16)
+    b.target("rt", 64, 64)
+    b.depth("z", 64, 64)
+    for name, ps in (("a", "p"), ("b", "p2")):
+        b.pipeline(name, vs="v", ps=ps, layout="pos", blend=blend, depth=depth, contract=contract)
+    b.OMSetRenderTargets("rt", "z")
+    b.IASetVertexBuffers(0, "vb", 0, 16)
+    b.IASetPrimitiveTopology("TRIANGLELIST")
+    for p, (count, start) in order:
+        b.SetPipelineState(p)
+        b.DrawInstanced(count, 1, start, 0)
+    return b.build()
+
+
+_ORIG = [("a", (3, 0)), ("a", (3, 3)), ("b", (3, 0))]
+_MOVED = [("a", (3, 0)), ("b", (3, 0)), ("a", (3, 3))]
+
+
+def test_merge_inside_a_commuting_group_does_not_depend_on_its_order() -> None:
+    orig, opt = _group_stream(_ORIG), _group_stream(_MOVED)
+    r = verify(orig, opt, reorder="opaque")
+    assert r.equivalent, r.reason
+    assert verify(opt, orig, reorder="opaque").equivalent
+    # the merged form and any order of it are equivalent too
+    merged = _group_stream([("b", (3, 0)), ("a", (6, 0))])
+    assert verify(orig, merged, reorder="opaque").equivalent
+    assert verify(opt, merged, reorder="opaque").equivalent
+    # a and b are not order_independent: under 'declared' the order is observable
+    r = verify(orig, opt, reorder="declared")
+    assert not r.equivalent
+    assert not verify(orig, opt, reorder="none").equivalent
+
+
+def test_order_independent_group_is_compared_canonically_under_declared() -> None:
+    kw = {"blend": "additive", "depth": "off", "contract": "no_primitive_id,order_independent"}
+    orig, opt = _group_stream(_ORIG, **kw), _group_stream(_MOVED, **kw)
+    r = verify(orig, opt, reorder="declared")
+    assert r.equivalent, r.reason
+    assert verify(orig, _group_stream([("a", (6, 0)), ("b", (3, 0))], **kw), reorder="declared").equivalent
+    assert not verify(orig, opt, reorder="none").equivalent
+
+
+@pytest.mark.parametrize("bad,what", [
+    ([("a", (3, 0)), ("b", (3, 0)), ("a", (6, 3))], "VertexCount"),            # changed vertex count
+    ([("a", (3, 0)), ("b", (3, 0)), ("a", (3, 4))], "VertexCount 6 != 3"),     # not contiguous: no merge
+    ([("a", (3, 0)), ("b", (3, 0))], "VertexCount 6 != 3"),                    # dropped merge partner
+    ([("a", (3, 3)), ("a", (3, 0))], "missing"),                               # dropped draw
+    ([("a", (3, 0)), ("b", (3, 0)), ("a", (3, 3)), ("b", (3, 0))], "extra"),   # duplicated draw
+    ([("a", (3, 0)), ("b", (3, 0)), ("a", (3, 3)), ("a", (3, 3))], ""),        # duplicated merge partner
+    ([("a", (3, 0)), ("b", (3, 0)), ("b", (3, 3))], ""),                       # other pipeline
+    ([("a", (3, 0)), ("a", (3, 0)), ("b", (3, 3))], ""),                       # ranges swapped between pipes
+])
+def test_wrong_rewrite_inside_a_commuting_group_is_rejected(bad: list, what: str) -> None:
+    orig = _group_stream(_ORIG)
+    r = verify(orig, _group_stream(bad), reorder="opaque")
+    assert not r.equivalent and what in r.reason, r.reason
+    assert not verify(orig, _group_stream(bad), reorder="declared").equivalent
+    kw = {"blend": "additive", "depth": "off", "contract": "no_primitive_id,order_independent"}
+    r = verify(_group_stream(_ORIG, **kw), _group_stream(bad, **kw), reorder="declared")
+    assert not r.equivalent and what in r.reason, r.reason

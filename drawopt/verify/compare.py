@@ -10,6 +10,8 @@ canonical form, then the two streams' sequences are compared:
    ranges (``no_primitive_id`` pipelines, list topologies, whole primitives,
    contiguous ranges, one instance each). Nothing merges across a read of the
    resource, a write of what they read, or a ``nomerge`` / ``never_merge`` draw.
+   Inside a commuting group (see 3; found before merging) the records are first
+   sorted by a canonical key, so the merged form does not depend on their order.
 2. *Hazards.* Every action's key includes, for each resource it reads that some
    action writes, how many canonical writes of it come before (read-after-write
    and write-after-read), and for every resource it accesses, how many
@@ -105,6 +107,12 @@ def _count_before(keys_sorted: np.ndarray, res: np.ndarray, pos: np.ndarray) -> 
     return hi - lo
 
 
+def _readers_between(rk: np.ndarray, res: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Whether a read of ``res`` by an action in ``[lo, hi]`` (inclusive) is among the sorted ``rk``."""
+    return (np.searchsorted(rk, res * _SHIFT + hi, side="right") -
+            np.searchsorted(rk, res * _SHIFT + lo, side="left")) > 0
+
+
 def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = None) -> TargetSeqs:
     """Canonical write sequences of ``R``.
 
@@ -136,20 +144,33 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     w_bar = _count_before(bar_keys, R.w_res, R.a_cmd[R.w_act])
     wpart = _sum_by(R.w_act, _mix(R.w_res, np.full(R.w_res.size, -1, np.int64), w_bar), nA)
     hz_raw = _sum_by(ra, _mix(rr, raw_cnt, rd_bar), nA) + wpart
-    # ------------------------------------------------------------ merge links
+    # ------------------------------------------------------------ commuting groups of raw records
     n = e_rec.size
+    prev = np.maximum(np.arange(n) - 1, 0)
     same = np.zeros(n, bool)
     if n > 1:
         same[1:] = e_res[1:] == e_res[:-1]
-    prev = np.maximum(np.arange(n) - 1, 0)
-    pa, ca = e_act[prev], e_act
     # a read of the resource in [prev action, this action] (inclusive) separates them
-    readers_between = (np.searchsorted(rk, e_res * _SHIFT + ca, side="right") -
-                       np.searchsorted(rk, e_res * _SHIFT + e_act[prev], side="left")) > 0
+    readers_between = _readers_between(rk, e_res, e_act[prev], e_act)
+    g_start = ~same | (e_lab == 0) | (e_lab != e_lab[prev]) | readers_between
+    e_gid = np.cumsum(g_start)
+    # inside a commuting group the order is not observable: put its records in a canonical
+    # order (by key, then by position for ties) so that merging does not depend on it
+    rest_h = hash_cols([key[:, j] for j in _REST], key.shape[0])[e_rec]
+    ck = [key[e_rec, F[f]] for f in ("rel", "ninst", "inst", "count", "src_off")]
+    o = np.lexsort((e_rec, *ck, hz_raw[e_act], rest_h, e_gid))
+    e_res, e_lab, e_rec, e_act, e_gid, rest_h = e_res[o], e_lab[o], e_rec[o], e_act[o], e_gid[o], rest_h[o]
+    # ------------------------------------------------------------ merge links
+    pa, ca = e_act[prev], e_act
+    same_g = np.zeros(n, bool)
+    if n > 1:
+        same_g[1:] = e_gid[1:] == e_gid[:-1]
+    # across groups: only unlabelled neighbours (singleton groups, still in stream order) with no
+    # read of the resource between them merge; inside a group nothing reads the resource
+    sep = ~same_g & ((e_lab != 0) | _readers_between(rk, e_res, pa, ca))
     col = {f: key[:, F[f]][e_rec] for f in ("kind", "src_off", "count", "inst", "ninst", "rel", "fmt")}
     pcol = {f: v[prev] for f, v in col.items()}
-    rest_h = hash_cols([key[:, j] for j in _REST], key.shape[0])[e_rec]
-    base_ok = same & ~readers_between & (rest_h[prev] == rest_h) & (hz_raw[pa] == hz_raw[ca]) & \
+    base_ok = same & ~sep & (rest_h[prev] == rest_h) & (hz_raw[pa] == hz_raw[ca]) & \
         (e_lab[prev] == e_lab) & ~R.r_nomerge[e_rec[prev]] & ~R.r_nomerge[e_rec]
     drawlike = (col["kind"] == KD_DRAW) | (col["kind"] == KD_INDEXED)
     inst_link = base_ok & drawlike & (pcol["src_off"] == col["src_off"]) & (pcol["count"] == col["count"]) & \
@@ -178,6 +199,7 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     last = e_rec[last_pos]
     res = e_res[hidx]
     lab = e_lab[hidx]
+    gid = e_gid[hidx]
     kf = key[first]
     src_off = kf[:, F["src_off"]].copy()
     count = kf[:, F["count"]].copy()
@@ -193,8 +215,8 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
         count = np.where(rtype == 2, tot_c, count)
     # ------------------------------------------------------------ canonical hazards
     f_act = R.r_act[first]
-    l_act = R.r_act[last]
-    ckey = res * _SHIFT + f_act
+    # entries are in canonical order inside a group: count them in stream order
+    ckey = np.sort(res * _SHIFT + f_act)
     can_cnt = _count_before(ckey, rr, ra)
     hz = _sum_by(ra, _mix(rr, can_cnt, rd_bar), nA) + wpart
     # ------------------------------------------------------------ key hash and groups
@@ -206,14 +228,9 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     # the same without hazards, to describe differences (a dropped write shifts later reads)
     kx = hash_cols([*[kf[:, j] for j in _REST], src_off, count, inst, ninst, rel], hidx.size)
     m = hidx.size
-    start = np.ones(m, bool)
-    if m > 1:
-        samer = res[1:] == res[:-1]
-        rb = (np.searchsorted(rk, res[1:] * _SHIFT + f_act[1:], side="right") -
-              np.searchsorted(rk, res[1:] * _SHIFT + l_act[:-1], side="left")) > 0
-        start[1:] = ~samer | (lab[1:] == 0) | (lab[1:] != lab[:-1]) | rb
-    # multiset groups: sort by key hash inside the group (stable: keeps order for ties)
-    gid = np.cumsum(start)
+    # multiset groups (the raw commuting groups; a merged run never spans two of them unless
+    # both are unlabelled singletons, which then stay separate groups): sort by key hash inside
+    # the group (stable: keeps order for ties)
     o = np.lexsort((src, sh, kc, gid))
     gs = gid[o]
     start = np.ones(m, bool)
