@@ -63,7 +63,7 @@ import numpy as np
 from .decls import Buffer, Pipeline, View
 from .errors import UsageError
 from .ops import BARRIER_STATES, BY_CODE, BY_NAME, NARGS, Cat
-from .stream import Stream
+from .stream import Stream, ragged_index
 
 EDGE_REASONS = ("raw", "war", "waw", "order", "flush", "barrier", "opaque", "state")
 """Edge reasons, strongest first."""
@@ -149,15 +149,6 @@ def _slot_name(slot: int) -> str:
     if slot >= _S_VB:
         return f"vertex buffer {slot - _S_VB}"
     return _SLOT_NAMES.get(slot, "state")
-
-
-def _ragged(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    lens = np.asarray(lens, np.int64)
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    off = np.cumsum(lens) - lens
-    return np.repeat(np.asarray(starts, np.int64) - off, lens) + np.arange(total, dtype=np.int64)
 
 
 class _Builder:
@@ -301,7 +292,7 @@ class _Builder:
         flat = np.array([x for lst in per for x in lst], np.int64).reshape(-1, 2)
         offs = np.cumsum(counts) - counts
         nper = counts[inv] if inv.size else np.zeros(0, np.int64)
-        k = _ragged(offs[inv], nper) if inv.size else np.zeros(0, np.int64)
+        k = ragged_index(offs[inv], nper) if inv.size else np.zeros(0, np.int64)
         acc_seg = [np.repeat(aseg, nper)]
         acc_res = [flat[k, 0] if k.size else np.zeros(0, np.int64)]
         acc_cls = [flat[k, 1] if k.size else np.zeros(0, np.int64)]
@@ -465,7 +456,7 @@ class _Builder:
         i_full = np.flatnonzero(full)
         reps = psize[i_full]
         v1 = np.repeat(i_full, reps)
-        u1 = _ragged(gstart[pg[i_full]], reps)
+        u1 = ragged_index(gstart[pg[i_full]], reps)
         # anchored: from the first member of this group
         i_anc = np.flatnonzero(anchor)
         u2, v2 = gstart[g[i_anc]], i_anc
@@ -727,7 +718,7 @@ def _two_path_reduce(u: np.ndarray, v: np.ndarray, mask: np.ndarray, nn: int) ->
         w = ev[pe]
         reps = outdeg[w]
         cu = np.repeat(eu[pe], reps)
-        cv = succ_v[_ragged(succ_start[w], reps)]
+        cv = succ_v[ragged_index(succ_start[w], reps)]
         ck = np.unique(cu * nn + cv)
         pos = np.clip(np.searchsorted(ksorted, ck), 0, ksorted.size - 1)
         hit = korder[pos[ksorted[pos] == ck]]

@@ -80,7 +80,7 @@ from .ops import (
     TOPOLOGIES,
     Cat,
 )
-from .stream import Stream
+from .stream import Stream, ragged_index
 
 NROOT = 16
 SLOTS: tuple[str, ...] = (
@@ -320,16 +320,6 @@ class _Values:
 def describe_value(scan_: Scan, vid: int) -> Any:
     """Canonical, stream-independent value of value id ``vid`` of ``scan_``."""
     return scan_.values.decode(vid)
-
-
-def _gather_index(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    lens = lens.astype(np.int64)
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    off = np.zeros(lens.shape[0], np.int64)
-    np.cumsum(lens[:-1], out=off[1:])
-    return np.repeat(starts.astype(np.int64) - off, lens) + np.arange(total, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------- the scan
@@ -686,7 +676,7 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
     idx = where("SetDescriptorHeaps")
     if idx.size:
         lens = s.var_len[idx].astype(np.int64)
-        vals = s.pool[_gather_index(s.var_off[idx], lens)]
+        vals = s.pool[ragged_index(s.var_off[idx], lens)]
         owner = np.repeat(np.arange(idx.size), lens)
         keys = np.full((idx.size, 2), -1, np.int64)
         keys[owner, heap_type[vals]] = vals
@@ -696,7 +686,7 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
     idx = where("OMSetRenderTargets")
     if idx.size:
         lens = s.var_len[idx].astype(np.int64)
-        vals = s.pool[_gather_index(s.var_off[idx], lens)]
+        vals = s.pool[ragged_index(s.var_off[idx], lens)]
         owner = np.repeat(np.arange(idx.size), lens)
         pos = np.arange(vals.size) - np.repeat(np.cumsum(lens) - lens, lens)
         keys = np.full((idx.size, 9), -1, np.int64)
@@ -771,7 +761,7 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
                 lens = cnt.astype(np.int64)
                 owner = np.repeat(np.arange(c.size), lens)
                 col = np.repeat(dest, lens) + (np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens))
-                wv = s.pool[_gather_index(s.var_off[c], s.var_len[c])]
+                wv = s.pool[ragged_index(s.var_off[c], s.var_len[c])]
                 ch = _make_chains(int(sl), c, prev, owner, col, wv, int((dest + cnt).max()))
                 chains[int(sl)] = ch
                 _resolve(ch, cval, values, _decode_constants)

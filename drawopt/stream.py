@@ -20,7 +20,7 @@ from __future__ import annotations
 
 __all__ = [
     "Header", "Stream", "Command", "CommandBuffer", "Emitter", "StreamBuilder",
-    "StreamCheckError", "FLAG_NOMERGE", "FLAG_NAMES", "ARGS_SIZE",
+    "StreamCheckError", "FLAG_NOMERGE", "FLAG_NAMES", "ARGS_SIZE", "ragged_index",
 ]
 
 from collections.abc import Iterable, Iterator, Sequence
@@ -153,7 +153,7 @@ class Stream:
 
     def var_values(self) -> np.ndarray:
         """All variadic values in command order (the pool, compacted)."""
-        return self.pool[_gather_index(self.var_off, self.var_len)]
+        return self.pool[ragged_index(self.var_off, self.var_len)]
 
     def var(self, i: int) -> np.ndarray:
         """Variadic tail of command ``i``."""
@@ -197,7 +197,7 @@ class Stream:
         if idx.shape[0]:
             np.cumsum(lens[:-1], out=off[1:])
         return Stream(self.header, self.decls, self.op[idx], self.args[idx], off, lens,
-                      self.pool[_gather_index(self.var_off[idx], lens)], self.flags[idx],
+                      self.pool[ragged_index(self.var_off[idx], lens)], self.flags[idx],
                       self.line[idx], self.strings)
 
     def copy(self) -> Stream:
@@ -215,8 +215,8 @@ class Stream:
         _check(self)
 
 
-def _gather_index(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """Indices ``starts[i] + 0..lens[i]-1`` concatenated."""
+def ragged_index(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Indices ``starts[i] + 0..lens[i]-1`` concatenated (gather index of a ragged array)."""
     lens = lens.astype(np.int64)
     total = int(lens.sum())
     if total == 0:
@@ -278,7 +278,7 @@ def _check(s: Stream) -> None:
             if badlen.any():
                 raise StreamCheckError(
                     f"{sp.name} takes {sp.var_min}..{sp.var_max} {sp.var.name}", _first(badlen, where))
-            vidx = _gather_index(s.var_off[where], lens)
+            vidx = ragged_index(s.var_off[where], lens)
             if vidx.size:
                 owner = np.repeat(where, lens)
                 pos = np.arange(vidx.size) - np.repeat(np.cumsum(lens) - lens, lens) + len(sp.args)

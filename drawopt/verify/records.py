@@ -35,6 +35,7 @@ from ..decls import Buffer, Decls, Pipeline, View
 from ..errors import UsageError
 from ..ops import BY_NAME, OPS, TOPOLOGIES, Cat
 from ..stream import FLAG_NOMERGE, Stream
+from ..stream import ragged_index as ragged
 from ._hash import hash_cols
 from .model import NEVER, OPQ_BASE, VERTS_PER_PRIM, Canon, PipeInfo, commute_label, pipe_info
 from .slots import Col, StateAt, cid_of, track
@@ -183,16 +184,6 @@ class Views:
 def safe_ref(cmap: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """``cmap[idx]`` where ``idx`` may be garbage at positions the caller masks out."""
     return cmap[np.clip(idx, 0, cmap.size - 1)]
-
-
-def ragged(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """``starts[i] + 0..lens[i]-1`` concatenated."""
-    lens = np.asarray(lens, np.int64)
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    off = np.cumsum(lens) - lens
-    return np.repeat(np.asarray(starts, np.int64) - off, lens) + np.arange(total, dtype=np.int64)
 
 
 # --------------------------------------------------------------------------- expansion

@@ -27,7 +27,7 @@ from enum import IntEnum
 import numpy as np
 
 from ..ops import BY_NAME
-from ..stream import Stream, _gather_index
+from ..stream import Stream, ragged_index
 from ._hash import hash_cols
 from .model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET, Canon
 
@@ -110,7 +110,7 @@ def _consts(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     k = np.arange(cmd.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
     word = s.args[cmd, 2] + k
     key = np.minimum(s.args[cmd, 0], MAX_PARAM) * 64 + word
-    val = s.pool[_gather_index(s.var_off[idx], s.var_len[idx])]
+    val = s.pool[ragged_index(s.var_off[idx], s.var_len[idx])]
     return cmd, key, val
 
 
