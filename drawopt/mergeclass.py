@@ -317,17 +317,25 @@ def draw_facts(stream: Stream, table: StateTable, fold: bool = True) -> DrawFact
         vid_ok = (op == _DII) | pf["no_vid"][pidx]
         cand = pf["layout"][pidx] & pf["no_prim"][pidx] & vid_ok & np.isin(op, (_DI, _DII)) & (vbcol >= 0)
         if cand.any():
+            ci = np.flatnonzero(cand)
+            uniq, inv = np.unique(vbcol[ci], return_inverse=True)
+            ok_u = np.zeros(uniq.size, bool)
+            shift_u = np.zeros(uniq.size, np.int64)
+            key_u = np.zeros(uniq.size, np.int64)
             keyid: dict[tuple, int] = {}
-            for v in np.unique(vbcol[cand]):
+            for j, v in enumerate(uniq):  # one decode per distinct binding, then scatter by inverse
                 val = sc.values.decode(int(v))
                 if not (isinstance(val, tuple) and len(val) == 1 and val[0][0] == 0 and val[0][3] > 0):
                     continue
                 _, buf, off, stride = val[0]
                 k = keyid.setdefault((buf, off % stride, stride), len(keyid))
-                m = cand & (vbcol == v)
-                folded[m] = True
-                shift[m] = off // stride
-                vbcol[m] = -(1 << 40) - k  # folded key: distinct from every value id and marker
+                ok_u[j], shift_u[j] = True, off // stride
+                key_u[j] = -(1 << 40) - k  # folded key: distinct from every value id and marker
+            hit = ok_u[inv]
+            sel = ci[hit]
+            folded[sel] = True
+            shift[sel] = shift_u[inv[hit]]
+            vbcol[sel] = key_u[inv[hit]]
             col = np.where(op == _DI, 2, 3)  # start_vertex / base_vertex
             fi = np.flatnonzero(folded)
             args[fi, col[fi]] += shift[fi]
