@@ -240,6 +240,9 @@ def test_x_rules_on_the_optimized_stream_only() -> None:
     assert "max_index 65535 overflow vertex_bits=16" in r.reason
     c = b.replace("R16_UINT 3 4", "R16_UINT 3 131072")
     assert "past the end of 'pd'" in verify(S(a, extra=extra), S(c, extra=extra)).reason
+    # the boundary: low bits 1 + max_index 65535 reach 2^16, the draw id's first bit
+    a1, b1 = a.replace("3 1 0 4 0", "3 1 0 1 0"), b.replace("R16_UINT 3 4", "R16_UINT 3 1")
+    assert "max_index 65535 overflow vertex_bits=16" in verify(S(a1, extra=extra), S(b1, extra=extra)).reason
     d = b.replace("SetGraphicsRootShaderResourceView 2 pd 0\n", "")
     assert "nothing is bound at root parameter 2" in verify(S(a, extra=extra), S(d, extra=extra)).reason
 

@@ -271,7 +271,7 @@ def _drawindexedx(R: Records) -> list[Violation]:
                                  f"a per-draw record past the end of '{d.name}' ({d.size} bytes; records of "
                                  f"{stride} bytes from offset {off}); vertex_bits={k} leaves {32 - k} bits of "
                                  f"draw id", cmd, {"rule": "x-slot"}))
-        if pi.max_index and low + pi.max_index > (1 << k):
+        if pi.max_index and low + pi.max_index >= (1 << k):  # index + low must stay below 2^K
             out.append(Violation(("x-max-index", pi.name), f"DrawIndexedX at {R.where(cmd)}: IndexOffset low bits "
                                  f"{low} + max_index {pi.max_index} overflow vertex_bits={k} into the draw id",
                                  cmd, {"rule": "x-max-index"}))
