@@ -86,12 +86,13 @@ def _scan_array(text: str, idx: int, scan, ws) -> tuple[list[Any], list[int], in
             raise _Syntax
 
 
-def _scan_object_keys(text: str, idx: int, scan, ws) -> dict[str, tuple[int, int]]:
-    """Offsets ``(key, value)`` of the members of the object at ``text[idx] == '{'``."""
-    out: dict[str, tuple[int, int]] = {}
+def _walk_object(text: str, idx: int, ws, member) -> int:
+    """Walk the object at ``text[idx] == '{'``: for every member call
+    ``member(key, key_offset, value_offset)``, which scans the value and returns the
+    index after it; return the index after the closing ``}``."""
     idx = ws(text, idx + 1).end()
     if text[idx:idx + 1] == "}":
-        return out
+        return idx + 1
     while True:
         if text[idx:idx + 1] != '"':
             raise _Syntax
@@ -101,17 +102,26 @@ def _scan_object_keys(text: str, idx: int, scan, ws) -> dict[str, tuple[int, int
         if text[idx:idx + 1] != ":":
             raise _Syntax
         idx = ws(text, idx + 1).end()
-        voff = idx
-        _, idx = scan(text, idx)
-        out.setdefault(key, (koff, voff))
-        idx = ws(text, idx).end()
+        idx = ws(text, member(key, koff, idx)).end()
         c = text[idx:idx + 1]
         if c == ",":
             idx = ws(text, idx + 1).end()
         elif c == "}":
-            return out
+            return idx + 1
         else:
             raise _Syntax
+
+
+def _scan_object_keys(text: str, idx: int, scan, ws) -> dict[str, tuple[int, int]]:
+    """Offsets ``(key, value)`` of the members of the object at ``text[idx] == '{'``."""
+    out: dict[str, tuple[int, int]] = {}
+
+    def member(key: str, koff: int, voff: int) -> int:
+        out.setdefault(key, (koff, voff))
+        return scan(text, voff)[1]
+
+    _walk_object(text, idx, ws, member)
+    return out
 
 
 class _Doc:
@@ -135,37 +145,19 @@ class _Doc:
         idx = ws(text, 0).end()
         if text[idx:idx + 1] != "{":
             raise _Syntax
-        idx = ws(text, idx + 1).end()
-        if text[idx:idx + 1] == "}":
-            idx += 1
-        else:
-            while True:
-                if text[idx:idx + 1] != '"':
-                    raise _Syntax
-                koff = idx
-                key, idx = scanstring(text, idx + 1)
-                idx = ws(text, idx).end()
-                if text[idx:idx + 1] != ":":
-                    raise _Syntax
-                idx = ws(text, idx + 1).end()
-                voff = idx
-                if key in ("decls", "commands") and text[idx:idx + 1] == "[":
-                    val, offs, idx = _scan_array(text, idx, scan, ws)
-                    self.elem_off[key] = offs
-                else:
-                    val, idx = scan(text, idx)
-                if key in self.values:
-                    self.error(f'duplicate key "{key}"', koff)
-                self.values[key], self.key_off[key], self.val_off[key] = val, koff, voff
-                idx = ws(text, idx).end()
-                c = text[idx:idx + 1]
-                if c == ",":
-                    idx = ws(text, idx + 1).end()
-                elif c == "}":
-                    idx += 1
-                    break
-                else:
-                    raise _Syntax
+
+        def member(key: str, koff: int, voff: int) -> int:
+            if key in ("decls", "commands") and text[voff:voff + 1] == "[":
+                val, offs, end = _scan_array(text, voff, scan, ws)
+                self.elem_off[key] = offs
+            else:
+                val, end = scan(text, voff)
+            if key in self.values:
+                self.error(f'duplicate key "{key}"', koff)
+            self.values[key], self.key_off[key], self.val_off[key] = val, koff, voff
+            return end
+
+        idx = _walk_object(text, idx, ws, member)
         if ws(text, idx).end() != len(text):
             raise _Syntax
 
