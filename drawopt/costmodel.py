@@ -300,7 +300,7 @@ def mdi_min_batch(target: str | TargetModel, indexed: bool = True) -> int:
 
 
 PIPELINE_ORDER = ("dedupe-state", "schedule", "merge-instances", "pack-x", "mdi", "flush", "dedupe-state")
-"""The full pipeline, before filtering by target and by the passes this build has."""
+"""The full pipeline, before filtering by target (pack-x and mdi only where they pay off)."""
 
 
 def default_pipeline(target: str | TargetModel = "d3d12") -> str:
@@ -308,26 +308,19 @@ def default_pipeline(target: str | TargetModel = "d3d12") -> str:
 
     ``dedupe-state, schedule, merge-instances, pack-x, mdi, flush, dedupe-state``,
     where ``pack-x`` is kept only where it pays off (:func:`pack_x_pays_off`: Xbox
-    One) and ``mdi`` only where the target has multi-draw-indirect, and every pass
-    this build cannot import is left out. ``pack-x`` runs before ``mdi`` so that on
+    One) and ``mdi`` only where the target has multi-draw-indirect. ``pack-x`` runs before ``mdi`` so that on
     a wave-packing target the draws a pipeline's ``x`` contract allows become
     packed runs (GPU win) and ``mdi`` batches the rest; ``flush`` runs after both
     (it re-issues ``IASetIndexBuffer`` after ``DrawIndexedX`` runs and inserts the
     flushes GPU-written args need); the final ``dedupe-state`` drops what the
     rewrites made redundant.
     """
-    from .passmanager import get_pass
-
     m = get_target(target)
     out: list[str] = []
     for name in PIPELINE_ORDER:
         if name == "pack-x" and not pack_x_pays_off(m):
             continue
         if name == "mdi" and not m.mdi:
-            continue
-        try:
-            get_pass(name)
-        except UsageError:
             continue
         out.append(name)
     return ",".join(out)

@@ -133,8 +133,10 @@ def get_pass(name: str) -> type[Pass]:
         raise UsageError(f"unknown pass '{name}' (known: {', '.join(PASSES)})")
     try:
         cls = _load(PASSES[name])
-    except (ImportError, AttributeError):
-        raise UsageError(f"pass '{name}' is not available in this build") from None
+    except (ImportError, AttributeError) as e:
+        # a broken install must not look like a smaller pipeline: say what failed
+        raise UsageError(f"pass '{name}' cannot be loaded ({type(e).__name__}: {e}); "
+                         f"reinstall with `pip install -e .`") from None
     return cls
 
 
