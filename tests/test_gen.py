@@ -234,12 +234,22 @@ def test_frame_structure() -> None:
 
 
 VP_SCENE = ("z_pull", "gb_pull", "at_pull", "tr_glass_pull")
+IL_SCENE = ("z_il", "gb_il_std", "at_il", "tr_glass_il")
+
+
+def test_frame_legacy_input_layout_option() -> None:
+    """``il_draw_data=off``: input-layout scene pipelines declare no per-draw contract (legacy)."""
+    s = generate("frame", 2000, seed=2, il_draw_data=False)
+    for _, p in draw_pipelines(s):
+        if not p.vertex_pulling:
+            assert not ({"x", "draw_data", "instance_data"} & set(p.contract)), p.name
 
 
 def test_frame_per_draw_contracts() -> None:
     """Vertex-pulling scene shaders read one per-draw record two ways (x: DrawIndexedX, draw_data:
-    multi-draw); bindless ones also lift the material table's heap slot; input-layout pipelines
-    (legacy materials, UI) declare neither; the multi-draw array parameter is never bound."""
+    multi-draw); bindless ones also lift the material table's heap slot; input-layout scene
+    pipelines read the record by StartInstanceLocation (draw_data), legacy ones (detail, scatter,
+    GS, tessellation) and the UI declare nothing; the multi-draw array parameter is never bound."""
     n = 4000
     s = generate("frame", n, seed=2)
     dp = draw_pipelines(s)
@@ -253,6 +263,11 @@ def test_frame_per_draw_contracts() -> None:
             assert {3, 7} <= set(p.params) and (0 in p.params) == (not p.name.startswith("z_"))
         elif p.name.startswith(("tr_particles", "tr_smoke")):
             assert p.vertex_pulling and "x" not in p.contract and p.contract["draw_data"]["perdraw"] == "7"
+        elif p.name.startswith(IL_SCENE):
+            # the engine's per-draw id stream: draw_data through an instance-rate attribute, no x
+            assert not p.vertex_pulling and "x" not in p.contract and p.contract["draw_data"]["perdraw"] == "7"
+            lift = "1.0+1.1+1.2+1.3" + ("+0" if "bindless" in p.name else "")
+            assert p.contract["draw_data"]["lift"] == lift and 7 in p.params, p.name
         else:
             assert not ({"x", "draw_data", "instance_data"} & set(p.contract)), p.name
     assert sig.params[3].kind == sig.params[7].kind == "srv"
@@ -282,7 +297,7 @@ def test_frame_per_draw_contracts() -> None:
 def test_frame_contract_options() -> None:
     n = 3000
     names = lambda s: {p.name for _, p in draw_pipelines(s)}  # noqa: E731
-    none = generate("frame", n, seed=4, draw_data_fraction=0.0, bindless_fraction=0.0)
+    none = generate("frame", n, seed=4, draw_data_fraction=0.0, bindless_fraction=0.0, il_draw_data=False)
     assert not [nm for nm in names(none) if "bindless" in nm or "draw_data" in none.decls[nm].contract]
     assert all(nm.endswith("_nodd") for nm in names(none) if nm.startswith((*VP_SCENE, "tr_particles")))
     half = generate("frame", n, seed=4, draw_data_fraction=0.5, bindless_fraction=1.0)

@@ -22,9 +22,16 @@ and new shaders:
   the shader indexes the descriptor heap with the heap slot of the material table
   (lift item ``0``), so their per-material ``SetGraphicsRootDescriptorTable`` is
   only an input to the record. Other materials bind their table and break batches.
+* **Input-layout scene pipelines** (``z_il``, ``gb_il_std``, ``at_il``,
+  ``tr_glass_il``, bindless variants by material): with ``il_draw_data`` (default)
+  their vertex shaders read the same per-draw record by StartInstanceLocation through
+  the engine's per-draw id stream, an instance-rate attribute that is their only
+  instance-rate input (Unreal's primitive-id stream): ``draw_data(perdraw=7,lift=...)``,
+  no ``x`` (DrawIndexedX needs vertex pulling).
 * **Input-layout pipelines** without per-draw contracts: legacy materials (the
-  G-buffer, alpha-tested and glass draws that are not pulled, scatter, GS fur and
-  grass, tessellated terrain) and the UI.
+  ``gb_il_detail`` G-buffer material, scatter with per-instance transforms, GS fur
+  and grass, tessellated terrain; all input-layout scene pipelines with
+  ``il_draw_data=off``) and the UI.
 
 Passes, in order (each present when its share of ``draws`` is not empty):
 
@@ -76,6 +83,10 @@ OPTIONS: tuple[Option, ...] = (
     float_opt("draw_data_fraction", 1.0, 0.0, 1.0,
               "share of materials whose vertex-pulling shaders also read per-draw records by "
               "StartInstanceLocation (draw_data contract: the multi-draw path)"),
+    bool_opt("il_draw_data", True,
+             "input-layout scene shaders (depth, G-buffer std, alpha-tested, glass) read the per-draw record "
+             "through the engine's per-draw id stream (an instance-rate attribute = StartInstanceLocation, as "
+             "Unreal's primitive-id stream): draw_data contract; off = no per-draw contract (legacy)"),
     float_opt("bindless_fraction", 0.75, 0.0, 1.0,
               "share of materials whose vertex-pulling shaders index the heap with the material "
               "table's slot from the per-draw record (lift item 0)"),
@@ -154,10 +165,17 @@ def _vp_name(family: str, bits: int, bindless: bool, dd: bool) -> str:
     return name + ("" if dd else "_nodd")
 
 
-def _pipelines(t: int, dd_variants: tuple[bool, ...], bl_variants: tuple[bool, ...]
+def _il_name(family: str, bindless: bool, dd: bool) -> str:
+    """Name of an input-layout scene pipeline (``z_il``, ``gb_il_std``, ``at_il``, ``tr_glass_il``) for
+    a material's bindless choice, when input-layout shaders read per-draw records (``dd``)."""
+    return family + ("_bindless" if dd and bindless and family != "z_il" else "")
+
+
+def _pipelines(t: int, dd_variants: tuple[bool, ...], bl_variants: tuple[bool, ...], il_dd: bool = True
                ) -> tuple[list[tuple[_P, dict]], list[dict[str, int]]]:
-    """The frame's pipelines: fixed ones, and the vertex-pulling scene variants for each
-    ``draw_data`` (``dd_variants``) and bindless (``bl_variants``) choice in use."""
+    """The frame's pipelines: fixed ones, the vertex-pulling scene variants for each
+    ``draw_data`` (``dd_variants``) and bindless (``bl_variants``) choice in use, and the
+    input-layout scene pipelines (with ``il_dd``: a ``draw_data`` clause, bindless variants)."""
     il = "pos_nrm_uv"
     scene_il = (P_MATERIAL, P_OBJECT, P_FRAME, P_GEOMETRY, P_SAMPLERS)
     zp = (P_OBJECT, P_FRAME, P_PERDRAW, P_GEOMETRY)
@@ -194,11 +212,26 @@ def _pipelines(t: int, dd_variants: tuple[bool, ...], bl_variants: tuple[bool, .
                  dict(vs="particle_pull", ps="smoke" + sfx, root="scene", depth="less", blend="premultiplied",
                       params=pp, contract=perdraw_contract(None, dd, bl))),
             ]
+    # input-layout scene shaders: with il_dd they read the per-draw record by StartInstanceLocation
+    # through the engine's per-draw id stream (their only instance-rate input), like the pulled ones
+    il_extra = (P_DRAWDATA,) if il_dd else ()
+    z_dd = perdraw_contract(None, il_dd, False, "no_primitive_id", "order_independent")
+    table.append((_P("z_il", False, False), dict(vs="depth_il", layout=il, root="scene", depth="less,write",
+                                                 params=(P_OBJECT, P_FRAME, *il_extra), contract=z_dd)))
+    for bl in (bl_variants if il_dd else (False,)):
+        sfx = "_bindless" if bl else ""
+        c = perdraw_contract(None, il_dd, bl, "no_primitive_id")
+        table += [
+            (_P(_il_name("gb_il_std", bl, il_dd), False, False),
+             dict(vs="gbuf_il", ps="gbuf_std" if not bl else "gbuf_bindless", layout=il,
+                  params=scene_il + il_extra, contract=c, **gb)),
+            (_P(_il_name("at_il", bl, il_dd), False, False),
+             dict(vs="gbuf_il", ps="gbuf_alphatest" + sfx, layout=il, params=scene_il + il_extra, contract=c, **gb)),
+            (_P(_il_name("tr_glass_il", bl, il_dd), False, False),
+             dict(vs="fwd_il", ps="glass" + sfx, layout=il, params=scene_il + il_extra,
+                  contract=perdraw_contract(None, il_dd, bl), **tr)),
+        ]
     table += [
-        (_P("z_il", False, False), dict(vs="depth_il", layout=il, root="scene", depth="less,write",
-                                        params=(P_OBJECT, P_FRAME), contract="no_primitive_id,order_independent")),
-        (_P("gb_il_std", False, False), dict(vs="gbuf_il", ps="gbuf_std", layout=il, params=scene_il,
-                                             contract="no_primitive_id", **gb)),
         (_P("gb_il_detail", False, False), dict(vs="gbuf_il", ps="gbuf_detail", layout=il, params=scene_il, **gb)),
         (_P("gb_il_scatter", False, False), dict(vs="gbuf_scatter", ps="gbuf_std", layout="pos_nrm_uv_xform",
                                                  params=scene_il, contract="no_primitive_id", **gb)),
@@ -210,11 +243,8 @@ def _pipelines(t: int, dd_variants: tuple[bool, ...], bl_variants: tuple[bool, .
         (_P("gb_tess_terrain", False, False, topology=PATCHLIST_3),
          dict(vs="terrain_vs", hs="terrain_hs", ds="terrain_ds", ps="terrain_ps", layout=il, topology="patch",
               params=scene_il, **gb)),
-        (_P("at_il", False, False), dict(vs="gbuf_il", ps="gbuf_alphatest", layout=il, params=scene_il,
-                                         contract="no_primitive_id", **gb)),
         (_P("lighting", True, False), dict(vs="fullscreen", ps="deferred_light", root="scene",
                                            params=(P_FRAME, P_SAMPLERS, P_GBUFFER))),
-        (_P("tr_glass_il", False, False), dict(vs="fwd_il", ps="glass", layout=il, params=scene_il, **tr)),
         (_P("ui_rect", False, False), dict(vs="ui", ps="ui_rect", layout="ui_pos_uv_color", blend="alpha",
                                            root="uiroot")),
         (_P("ui_text", False, False), dict(vs="ui", ps="ui_text", layout="ui_pos_uv_color", blend="alpha",
@@ -286,7 +316,7 @@ class _Frame:
             RootParam("table", ranges=(("srv", t),)), RootParam("srv"))))
         p.declare(RootSig("uiroot", (RootParam("table", ranges=(("srv", 1),)), RootParam("constants", 4),
                                      RootParam("table", ranges=(("sampler", 1),)))))
-        table, self.gs_params = _pipelines(t, self.dd_variants, self.bl_variants)
+        table, self.gs_params = _pipelines(t, self.dd_variants, self.bl_variants, self.o["il_draw_data"])
         self.pipes: dict[str, _P] = {}
         self.pidx: dict[str, int] = {}
         for info, kw in table:
@@ -313,6 +343,15 @@ class _Frame:
         w = np.broadcast_to(np.asarray(wide, bool), material.shape).astype(np.int64)
         bl = self.bl_mat[material] if family != "z" else np.full(material.shape, self.bl_variants[0])
         out = lut[w, bl.astype(np.int64), self.dd_mat[material].astype(np.int64)]
+        assert (out >= 0).all()
+        return out
+
+    def il(self, family: str, material: np.ndarray) -> np.ndarray:
+        """Input-layout scene pipeline of ``family`` per draw (bindless variant by ``material``)."""
+        dd = self.o["il_draw_data"]
+        names = [_il_name(family, bool(bl), dd) for bl in (False, True)]
+        lut = np.array([self.pidx.get(n, -1) for n in names], np.int64)
+        out = lut[self.bl_mat[material].astype(np.int64)]
         assert (out >= 0).all()
         return out
 
@@ -416,7 +455,7 @@ class _Frame:
             pre_obj, pre_mesh, pre_mat = pre_obj[order], pre_mesh[order], pre_mat[order]
             pulled = rng.permutation(n_pre) < pre_pull
             # the material's vertex shader decides the depth-only variant (draw_data or not)
-            pipe = np.where(pulled, self.vp("z", lib.wide[pre_mesh], pre_mat), self.pidx["z_il"])
+            pipe = np.where(pulled, self.vp("z", lib.wide[pre_mesh], pre_mat), self.il("z_il", pre_mat))
             consts = np.stack([pre_obj, pre_obj, np.zeros(n_pre, np.int64), lib.base_vertex[pre_mesh]], axis=1)
             self.targets("zbuf")
             self.scene_list(pipe, pre_mesh, lib.mesh_start[pre_mesh], lib.mesh_count[pre_mesh], consts, None,
@@ -430,7 +469,7 @@ class _Frame:
             pulled = pulled_obj[opaque.obj] & ~opaque.scatter & ~is_gs & ~is_tess
             wide = lib.wide[opaque.mesh]
             m = opaque.material
-            legacy = np.where(m % 4 == 0, self.pidx["gb_il_detail"], self.pidx["gb_il_std"])
+            legacy = np.where(m % 4 == 0, self.pidx["gb_il_detail"], self.il("gb_il_std", m))
             pipe = np.where(pulled, self.vp("gb", wide, m), legacy)
             pipe[opaque.scatter] = self.pidx["gb_il_scatter"]
             pipe[is_gs] = np.where(m[is_gs] % 2 == 0, self.pidx["gb_gs_fur"], self.pidx["gb_gs_grass"])
@@ -449,7 +488,8 @@ class _Frame:
                 self.targets(*self.gbuf, "zbuf")  # pass set-up re-binds the same targets
             pulled_obj = rng.random(n_at) < q
             pulled = pulled_obj[alpha.obj - n_op]
-            pipe = np.where(pulled, self.vp("at", lib.wide[alpha.mesh], alpha.material), self.pidx["at_il"])
+            pipe = np.where(pulled, self.vp("at", lib.wide[alpha.mesh], alpha.material),
+                            self.il("at_il", alpha.material))
             order = _bucket_sort(pipe, 32)
             d = alpha.take(order)
             pipe = pipe[order]
@@ -499,7 +539,7 @@ class _Frame:
         pipe = np.where(kind == 1, self.vp("tr_smoke", False, material), self.vp("tr_particles", False, material))
         if gi.size:
             pipe[gi] = np.where(pulled, self.vp("tr_glass", lib.wide[glass.mesh], glass.material),
-                                self.pidx["tr_glass_il"])
+                                self.il("tr_glass_il", glass.material))
         first_quad = np.zeros(n, np.int64)
         np.cumsum(quads[:-1], out=first_quad[1:])
         order = np.argsort(-rng.random(n), kind="stable")  # back to front
