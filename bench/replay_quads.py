@@ -8,6 +8,16 @@ method 1 that ``merge-instances`` should reach (one vertex-buffer binding, one
 CPU submit time, GPU time (GL timer query) and wall time per frame, with the
 replayer's own per-call overhead beside it.
 
+The optimizer always gets method 1 *with* its vertex data (``data=on``): ``weld``
+needs the contents to prove which vertices are byte-equal, and turns the collapse
+into an indexed draw (4 vertex-shader invocations per quad instead of 6). Every
+row is replayed with the same kind of content, ``--data`` (default ``off``:
+synthetic geometry, the same for every method, as in the recorded runs; the
+optimized stream's copy of the generator's buffers is replayed without their
+``data``, its generated buffers — ``weld_ib0`` — with theirs). ``--data on``
+replays the quads' own positions instead (method 4's replay still places its
+vertices synthetically, so its row is not comparable then).
+
     python bench/replay_quads.py                       # 100k and 1M quads
     python bench/replay_quads.py --quads 10000 --frames 3 --json out.json
 
@@ -29,9 +39,13 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from drawopt.decls import Buffer  # noqa: E402
 from drawopt.gen import generate  # noqa: E402
-from drawopt.ops import BY_NAME  # noqa: E402
+from drawopt.ops import BY_CODE, BY_NAME, DRAW_OPS  # noqa: E402
 from drawopt.stream import Emitter, Stream, encode_command  # noqa: E402
+
+BY_NAME_CODE = {c: op.name for c, op in BY_CODE.items()}
+DRAW_CODES = frozenset(DRAW_OPS)
 
 METHODS = {1: "1 one draw per quad", 2: "2 batched triangle list", 3: "3 index buffer",
            4: "4 vertex pulling", 5: "5 instancing"}
@@ -50,8 +64,8 @@ def collapse_method1(s: Stream, n: int) -> Stream:
     return em.build(s.header, s.decls, strings)
 
 
-def _optimize(s: Stream, timeout_s: int) -> Stream:
-    """``drawopt.optimize(s)`` with a time limit (SIGALRM: the passes are Python-level loops)."""
+def _optimize(s: Stream, timeout_s: int, passes: str | None = None) -> Stream:
+    """``drawopt.optimize(s, passes)`` with a time limit (SIGALRM: the passes are Python-level loops)."""
     import signal
 
     import drawopt
@@ -62,32 +76,51 @@ def _optimize(s: Stream, timeout_s: int) -> Stream:
     old = signal.signal(signal.SIGALRM, on_alarm)
     signal.alarm(timeout_s)
     try:
-        out = drawopt.optimize(s)
+        out = drawopt.optimize(s, passes)
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
     return getattr(out, "stream", out)
 
 
-def streams(n: int, with_optimizer: bool, timeout_s: int = 120,
-            optimized: str | None = None) -> list[tuple[str, Stream | None, dict[str, Any]]]:
-    """The rows for ``n`` quads. ``optimized``: a file holding ``drawopt optimize``'s output for
-    method 1 at this size, made beforehand (``drawopt gen --kind quads --draws N --seed 1 --set
-    data=off``, then ``drawopt optimize``), used instead of optimizing here."""
+def strip_data(s: Stream, names: set[str]) -> Stream:
+    """``s`` with the ``data`` of the buffers named ``names`` dropped (replayed with synthetic content)."""
+    decls = s.decls.copy()
+    for d in s.decls.items:
+        if isinstance(d, Buffer) and d.name in names and d.data is not None:
+            decls.replace(Buffer(d.name, d.size, cpu=d.cpu, data=None, frontend=d.frontend))
+    return Stream(s.header, decls, s.op, s.args, s.var_off, s.var_len, s.pool, s.flags, s.line, s.strings)
+
+
+def streams(n: int, with_optimizer: bool, timeout_s: int = 120, optimized: str | None = None,
+            data: str = "off", passes: str | None = None) -> list[tuple[str, Stream | None, dict[str, Any]]]:
+    """The rows for ``n`` quads, replayed with content ``data`` (module docstring). ``optimized``: a
+    file holding ``drawopt optimize``'s output for method 1 at this size, made beforehand
+    (``drawopt gen --kind quads --draws N --seed 1 --set data=on``, then ``drawopt optimize``),
+    used instead of optimizing here. ``passes``: the pipeline (None: the default one)."""
     out: list[tuple[str, Stream | None, dict[str, Any]]] = []
-    m1 = generate("quads", n, seed=1, method=1, data="off")
+    m1 = generate("quads", n, seed=1, method=1, data=data)
+    gen_buffers = {d.name for d in m1.decls.items if isinstance(d, Buffer)}
     for m in METHODS:
-        s = m1 if m == 1 else generate("quads", 1, seed=1, method=m, quads_per_draw=n, data="off")
+        s = m1 if m == 1 else generate("quads", 1, seed=1, method=m, quads_per_draw=n, data=data)
         out.append((METHODS[m], s, {}))
+
+    def as_replayed(opt: Stream) -> Stream:
+        return opt if data == "on" else strip_data(opt, gen_buffers)
+
     if optimized is not None:
         from drawopt.formats import load
-        out.append(("1 + drawopt optimize (precomputed)", load(optimized), {"file": optimized}))
+        out.append(("1 + drawopt optimize (precomputed)", as_replayed(load(optimized)), {"file": optimized}))
     elif with_optimizer:
         info: dict[str, Any] = {}
         t0 = time.perf_counter()
         try:
-            opt = _optimize(m1, timeout_s)
+            m1_data = m1 if data == "on" else generate("quads", n, seed=1, method=1, data="on")
+            opt = _optimize(m1_data, timeout_s, passes)
             info["optimize_s"] = time.perf_counter() - t0
+            info["optimized_calls"] = {BY_NAME_CODE[int(c)]: int(k) for c, k in
+                                       zip(*np.unique(opt.op, return_counts=True)) if int(c) in DRAW_CODES}
+            opt = as_replayed(opt)
         except Exception as e:  # report whatever the optimizer gives, including its failure
             opt = None
             info["error"] = f"{type(e).__name__}: {e}"
@@ -105,10 +138,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="side of the synthetic geometry's grid cell in pixels (quad size, hence fill cost)")
     ap.add_argument("--no-native", action="store_true", help="use the Python tape loop")
     ap.add_argument("--no-optimizer", action="store_true", help="skip drawopt.optimize")
+    ap.add_argument("--passes", default=None,
+                    help="pipeline for drawopt.optimize (default: the default pipeline; at 1M quads "
+                         "'dedupe-state,merge-instances,weld,mdi,flush,dedupe-state' skips schedule's graph)")
     ap.add_argument("--optimize-timeout", type=int, default=120, help="seconds allowed to drawopt.optimize")
     ap.add_argument("--optimized", action="append", default=[], metavar="N=FILE",
                     help="use FILE as the optimizer's output for N quads (made beforehand: optimizing 1M "
                          "quads takes minutes of CPU); repeatable")
+    ap.add_argument("--data", choices=("off", "on"), default="off",
+                    help="replay content: off = synthetic geometry for every row (default), on = the quads' own "
+                         "vertex data (the optimizer always gets it: weld needs it)")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
 
@@ -122,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     over = call_overhead(200_000, native=native)
     over_py = call_overhead(100_000, native=False) if over["executor"] != "python" else over
     result: dict[str, Any] = {"gl": info.as_dict(), "size": [w, h], "frames": args.frames, "cell_px": args.cell_px,
+                              "data": args.data,
                               "host": platform.node(), "python": platform.python_version(),
                               "overhead_ns": {"tape": over, "python": over_py}, "rows": []}
     print(f"renderer: {info.renderer} | {info.version}")
@@ -133,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     print(hdr)
     print("-" * len(hdr))
     for n in (int(v) for v in args.quads.split(",")):
-        for label, s, extra in streams(n, not args.no_optimizer, args.optimize_timeout, pre.get(n)):
+        for label, s, extra in streams(n, not args.no_optimizer, args.optimize_timeout, pre.get(n), args.data,
+                                       args.passes):
             row: dict[str, Any] = {"quads": n, "stream": label, **extra}
             if s is None:
                 print(f"{n:>8}  {label:42} {'(optimizer failed: ' + extra.get('error', '?') + ')'}")

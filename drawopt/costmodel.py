@@ -47,6 +47,12 @@ decisions an engine programmer would. The ratios matter, not the absolute values
 * ``gpu_batch_us`` is the GPU front-end cost of launching one *unpacked* small
   draw (partially filled waves, a context roll): what wave packing saves per
   packed ``DrawIndexedX``. Only targets that wave-pack use it.
+* ``vertex_us`` is the GPU cost of one vertex-shader invocation of a small vertex
+  (fetch, transform, export): what an indexed draw saves per vertex the
+  post-transform cache reuses (``weld``). Every target reuses indexed vertices.
+  From the H200 quads replay: the batched triangle list (6M invocations for 1M
+  quads) takes 2.3 ms more than the index buffer (4M): ~1 ns per invocation on a
+  desktop GPU; Xbox One's GCN GPU is several times slower.
 
 Calibrate with ``drawopt replay --time`` on the target when absolute numbers matter.
 """
@@ -55,7 +61,7 @@ from __future__ import annotations
 
 __all__ = [
     "TARGETS", "TargetModel", "MODELS", "get_target", "estimate_cpu_cost", "cost_by_command",
-    "default_pipeline", "pack_x_pays_off", "mdi_min_batch", "lower_bound", "report_figures",
+    "default_pipeline", "pack_x_pays_off", "mdi_min_batch", "weld_pays_off", "lower_bound", "report_figures",
     "PIPELINE_ORDER",
 ]
 
@@ -107,6 +113,8 @@ class TargetModel:
         Other commands (``opaque_us`` for commands drawopt does not model).
     gpu_batch_us : float
         GPU front-end cost of one unpacked small draw (what wave packing saves).
+    vertex_us : float
+        GPU cost of one vertex-shader invocation (what vertex reuse saves).
     """
 
     name: str
@@ -128,6 +136,7 @@ class TargetModel:
     copy_us: float = 1.0
     opaque_us: float = 2.0
     gpu_batch_us: float = 0.0
+    vertex_us: float = 0.001
 
     @property
     def has_x(self) -> bool:
@@ -183,7 +192,7 @@ MODELS: dict[str, TargetModel] = {
         state_us=_state(pipeline=2.5, rt=3.0, rootsig=0.8, heaps=1.0, table=0.3, consts=0.25, view=0.25,
                         ib=0.35, vb=0.35, small=0.15, gs=0.6),
         root_value_us=0.004, dispatch_us=1.5, flush_us=0.6, barrier_us=1.2, copy_us=1.5, opaque_us=2.5,
-        gpu_batch_us=1.0),
+        gpu_batch_us=1.0, vertex_us=0.005),
     "xbox-series": TargetModel(
         "xbox-series", "D3D12.X (Zen 2 3.6 GHz); DrawIndexedX runs as DrawIndexedInstanced",
         draw_us=0.5, indirect_draw_us=0.6, x_draw_us=0.5, wave_packs_x=False,
@@ -191,7 +200,8 @@ MODELS: dict[str, TargetModel] = {
         mdi_max_count=0xFFFFFFFF, mdi_count_buffer=True,
         state_us=_state(pipeline=1.1, rt=1.3, rootsig=0.35, heaps=0.45, table=0.12, consts=0.1, view=0.1,
                         ib=0.15, vb=0.15, small=0.06, gs=0.25),
-        root_value_us=0.002, dispatch_us=0.6, flush_us=0.25, barrier_us=0.5, copy_us=0.6, opaque_us=1.0),
+        root_value_us=0.002, dispatch_us=0.6, flush_us=0.25, barrier_us=0.5, copy_us=0.6, opaque_us=1.0,
+        vertex_us=0.002),
     "d3d12": TargetModel(
         "d3d12", "D3D12 (desktop); multi-draw = ExecuteIndirect with a draw signature",
         draw_us=0.4, indirect_draw_us=0.5, x_draw_us=None, wave_packs_x=False,
@@ -299,18 +309,30 @@ def mdi_min_batch(target: str | TargetModel, indexed: bool = True) -> int:
     return max(2, int(np.floor(m.mdi_call_us / gain)) + 1)
 
 
-PIPELINE_ORDER = ("dedupe-state", "schedule", "merge-instances", "pack-x", "mdi", "flush", "dedupe-state")
+def weld_pays_off(target: str | TargetModel, saved_vertices: int, binds: int) -> bool:
+    """Whether welding pays off on ``target``: the vertex-shader invocations an indexed draw
+    saves (``saved_vertices`` x ``vertex_us`` of GPU time) outweigh the ``binds``
+    ``IASetIndexBuffer`` calls it adds on the CPU. Every target reuses the vertices of
+    an indexed draw (post-transform cache), so only the size decides.
+    """
+    m = get_target(target)
+    return saved_vertices > 0 and saved_vertices * m.vertex_us > binds * float(m.state_us.get("IASetIndexBuffer", 0.0))
+
+
+PIPELINE_ORDER = ("dedupe-state", "schedule", "merge-instances", "pack-x", "weld", "mdi", "flush", "dedupe-state")
 """The full pipeline, before filtering by target (pack-x and mdi only where they pay off)."""
 
 
 def default_pipeline(target: str | TargetModel = "d3d12") -> str:
     """The best safe pass pipeline for ``target`` (see docs/passes.md).
 
-    ``dedupe-state, schedule, merge-instances, pack-x, mdi, flush, dedupe-state``,
+    ``dedupe-state, schedule, merge-instances, pack-x, weld, mdi, flush, dedupe-state``,
     where ``pack-x`` is kept only where it pays off (:func:`pack_x_pays_off`: Xbox
     One) and ``mdi`` only where the target has multi-draw-indirect. ``pack-x`` runs before ``mdi`` so that on
     a wave-packing target the draws a pipeline's ``x`` contract allows become
-    packed runs (GPU win) and ``mdi`` batches the rest; ``flush`` runs after both
+    packed runs (GPU win) and ``mdi`` batches the rest; ``weld`` turns the non-indexed
+    triangle lists merge-instances left into indexed draws before ``mdi`` batches them
+    (a GPU win on every target); ``flush`` runs after both
     (it re-issues ``IASetIndexBuffer`` after ``DrawIndexedX`` runs and inserts the
     flushes GPU-written args need); the final ``dedupe-state`` drops what the
     rewrites made redundant.

@@ -44,6 +44,11 @@ write plus the accesses since (as Vulkan's synchronization validation does), so
 an access depends only on the previous group of conflicting accesses, and edges
 implied by a path of two others are dropped (hazard edges only through hazard
 paths). Commuting accesses (reads; order-independent draws) form one group.
+
+Implementation: everything is columnar (numpy) over segments, accesses and
+events; the two sequential steps, the node assignment and the two-path edge
+reduction, run in ``drawopt._graph`` (``cext/_graph.pyx``) with pure-Python twins
+(:func:`_assign_nodes_py`, :func:`_two_path_reduce_py`; ``DRAWOPT_PURE=1``).
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ __all__ = [
     "graph_summary", "to_dot", "to_json", "write_graph",
 ]
 
+import bisect
 import json
 import os
 from typing import Any
@@ -60,9 +66,11 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from ._accel import load_cext
 from .decls import Buffer, Pipeline, View
 from .errors import UsageError
 from .ops import BARRIER_STATES, BY_CODE, BY_NAME, NARGS, Cat
+from .state import intern_rows
 from .stream import Stream, ragged_index
 
 EDGE_REASONS = ("raw", "war", "waw", "order", "flush", "barrier", "opaque", "state")
@@ -158,6 +166,8 @@ class _Builder:
         self.s, self.reorder, self.start, self.stop = s, reorder, start, stop
         self.decls = s.decls
         self.res_names: list[str] = []
+        self._cmd_seg: np.ndarray | None = None
+        self._act_set: dict[int, np.ndarray] = {}
         self.res_ids: dict[str, int] = {}
         self.labels: dict[str, int] = {}
 
@@ -222,16 +232,35 @@ class _Builder:
     def epoch(self, cmd: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.opq, cmd, side="left")
 
+    def setter_event(self, slot: int, cmd: np.ndarray) -> np.ndarray:
+        """Index in the event arrays of the last write of ``slot`` before each of ``cmd`` (-1: none)."""
+        cmd = np.asarray(cmd, np.int64)
+        lo, hi = np.searchsorted(self.ev_slot, (slot, slot + 1)).tolist()
+        if lo == hi or not cmd.size:
+            return np.full(cmd.size, -1, np.int64)
+        pos = np.searchsorted(self.ev_cmd[lo:hi], cmd, side="left") - 1
+        out = np.where(pos >= 0, lo + pos, -1)
+        if self.opq.size:  # a setter on the other side of an Opaque command does not count
+            c = self.ev_cmd[np.maximum(out, 0)]
+            out = np.where((out >= 0) & (self.epoch(c) == self.epoch(cmd)), out, -1)
+        return out
+
     def setter(self, slot: int, cmd: np.ndarray) -> np.ndarray:
         """The last command before each of ``cmd`` that writes ``slot`` (-1: none)."""
-        cmd = np.asarray(cmd, np.int64)
-        if not self.ev_key.size or not cmd.size:
-            return np.full(cmd.size, -1, np.int64)
-        pos = np.searchsorted(self.ev_key, slot * _BIG + cmd, side="left") - 1
-        ok = (pos >= 0) & (self.ev_slot[np.maximum(pos, 0)] == slot)
-        out = np.where(ok, self.ev_cmd[np.maximum(pos, 0)], -1)
-        # a setter on the other side of an Opaque command does not count
-        return np.where(self.epoch(out) == self.epoch(cmd), out, -1)
+        e = self.setter_event(slot, cmd)
+        return np.where(e >= 0, self.ev_cmd[np.maximum(e, 0)], -1) if e.size else e
+
+    def act_setter_event(self, slot: int) -> np.ndarray:
+        """:meth:`setter_event` of ``slot`` for every action (cached)."""
+        e = self._act_set.get(slot)
+        if e is None:
+            e = self._act_set[slot] = self.setter_event(slot, self.act_cmd)
+        return e
+
+    def act_setter(self, slot: int) -> np.ndarray:
+        """:meth:`setter` of ``slot`` for every action."""
+        e = self.act_setter_event(slot)
+        return np.where(e >= 0, self.ev_cmd[np.maximum(e, 0)], -1) if e.size else e
 
     # ------------------------------------------------------------------ segments
     def _segments(self) -> None:
@@ -252,9 +281,11 @@ class _Builder:
         self.nseg = kinds.size
 
     def seg_of(self, cmd: np.ndarray) -> np.ndarray:
-        """Segment of each command (-1 before the range)."""
-        out = np.searchsorted(self.seg_last, cmd, side="left")
-        return np.where((cmd >= self.start) & (cmd < self.stop), np.minimum(out, self.nseg - 1), -1)
+        """Segment of each command (-1 outside the range)."""
+        if self._cmd_seg is None:  # the segments tile start .. stop-1
+            self._cmd_seg = np.repeat(np.arange(self.nseg, dtype=np.int64), self.seg_last - self.seg_first + 1)
+        inside = (cmd >= self.start) & (cmd < self.stop)
+        return np.where(inside, self._cmd_seg[np.where(inside, cmd - self.start, 0)], -1)
 
     # ------------------------------------------------------------------ accesses
     def _accesses(self) -> None:
@@ -265,16 +296,16 @@ class _Builder:
         acmd = self.seg_cmd[aseg] if aseg.size else np.zeros(0, np.int64)
         aop = s.op[acmd].astype(np.int64)
         self.act_seg, self.act_cmd, self.act_op = aseg, acmd, aop
-        pset = self.setter(_S_PSO, acmd)
+        pset = self.act_setter(_S_PSO)
         pso = np.where(pset >= 0, args[np.maximum(pset, 0), 0], -1)
         is_pipe = np.array([isinstance(d, Pipeline) for d in decls.items] + [False], bool)
         pso = np.where(is_pipe[pso], pso, -1)
         self.act_pso = pso
         # the bindings that decide what an action accesses
-        cols: list[np.ndarray] = [aop, pso, self.setter(_S_RTS, acmd)]
+        cols: list[np.ndarray] = [aop, pso, self.act_setter(_S_RTS)]
         self.bind: dict[int, np.ndarray] = {_S_RTS: cols[-1]}
         for slot in [_S_IB, *self.vb_slots, *self.rg_slots, *self.rc_slots]:
-            c = self.setter(slot, acmd)
+            c = self.act_setter(slot)
             self.bind[slot] = c
             cc = np.maximum(c, 0)
             o = s.op[cc].astype(np.int64)
@@ -285,8 +316,7 @@ class _Builder:
         for k in range(NARGS):
             cols.append(np.where(np.isin(aop, _BUFFER_ARG_OPS), args[acmd, k], 0))
         sig = np.stack(cols, axis=1) if acmd.size else np.zeros((0, len(cols)), np.int64)
-        _, first, inv = np.unique(sig, axis=0, return_index=True, return_inverse=True)
-        inv = inv.reshape(-1)
+        first, inv = _unique_rows(sig)
         per: list[list[tuple[int, int]]] = [self._resolve(int(a)) for a in first]
         counts = np.array([len(x) for x in per], np.int64)
         flat = np.array([x for lst in per for x in lst], np.int64).reshape(-1, 2)
@@ -373,19 +403,19 @@ class _Builder:
             base = _S_RC
         if pi is not None:
             oi = "oi" if (pi.order_independent and self.reorder != "none") else None
-            uav_w: list[str] = []
-            for nm in pi.writes:
-                r = _resource_of(decls, nm)
-                if r:
-                    uav_w.append(r)
-            for nm in pi.reads:
-                r = _resource_of(decls, nm)
-                if r:
-                    acc.append((r, "r", None))
-            rs = decls[pi.root] if pi.root is not None and pi.root in decls else None
-            params = pi.params if pi.params is not None else (tuple(range(len(rs.params))) if rs else tuple(range(16)))
+            fixed = self._pipe_cache.get(p)
+            if fixed is None:
+                rs = decls[pi.root] if pi.root is not None and pi.root in decls else None
+                fixed = self._pipe_cache[p] = (
+                    [r for r in (_resource_of(decls, nm) for nm in pi.writes) if r],
+                    [r for r in (_resource_of(decls, nm) for nm in pi.reads) if r], rs,
+                    pi.params if pi.params is not None else (tuple(range(len(rs.params))) if rs else tuple(range(16))))
+            uav_w: list[str] = list(fixed[0])
+            acc += [(r, "r", None) for r in fixed[1]]
+            rs, params = fixed[2], fixed[3]
             for q in params:
-                c = int(self.bind.get(base + q, np.full(1, -1))[a]) if (base + q) in self.bind else -1
+                b_ = self.bind.get(base + q)
+                c = int(b_[a]) if b_ is not None else -1
                 if c < 0 or rs is None or q >= len(rs.params):
                     continue
                 rp = rs.params[q]
@@ -420,12 +450,19 @@ class _Builder:
         return sorted(out.items())
 
     def _views(self, heap: str, slot: int, n: int) -> list[View]:
+        key = (heap, slot, n)
+        got = self._views_cache.get(key)
+        if got is not None:
+            return got
         lst = self.views_by_heap.get(heap)
         if not lst:
-            return []
-        keys = self.views_keys[heap]
-        i, j = np.searchsorted(keys, slot), np.searchsorted(keys, slot + n)
-        return [v for v in lst[i:j] if v.resource is not None]
+            got = []
+        else:
+            keys = self.views_keys[heap]
+            i, j = bisect.bisect_left(keys, slot), bisect.bisect_left(keys, slot + n)
+            got = [v for v in lst[i:j] if v.resource is not None]
+        self._views_cache[key] = got
+        return got
 
     # ------------------------------------------------------------------ edges
     def _hazard_edges(self) -> tuple[np.ndarray, ...]:
@@ -477,10 +514,10 @@ class _Builder:
     def _state_edges(self) -> tuple[np.ndarray, ...]:
         """Read-after-write (a draw and the state it sees) and write-after-read/-write of state."""
         decls = self.decls
-        aseg, acmd, aop = self.act_seg, self.act_cmd, self.act_op
+        aseg, aop = self.act_seg, self.act_op
         is_draw = self.seg_kind[aseg] == _K_DRAWS
         is_disp = self.seg_kind[aseg] == _K_DISPATCH
-        r_seg, r_slot, r_set = [], [], []
+        r_seg, r_slot, r_ev = [], [], []
         group = np.where(is_draw, 0, np.where(is_disp, 1, 2)) * 1_000_000 + (self.act_pso + 1) * 4 + \
             np.isin(aop, list(_INDEXED_NATIVE))
         for gk in np.unique(group):
@@ -493,37 +530,42 @@ class _Builder:
             pi = decls[p] if p >= 0 else None
             slots = self._read_slots(kind == 0, pi, indexed)
             for slot in slots:
-                c = self.setter(slot, acmd[sel])
                 r_seg.append(aseg[sel])
                 r_slot.append(np.full(sel.size, slot, np.int64))
-                r_set.append(c)
+                r_ev.append(self.act_setter_event(slot)[sel])
         if not r_seg:
             z = np.zeros(0, np.int64)
             return z, z, z, z
-        rseg = np.concatenate(r_seg)
-        rslot = np.concatenate(r_slot)
-        rset = np.concatenate(r_set)
-        ok = rset >= 0
-        rseg, rslot, rset = rseg[ok], rslot[ok], rset[ok]
+        rev = np.concatenate(r_ev)
+        ok = rev >= 0
+        rseg, rslot, rev = np.concatenate(r_seg)[ok], np.concatenate(r_slot)[ok], rev[ok]
+        rset = self.ev_cmd[rev]
         sseg = self.seg_of(rset)
         # read-after-write
         m = sseg >= 0
         u_raw, v_raw, res_raw = sseg[m], rseg[m], rslot[m]
-        # write-after-read: each reader before the next write of the slot
-        pos = np.searchsorted(self.ev_key, rslot * _BIG + rset)
-        nxt = pos + 1
-        okn = nxt < self.ev_key.size
-        okn &= self.ev_slot[np.minimum(nxt, self.ev_key.size - 1)] == rslot
-        ncmd = self.ev_cmd[np.minimum(nxt, self.ev_key.size - 1)]
-        okn &= self.epoch(ncmd) == self.epoch(rset)
+        # write-after-read: each reader before the next write of the slot (after the first event
+        # with the setter's key, should one command write a slot twice)
+        ne = self.ev_key.size
+        newkey = np.r_[True, self.ev_key[1:] != self.ev_key[:-1]]
+        first_dup = np.maximum.accumulate(np.where(newkey, np.arange(ne), 0))
+        nxt = first_dup[rev] + 1
+        okn = nxt < ne
+        nxt = np.minimum(nxt, ne - 1)
+        okn &= self.ev_slot[nxt] == rslot
+        ncmd = self.ev_cmd[nxt]
+        if self.opq.size:
+            okn &= self.epoch(ncmd) == self.epoch(rset)
         nseg = self.seg_of(ncmd)
         okn &= nseg >= 0
         u_war, v_war, res_war = rseg[okn], nseg[okn], rslot[okn]
         # write-after-write: a write nobody read, before the next write of the slot
-        read_keys = np.unique(rslot * _BIG + rset)
+        read_ev = np.zeros(ne, bool)
+        read_ev[first_dup[rev]] = True
+        read_ev = read_ev[first_dup]
         ev_in = (self.ev_cmd >= self.start) & (self.ev_cmd < self.stop)
         has_next = np.r_[self.ev_slot[1:] == self.ev_slot[:-1], False] if self.ev_slot.size else np.zeros(0, bool)
-        unread = ev_in & has_next & ~np.isin(self.ev_key, read_keys)
+        unread = ev_in & has_next & ~read_ev
         i = np.flatnonzero(unread)
         ww_u = self.seg_of(self.ev_cmd[i])
         ww_v = self.seg_of(self.ev_cmd[i + 1]) if i.size else np.zeros(0, np.int64)
@@ -579,19 +621,8 @@ class _Builder:
             mixed = (self.acc_res[w].astype(np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
             mixed ^= mixed >> np.uint64(29)
             np.add.at(wsig, self.acc_seg[w], mixed)
-        kinds = self.seg_kind.tolist()
-        mh = mhp.tolist()
-        ws = wsig.tolist()
-        node = [0] * self.nseg
-        cur, first = -1, 0
-        for i in range(self.nseg):
-            k = kinds[i]
-            if (cur < 0 or k != kinds[i - 1] or k in (_K_FLUSH, _K_BARRIER, _K_OPAQUE) or mh[i] >= first
-                    or ws[i] != ws[i - 1]):
-                cur += 1
-                first = i
-            node[i] = cur
-        return np.array(node, np.int64)
+        solo = np.isin(self.seg_kind, (_K_FLUSH, _K_BARRIER, _K_OPAQUE))
+        return _assign_nodes(self.seg_kind, solo, mhp, wsig)
 
     def build(self) -> nx.DiGraph:
         s = self.s
@@ -600,10 +631,12 @@ class _Builder:
         for d in self.decls.items:
             if isinstance(d, View):
                 self.views_by_heap.setdefault(d.heap, []).append(d)
-        self.views_keys = {}
+        self.views_keys: dict[str, list[int]] = {}
+        self._views_cache: dict[tuple[str, int, int], list[View]] = {}
+        self._pipe_cache: dict[int, tuple] = {}
         for h, lst in self.views_by_heap.items():
             lst.sort(key=lambda v: v.slot)
-            self.views_keys[h] = np.array([v.slot for v in lst], np.int64)
+            self.views_keys[h] = [v.slot for v in lst]
         self._events()
         self._segments()
         G = nx.DiGraph(reorder=self.reorder, start=self.start, stop=self.stop, commands=len(s))
@@ -622,7 +655,7 @@ class _Builder:
         u, v, r, res = u[keep], v[keep], r[keep], res[keep]
         nn = int(node[-1]) + 1
         # one edge per node pair: the strongest reason, and every reason as a bit mask
-        o = np.lexsort((r, v, u))
+        o = np.argsort((u * nn + v) * len(EDGE_REASONS) + r, kind="stable")  # = np.lexsort((r, v, u))
         u, v, r, res = u[o], v[o], r[o], res[o]
         head = np.r_[True, (u[1:] != u[:-1]) | (v[1:] != v[:-1])] if u.size else np.zeros(0, bool)
         hi = np.flatnonzero(head)
@@ -638,16 +671,16 @@ class _Builder:
         nkind = np.zeros(nn, np.int64)
         nkind[node] = self.seg_kind
         nact = np.bincount(node[np.isin(self.seg_kind, (_K_DRAWS, _K_DISPATCH, _K_COPY))], minlength=nn)
-        G.add_nodes_from((i, {"first": int(f), "last": int(la), "kind": NODE_KINDS[int(k)],
-                              "commands": int(la - f + 1), "actions": int(a)})
-                         for i, (f, la, k, a) in enumerate(zip(nfirst.tolist(), nlast.tolist(), nkind.tolist(),
-                                                                nact.tolist())))
-        names = {}
-        G.add_edges_from((int(a), int(b), {
-            "reason": EDGE_REASONS[int(c)],
-            "reasons": names.setdefault(int(m), ",".join(x for i, x in enumerate(EDGE_REASONS) if m >> i & 1)),
-            "resource": self._res_name(int(rr))})
-            for a, b, c, rr, m in zip(eu.tolist(), ev.tolist(), er.tolist(), eres.tolist(), mask.tolist()))
+        nodes = [{"first": f, "last": la, "kind": NODE_KINDS[k], "commands": la - f + 1, "actions": a}
+                 for f, la, k, a in zip(nfirst.tolist(), nlast.tolist(), nkind.tolist(), nact.tolist())]
+        # the strings of each edge: one lookup per distinct reason mask and resource
+        mu, minv = np.unique(mask, return_inverse=True)
+        mnames = [",".join(x for i, x in enumerate(EDGE_REASONS) if m >> i & 1) for m in mu.tolist()]
+        ru, rinv = np.unique(eres, return_inverse=True)
+        rnames = [self._res_name(r) for r in ru.tolist()]
+        edges = [{"reason": EDGE_REASONS[c], "reasons": mnames[m], "resource": rnames[rr]}
+                 for c, m, rr in zip(er.tolist(), minv.reshape(-1).tolist(), rinv.reshape(-1).tolist())]
+        _fill_digraph(G, nodes, eu.tolist(), ev.tolist(), edges)
         return G
 
     def _res_name(self, r: int) -> str:
@@ -657,6 +690,77 @@ class _Builder:
         if r == -1 - 10_000:
             return ""
         return _slot_name(-1 - r)
+
+
+def _assign_nodes(kind: np.ndarray, solo: np.ndarray, maxpred: np.ndarray, wsig: np.ndarray,
+                  pure: bool | None = None) -> np.ndarray:
+    """Node of every segment (``drawopt._graph.assign_nodes``; twin :func:`_assign_nodes_py`)."""
+    mod = load_cext("_graph", pure)
+    if mod is not None:
+        return mod.assign_nodes(kind, solo, maxpred, wsig)
+    return _assign_nodes_py(kind, solo, maxpred, wsig)
+
+
+def _assign_nodes_py(kind: np.ndarray, solo: np.ndarray, maxpred: np.ndarray, wsig: np.ndarray) -> np.ndarray:
+    """Pure-Python twin of ``drawopt._graph.assign_nodes``."""
+    kinds, so, mh, ws = kind.tolist(), solo.tolist(), maxpred.tolist(), wsig.tolist()
+    node = [0] * len(kinds)
+    cur, first = -1, 0
+    for i, k in enumerate(kinds):
+        if cur < 0 or k != kinds[i - 1] or so[i] or mh[i] >= first or ws[i] != ws[i - 1]:
+            cur += 1
+            first = i
+        node[i] = cur
+    return np.array(node, np.int64)
+
+
+def _fill_digraph(G: nx.DiGraph, nodes: list[dict[str, Any]], eu: list[int], ev: list[int],
+                  edges: list[dict[str, Any]]) -> None:
+    """Add nodes ``0 .. len(nodes)-1`` (attribute dicts ``nodes``) and edges ``eu[i] -> ev[i]``
+    (attribute dicts ``edges``, no duplicates) to the empty graph ``G``.
+
+    Equivalent to ``add_nodes_from`` + ``add_edges_from``, but fills networkx's adjacency
+    dicts directly (those methods cost microseconds per element in checks this builder does
+    not need); falls back to them for a graph class with its own storage factories.
+    """
+    plain = (type(G) is nx.DiGraph and not G._node and G._succ is G._adj
+             and G.node_dict_factory is dict and G.adjlist_inner_dict_factory is dict
+             and G.node_attr_dict_factory is dict and G.edge_attr_dict_factory is dict)
+    if not plain:  # pragma: no cover - only a subclass with custom storage gets here
+        G.add_nodes_from(enumerate(nodes))
+        G.add_edges_from(zip(eu, ev, edges))
+        return
+    n = len(nodes)
+    G._node.update(zip(range(n), nodes))
+    succ = G._succ
+    pred = G._pred
+    succ.update((i, {}) for i in range(n))
+    pred.update((i, {}) for i in range(n))
+    for a, b, d in zip(eu, ev, edges):
+        succ[a][b] = d
+        pred[b][a] = d
+    nx._clear_cache(G)
+
+
+def _unique_rows(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(mat, axis=0, return_index=True, return_inverse=True)[1:]``: the first row of each
+    distinct row in lexicographic order, and each row's rank; rows are interned by hash first."""
+    if not mat.shape[0]:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    ids, first = intern_rows(mat)
+    order = np.lexsort(mat[first].T[::-1])
+    rank = np.empty(order.size, np.int64)
+    rank[order] = np.arange(order.size)
+    return first[order], rank[ids]
+
+
+def _unique_int(x: np.ndarray) -> np.ndarray:
+    """Sorted distinct values of an integer array (``np.unique`` without its hash path, which is
+    far slower than a sort on large arrays of wide keys)."""
+    x = np.sort(np.asarray(x).reshape(-1))
+    if x.size < 2:
+        return x
+    return x[np.r_[True, x[1:] != x[:-1]]]
 
 
 def _changed(vals: np.ndarray, epochs: np.ndarray) -> np.ndarray:
@@ -688,18 +792,27 @@ def _frontend_buffers(s: Stream) -> set[str]:
     return out
 
 
-def _two_path_reduce(u: np.ndarray, v: np.ndarray, mask: np.ndarray, nn: int) -> np.ndarray:
+def _two_path_reduce(u: np.ndarray, v: np.ndarray, mask: np.ndarray, nn: int, pure: bool | None = None) -> np.ndarray:
     """Keep-mask of edges not implied by a path of two edges.
 
     A hazard edge (any reason but ``state``) is dropped only for a path of two
     hazard edges, a ``state``-only edge for any path of two edges, so that the
     graph without ``state`` edges keeps every hazard. Middle nodes with more than
     :data:`_REDUCE_CAP` (predecessor, successor) pairs are not used (their edges may stay).
+    ``drawopt._graph.two_path_reduce`` computes it; :func:`_two_path_reduce_py` is its twin.
     """
+    state_only = mask == (1 << _R_CODE["state"])
+    mod = load_cext("_graph", pure)
+    if mod is not None:
+        return mod.two_path_reduce(u, v, state_only, nn, _REDUCE_CAP)
+    return _two_path_reduce_py(u, v, state_only, nn)
+
+
+def _two_path_reduce_py(u: np.ndarray, v: np.ndarray, state_only: np.ndarray, nn: int) -> np.ndarray:
+    """Pure-numpy twin of ``drawopt._graph.two_path_reduce``."""
     keep = np.ones(u.size, bool)
     if u.size < 2:
         return keep
-    state_only = mask == (1 << _R_CODE["state"])
     key = u * nn + v
     korder = np.argsort(key)
     ksorted = key[korder]
@@ -719,7 +832,7 @@ def _two_path_reduce(u: np.ndarray, v: np.ndarray, mask: np.ndarray, nn: int) ->
         reps = outdeg[w]
         cu = np.repeat(eu[pe], reps)
         cv = succ_v[ragged_index(succ_start[w], reps)]
-        ck = np.unique(cu * nn + cv)
+        ck = _unique_int(cu * nn + cv)
         pos = np.clip(np.searchsorted(ksorted, ck), 0, ksorted.size - 1)
         hit = korder[pos[ksorted[pos] == ck]]
         target = ~state_only if hazard else state_only

@@ -29,9 +29,9 @@ The rules (docs/passes.md has the reasoning)
 ``mdi``
     Direct draws of one kind (indexed or not) and CPU-known indirect draws with the
     same normalised state become one multi-draw call; any arguments. Under a
-    ``draw_data`` contract the root constants it lifts may differ (mdi moves them
-    into a generated per-draw array). ``Auto`` variants (a GPU-written count) never
-    merge.
+    ``draw_data`` / ``instance_data`` contract the root arguments it lifts may differ
+    (mdi moves them into a generated per-draw array). ``Auto`` variants (a GPU-written
+    count) never merge.
 ``mdi-indirect``
     Consecutive indirect draws of one kind, same state, reading one args buffer at
     offsets ``O, O+S, O+2S, ...`` become one multi-draw call (GPU-written args too).
@@ -160,7 +160,7 @@ _ALL_ARGS = {n: tuple(a.name for a in BY_NAME[n].args) for n in (
     "DrawInstanced", "DrawIndexedInstanced", "DrawInstancedIndirect", "DrawIndexedInstancedIndirect",
     "MultiDrawInstancedIndirect", "MultiDrawIndexedInstancedIndirect")}
 MDI = MergeRule(
-    "mdi", "mdi", differ=_ALL_ARGS, state_except=("draw_data",),
+    "mdi", "mdi", differ=_ALL_ARGS, state_except=("draw_data", "instance_data"),
     doc="same-state draws of one kind become one MultiDraw[Indexed]InstancedIndirect over generated args; "
         "under a draw_data contract the lifted root constants may differ (they move into a per-draw array)")
 MDI_INDIRECT = MergeRule(

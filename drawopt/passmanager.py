@@ -30,6 +30,7 @@ PASSES: dict[str, str] = {
     "schedule": "drawopt.passes.schedule:SchedulePass",
     "merge-instances": "drawopt.passes.merge_instances:MergeInstancesPass",
     "pack-x": "drawopt.passes.pack_x:PackXPass",
+    "weld": "drawopt.passes.weld:WeldPass",
     "mdi": "drawopt.passes.mdi:MdiPass",
     "flush": "drawopt.passes.flush:FlushPass",
     "gs-plan": "drawopt.passes.gs_plan:GsPlanPass",

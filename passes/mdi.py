@@ -23,22 +23,50 @@ none of which moves a draw across anything but state commands:
    pipeline (docs/architecture.md, "Rewrite contracts") promises that, when a buffer
    is bound at root parameter P, instance i of a draw reads the record at index
    ``StartInstanceLocation + i`` of it: ``2 + len(lift)`` 32-bit words holding the
-   base vertex, the instance the shader sees, then each lift item ``Q.k`` (word k
-   of root constants Q) -- instead of reading those from the draw and the root
-   constants. Vertex-pulling draws of such a pipeline that see nothing bound at P
-   and differ only in lifted words form one run: the pass writes one record per
-   instance into a generated buffer (``mdi_perdrawK``, each batch 256-byte
-   aligned), renumbers StartInstanceLocation in the args records to index them
-   (nothing else observes it without an input layout), binds the buffer with
-   ``SetGraphicsRootShaderResourceView P`` (``...ConstantBufferView`` for a CBV
-   parameter) right before the call and leaves the root constant sets in place.
-   Nothing can unbind a root view, so a run is lifted only when no later draw that
-   reads P can see the binding: the next such draw comes after P is set again (or
-   the root signature changes, or an ``Opaque`` command), or it starts another
-   lifted run; every batch of a lifted run is then a multi-draw call (no direct
-   remainder). Draws that already see a buffer at P keep their StartInstanceLocation
-   and so read the same records: they merge as they are, lifted words may differ.
-   Bundles are not lifted (their final bindings are the caller's state).
+   base vertex, the instance the shader sees, then each lift item (``Q.k``: word k of
+   root constants Q; ``Q`` / ``Q.0`` of a descriptor table: its heap slot, bindless
+   access; word k of a root view's byte offset) -- instead of reading those from the
+   draw and the root arguments. A pipeline that also declares ``x`` reads through
+   ``x`` only in ``DrawIndexedX`` calls (pack-x's); every draw this pass touches reads
+   through the array clause. On an input-layout pipeline the clause also promises
+   that the record index is its only StartInstanceLocation-dependent input (the
+   engine's per-draw id stream), so renumbering StartInstanceLocation is allowed there
+   as with vertex pulling.
+
+   *Lifted runs.* Direct draws of such a pipeline that see nothing bound at P and
+   differ only in lifted values form one run (a lifted table must stay in one heap, a
+   lifted root view on one buffer, the other words of a lifted parameter equal): the
+   pass writes one record per instance into a generated buffer (``mdi_perdrawK``, each
+   batch 16-byte aligned, 256 for a root CBV), renumbers StartInstanceLocation in the args records to
+   index them, binds the buffer with ``SetGraphicsRootShaderResourceView P``
+   (``...ConstantBufferView`` for a CBV parameter) right before the call and leaves
+   the root argument sets in place; every batch of a lifted run is a multi-draw call.
+
+   *Who may see the binding.* Nothing can unbind a root view, so the generated
+   binding stays visible to every later *reader* of P -- a draw whose pipeline reads P
+   as state or names it in a per-draw clause (``DrawIndexedX`` calls of a pipeline
+   whose ``x`` clause does not name P excepted) -- until P is *redefined* (set again,
+   the root signature changes, an ``Opaque`` command). The exact rule, per
+   *stretch* between two redefinitions of P: a reader after a lifted batch must read
+   through a binding of its own that gives it exactly what it read before. Either it
+   is lifted itself (it belongs to a lifted run: its batch rebinds P), or it gets a
+   **restoring binding**: a direct draw of a pipeline whose clause names P, reading
+   its lift items natively, stays as it is (``@nomerge`` ones too) and P is bound
+   right before it at an offset where record ``StartInstanceLocation + i`` holds what
+   instance i read (its base vertex, ``StartInstanceLocation + i``, its lift values;
+   at most :data:`MAX_RESTORE_RECORDS` records, zeros below StartInstanceLocation);
+   nothing about the draw changes, it only reads the same values from memory. Any
+   other reader (a pipeline reading P as ordinary state, an indirect draw, lift values
+   undefined) *blocks*: lifting in a stretch starts at its first run worth lifting
+   (at least the batch minimum, lifted values not all equal) after the stretch's last
+   blocking reader, and from there to the end of the stretch every run of two or more
+   draws is lifted and every single draw restored (a single draw's restoring binding
+   is cheaper than a one-draw multi-draw call). So a reader cancels only the runs of
+   its own stretch that come before it; runs elsewhere are unaffected.
+
+   Draws that already see a buffer at P keep their StartInstanceLocation and so read
+   the same records: they merge as they are, lifted words may differ. Bundles are not
+   lifted (their final bindings are the caller's state).
 3. **Consecutive indirect draws.** Consecutive same-state indirect draws of one
    kind (indexed or not) reading one args buffer at offsets ``O, O+S, O+2S, ...``
    (single ``Draw[Indexed]InstancedIndirect`` calls, or plain ``MultiDraw`` calls
@@ -98,6 +126,7 @@ _P_SETS = np.array([BY_NAME[n].code for n in (
 _GRS = BY_NAME["SetGraphicsRootSignature"].code
 _OPAQUE = BY_NAME["Opaque"].code
 _COPY = BY_NAME["CopyBufferRegion"].code
+_DX = BY_NAME["DrawIndexedX"].code
 
 # kinds of draws for batching
 _NONE, _DIRECT, _DIRECT_IDX, _IND, _IND_IDX = 0, 1, 2, 3, 4
@@ -109,9 +138,13 @@ _MULTI_OF = {_DIRECT: _M, _DIRECT_IDX: _MI, _IND: _M, _IND_IDX: _MI}
 _REC = {_DIRECT: 16, _DIRECT_IDX: 20, _IND: 16, _IND_IDX: 20}
 assert ARGS_SIZE["MultiDrawInstancedIndirect"] == 16 and ARGS_SIZE["MultiDrawIndexedInstancedIndirect"] == 20
 PERDRAW_ALIGN = 256
+"""Alignment of each batch's per-draw array bound as a root CBV (D3D12's CBV alignment)."""
+PERDRAW_ALIGN_SRV = 16
+"""Alignment of each batch's per-draw array bound as a root SRV."""
 MAX_LIFTED_RECORDS = 1 << 20
 """Most per-instance records one lifted run may generate."""
-"""Alignment of each batch's per-draw array (enough for a root CBV as well as an SRV)."""
+MAX_RESTORE_RECORDS = 1 << 12
+"""Most records (StartInstanceLocation + instance count) a restoring binding may lay out."""
 
 
 def args_records(stream: Stream, cmds: np.ndarray, indexed: bool) -> np.ndarray:
@@ -128,20 +161,28 @@ def args_records(stream: Stream, cmds: np.ndarray, indexed: bool) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- per-draw contracts
+_LIFT_LIMIT = {"table": 1, "cbv": 2, "srv": 2}
+"""Values a lift item may name per root-parameter kind (constants: their count)."""
+
+
 @dataclass(frozen=True)
 class DrawDataContract:
     """A pipeline's usable ``draw_data`` / ``instance_data`` clause (docs/architecture.md).
 
     ``perdraw``: root parameter P (a root SRV or CBV); ``view_op``: the opcode that
-    binds it; ``items``: the lift items ``(parameter, word)``, all root-constant words;
-    ``pulling``: the pipeline has no input layout (nothing but the per-draw record
-    observes StartInstanceLocation, so the pass may renumber it).
+    binds it; ``items``: the lift items ``(parameter, word)`` in record order;
+    ``kinds``: the root-parameter kind of each lifted parameter (``constants``,
+    ``table``: word 0 is the table's heap slot, ``cbv`` / ``srv``: words 0 and 1 are
+    the low / high halves of the byte offset); ``pulling``: the pipeline has no input
+    layout (on an input-layout pipeline the clause promises that the record index is
+    the only StartInstanceLocation-dependent input, so the pass renumbers either).
     """
 
     perdraw: int
     view_op: int
     items: tuple[tuple[int, int], ...]
     pulling: bool
+    kinds: tuple[tuple[int, str], ...] = ()
 
     @property
     def words(self) -> int:
@@ -150,22 +191,36 @@ class DrawDataContract:
 
     @property
     def params(self) -> tuple[int, ...]:
-        """The root-constant parameters with lifted words."""
+        """The root parameters with lifted words (sorted)."""
         return tuple(sorted({q for q, _ in self.items}))
+
+    def kind(self, q: int) -> str:
+        """Root-parameter kind of lifted parameter ``q``."""
+        return dict(self.kinds).get(q, "constants")
+
+
+def array_clause(p: Pipeline) -> str | None:
+    """The clause non-``DrawIndexedX`` draws of ``p`` read their record through:
+    ``instance_data`` or ``draw_data`` (the first declared in that order), or None.
+
+    With an ``x`` clause too, ``DrawIndexedX`` calls read theirs through ``x``
+    (docs/architecture.md, "Rewrite contracts")."""
+    return "instance_data" if "instance_data" in p.contract else "draw_data" if "draw_data" in p.contract \
+        else None
 
 
 def draw_data_contracts(decls: Decls) -> dict[int, DrawDataContract | None]:
-    """Per pipeline with a ``draw_data`` or ``instance_data`` clause: its contract, or None
-    when the pass cannot use it (P is not a root SRV/CBV of its root signature, or a lift
-    item is not a word of a root-constants parameter)."""
+    """Per pipeline with a ``draw_data`` or ``instance_data`` clause (:func:`array_clause`):
+    its contract, or None when the pass cannot use it (P is not a root SRV/CBV of its
+    root signature, or a lift item names no value of a root parameter: a word of root
+    constants, word 0 of a descriptor table, word 0 or 1 of a root CBV/SRV)."""
     out: dict[int, DrawDataContract | None] = {}
     for i, p in enumerate(decls.items):
-        if not isinstance(p, Pipeline):
+        if not isinstance(p, Pipeline) or p.is_compute:
             continue
-        clause = "instance_data" if "instance_data" in p.contract else "draw_data" if "draw_data" in p.contract \
-            else None   # the order drawopt.verify reads them in
-        if clause is None or ("x" in p.contract and p.vertex_pulling):
-            continue  # the verifier reads the first per-draw clause; x (pack-x's) comes first
+        clause = array_clause(p)
+        if clause is None:
+            continue
         c = p.contract[clause]
         rs = decls[p.root] if p.root is not None and p.root in decls else None
         out[i] = None
@@ -173,21 +228,51 @@ def draw_data_contracts(decls: Decls) -> dict[int, DrawDataContract | None]:
             continue
         pd = int(c["perdraw"])
         items: list[tuple[int, int]] = []
+        kinds: dict[int, str] = {}
         ok = 0 <= pd < len(rs.params) and rs.params[pd].kind in ("srv", "cbv")
-        for item in filter(None, c.get("lift", "").split("+")):
+        for item in filter(None, (t.strip() for t in c.get("lift", "").split("+"))):
             q, _, k = item.partition(".")
             if not q.isdigit() or (k and not k.isdigit()):
                 ok = False
                 break
             qi, ki = int(q), int(k or 0)
-            if not (0 <= qi < len(rs.params)) or rs.params[qi].kind != "constants" or ki >= rs.params[qi].count:
+            if not (0 <= qi < len(rs.params)) or qi == pd or (qi, ki) in items:
+                ok = False
+                break
+            rp = rs.params[qi]
+            if ki >= (rp.count if rp.kind == "constants" else _LIFT_LIMIT.get(rp.kind, 0)):
                 ok = False
                 break
             items.append((qi, ki))
+            kinds[qi] = rp.kind
         if ok:
             out[i] = DrawDataContract(pd, _SRV if rs.params[pd].kind == "srv" else _CBV, tuple(items),
-                                      p.vertex_pulling)
+                                      p.vertex_pulling, tuple(sorted(kinds.items())))
     return out
+
+
+def _split_value(v: Any, kind: str, ks: list[int]) -> tuple[list[int], tuple] | None:
+    """A root argument's decoded value (:meth:`drawopt.state.Scan.values`) split into the
+    lifted words ``ks`` and the rest, which must be equal across a lifted run (the other
+    words of root constants, a table's heap, a root view's buffer and unlifted offset
+    word); None when a lifted word is not defined."""
+    if not isinstance(v, tuple) or not v:
+        return None
+    if kind == "constants":
+        if len(v) != 2 or v[0] != "constants":
+            return None
+        w = tuple(v[1]) + (None,) * (max(ks) + 1 - len(v[1]))
+        lifted = [w[k] for k in ks]
+        if not all(isinstance(x, int) for x in lifted):
+            return None
+        return lifted, tuple(x for n, x in enumerate(w) if n not in ks)
+    if len(v) != 3 or v[0] != kind:
+        return None
+    if kind == "table":
+        return [int(v[2])], ("table", v[1])
+    off = int(v[2])
+    return ([(off >> (32 * k)) & 0xFFFFFFFF for k in ks],
+            (kind, v[1], tuple((off >> (32 * k)) & 0xFFFFFFFF for k in (0, 1) if k not in ks)))
 
 
 # --------------------------------------------------------------------------- planning
@@ -213,6 +298,7 @@ class MdiPlan:
     direct_draws: int = 0
     lifted_batches: int = 0
     lifted_draws: int = 0
+    restored_draws: int = 0
     indirect_merges: int = 0
     indirect_calls: int = 0
 
@@ -230,6 +316,7 @@ class _Draws:
     lift_words: dict[int, np.ndarray]  # draw position -> record words 2.. (lifted constants)
     nrec: np.ndarray                   # records each draw command contributes (a multi-draw: its count)
     cpu_ind: np.ndarray                # an indirect draw whose args the CPU wrote (decoded into records)
+    nat_words: dict[int, np.ndarray]   # every direct draw reading its lift items natively, pinned ones too
 
 
 def plan_mdi(stream: Stream, table: StateTable, *, target: str | TargetModel = "d3d12",
@@ -253,10 +340,11 @@ def plan_mdi(stream: Stream, table: StateTable, *, target: str | TargetModel = "
 
     runs = _runs(dr, between_ok)
     lifted = _lifted_runs(stream, table, dr, runs, min_direct)
+    restored: list[int] = []
     if lifted is not None:
-        dr.key = lifted[0]
+        dr.key, lifted_first, restored = lifted
+        dr.eligible[restored] = False   # a restored draw stays a direct draw
         runs = _runs(dr, between_ok)
-        lifted_first = lifted[1]
     else:
         lifted_first = set()
 
@@ -302,7 +390,48 @@ def plan_mdi(stream: Stream, table: StateTable, *, target: str | TargetModel = "
         for r in np.flatnonzero((run_kind == k) & (length >= 2) & dr.eligible[first]).tolist():
             idx = draws[first[r]:first[r] + length[r]]
             _merge_indirect(stream, idx, k, limit, costs, model, plan)
+    if restored:
+        _emit_restores(stream, dr, plan, np.asarray(restored, np.int64), contracts)
     return plan
+
+
+def _append_perdraw(plan: MdiPlan, words: np.ndarray, view_op: int, lead: int = 0) -> int:
+    """Append ``lead`` zero words and then ``words`` to the generated per-draw buffer at the
+    next :data:`PERDRAW_ALIGN` (CBV) / :data:`PERDRAW_ALIGN_SRV` boundary; returns that
+    boundary's byte offset."""
+    align = PERDRAW_ALIGN if view_op == _CBV else PERDRAW_ALIGN_SRV
+    at = -(-plan.perdraw_bytes // align) * align
+    pad = (at - plan.perdraw_bytes) // 4 + lead   # the buffer holds perdraw_bytes // 4 words so far
+    if pad:
+        plan.perdraw_words.append(np.zeros(pad, np.uint32))
+    plan.perdraw_words.append(words.reshape(-1).astype(np.uint32))
+    plan.perdraw_bytes = at + max((lead + words.size) * 4, 4)
+    if not lead + words.size:
+        plan.perdraw_words.append(np.zeros(1, np.uint32))
+    return at
+
+
+def _emit_restores(stream: Stream, dr: _Draws, plan: MdiPlan, pos: np.ndarray,
+                   contracts: dict[int, DrawDataContract | None]) -> None:
+    """Restoring bindings: draw ``d`` (a direct draw reading its lift items from the root
+    arguments) keeps its command and gets, right before it, a binding of P at an offset
+    where record ``StartInstanceLocation + i`` holds exactly what instance i read
+    (base vertex, StartInstanceLocation + i, its lift items)."""
+    for d in pos.tolist():
+        c = contracts[int(dr.pipe[d])]
+        assert c is not None
+        cmd = int(dr.cmd[d])
+        a = stream.args[cmd]
+        indexed = int(stream.op[cmd]) == _DII
+        sil = int(a[4] if indexed else a[3]) & 0xFFFFFFFF
+        ninst = int(a[1])
+        words = np.zeros((ninst, c.words), np.int64)
+        words[:, 0] = (int(a[3]) & 0xFFFFFFFF) if indexed else 0
+        words[:, 1] = (sil + np.arange(ninst)) & 0xFFFFFFFF
+        if c.items:
+            words[:, 2:] = dr.nat_words[d] & 0xFFFFFFFF
+        plan.bind[cmd] = (c.view_op, c.perdraw, _append_perdraw(plan, words, c.view_op, sil * c.words))
+        plan.restored_draws += 1
 
 
 def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
@@ -334,63 +463,59 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
         kind[cpu_ind & (kind == _IND_IDX)] = _DIRECT_IDX
 
     contracts = draw_data_contracts(decls)
+    nat_words: dict[int, np.ndarray] = {}
     if contracts and table.scan is not None:
         sc = table.scan
         dsel = np.flatnonzero(sc.obs_kind == OBS_DRAW)
         next_key = int(state.max()) + 1 if state.size else 0
         for i, c in contracts.items():
-            mine = np.flatnonzero((pipe == i) & ((kind == _DIRECT) | (kind == _DIRECT_IDX)) & ~cpu_ind & eligible)
+            # direct draws of the pipeline (pinned ones too: they may get a restoring binding)
+            mine = np.flatnonzero((pipe == i) & ((kind == _DIRECT) | (kind == _DIRECT_IDX)) & ~cpu_ind)
             if c is None or not mine.size:
                 continue
             raw = sc.values_of(dsel[mine])
             pv = raw[:, ROOT0 + c.perdraw]
-            native = pv == UNDEFINED
-            arrayf = pv >= 0    # a buffer is bound at P: the draws already read their records
-            if not lift or not c.pulling:
-                native[:] = False
+            native = (pv == UNDEFINED) & lift   # nothing bound at P: the shader reads the root arguments
+            arrayf = pv >= 0           # a buffer is bound at P: the draws already read their records
             # the lifted words, and the rest of each lifted parameter (which must stay equal)
             vals = np.zeros((mine.size, len(c.items)), np.int64)
             rest = np.zeros((mine.size, len(c.params)), np.int64)
-            ok = np.ones(mine.size, bool)
+            ok = native | arrayf
             rest_ids: dict[tuple, int] = {}
             for j, q in enumerate(c.params):
                 ks = [k for qq, k in c.items if qq == q]
                 cols = [n for n, (qq, _) in enumerate(c.items) if qq == q]
-                cache: dict[int, tuple | None] = {}
+                qkind = c.kind(q)
+                cache: dict[int, tuple[list[int], tuple] | None] = {}
                 for r, vid in enumerate(raw[:, ROOT0 + q].tolist()):
                     if vid not in cache:
-                        v = sc.values.decode(vid) if vid >= 0 else None
-                        cache[vid] = tuple(v[1]) if isinstance(v, tuple) and len(v) == 2 and v[0] == "constants" \
-                            else None
-                    w = cache[vid]
-                    if w is None:
+                        cache[vid] = _split_value(sc.values.decode(vid) if vid >= 0 else None, qkind, ks)
+                    got = cache[vid]
+                    if got is None:
                         ok[r] = False
                         continue
-                    w = w + (None,) * (max(ks) + 1 - len(w))
-                    lifted = [w[k] for k in ks]
-                    if any(x is None for x in lifted):
-                        ok[r] = False
-                        continue
-                    vals[r, cols] = lifted
-                    rest[r, j] = rest_ids.setdefault((q, tuple(x for n, x in enumerate(w) if n not in ks)),
-                                                     len(rest_ids))
-            sel = ok & (native | arrayf)
+                    vals[r, cols] = got[0]
+                    rest[r, j] = rest_ids.setdefault((q, got[1]), len(rest_ids))
+            for d, v in zip(mine[ok & native].tolist(), vals[ok & native]):
+                nat_words[d] = v
+            sel = ok & eligible[mine]
             if not sel.any():
                 continue
             cand = mine[sel]
+            nat = native[sel]
             rows = table.rows[state[cand]].copy()
             for q in c.params:
                 rows[:, ROOT0 + q] = MASKED
-            rows[native[sel], ROOT0 + c.perdraw] = MASKED
+            rows[nat, ROOT0 + c.perdraw] = MASKED
             rows = np.concatenate([rows, rest[sel], np.full((cand.size, 1), i, np.int64),
-                                   native[sel][:, None].astype(np.int64)], axis=1)
+                                   nat[:, None].astype(np.int64)], axis=1)
             ids, _ = intern_rows(rows)
             key[cand] = next_key + ids
             next_key += int(ids.max()) + 1
-            for d, v in zip(cand[native[sel]].tolist(), vals[sel][native[sel]]):
-                lift_words[d] = v
+            for d in cand[nat].tolist():
+                lift_words[d] = nat_words[d]
     assert table.rows.shape[1] == NSLOTS
-    return _Draws(draws, state, kind, eligible, key, pipe, lift_words, nrec, cpu_ind)
+    return _Draws(draws, state, kind, eligible, key, pipe, lift_words, nrec, cpu_ind, nat_words)
 
 
 def _first_writes(stream: Stream) -> np.ndarray:
@@ -424,67 +549,103 @@ def _runs(dr: _Draws, between_ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, np.diff(np.r_[first, n])
 
 
+def _readers(stream: Stream, table: StateTable, dr: _Draws, pd: int) -> np.ndarray:
+    """Draw positions that can observe a binding at graphics root parameter ``pd``: draws
+    whose pipeline reads ``pd`` as state or names it in a per-draw clause, except
+    ``DrawIndexedX`` calls of a pipeline whose array clause (not its ``x`` clause) names
+    it (they read their record through ``x``: docs/architecture.md)."""
+    sc = table.scan
+    assert sc is not None
+    dsel = np.flatnonzero(sc.obs_kind == OBS_DRAW)
+    mask = sc.read_mask(dsel)[:, ROOT0 + pd].copy()
+    is_x = stream.op[dr.cmd] == _DX
+    for i, p in enumerate(stream.decls.items):
+        if not isinstance(p, Pipeline):
+            continue
+        named = [n for n, c in p.contract.items() if n in ("x", "instance_data", "draw_data")
+                 and c.get("perdraw") == str(pd)]
+        if not named:
+            continue
+        mine = dr.pipe == i
+        mask |= mine
+        ac = array_clause(p)
+        x = p.contract.get("x")
+        if ac in named and x is not None and p.vertex_pulling and x.get("perdraw") != str(pd) and \
+                str(pd) not in {t.partition(".")[0].strip() for t in x.get("lift", "").split("+")}:
+            mask &= ~(mine & is_x)
+    return np.flatnonzero(mask)
+
+
 def _lifted_runs(stream: Stream, table: StateTable, dr: _Draws, runs: tuple[np.ndarray, np.ndarray],
-                 min_direct: dict[int, int]) -> tuple[np.ndarray, set[int]] | None:
-    """Decide which runs are lifted; returns the keys to batch with (unlifted runs fall
-    back to their state ids) and the first draw position of each lifted run."""
+                 min_direct: dict[int, int]) -> tuple[np.ndarray, set[int], list[int]] | None:
+    """Decide which runs are lifted and which draws get a restoring binding (the module
+    docstring, 2); returns the keys to batch with (runs not lifted fall back to their
+    state ids), the first draw position of each lifted run, and the restored draws."""
     if not dr.lift_words:
         return None
     first, length = runs
     decls = stream.decls
     contracts = draw_data_contracts(decls)
-    cand = []
-    for f, ln in zip(first.tolist(), length.tolist()):
-        if f not in dr.lift_words or not dr.eligible[f]:
-            continue
-        if ln < min_direct.get(int(dr.kind[f]), 2) or (dr.state[f:f + ln] == dr.state[f]).all():
-            continue  # too short, or nothing to lift (same state: an ordinary batch)
-        inst = stream.args[dr.cmd[f:f + ln], 1]
-        if int(inst.sum()) > MAX_LIFTED_RECORDS:
-            continue
-        cand.append((f, ln))
+    op, args = stream.op, stream.args
+    n = dr.cmd.size
+    run_of = np.repeat(np.arange(first.size), length)
+    direct = np.isin(op[dr.cmd], (_DI, _DII))
+    inst = np.where(direct, args[dr.cmd, 1], 0)
+    sil = np.where(op[dr.cmd] == _DII, args[dr.cmd, 4], args[dr.cmd, 3]) & 0xFFFFFFFF
+    run_inst = np.add.reduceat(inst, first) if first.size else np.zeros(0, np.int64)
+    in_lift = np.zeros(n, bool)
+    in_lift[np.fromiter(dr.lift_words, np.int64, len(dr.lift_words))] = True
+    liftable_run = in_lift[first] & dr.eligible[first] & (run_inst <= MAX_LIFTED_RECORDS)
+    restorable = np.zeros(n, bool)
+    if dr.nat_words:
+        nw = np.fromiter(dr.nat_words, np.int64, len(dr.nat_words))
+        restorable[nw] = direct[nw] & (sil[nw] + inst[nw] <= MAX_RESTORE_RECORDS)
+    pd_of = np.full(len(decls) + 1, -1, np.int64)
+    for i, c in contracts.items():
+        if c is not None:
+            pd_of[i] = c.perdraw
+    draw_pd = pd_of[dr.pipe]
+    run_pd = np.where(liftable_run, draw_pd[first], -1)
+    beneficial = np.zeros(first.size, bool)
+    for k, m in min_direct.items():
+        beneficial |= (dr.kind[first] == k) & (length >= m)
+    if n:
+        same = np.r_[True, dr.state[1:] == dr.state[:-1]]
+        differs = np.add.reduceat((~same).astype(np.int64), first) - (~same[first]).astype(np.int64) > 0
+        beneficial &= differs   # same state everywhere: nothing to lift (an ordinary batch)
     key = dr.key.copy()
-    valid: set[int] = set()
-    if cand:
-        op, args = stream.op, stream.args
-        # readers of each perdraw parameter, and the commands that redefine it
-        rs_cmds = np.flatnonzero(op == _GRS)
-        rs_change = rs_cmds[np.r_[True, args[rs_cmds[1:], 0] != args[rs_cmds[:-1], 0]]] if rs_cmds.size else rs_cmds
-        opaque = np.flatnonzero(op == _OPAQUE)
-        sets = np.flatnonzero(np.isin(op, _P_SETS))
-        reads_cache: dict[int, np.ndarray] = {}
-        redef_cache: dict[int, np.ndarray] = {}
-        sc = table.scan
-        assert sc is not None
-        dsel = np.flatnonzero(sc.obs_kind == OBS_DRAW)
-        for f, ln in reversed(cand):
-            c = contracts[int(dr.pipe[f])]
-            assert c is not None
-            pd = c.perdraw
-            if pd not in reads_cache:
-                mask = sc.read_mask(dsel)[:, ROOT0 + pd]
-                for i, d in enumerate(decls.items):
-                    if isinstance(d, Pipeline) and any(
-                            c_.get("perdraw") == str(pd) for name, c_ in d.contract.items()
-                            if name in ("x", "instance_data", "draw_data")):
-                        mask |= dr.pipe == i
-                reads_cache[pd] = np.flatnonzero(mask)
-                redef_cache[pd] = np.unique(np.concatenate([sets[args[sets, 0] == pd], rs_change, opaque]))
-            readers = reads_cache[pd]
-            last = f + ln - 1
-            k = np.searchsorted(readers, last, side="right")
-            ok = True
-            if k < readers.size:
-                nxt = int(readers[k])
-                redef = redef_cache[pd]
-                j = np.searchsorted(redef, dr.cmd[last], side="right")
-                redefined = j < redef.size and int(redef[j]) < int(dr.cmd[nxt])
-                ok = redefined or nxt in valid
-            if ok:
-                valid.add(f)
-            else:
-                key[f:f + ln] = dr.state[f:f + ln]
-    return key, valid
+    lifted_run = np.zeros(first.size, bool)
+    restored: list[np.ndarray] = []
+    rs_cmds = np.flatnonzero(op == _GRS)
+    rs_change = rs_cmds[np.r_[True, args[rs_cmds[1:], 0] != args[rs_cmds[:-1], 0]]] if rs_cmds.size else rs_cmds
+    opaque = np.flatnonzero(op == _OPAQUE)
+    sets = np.flatnonzero(np.isin(op, _P_SETS))
+    for pd in np.unique(run_pd[(run_pd >= 0) & beneficial]).tolist():
+        readers = _readers(stream, table, dr, pd)
+        # segments: the stretches between redefinitions of pd (nothing unbinds a root view)
+        redef = np.unique(np.concatenate([sets[args[sets, 0] == pd], rs_change, opaque]))
+        seg = np.searchsorted(redef, dr.cmd)
+        nseg = redef.size + 1
+        ok_lift = (run_pd[run_of] == pd)
+        ok_restore = restorable & (draw_pd == pd)
+        blocking = readers[~(ok_lift[readers] | ok_restore[readers])]
+        last_block = np.full(nseg, -1, np.int64)
+        np.maximum.at(last_block, seg[blocking], blocking)
+        cand = np.flatnonzero((run_pd == pd) & beneficial)
+        cand = cand[first[cand] > last_block[seg[first[cand]]]]
+        zone = np.full(nseg, n, np.int64)   # first draw position of the lifted zone of each segment
+        np.minimum.at(zone, seg[first[cand]], first[cand])
+        runs_pd = np.flatnonzero(run_pd == pd)
+        take = first[runs_pd] >= zone[seg[first[runs_pd]]]
+        take &= (length[runs_pd] >= 2) | ~restorable[first[runs_pd]]   # a single draw: restoring is cheaper
+        lifted_run[runs_pd[take]] = True
+        zr = readers[readers >= zone[seg[readers]]]
+        restored.append(zr[~lifted_run[run_of[zr]]])
+    for r in np.flatnonzero(in_lift[first] & ~lifted_run).tolist():
+        f, ln = int(first[r]), int(length[r])
+        key[f:f + ln] = dr.state[f:f + ln]
+    rest = np.unique(np.concatenate(restored)) if restored else np.zeros(0, np.int64)
+    return key, set(first[lifted_run].tolist()), rest.tolist()
 
 
 def _split(firsts: np.ndarray, lens: np.ndarray, lifted: np.ndarray, limit: int,
@@ -587,15 +748,7 @@ def _emit_direct(stream: Stream, dr: _Draws, plan: MdiPlan, k: int, bf: np.ndarr
         if c.items:
             lw = np.stack([dr.lift_words[int(p)] for p in pos.tolist()])
             words[:, 2:] = lw[owner] & 0xFFFFFFFF
-        plan.perdraw_bytes = -(-plan.perdraw_bytes // PERDRAW_ALIGN) * PERDRAW_ALIGN
-        pad = plan.perdraw_bytes // 4 - sum(w.size for w in plan.perdraw_words)
-        if pad:
-            plan.perdraw_words.append(np.zeros(pad, np.uint32))
-        plan.perdraw_words.append(words.reshape(-1).astype(np.uint32))
-        plan.bind[f] = (c.view_op, c.perdraw, plan.perdraw_bytes)
-        plan.perdraw_bytes += max(words.size * 4, 4)
-        if not words.size:
-            plan.perdraw_words.append(np.zeros(1, np.uint32))
+        plan.bind[f] = (c.view_op, c.perdraw, _append_perdraw(plan, words, c.view_op))
         plan.lifted_batches += 1
         plan.lifted_draws += ln
     plan.args_words.append(recs.reshape(-1))
@@ -727,6 +880,7 @@ class MdiPass(Pass):
         report: dict[str, Any] = {
             "direct_batches": plan.direct_batches, "direct_draws_batched": plan.direct_draws,
             "lifted_batches": plan.lifted_batches, "lifted_draws": plan.lifted_draws,
+            "restored_draws": plan.restored_draws,
             "indirect_merges": plan.indirect_merges, "indirect_calls_merged": plan.indirect_calls,
             "args_bytes": plan.args_bytes, "perdraw_bytes": plan.perdraw_bytes,
         }

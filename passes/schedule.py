@@ -37,7 +37,13 @@ the one with the smallest key. The scheduler works on the graph's nodes (runs of
 commands with no internal hazard), so it is O(D log D) for D draws; a node that
 everything before it must precede and that must precede everything after it (a
 *cut*, :func:`drawopt.mergeclass.cut_units`) splits its segment into parts that
-are scheduled separately (a chain of ordered draws costs nothing).
+are scheduled separately (a chain of ordered draws costs nothing). Before any of
+that, a cheap test finds segments that are such chains outright (every draw and
+the next write the colour targets of one ``OMSetRenderTargets`` and neither
+pipeline can commute under the policy, so the graph has an ``order`` edge
+between them); when every segment is one, nothing can move and the pass returns
+the stream unchanged without building the graph (a stream of blended quads on
+one target: one graph node per draw would be built only to learn that).
 
 State re-emission
 -----------------
@@ -65,6 +71,7 @@ __all__ = ["SchedulePass", "Restater", "CannotRestate", "schedule_order", "sort_
 
 import heapq
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -92,6 +99,7 @@ from drawopt.state import (
     NSLOTS,
     PIPELINE,
     ROOT0,
+    RTS,
     SLOTS,
     UNDEFINED,
     UNKNOWN,
@@ -100,7 +108,7 @@ from drawopt.state import (
     intern_rows,
     track,
 )
-from drawopt.stream import CommandBuffer, Stream, concat
+from drawopt.stream import FLAG_NOMERGE, CommandBuffer, Stream, concat
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
 _CONST_OPS = (_OP["SetGraphicsRoot32BitConstants"], _OP["SetComputeRoot32BitConstants"])
@@ -113,6 +121,7 @@ _CMP_ROOTS = list(range(CROOT0, CROOT0 + NROOT))
 _ALL_ROOTS = _GFX_ROOTS + _CMP_ROOTS
 REORDER_POLICIES = ("none", "declared", "opaque")
 _CHUNK = 1 << 15
+_SLOT_RANGE = range(NSLOTS)
 
 
 class CannotRestate(Exception):
@@ -142,9 +151,15 @@ class Restater:
         self.sc = sc = table.scan
         self.cats = stream.cats()
         n = len(stream)
-        self.obs_of = np.full(n + 1, -1, np.int64)
+        obs_of = np.full(n + 1, -1, np.int64)
         real = sc.obs >= 0
-        self.obs_of[sc.obs[real]] = np.flatnonzero(real)
+        obs_of[sc.obs[real]] = np.flatnonzero(real)
+        # the per-command lookups of the emit loop, as Python lists (one element read at a time)
+        self._obs_of: list[int] = obs_of.tolist()
+        self._op: list[int] = stream.op.tolist()
+        self._is_state: list[bool] = (self.cats == int(Cat.STATE)).tolist()
+        self._slot: list[int] = sc.slot.tolist()
+        self._cval: list[int] = sc.cval.tolist()
         nobs = sc.obs.shape[0]
         rows = np.empty((nobs, NSLOTS), np.int64)
         for lo in range(0, nobs, _CHUNK):
@@ -152,13 +167,14 @@ class Restater:
             rows[sel] = sc.normalised(sel)
         self.oid, first = _intern(rows)
         self.urows = rows[first]
+        self._oid: list[int] = self.oid.tolist()
         init = sc.init_val.copy()
         if stream.header.kind == "bundle":
             unk = np.ones(NSLOTS, bool)
             unk[[PIPELINE, SLOTS.index("topology")]] = False
             init[unk] = UNKNOWN
-        self.inforce = init
-        self.is_table = np.zeros(NSLOTS, bool)
+        self.inforce: list[int] = init.tolist()
+        self.is_table: list[bool] = [False] * NSLOTS
         self.out: list[int] = []
         self.synth = CommandBuffer()
         self.last = -1
@@ -173,11 +189,12 @@ class Restater:
         if cc.size:
             width = np.array([self._const_width.get(int(k), 0) for k in sc.slot[cc]], np.int64)
             self._full[cc] = (stream.args[cc, 2] == 0) & (stream.args[cc, 1] >= width)
+        self._full_l: list[bool] = self._full.tolist()
 
     # ------------------------------------------------------------ public API
     def mark(self) -> tuple:
         """A snapshot to :meth:`rollback` to."""
-        return (len(self.out), len(self.synth), self.inforce.copy(), self.is_table.copy(), self.last,
+        return (len(self.out), len(self.synth), list(self.inforce), list(self.is_table), self.last,
                 self.emitted_state)
 
     def rollback(self, m: tuple) -> None:
@@ -187,7 +204,7 @@ class Restater:
         cb = self.synth
         for lst in (cb.op, cb.args, cb.var, cb.flags, cb.line):
             del lst[nsyn:]
-        self.inforce, self.is_table, self.last, self.emitted_state = inforce.copy(), is_table.copy(), last, emitted
+        self.inforce, self.is_table, self.last, self.emitted_state = list(inforce), list(is_table), last, emitted
 
     def emit(self, cmd: int, args: np.ndarray | None = None, observer: int | None = None) -> None:
         """Append input command ``cmd`` (with ``args`` instead of its own, if given).
@@ -196,23 +213,24 @@ class Restater:
         input (or, with ``observer``, the state input command ``observer`` saw) is
         re-created first. Raises :class:`CannotRestate` when that is impossible.
         """
-        o = int(self.obs_of[observer if observer is not None else cmd])
+        cmd = int(cmd)
+        o = self._obs_of[observer if observer is not None else cmd]
         if o >= 0:
             self.require(o)
         if args is None:
-            self.out.append(int(cmd))
+            self.out.append(cmd)
         else:
             self._append_new(int(self.s.op[cmd]), args[:len(self.s.spec(cmd).args)].tolist(),
                              self.s.var(cmd).tolist(), int(self.s.flags[cmd]), int(self.s.line[cmd]))
-        op = int(self.s.op[cmd])
+        op = self._op[cmd]
         if op == _DX:
             self.inforce[IB] = UNDEFINED
             self.last = -1
         elif op == _OPAQUE:
-            self.inforce[:] = UNKNOWN
-            self.is_table[:] = False
+            self.inforce = [UNKNOWN] * NSLOTS
+            self.is_table = [False] * NSLOTS
             self.last = -1
-        elif self.cats[cmd] == int(Cat.STATE):  # a state command kept in place
+        elif self._is_state[cmd]:  # a state command kept in place
             self._effect_of_copy(int(cmd))
             self.last = -1
 
@@ -234,24 +252,24 @@ class Restater:
     # ------------------------------------------------------------ requirements
     def require(self, o: int) -> None:
         """Emit what observer ``o`` needs (see the class docstring)."""
-        sid = int(self.oid[o])
+        sid = self._oid[o]
         if sid == self.last:
             return
-        row = self.urows[sid]
-        need = np.flatnonzero((row != MASKED) & (row != self.inforce))
+        row = self.urows[sid].tolist()
+        need = [k for k, x, f in zip(_SLOT_RANGE, row, self.inforce) if x != f and x != MASKED]
         i = 0
-        while i < need.size:
-            k = int(need[i])
+        while i < len(need):
+            k = need[i]
             i += 1
-            v = int(row[k])
+            v = row[k]
             if self.inforce[k] == v:
                 continue
             if v < 0:
                 raise CannotRestate(f"{SLOTS[k]} is {'undefined' if v == UNDEFINED else 'unknown'} there")
             reset = self._set(o, k, v)
             if reset:  # the change lost later slots: look again at what is needed after k
-                rest = np.flatnonzero((row != MASKED) & (row != self.inforce))
-                need = np.concatenate([need[:i], rest[rest > k]])
+                inforce = self.inforce
+                need = need[:i] + [x for x in range(k + 1, NSLOTS) if row[x] != MASKED and row[x] != inforce[x]]
         self.last = sid
 
     def _set(self, o: int, k: int, v: int) -> bool:
@@ -259,9 +277,9 @@ class Restater:
         src = int(self.sc.setter[o, k])
         if src < 0:
             raise CannotRestate(f"{SLOTS[k]}: no command sets it")
-        op = int(self.s.op[src])
+        op = self._op[src]
         if op in _CONST_OPS:
-            if self._full[src]:
+            if self._full_l[src]:
                 self.out.append(src)
                 self.emitted_state += 1
                 self.inforce[k], self.is_table[k] = v, False
@@ -277,31 +295,34 @@ class Restater:
 
     def _effect_of_copy(self, src: int) -> bool:
         """Update the state in force for input state command ``src`` just emitted."""
-        k = int(self.sc.slot[src])
+        k = self._slot[src]
         if k < 0:
             return False
-        v = int(self.sc.cval[src])
-        before = int(self.inforce[k])
+        v = self._cval[src]
+        inforce, is_table = self.inforce, self.is_table
+        before = inforce[k]
         reset = False
         if k in (GFX_RS, CRS):
             roots = _GFX_ROOTS if k == GFX_RS else _CMP_ROOTS
             if before == UNKNOWN:
-                known = [r for r in roots if self.inforce[r] >= 0]
-                self.inforce[known] = UNKNOWN
+                known = [r for r in roots if inforce[r] >= 0]
+                for r in known:
+                    inforce[r] = UNKNOWN
                 reset = bool(known)
             elif before != v:
-                self.inforce[roots] = UNDEFINED
-                self.is_table[roots] = False
+                for r in roots:
+                    inforce[r] = UNDEFINED
+                    is_table[r] = False
                 reset = True
         elif k == HEAPS and (before == UNKNOWN or before != v):
-            tabs = [r for r in _ALL_ROOTS if self.inforce[r] >= 0 and self.is_table[r]]
-            self.inforce[tabs] = UNKNOWN if before == UNKNOWN else UNDEFINED
-            self.is_table[tabs] = False
+            tabs = [r for r in _ALL_ROOTS if inforce[r] >= 0 and is_table[r]]
+            for r in tabs:
+                inforce[r] = UNKNOWN if before == UNKNOWN else UNDEFINED
+                is_table[r] = False
             reset = bool(tabs)
-        if self.s.op[src] in _CONST_OPS or self.s.op[src] == _VB_OP:
-            v = int(self.sc.cval[src])  # the merged value the input saw after it
-        self.inforce[k] = v
-        self.is_table[k] = int(self.s.op[src]) in _TABLE_OPS
+        op = self._op[src]
+        inforce[k] = v  # for root constants and vertex buffers: the merged value the input saw after it
+        is_table[k] = op in _TABLE_OPS
         return reset
 
     def _decode(self, v: int) -> Any:
@@ -358,7 +379,7 @@ class Restater:
     def _set_constants(self, k: int, v: int, src: int) -> None:
         cur = int(self.inforce[k])
         cur_partial = cur == UNKNOWN or (self._partial(cur) and not self.is_table[k])
-        if self._full[src] and cur_partial == self._partial(v):
+        if self._full_l[src] and cur_partial == self._partial(v):
             self.out.append(src)  # writes every word: the result is its words (and the chain's flag)
             self.emitted_state += 1
         elif not self._replay_chain(k, v, src):
@@ -583,12 +604,17 @@ def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: State
     va = ta.rows[ta.state[perm]]
     vb = tb.rows[tb.state]
     for k in range(NSLOTS):
-        key = ((va[:, k] + 3) << 32) | (vb[:, k] + 3)  # value ids are >= -3 and < 2**31
+        a, b = va[:, k], vb[:, k]
+        # the same marker (masked, undefined, unknown: negative ids) on both sides is equal
+        ask = np.flatnonzero((a != b) | (a >= 0))
+        if not ask.size:
+            continue
+        key = ((a[ask] + 3) << 32) | (b[ask] + 3)  # value ids are >= -3 and < 2**31
         uniq, inv = np.unique(key, return_inverse=True)
         neq = np.fromiter((ta.scan.values.decode(int(x >> 32) - 3) != tb.scan.values.decode(int(x & 0xFFFFFFFF) - 3)
                            for x in uniq.tolist()), bool, uniq.shape[0])
         if neq.any():
-            j = int(np.argmax(neq[inv.reshape(-1)]))
+            j = int(ask[np.argmax(neq[inv.reshape(-1)])])
             x, y = ta.scan.values.decode(int(va[j, k])), tb.scan.values.decode(int(vb[j, k]))
             return f"draw {j} (input draw {int(perm[j])}): {SLOTS[k]} {x!r} became {y!r}"
     return None
@@ -623,15 +649,21 @@ class SchedulePass(Pass):
         report: dict[str, Any] = {"draws": int(draws.size), "moved": 0, "segments": 0, "kept_order": 0}
         if draws.size < 2 or self.reorder == "none":
             return PassResult.unchanged(stream, **report)
-        facts = draw_facts(stream, table)
-        rank = sort_keys(stream, table, facts)
-        seg = draw_segments(stream, facts)
+        pipe, pinned = _draw_pipes(stream, table)
+        seg = draw_segments(stream, SimpleNamespace(cmd=draws, pipe=pipe, pinned=pinned))  # type: ignore[arg-type]
         new = np.arange(draws.size)
         bounds = np.flatnonzero(np.diff(seg)) + 1
         starts = np.r_[0, bounds]
         ends = np.r_[bounds, draws.size]
         multi = ends - starts > 1
         report["segments"] = int(multi.sum())
+        if multi.any() and _ordered_chains(stream, table, pipe, seg, self.reorder)[starts[multi]].all():
+            # every draw of every segment must stay after the previous one: nothing can move,
+            # and no dependency graph is needed to find that out
+            report["parts"] = 0
+            return PassResult.unchanged(stream, **report)
+        facts = draw_facts(stream, table)
+        rank = sort_keys(stream, table, facts)
         if multi.any():
             graph = am.get("graph", stream) if self.reorder == "declared" else _build_graph(stream, self.reorder)
             unit, edges = segment_units(graph, draws, seg)
@@ -680,6 +712,57 @@ class SchedulePass(Pass):
         if out == stream:
             return PassResult.unchanged(stream, **report)
         return PassResult(out, True, frozenset(), report)
+
+
+def _draw_pipes(stream: Stream, table: StateTable) -> tuple[np.ndarray, np.ndarray]:
+    """Pipeline declaration index (-1: none) and pinned flag of every draw, as
+    :func:`drawopt.mergeclass.draw_facts` computes them (without its costlier columns)."""
+    ps = table.setter[:, PIPELINE].astype(np.int64)
+    pipe = np.where(ps >= 0, stream.args[np.maximum(ps, 0), 0], -1)
+    never = np.array([isinstance(d, Pipeline) and d.never_merge for d in stream.decls.items] + [False], bool)
+    cmd = table.draws.astype(np.int64)
+    pinned = ((stream.flags[cmd] & FLAG_NOMERGE) != 0) | never[np.where(pipe >= 0, pipe, len(stream.decls))]
+    return pipe, pinned
+
+
+def _ordered_chains(stream: Stream, table: StateTable, pipe: np.ndarray, seg: np.ndarray,
+                    reorder: str) -> np.ndarray:
+    """Per draw: True when every later draw of its segment must stay after the one before it.
+
+    Two consecutive draws of a segment are ordered when both write the colour targets of one
+    ``OMSetRenderTargets`` command and neither pipeline can commute under ``reorder``
+    (:func:`drawopt.graph.commute_class` gives None whatever the depth target): the
+    dependency graph then has an ``order`` edge between their (distinct) nodes, with no
+    other node between them. A segment whose draws are all so linked is a chain that no
+    schedule can reorder, and its graph is not needed. The test is conservative: False
+    only means "ask the graph".
+    """
+    from drawopt.graph import commute_class
+
+    d = pipe.shape[0]
+    if d == 0:
+        return np.zeros(0, bool)
+    decls = stream.decls
+    free = np.ones(len(decls) + 1, bool)  # may commute with another draw (or no pipeline)
+    for p in np.unique(pipe[pipe >= 0]).tolist():
+        pi = decls[p]
+        if isinstance(pi, Pipeline):
+            free[p] = commute_class(None if pi.is_compute else pi, reorder, "depth") is not None
+    fr = free[np.where(pipe >= 0, pipe, len(decls))]
+    rts = table.setter[:, RTS].astype(np.int64)
+    colour = np.zeros(d, bool)
+    ok = rts >= 0
+    ok[ok] = stream.op[rts[ok]] == _OP["OMSetRenderTargets"]
+    for c in np.unique(rts[ok]).tolist():
+        if any(decls[int(x)].kind != "depth" for x in stream.var(c).tolist()):
+            colour[rts == c] = True
+    link = (seg[1:] == seg[:-1]) & (rts[1:] == rts[:-1]) & colour[1:] & ~fr[1:] & ~fr[:-1]
+    # chained[i]: every draw after i in its segment is linked to its predecessor
+    last = np.r_[seg[1:] != seg[:-1], True]
+    bad = np.r_[~link, True] & ~last  # a missing link after draw i (i not the last of its segment)
+    nxt_bad = np.minimum.accumulate(np.where(bad, np.arange(d), d)[::-1])[::-1]
+    seg_end = np.minimum.accumulate(np.where(last, np.arange(d), d)[::-1])[::-1]
+    return nxt_bad >= seg_end
 
 
 def _build_graph(stream: Stream, reorder: str) -> Any:

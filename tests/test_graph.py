@@ -280,3 +280,106 @@ def test_cli(tmp_path, capsys) -> None:
 def test_random_streams_give_well_formed_graphs(s: Stream) -> None:
     for pol in ("none", "declared", "opaque"):
         check_structure(build_graph(s, pol), s)
+
+
+# ---------------------------------------------------------------------- kernels: compiled vs pure
+def _compiled_graph_module():
+    from drawopt._accel import load_cext
+    mod = load_cext("_graph", pure=False)
+    if mod is None:  # pragma: no cover - extension not built
+        pytest.skip("drawopt._graph is not built")
+    return mod
+
+
+def _random_dag_edges(rng: np.random.Generator, nn: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    a = rng.integers(0, nn, m)
+    b = rng.integers(0, nn, m)
+    u, v = np.minimum(a, b), np.maximum(a, b)
+    key = np.unique((u * nn + v)[u != v])
+    return key // nn, key % nn
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_two_path_reduce_compiled_matches_pure(seed: int) -> None:
+    from drawopt.graph import _R_CODE, _two_path_reduce
+    _compiled_graph_module()
+    rng = np.random.default_rng(seed)
+    nn = int(rng.integers(2, 60))
+    u, v = _random_dag_edges(rng, nn, int(rng.integers(1, 6 * nn)))
+    mask = np.where(rng.random(u.size) < 0.5, 1 << _R_CODE["state"],
+                    rng.integers(1, 1 << len(EDGE_REASONS), u.size)).astype(np.int64)
+    a = _two_path_reduce(u, v, mask, nn, pure=False)
+    b = _two_path_reduce(u, v, mask, nn, pure=True)
+    assert a.dtype == b.dtype == bool and np.array_equal(a, b)
+
+
+def test_two_path_reduce_rules() -> None:
+    from drawopt.graph import _R_CODE, _two_path_reduce
+    st, order = 1 << _R_CODE["state"], 1 << _R_CODE["order"]
+    # 0->1->2 hazard path implies the hazard edge 0->2; a path through a state edge does not
+    u, v = np.array([0, 0, 1, 0, 3, 4]), np.array([1, 2, 2, 4, 4, 5])
+    mask = np.array([order, order, order, st, order, order])
+    for pure in (True, False):
+        if not pure:
+            _compiled_graph_module()
+        keep = _two_path_reduce(u, v, mask, 6, pure=pure)
+        assert keep.tolist() == [True, False, True, True, True, True]
+    # a state-only edge goes for any path of two edges
+    u, v, mask = np.array([0, 0, 1]), np.array([1, 2, 2]), np.array([st, st, order])
+    for pure in (True, False):
+        assert _two_path_reduce(u, v, mask, 3, pure=pure).tolist() == [True, False, True]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_assign_nodes_compiled_matches_pure(seed: int) -> None:
+    from drawopt.graph import _assign_nodes
+    _compiled_graph_module()
+    rng = np.random.default_rng(seed)
+    n = 500
+    kind = rng.integers(0, 3, n)
+    solo = rng.random(n) < 0.05
+    maxpred = np.where(rng.random(n) < 0.3, np.arange(n) - rng.integers(1, 5, n), -1)
+    wsig = rng.integers(0, 2, n).astype(np.uint64)
+    a = _assign_nodes(kind, solo, maxpred, wsig, pure=False)
+    b = _assign_nodes(kind, solo, maxpred, wsig, pure=True)
+    assert np.array_equal(a, b) and a[0] == 0 and (np.diff(a) >= 0).all()
+
+
+def _graph_key(g: nx.DiGraph) -> tuple:
+    return (sorted(g.nodes(data=True)), sorted((u, v, sorted(d.items())) for u, v, d in g.edges(data=True)), g.graph)
+
+
+@pytest.mark.parametrize("kind", ["frame", "gpu-driven", "bundle"])
+def test_build_graph_pure_and_compiled_agree(kind: str, monkeypatch) -> None:
+    gen = pytest.importorskip("drawopt.gen")
+    _compiled_graph_module()
+    s = gen.generate(kind, 1500, seed=5)
+    for pol in ("declared", "opaque"):
+        monkeypatch.setenv("DRAWOPT_PURE", "0")
+        a = build_graph(s, pol)
+        monkeypatch.setenv("DRAWOPT_PURE", "1")
+        b = build_graph(s, pol)
+        assert _graph_key(a) == _graph_key(b)
+
+
+def test_unique_rows_is_numpy_unique() -> None:
+    from drawopt.graph import _unique_rows
+    rng = np.random.default_rng(3)
+    m = rng.integers(-3, 3, (400, 5)).astype(np.int64)
+    m[:, 4] = rng.integers(-(1 << 40), 1 << 40, 400) * (rng.random(400) < 0.1)
+    first, inv = _unique_rows(m)
+    _, f2, i2 = np.unique(m, axis=0, return_index=True, return_inverse=True)
+    assert np.array_equal(first, f2) and np.array_equal(inv, i2.reshape(-1))
+
+
+def test_graph_is_an_ordinary_networkx_graph() -> None:
+    gen = pytest.importorskip("drawopt.gen")
+    g = build_graph(gen.generate("frame", 400, seed=9))
+    h = nx.DiGraph(**g.graph)
+    h.add_nodes_from(g.nodes(data=True))
+    h.add_edges_from(g.edges(data=True))
+    assert nx.utils.graphs_equal(g, h)
+    assert all(g.pred[v][u] is g.succ[u][v] for u, v in g.edges)  # one attribute dict per edge
+    u, v = next(iter(g.edges))
+    g.remove_edge(u, v)  # mutable as usual
+    assert not g.has_edge(u, v) and u not in g.pred[v]

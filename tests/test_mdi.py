@@ -27,6 +27,7 @@ from drawopt.passmanager import AnalysisManager, PassManager, get_pass, parse_pi
 from drawopt.state import track
 from drawopt.stream import Stream, StreamBuilder
 from drawopt.validate import findings
+from drawopt.verify import verify
 
 _DIRECT = {"DrawInstanced": False, "DrawIndexedInstanced": True}
 _SINGLE = {"DrawInstancedIndirect": False, "DrawIndexedInstancedIndirect": True}
@@ -63,6 +64,30 @@ def expand(s: Stream) -> list[tuple]:
     return out
 
 
+def _value_word(v, k: int):
+    """Lift item word ``k`` of a root argument as ``StateTable.describe`` gives it: word k of
+    root constants, a table's heap slot, half k of a root view's byte offset."""
+    if not isinstance(v, tuple) or not v:
+        return None
+    if v[0] == "constants":
+        return (tuple(v[1]) + (None,) * (k + 1))[k]
+    if v[0] == "table":
+        return v[2] if k == 0 else None
+    return (v[2] >> (32 * k)) & 0xFFFFFFFF
+
+
+def _value_rest(v, ks: list[int]):
+    """What a lift leaves of a root argument: the other constant words, a table's heap, a
+    root view's buffer and unlifted offset half."""
+    if not isinstance(v, tuple) or not v:
+        return v
+    if v[0] == "constants":
+        return tuple(w for j, w in enumerate(v[1]) if j not in ks)
+    if v[0] == "table":
+        return ("table", v[1])
+    return (v[0], v[1], tuple((v[2] >> (32 * k)) & 0xFFFFFFFF for k in (0, 1) if k not in ks))
+
+
 class _Seen:
     """What the draws of one call observe (see :func:`expand`)."""
 
@@ -71,11 +96,10 @@ class _Seen:
         self.bound = desc.get(f"root{con.perdraw}") if con else None
         self.items: tuple = ()
         if con:
-            words = {q: tuple(desc[f"root{q}"][1]) if isinstance(desc[f"root{q}"], tuple) else ()
-                     for q in con.params}
-            self.items = tuple((words[q] + (None,) * (k + 1))[k] for q, k in con.items)
-            for q in con.params:   # the other words of a lifted parameter are still state
-                desc[f"root{q}"] = tuple(w for j, w in enumerate(words[q]) if (q, j) not in con.items)
+            vals = {q: desc.get(f"root{q}") for q in con.params}
+            self.items = tuple(_value_word(vals[q], k) for q, k in con.items)
+            for q in con.params:   # the rest of a lifted parameter is still state
+                desc[f"root{q}"] = _value_rest(vals[q], [k for qq, k in con.items if qq == q])
             desc.pop(f"root{con.perdraw}")
         self.st = repr(sorted(desc.items()))
 
@@ -487,3 +511,189 @@ def test_random_streams_draw_the_same(s: Stream, target: str, max_count: int) ->
     a, b = out.take(np.flatnonzero(other)), s.take(np.flatnonzero(s.cats() != int(Cat.DRAW)))
     assert np.array_equal(a.op, b.op) and np.array_equal(a.args, b.args) and np.array_equal(a.flags, b.flags)
     assert np.array_equal(a.var_values(), b.var_values())
+
+
+# --------------------------------------------------------------------------- both clauses, tables, layouts
+def _planted(out: Stream, name: str, word: int, delta: int = 1) -> Stream:
+    """``out`` with word ``word`` of generated buffer ``name`` changed."""
+    decls = out.decls.copy()
+    b = decls[name]
+    data = b.data.copy()
+    data[word] = (int(data[word]) + delta) & 0xFFFFFFFF
+    decls.replace(dataclasses.replace(b, data=data))
+    return Stream(out.header, decls, out.op, out.args, out.var_off, out.var_len, out.pool, out.flags,
+                  out.line, out.strings)
+
+
+def _scene(contract: str, layout: str = "none", bindless: bool = False) -> StreamBuilder:
+    b = StreamBuilder()
+    b.buffer("ib", 1 << 16)
+    b.buffer("verts", 1 << 20)
+    b.buffer("ids", 1 << 12)
+    b.buffer("xrec", 64, cpu=True, data=[5, 0, 9])
+    b.target("rt", 64, 64)
+    b.heap("res", size=8)
+    b.heap("res2", size=8)
+    b.texture("t0", 64, 64, "BC7_UNORM")
+    for k in range(8):
+        b.view("res", k, "srv", "t0")
+        b.view("res2", k, "srv", "t0")
+    b.rootsig("main", "table(srv,1)", "constants(2)", "srv", "srv")
+    b.rootsig("other", "constants(1)")
+    b.pipeline("obj", vs="v", ps="p", root="main", layout=layout, contract=contract)
+    b.pipeline("plain", vs="v", ps="p", root="main", layout=layout)
+    b.OMSetRenderTargets("rt")
+    b.SetDescriptorHeaps("res")
+    b.SetGraphicsRootSignature("main")
+    b.SetGraphicsRootDescriptorTable(0, "res[0]")
+    b.IASetIndexBuffer("ib", "R16_UINT", 0)
+    if layout != "none":
+        b.IASetVertexBuffers(0, "verts", 0, 32)
+        b.IASetVertexBuffers(1, "ids", 0, 4)   # the per-draw id stream (instance rate)
+    b.SetPipelineState("obj")
+    return b
+
+
+def test_x_and_draw_data_pipeline() -> None:
+    """Non-DrawIndexedX draws of a pipeline with both clauses read through draw_data (root
+    parameter 3 here), DrawIndexedX through x (parameter 2): a DrawIndexedX after the run
+    does not see the generated binding, so the run is lifted."""
+    b = _scene("x(vertex_bits=16,perdraw=2,lift=1.0),draw_data(perdraw=3,lift=1.0)")
+    for k in range(4):
+        b.SetGraphicsRoot32BitConstants(1, 2, 10 + k, 7)
+        b.DrawIndexedInstanced(36, 1 + (k == 1), 36 * k, 4 * k, k)
+    b.SetGraphicsRootShaderResourceView(2, "xrec", 0)
+    b.DrawIndexedX("ib", 0, "R16_UINT", 36, 0)
+    s = b.build()
+    contracts = draw_data_contracts(s.decls)
+    assert contracts[s.decls.index["obj"]].perdraw == 3
+    out, rep = run(s)
+    assert rep["lifted_draws"] == 4 and rep["lifted_batches"] == 1
+    t = names(out)
+    assert "SetGraphicsRootShaderResourceView 3 mdi_perdraw0 0" in t and t[-1].startswith("DrawIndexedX")
+    # records [base vertex, instance seen, 1.0]; a wrong one shows
+    assert out.decls["mdi_perdraw0"].data.reshape(5, 3)[:, 2].tolist() == [10, 11, 11, 12, 13]
+    assert not verify(s, _planted(out, "mdi_perdraw0", 3 * 2 + 2)).equivalent
+    assert not verify(s, _planted(out, "mdi_perdraw0", 3 * 4 + 1)).equivalent
+    # the x record the DrawIndexedX reads is still checked
+    assert not verify(s, _planted(out, "xrec", 2)).equivalent
+
+
+def test_both_clauses_verify_items_lifted_by_one_only() -> None:
+    """With different lift lists the shader observes their union: an item the clause in use
+    does not lift comes from the root arguments (here 1.1 under draw_data)."""
+    def build(last: int) -> Stream:
+        b = _scene("x(vertex_bits=16,perdraw=2,lift=1.0+1.1),draw_data(perdraw=3,lift=1.0)")
+        for k in range(4):
+            b.SetGraphicsRoot32BitConstants(1, 2, 10 + k, 7 if k < 3 else last)
+            b.DrawIndexedInstanced(36, 1, 36 * k, 0, 0)
+        return b.build()
+
+    s = build(8)
+    out, rep = run(s)
+    assert rep["lifted_draws"] == 3          # 1.1 differs at the last draw: not in draw_data's list
+    wrong, rep = run(build(7))
+    assert rep["lifted_draws"] == 4
+    assert not verify(s, wrong).equivalent   # the last draw would see 1.1 = 7
+
+
+def test_bindless_table_slot_is_lifted() -> None:
+    """draw_data(lift=0+...): the heap slot of the table at root parameter 0 goes into the
+    record; draws differing only in it (and lifted constants) form one lifted run, but not
+    across another heap (a table's heap is not lifted)."""
+    b = _scene("draw_data(perdraw=2,lift=0+1.0)")
+    for k, slot in enumerate((3, 4, 4, 5)):
+        b.SetGraphicsRootDescriptorTable(0, f"res[{slot}]")
+        b.SetGraphicsRoot32BitConstants(1, 2, 100 + k, 0)
+        b.DrawIndexedInstanced(36, 1, 36 * k, 10 * k, 0)
+    b.SetDescriptorHeaps("res2")
+    for k in range(3):
+        b.SetGraphicsRootDescriptorTable(0, f"res2[{k}]")
+        b.DrawIndexedInstanced(36, 1, 36 * k, 0, 0)
+    s = b.build()
+    out, rep = run(s)
+    assert rep["lifted_batches"] == 2 and rep["lifted_draws"] == 7
+    rec = out.decls["mdi_perdraw0"].data
+    assert rec[:16].reshape(4, 4)[:, 2].tolist() == [3, 4, 4, 5]
+    assert rec[:16].reshape(4, 4)[:, 3].tolist() == [100, 101, 102, 103]
+    assert not verify(s, _planted(out, "mdi_perdraw0", 4 + 2)).equivalent   # slot 4 -> 5
+    # a lift list naming a table word other than 0, or the perdraw parameter: unusable
+    for bad in ("draw_data(perdraw=2,lift=0.1)", "draw_data(perdraw=2,lift=2)"):
+        b2 = StreamBuilder()
+        b2.rootsig("main", "table(srv,1)", "constants(2)", "srv")
+        b2.pipeline("obj", vs="v", ps="p", root="main", contract=bad)
+        d = b2.build().decls
+        assert draw_data_contracts(d)[d.index["obj"]] is None
+
+
+def test_input_layout_pipeline_with_draw_data() -> None:
+    """On an input-layout pipeline the clause promises the record index is the only
+    StartInstanceLocation-dependent input: mdi renumbers it as for vertex pulling, and the
+    verifier accepts it; the per-vertex fetch still follows each draw's base vertex."""
+    b = _scene("draw_data(perdraw=2,lift=1.0+1.1)", layout="pos_nrm_uv")
+    for k in range(4):
+        b.SetGraphicsRoot32BitConstants(1, 2, k, 100 * k)
+        b.DrawIndexedInstanced(36, 1 + (k == 2), 36 * k, 50 * k, 5 + 7 * k)
+    s = b.build()
+    out, rep = run(s)
+    assert rep["lifted_draws"] == 4
+    args = out.decls["mdi_args0"].data.reshape(4, 5)
+    assert args[:, 4].tolist() == [0, 1, 2, 4] and args[:, 3].tolist() == [0, 50, 100, 150]
+    rec = out.decls["mdi_perdraw0"].data.reshape(5, 4)
+    assert rec[:, 1].tolist() == [5, 12, 19, 20, 26]
+    assert not verify(s, _planted(out, "mdi_perdraw0", 4 * 2 + 1)).equivalent   # instance seen
+    assert not verify(s, _planted(out, "mdi_args0", 5 + 3)).equivalent          # IA base vertex
+    # without the clause StartInstanceLocation stays observable: same-state batches only
+    b = _scene("no_primitive_id", layout="pos_nrm_uv")
+    for k in range(4):
+        b.SetGraphicsRoot32BitConstants(1, 2, k, 100 * k)
+        b.DrawIndexedInstanced(36, 1, 36 * k, 0, 0)
+    s2 = b.build()
+    assert PassManager([MdiPass()], verify_each=True).run(s2) is s2
+
+
+def test_run_interrupted_by_an_unbatched_draw() -> None:
+    """A @nomerge draw of the pipeline between two lifted runs keeps both lifted: it gets a
+    restoring binding (its own records at its StartInstanceLocation). A reader that cannot
+    be restored (a pipeline reading the parameter as ordinary state) cancels only the runs
+    of its stretch (up to the parameter's redefinition)."""
+    b = _scene("draw_data(perdraw=2,lift=1.0)")
+    for k in range(3):
+        b.SetGraphicsRoot32BitConstants(1, 2, k, 0)
+        b.DrawIndexedInstanced(36, 1, 36 * k, 0, 0)
+    b.SetGraphicsRoot32BitConstants(1, 2, 50, 0)
+    b.DrawIndexedInstanced(36, 2, 0, 3, 6, flags="nomerge")
+    b.SetGraphicsRoot32BitConstants(1, 2, 60, 0)
+    b.DrawIndexedInstanced(12, 1, 0, 0, 0)                     # a single draw: restored too
+    b.SetGraphicsRootShaderResourceView(2, "xrec", 0)          # parameter 2 redefined before ...
+    b.SetPipelineState("plain")
+    b.DrawInstanced(3, 1, 0, 0)                                # ... this reader of it
+    s_ok = b.build()
+    out, rep = run(s_ok)
+    assert rep["lifted_batches"] == 1 and rep["restored_draws"] == 2
+    t = names(out)
+    i = t.index("DrawIndexedInstanced 36 2 0 3 6")
+    assert t[i - 1].startswith("SetGraphicsRootShaderResourceView 2 mdi_perdraw0 ")
+    off = int(t[i - 1].split()[-1])
+    rec = out.decls["mdi_perdraw0"].data[off // 4:off // 4 + 24].reshape(-1, 3)
+    assert rec[6:8].tolist() == [[3, 6, 50], [3, 7, 50]]          # records 6 and 7: what it read
+    assert not verify(s_ok, _planted(out, "mdi_perdraw0", off // 4 + 3 * 7 + 2)).equivalent
+    # the plain draw reads parameter 2 while nothing redefined it: the run before it is not
+    # lifted, but a run after the next redefinition (a root-signature change) is
+    b = _scene("draw_data(perdraw=2,lift=1.0)")
+    for k in range(3):
+        b.SetGraphicsRoot32BitConstants(1, 2, k, 0)
+        b.DrawIndexedInstanced(36, 1, 36 * k, 0, 0)
+    b.SetPipelineState("plain")
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetGraphicsRootSignature("other")
+    b.SetGraphicsRootSignature("main")
+    b.SetGraphicsRootDescriptorTable(0, "res[0]")
+    b.SetPipelineState("obj")
+    for k in range(3):
+        b.SetGraphicsRoot32BitConstants(1, 2, k, 0)
+        b.DrawIndexedInstanced(36, 1, 36 * k, 0, 0)
+    s = b.build()
+    out, rep = run(s)
+    assert rep["lifted_batches"] == 1 and rep["lifted_draws"] == 3 and rep["restored_draws"] == 0
+    assert calls(out) == ["DrawIndexedInstanced"] * 3 + ["DrawInstanced", "MultiDrawIndexedInstancedIndirect"]

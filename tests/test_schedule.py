@@ -207,3 +207,54 @@ def test_restater_rollback() -> None:
     assert len(rs.out) > 3
     rs.rollback(m)
     assert rs.out == [] and len(rs.synth) == 0
+
+
+# ---------------------------------------------------------------------- chains: no graph needed
+def test_a_stream_that_cannot_reorder_builds_no_graph(monkeypatch) -> None:
+    import drawopt.graph as graph_mod
+    s = generate("quads", 3000, seed=1)  # one blended pipeline on one target: a chain
+
+    def boom(*a, **k):
+        raise AssertionError("the dependency graph was built")
+
+    monkeypatch.setattr(graph_mod, "build_graph", boom)
+    out, rec = run(s, verify_each=False)
+    assert out is s and rec.report == {"draws": 3000, "moved": 0, "segments": 1, "kept_order": 0, "parts": 0}
+    # a stream that can reorder still needs the graph
+    with pytest.raises(Exception, match="was built"):
+        run(generate("frame", 300, seed=1), verify_each=False)
+
+
+@pytest.mark.parametrize("kind,seed", [("frame", 1), ("quads", 2), ("gpu-driven", 3), ("bundle", 4), ("frame", 5)])
+@pytest.mark.parametrize("reorder", ["declared", "opaque"])
+def test_ordered_chains_agree_with_the_graph(kind: str, seed: int, reorder: str) -> None:
+    """Where the cheap test says a segment is a chain, the graph makes every draw a part of its own."""
+    from drawopt.graph import build_graph
+    from drawopt.mergeclass import draw_parts, draw_segments, segment_units
+    from passes.schedule import _draw_pipes, _ordered_chains
+    s = generate(kind, 600, seed=seed)
+    t = track(s)
+    draws = t.draws.astype(np.int64)
+    pipe, pinned = _draw_pipes(s, t)
+    from types import SimpleNamespace
+    seg = draw_segments(s, SimpleNamespace(cmd=draws, pipe=pipe, pinned=pinned))
+    chained = _ordered_chains(s, t, pipe, seg, reorder)
+    unit, edges = segment_units(build_graph(s, reorder=reorder), draws, seg)
+    part = draw_parts(unit, edges, seg)
+    starts = np.r_[0, np.flatnonzero(np.diff(seg)) + 1]
+    for a in starts[chained[starts]].tolist():
+        b = a + int(np.count_nonzero(seg == seg[a]))
+        assert np.unique(part[a:b]).size == b - a, f"segment at draw {a} is not a chain in the graph"
+    if kind == "quads":
+        assert chained.all()
+
+
+def test_schedule_pure_and_compiled_agree(monkeypatch) -> None:
+    s = generate("frame", 2500, seed=6)
+    outs = []
+    for pure in ("0", "1"):
+        monkeypatch.setenv("DRAWOPT_PURE", pure)
+        out, rec = run(s, verify_each=False)
+        outs.append((out, rec.report))
+    assert outs[0][1] == outs[1][1] and outs[0][1]["moved"] > 0
+    assert outs[0][0] == outs[1][0]

@@ -25,7 +25,9 @@ read SV_PrimitiveID, so contiguous vertex ranges may merge), and methods 1-3 als
 vertex-buffer window may move into StartVertexLocation; vertex pulling and the
 instanced shader do read it); ``contract=none``
 declares nothing, for tests of the optimizer's caution. With ``data=on`` (or
-``auto`` and at most 2^18 words) the CPU-written buffers carry their contents.
+``auto`` and at most 2^18 words) the CPU-written buffers carry their contents:
+quads with sides of ``size_min..size_max`` pixels (default 4..64) at random
+positions and colours.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ OPTIONS: tuple[Option, ...] = (
     choice_opt("data", "auto", ("auto", "on", "off"), "carry the CPU-written buffer contents"),
     int_opt("width", 1280, 16, 16384, "render target width"),
     int_opt("height", 720, 16, 16384, "render target height"),
+    int_opt("size_min", 4, 1, 4096, "smallest quad side in pixels (with data)"),
+    int_opt("size_max", 64, 1, 4096, "largest quad side in pixels (with data; at least size_min)"),
 )
 
 DATA_AUTO_WORDS = 1 << 18
@@ -54,8 +58,8 @@ MAX_DATA_WORDS = 1 << 28
 TRIANGLELIST, TRIANGLESTRIP = 4, 5
 
 
-def _quads(rng: np.random.Generator, n: int, w: int, h: int) -> tuple[np.ndarray, ...]:
-    size = rng.integers(4, 65, (n, 2)).astype(np.float32)
+def _quads(rng: np.random.Generator, n: int, w: int, h: int, lo: int = 4, hi: int = 64) -> tuple[np.ndarray, ...]:
+    size = rng.integers(lo, hi + 1, (n, 2)).astype(np.float32)
     x = np.floor(rng.random(n) * np.maximum(w - size[:, 0], 1)).astype(np.float32)
     y = np.floor(rng.random(n) * np.maximum(h - size[:, 1], 1)).astype(np.float32)
     color = rng.integers(0, 1 << 24, n, dtype=np.int64) | 0xFF000000
@@ -77,8 +81,10 @@ def _vertex_words(x, y, qw, qh, color, corners: tuple[tuple[int, int], ...]) -> 
 
 
 def build(draws: int, rng: np.random.Generator, method: int, quads_per_draw: int, contract: str, data: str,
-          width: int, height: int) -> Stream:
+          width: int, height: int, size_min: int = 4, size_max: int = 64) -> Stream:
     """The ``quads`` stream (see the module docstring)."""
+    if size_max < size_min:
+        raise UsageError(f"gen: size_max ({size_max}) must be at least size_min ({size_min})")
     if method == 1 and quads_per_draw not in (0, 1):
         raise UsageError("gen: quads method 1 draws one quad per call (quads_per_draw must be 1)")
     per_quad = 4 if method == 5 else 6   # vertices (or indices) per quad in the 32-bit ranges
@@ -97,7 +103,7 @@ def build(draws: int, rng: np.random.Generator, method: int, quads_per_draw: int
     keep = data == "on" or (data == "auto" and words_needed <= DATA_AUTO_WORDS)
     if keep and words_needed > MAX_DATA_WORDS:
         raise UsageError(f"gen: data=on for {n} quads needs {words_needed} words (at most {MAX_DATA_WORDS})")
-    x, y, qw, qh, color = _quads(rng, n if keep else 0, W, H)
+    x, y, qw, qh, color = _quads(rng, n if keep else 0, W, H, size_min, size_max)
 
     p.declare(Target("backbuffer", W, H, "R8G8B8A8_UNORM"))
     screen = [f32(v) for v in (2.0 / W, -2.0 / H, -1.0, 1.0)]

@@ -46,10 +46,11 @@ from . import content
 from .gl import GL, GLFunctions, GLInfo
 from .shaders import (
     COPY_CS,
-    LIFT_MAX,
     ProgramKey,
+    array_clause,
     fragment_shader,
     geometry_shader,
+    lift_layout,
     prim_class,
     tess_shaders,
     vertex_shader,
@@ -126,19 +127,6 @@ def target_format(fmt: str) -> tuple[str, int]:
 def _layout_slot0_instance(layout: str) -> bool:
     """Input layouts whose name has a token starting with ``inst`` read slot 0 per instance."""
     return any(t.startswith("inst") for t in _STREAM_RE.split(layout.lower()))
-
-
-def _lift_sources(text: str) -> list[tuple[int, int]]:
-    """``lift=A+B``: each item ``P`` or ``P.k`` (``c``/``r`` prefixes allowed) -> (param, word)."""
-    out = []
-    for item in (t for t in text.split("+") if t):
-        m = re.fullmatch(r"[a-z]*(\d+)(?:\.(\d+))?", item.strip())
-        if not m:
-            raise ValueError(f"lift item {item!r}: expected P or P.k (root parameter P, value k)")
-        out.append((int(m.group(1)), int(m.group(2) or 0)))
-    if len(out) > LIFT_MAX:
-        raise ValueError(f"at most {LIFT_MAX} lifted values")
-    return out
 
 
 _PROGRAMS: dict[tuple[tuple[str, str], ...], tuple[Any, _Prog]] = {}
@@ -354,14 +342,11 @@ class Frame:
         return pr
 
     def _lifts(self, p: Pipeline) -> list[tuple[int, int]]:
-        for clause in ("x", "instance_data", "draw_data"):
-            c = p.contract.get(clause)
-            if c is not None and c.get("lift"):
-                try:
-                    return _lift_sources(c["lift"])
-                except ValueError as e:
-                    raise InputError(f"pipeline '{p.name}': contract {clause}: {e}") from None
-        return []
+        """The union of the lift items of ``p``'s per-draw clauses (:func:`shaders.lift_layout`)."""
+        try:
+            return lift_layout(p)[0]
+        except ValueError as e:
+            raise InputError(f"pipeline '{p.name}': contract: {e}") from None
 
     # ---------------------------------------------------------------- GL state emission
     def _set(self, key: str, value: Any, op: int, *args: int) -> None:
@@ -562,7 +547,8 @@ class Frame:
         if got is not None:
             return got
         lifts = self._lifts(p)
-        excluded = {int(c["perdraw"]) for c in p.contract.values() if "perdraw" in c}
+        excluded = {int(c["perdraw"]) for n, c in p.contract.items()
+                    if "perdraw" in c and n in ("x", "instance_data", "draw_data")}
         rs = self.s.decls[p.root] if p.root is not None else None
         nparams = len(rs.params) if rs is not None else 0
         readable = p.params if p.params is not None else tuple(range(nparams))
@@ -583,8 +569,8 @@ class Frame:
                     if k < 64:
                         w[k] = 0
                 parts.append((param, w.tobytes()))
-            elif v[0] == "table":
-                parts.append((param, "table", None if 0 in lw else v[1]))
+            elif v[0] == "table":   # a lifted table keeps its heap
+                parts.append((param, "table", (v[1] >> 32) if 0 in lw else v[1]))
             else:
                 off = v[2]
                 parts.append((param, v[0], v[1], None if 0 in lw else off & 0xFFFFFFFF,
@@ -692,9 +678,12 @@ class Frame:
     def _vertex_input(self, p: Pipeline) -> None:
         """Vertex buffer bindings, enabled attributes and divisors of an input-layout pipeline."""
         slot0_inst = _layout_slot0_instance(p.layout)
+        # with an array clause the pipeline's only instance-rate input is the per-draw id stream,
+        # i.e. the record index (docs/architecture.md): instance-rate slots are not fetched
+        idstream = array_clause(p) is not None
         for slot in (0, 1):
             b = self.vb.get(slot)
-            on = b is not None
+            on = b is not None and not (idstream and (slot == 1 or slot0_inst))
             if self.g_attr.get(slot) != on:
                 self.g_attr[slot] = on
                 self.tb.emit(Op.ENABLE_ATTRIB if on else Op.DISABLE_ATTRIB, slot)
@@ -716,11 +705,8 @@ class Frame:
         h, lifted = self._state_hash(p)
         self._uniform(pr, "u_state", h)
         self._uniform(pr, "u_indexed", int(indexed))
-        array_param = None
-        for clause in ("instance_data", "draw_data"):
-            c = p.contract.get(clause)
-            if c is not None:
-                array_param = int(c["perdraw"])
+        ac = array_clause(p)
+        array_param = int(p.contract[ac]["perdraw"]) if ac is not None else None
         use_array = 0
         if mode == "x":
             x = p.contract.get("x")
@@ -733,9 +719,9 @@ class Frame:
             use_array = 1
             self._bind_perdraw(pr, array_param)
         self._uniform(pr, "u_array", use_array)
-        if not use_array:
-            for j, v in enumerate(lifted):
-                self._uniform(pr, f"u_lift[{j}]", v)
+        # the items the clause in use does not lift come from the root arguments in every form
+        for j, v in enumerate(lifted):
+            self._uniform(pr, f"u_lift[{j}]", v)
 
     def _bind_perdraw(self, pr: _Prog, param: int) -> None:
         bnd = self._perdraw_binding(param)

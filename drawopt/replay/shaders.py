@@ -33,8 +33,9 @@ changes pixels.
 from __future__ import annotations
 
 __all__ = ["ProgramKey", "vertex_shader", "fragment_shader", "geometry_shader", "tess_shaders",
-           "COPY_CS", "LIFT_MAX", "prim_class"]
+           "COPY_CS", "LIFT_MAX", "prim_class", "array_clause", "lift_sources", "lift_layout"]
 
+import re
 from dataclasses import dataclass
 
 from ..decls import Pipeline
@@ -76,6 +77,43 @@ class ProgramKey:
     patch_vertices: int = 0
 
 
+def array_clause(p: Pipeline) -> str | None:
+    """The clause non-``DrawIndexedX`` draws read their per-draw record through:
+    ``instance_data`` or ``draw_data`` (the first in that order), or None."""
+    return next((c for c in ("instance_data", "draw_data") if c in p.contract), None)
+
+
+def lift_sources(text: str) -> list[tuple[int, int]]:
+    """``lift=A+B``: each item ``P`` or ``P.k`` (``c``/``r`` prefixes allowed) -> (param, word)."""
+    out = []
+    for item in (t for t in text.split("+") if t):
+        m = re.fullmatch(r"[a-z]*(\d+)(?:\.(\d+))?", item.strip())
+        if not m:
+            raise ValueError(f"lift item {item!r}: expected P or P.k (root parameter P, value k)")
+        out.append((int(m.group(1)), int(m.group(2) or 0)))
+    if len(out) > LIFT_MAX:
+        raise ValueError(f"at most {LIFT_MAX} lifted values")
+    return out
+
+
+def lift_layout(p: Pipeline) -> tuple[list[tuple[int, int]], dict[str, list[tuple[int, int]]]]:
+    """The union of the lift items of ``p``'s per-draw clauses (``x`` first, where the pipeline
+    pulls its vertices, then the array clause) and each clause's own items (record order).
+
+    What the shader observes is the union, however delivered: an item the clause a draw
+    reads through lifts comes from its record, any other from the root arguments
+    (docs/architecture.md, "Rewrite contracts"). Raises ValueError on a bad item."""
+    own: dict[str, list[tuple[int, int]]] = {}
+    for clause in ("x", array_clause(p)):
+        c = p.contract.get(clause) if clause else None
+        if c is not None and (clause != "x" or p.vertex_pulling or array_clause(p) is None):
+            own[clause] = lift_sources(c.get("lift", ""))
+    union = list(dict.fromkeys(it for items in own.values() for it in items))
+    if len(union) > LIFT_MAX:
+        raise ValueError(f"at most {LIFT_MAX} lifted values")
+    return union, own
+
+
 def _contract_consts(p: Pipeline) -> dict[str, int]:
     out: dict[str, int] = {}
     x = p.contract.get("x")
@@ -83,16 +121,30 @@ def _contract_consts(p: Pipeline) -> dict[str, int]:
         out["XK"] = int(x["vertex_bits"])
         out["XSTRIDE"] = 2 + len(_lift_items(x.get("lift", "")))
         out["XBASE_IN_OFFSET"] = int(x.get("base", "none") == "vertex")
-    for clause, flag in (("instance_data", 1), ("draw_data", 2)):
-        c = p.contract.get(clause)
-        if c is not None:
-            out["ARRAY_KIND"] = flag
-            out["ASTRIDE"] = 2 + len(_lift_items(c.get("lift", "")))
+    ac = array_clause(p)
+    if ac is not None:
+        out["ASTRIDE"] = 2 + len(_lift_items(p.contract[ac].get("lift", "")))
     return out
 
 
 def _lift_items(text: str) -> list[str]:
     return [t for t in text.split("+") if t]
+
+
+def _maps(p: Pipeline, nlift: int) -> list[str]:
+    """GLSL constants ``XMAP`` / ``AMAP``: for each union lift item, its word in the x / array
+    record after the two leading words (-1: read from ``u_lift``, the root arguments)."""
+    try:
+        union, own = lift_layout(p)
+    except ValueError:
+        union, own = [], {}
+    out = []
+    for name, clause in (("XMAP", "x"), ("AMAP", array_clause(p))):
+        items = own.get(clause or "", []) if clause else []
+        vals = [items.index(it) if it in items else -1 for it in union][:nlift]
+        vals += [-1] * (max(nlift, 1) - len(vals))
+        out.append(f"const int {name}[NLIFT] = int[NLIFT]({', '.join(str(v) for v in vals)});")
+    return out
 
 
 def vertex_shader(p: Pipeline, key: ProgramKey, pipe_hash: int, nlift: int, slot0_instance: bool,
@@ -102,11 +154,15 @@ def vertex_shader(p: Pipeline, key: ProgramKey, pipe_hash: int, nlift: int, slot
     defs = [f"#define NLIFT {max(nlift, 1)}", f"#define HAS_LIFT {int(nlift > 0)}",
             f"#define PIPE 0x{pipe_hash:08x}u", f"#define MODE_X {int(key.mode == 'x')}",
             f"#define LAYOUT {int(not p.vertex_pulling)}", f"#define SLOT0_INSTANCE {int(slot0_instance)}",
-            f"#define HAS_X {int('XK' in c)}", f"#define HAS_ARRAY {int('ARRAY_KIND' in c)}"]
+            f"#define HAS_X {int('XK' in c)}", f"#define HAS_ARRAY {int('ASTRIDE' in c)}",
+            # an array clause on an input-layout pipeline: the record index is the only
+            # StartInstanceLocation-dependent input (the id stream), so no instance-rate attribute is read
+            f"#define IDSTREAM {int(not p.vertex_pulling and 'ASTRIDE' in c)}"]
     for k, v in c.items():
         defs.append(f"#define {k} {v}u")
     if "XK" in c:
         defs.append(f"#define XMASK 0x{(1 << c['XK']) - 1:08x}u")
+    maps = "\n".join(_maps(p, nlift))
     ext = "#extension GL_ARB_shader_draw_parameters : require\n" if draw_parameters else ""
     params = ("#define BASE_VERTEX gl_BaseVertexARB\n#define BASE_INSTANCE gl_BaseInstanceARB\n"
               "#define DRAW_ID gl_DrawIDARB\n") if draw_parameters else (
@@ -115,6 +171,7 @@ def vertex_shader(p: Pipeline, key: ProgramKey, pipe_hash: int, nlift: int, slot
               "#define DRAW_ID u_draw_id\n")
     return f"""#version 430 core
 {ext}{chr(10).join(defs)}
+{maps}
 {params}
 layout(std430, binding = 0) readonly buffer Pool {{ uvec2 pool[]; }};
 layout(std430, binding = 1) readonly buffer PerDraw {{ uint perdraw[]; }};
@@ -150,7 +207,9 @@ void main() {{
     base = perdraw[r];
     inst = perdraw[r + 1u] + uint(gl_InstanceID);
     fetch = XBASE_IN_OFFSET != 0u ? v : base + v;
-    for (uint j = 2u; j < XSTRIDE; ++j) lk = hash(lk ^ perdraw[r + j]);
+    #if HAS_LIFT
+    for (int j = 0; j < NLIFT; ++j) lk = hash(lk ^ (XMAP[j] >= 0 ? perdraw[r + 2u + uint(XMAP[j])] : u_lift[j]));
+    #endif
   #else
     fetch = id; base = 0u; inst = uint(gl_InstanceID);
   #endif
@@ -158,21 +217,22 @@ void main() {{
     fetch = uint(gl_VertexID);
     base = u_indexed != 0u ? uint(BASE_VERTEX) : 0u;
     inst = uint(BASE_INSTANCE + gl_InstanceID);
-    bool from_array = false;
   #if HAS_ARRAY
     if (u_array != 0u) {{
-        from_array = true;
-        uint r = u_pd_off + (ARRAY_KIND == 1u ? inst : uint(DRAW_ID)) * ASTRIDE;
-        if (ARRAY_KIND == 1u) {{
-            if (u_indexed != 0u) {{ fetch = fetch - base + perdraw[r]; base = perdraw[r]; }}
-            inst = perdraw[r + 1u];
-        }}
-        for (uint j = 2u; j < ASTRIDE; ++j) lk = hash(lk ^ perdraw[r + j]);
-    }}
+        // record StartInstanceLocation + instance: base vertex, instance seen, lift items
+        uint r = u_pd_off + inst * ASTRIDE;
+        if (u_indexed != 0u) {{ fetch = fetch - base + perdraw[r]; base = perdraw[r]; }}
+        inst = perdraw[r + 1u];
+      #if HAS_LIFT
+        for (int j = 0; j < NLIFT; ++j) lk = hash(lk ^ (AMAP[j] >= 0 ? perdraw[r + 2u + uint(AMAP[j])] : u_lift[j]));
+      #endif
+    }} else
   #endif
+    {{
   #if HAS_LIFT
-    if (!from_array) for (uint j = 0u; j < uint(NLIFT); ++j) lk = hash(lk ^ u_lift[j]);
+        for (int j = 0; j < NLIFT; ++j) lk = hash(lk ^ u_lift[j]);
   #endif
+    }}
 #endif
     uint key = hash(PIPE ^ hash(u_state ^ hash(lk)) ^ hash(base * 0x9e3779b1u + 0x68bc21ebu)
                     ^ hash(inst * 0x85ebca77u + 0x2c1b3c6du));
@@ -180,11 +240,18 @@ void main() {{
     vec2 pos;
     bool placed = false;
 #if LAYOUT
+  #if IDSTREAM
+    uvec4 w0 = SLOT0_INSTANCE != 0 ? uvec4(0u) : a_attr0;
+    uvec4 w1 = uvec4(0u);
+  #else
     uvec4 w0 = a_attr0;
     uvec4 w1 = a_attr1;
+  #endif
     uint wh = hash(w0.x ^ hash(w0.y ^ hash(w0.z ^ hash(w0.w ^ hash(w1.x ^ hash(w1.y ^ 0x1b873593u))))));
     vec4 f = uintBitsToFloat(w0);
-    if (sane(w0.x) && sane(w0.y) && (SLOT0_INSTANCE == 0 || (sane(w0.z) && sane(w0.w)))) {{
+    // (under IDSTREAM a per-instance slot 0 is not read: nothing to place by)
+    if ((IDSTREAM == 0 || SLOT0_INSTANCE == 0) && sane(w0.x) && sane(w0.y) &&
+        (SLOT0_INSTANCE == 0 || (sane(w0.z) && sane(w0.w)))) {{
         // the attributes look like pixel positions (x, y[, width, height]) of the declared target
         vec2 px = f.xy;
         if (SLOT0_INSTANCE != 0) px += vec2(float(fetch & 1u), float((fetch >> 1) & 1u)) * f.zw;

@@ -521,7 +521,8 @@ class _Explain:
             return out(msg + merged, col)
         if ka[F["kind"]] != kb[F["kind"]]:
             from .records import KIND_NAMES
-            return out(f"{KIND_NAMES[ka[F['kind']]]} != {KIND_NAMES[kb[F['kind']]]}", "kind")
+            note = _weld_note(B, ab) or _weld_note(A, aa)
+            return out(f"{KIND_NAMES[ka[F['kind']]]} != {KIND_NAMES[kb[F['kind']]]}{note}", "kind")
         if ka[F["epoch"]] != kb[F["epoch"]]:
             return out("moved across an Opaque command (a full barrier)", "epoch")
         xa, xb = self._xnote(A, ra), self._xnote(B, rb)
@@ -747,6 +748,19 @@ class _Explain:
             rec = int(order[n])
             return R.where(int(R.a_cmd[R.r_act[rec]]))
         return ""
+
+
+def _weld_note(R: Records, a: int) -> str:
+    """Why the indexed draw ``a`` of ``R`` was not recognised as a weld of a non-indexed draw."""
+    w = R.weld
+    i = np.flatnonzero(w.get("fail_act", np.zeros(0, np.int64)) == a)
+    if not i.size:
+        return ""
+    k = int(i[0])
+    pos, got, want = int(w["fail_pos"][k]), int(w["fail_vertex"][k]), int(w["fail_want"][k])
+    what = f"whose bytes differ from vertex {want}'s" if want >= 0 else "outside the known vertex data"
+    return (f" (the indexed draw at {R.where(int(R.a_cmd[a]))} is not a weld of a non-indexed draw: index "
+            f"position {pos} fetches vertex {got}, {what})")
 
 
 _MULTI = {_OP[n] for n in ("MultiDrawInstancedIndirect", "MultiDrawIndexedInstancedIndirect",

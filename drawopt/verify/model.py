@@ -8,11 +8,11 @@ optimized stream declares more (generated buffers) or in another order.
 from __future__ import annotations
 
 __all__ = [
-    "Canon", "PipeInfo", "pipe_info", "NEVER", "RS_RESET", "HEAP_RESET", "X_RESET", "KIND_RESET", "OPQ_BASE",
+    "Canon", "Clause", "PipeInfo", "pipe_info", "NEVER", "RS_RESET", "HEAP_RESET", "X_RESET", "KIND_RESET", "OPQ_BASE",
     "is_undefined", "commute_label", "VERTS_PER_PRIM", "STAGE_CLASS",
 ]
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -67,9 +67,33 @@ class Canon:
         return self.names[cid] if 0 <= cid < len(self.names) else "?"
 
 
+@dataclass(frozen=True)
+class Clause:
+    """One per-draw clause of a pipeline's contract (docs/architecture.md, "Rewrite contracts")."""
+
+    name: str
+    """``'x'``, ``'instance_data'`` or ``'draw_data'``."""
+    perdraw: int
+    """Root parameter of the per-draw array (-1: none declared)."""
+    lift: tuple[tuple[int, int, str], ...]
+    """Lift items ``(parameter, word, parameter kind)`` in record order."""
+    k_bits: int = 0
+    max_index: int = 0
+    base: str = "none"
+
+
 @dataclass
 class PipeInfo:
-    """Facts about one pipeline that decide what its draws observe."""
+    """Facts about one pipeline that decide what its draws observe.
+
+    A pipeline may declare an ``x`` clause and an array clause (``instance_data`` or
+    ``draw_data``): a ``DrawIndexedX`` reads its record through ``x``, any other draw
+    through the array clause (docs/architecture.md). The per-draw fields below
+    (``contract`` .. ``base``) describe the *primary* clause (``x`` when it applies,
+    else the array clause); :meth:`for_draws` gives the view of the clause a kind of
+    draw reads through. ``lift_all`` is the union of the clauses' lift items: the
+    values the shader observes whichever clause delivers them.
+    """
 
     name: str
     cid: int
@@ -102,6 +126,10 @@ class PipeInfo:
     reads: tuple[int, ...]
     writes: tuple[int, ...]
     stage: int
+    clauses: tuple[Clause, ...] = ()
+    """The per-draw clauses that apply: ``x`` (vertex pulling only) first, then the array clause."""
+    lift_all: tuple[tuple[int, int, str], ...] = ()
+    """Union of the clauses' lift items (the primary clause's first)."""
 
     @property
     def has_perdraw(self) -> bool:
@@ -112,17 +140,36 @@ class PipeInfo:
         """32-bit words of one per-draw record: base vertex, start instance, one per lift item."""
         return 2 + len(self.lift)
 
+    @property
+    def array_clause(self) -> Clause | None:
+        """The ``instance_data`` / ``draw_data`` clause, if any."""
+        return next((c for c in self.clauses if c.name != "x"), None)
+
+    def for_draws(self, x: bool) -> PipeInfo:
+        """The view of this pipeline for ``DrawIndexedX`` calls (``x``) or for any other
+        draw: the per-draw fields are those of the clause such draws read their record
+        through (``x`` for DrawIndexedX, the array clause for the others; the primary
+        clause where the pipeline has only one)."""
+        if len(self.clauses) < 2:
+            return self
+        c = next((c for c in self.clauses if (c.name == "x") == x), self.clauses[0])
+        if c.name == self.contract:
+            return self
+        return replace(self, contract=c.name, k_bits=c.k_bits, perdraw=c.perdraw, lift=c.lift,
+                       max_index=c.max_index, base=c.base)
+
     def lifted_words(self, p: int) -> set[int]:
-        """Words of root-constants parameter ``p`` that are lift items (decoded, not state)."""
-        return {k for q, k, kind in self.lift if q == p and kind == "constants"}
+        """Words of root-constants parameter ``p`` that are lift items of any clause (decoded, not state)."""
+        return {k for q, k, kind in self.lift_all if q == p and kind == "constants"}
 
     def excluded_params(self) -> set[int]:
         """Root parameters whose whole binding is decoded rather than compared as state:
-        the per-draw array and lifted tables / root views (their heap / buffer is
-        compared with the lifted values)."""
+        every clause's per-draw array and lifted tables / root views (their heap / buffer
+        is compared with the lifted values)."""
         if self.contract is None:
             return set()
-        return {self.perdraw} | {q for q, _, kind in self.lift if kind != "constants"}
+        return {c.perdraw for c in self.clauses} | {self.perdraw} | \
+            {q for q, _, kind in self.lift_all if kind != "constants"}
 
 
 def _resolve(decls: Decls, canon: Canon, names: tuple[str, ...]) -> tuple[int, ...]:
@@ -142,28 +189,27 @@ def pipe_info(p: Pipeline, decls: Decls, canon: Canon) -> PipeInfo:
     if isinstance(rs, RootSig):
         idx = p.params if p.params is not None else tuple(range(len(rs.params)))
         params = tuple((i, rs.params[i].kind, rs.params[i].count) for i in idx if 0 <= i < len(rs.params))
-    contract = None
-    k_bits = perdraw = max_index = 0
-    lift: tuple[tuple[int, int, str], ...] = ()
-    base = "none"
+    clauses: list[Clause] = []
     for clause in ("x", "instance_data", "draw_data"):
         c = p.contract.get(clause)
         if c is None:
             continue
         if clause == "x" and not p.vertex_pulling:
             continue
-        contract = clause
-        k_bits = int(c.get("vertex_bits", 0))
-        perdraw = int(c.get("perdraw", -1)) if "perdraw" in c else -1
-        max_index = int(c.get("max_index", 0))
-        base = c.get("base", "none")
+        if clause != "x" and any(cl.name != "x" for cl in clauses):
+            continue  # instance_data and draw_data together: the first one governs
+        lift: tuple[tuple[int, int, str], ...] = ()
         for item in filter(None, c.get("lift", "").split("+")):
             q, _, k = item.partition(".")
             if not q.isdigit() or (k and not k.isdigit()) or int(q) >= 16 or int(k or 0) >= 64:
                 continue
             kind = rs.params[int(q)].kind if isinstance(rs, RootSig) and int(q) < len(rs.params) else "constants"
             lift += ((int(q), int(k or 0), kind),)
-        break
+        clauses.append(Clause(clause, int(c.get("perdraw", -1)) if "perdraw" in c else -1, lift,
+                              int(c.get("vertex_bits", 0)), int(c.get("max_index", 0)), c.get("base", "none")))
+    prim = clauses[0] if clauses else Clause("", 0, ())
+    contract = prim.name or None
+    lift_all = tuple(dict.fromkeys(it for cl in clauses for it in cl.lift))
     d = p.depth.split(",")
     return PipeInfo(
         name=p.name, cid=canon.id(p.name), compute=p.is_compute, layout_none=p.vertex_pulling,
@@ -171,11 +217,12 @@ def pipe_info(p: Pipeline, decls: Decls, canon: Canon) -> PipeInfo:
         depth_func=d[0], oi=p.order_independent, never_merge=p.never_merge,
         no_prim_id="no_primitive_id" in p.contract, no_vertex_id="no_vertex_id" in p.contract,
         has_gs=p.gs is not None, contract=contract,
-        k_bits=k_bits, perdraw=perdraw, lift=lift, max_index=max_index,
-        base=base, x_ok=contract == "x", params=params,
+        k_bits=prim.k_bits, perdraw=prim.perdraw, lift=prim.lift, max_index=prim.max_index,
+        base=prim.base, x_ok=contract == "x", params=params,
         root_cid=canon.id(p.root) if p.root else -1,
         reads=_resolve(decls, canon, p.reads), writes=_resolve(decls, canon, p.writes),
         stage=STAGE_CLASS.get(p.uav_stage or ("cs" if p.is_compute else "ps"), 2),
+        clauses=tuple(clauses), lift_all=lift_all,
     )
 
 

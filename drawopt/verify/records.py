@@ -27,7 +27,7 @@ from __future__ import annotations
 __all__ = ["Records", "expand", "KEY_FIELDS", "F", "KIND_NAMES", "MAX_RECORDS"]
 
 import bisect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -53,6 +53,8 @@ EXPAND_CAP = 1 << 16
 """A multi-draw of more draws than this is one record (buffer, offset, stride, count)."""
 MAX_RECORDS = 1 << 24
 """Most records one stream may expand to (per-instance array reads are the only way to get many)."""
+MAX_WELD_POSITIONS = 1 << 27
+"""Most index positions the validator reads to recognise welded draws (beyond: compared as indexed)."""
 
 KEY_FIELDS = ("state", "kind", "src_buf", "src_off", "fmt", "count", "bias", "inst", "ninst", "rel",
               "svoff", "lift", "sym", "ia", "epoch")
@@ -99,7 +101,7 @@ class Records:
     ordered), reads ``rd_act``/``rd_res``; front-end reads ``fe_act``/``fe_res``/
     ``fe_kind``. ``observed[p]``: state columns pipeline ``p``'s actions observe.
     ``x``: per DrawIndexedX action of an x-contract pipeline: ``act``, ``slot``,
-    ``low``, ``buf``/``off`` (its per-draw binding, -1 if none).
+    ``low``, ``buf``/``off`` (its per-draw binding, -1 if none). ``weld``: see the field.
     """
 
     stream: Stream
@@ -129,6 +131,11 @@ class Records:
     fe_kind: np.ndarray
     observed: dict[int, list[int]]
     x: dict[str, np.ndarray]
+    weld: dict[str, np.ndarray] = field(default_factory=dict)
+    """Indexed draws recognised as welded (:meth:`_Expander._deweld`): ``act``; and the
+    first index position where one that was not fetches other bytes: ``fail_act``,
+    ``fail_pos``, ``fail_vertex`` (fetched), ``fail_want`` (the vertex a non-indexed
+    draw would fetch there; -1 when the contents are out of range)."""
 
     def line(self, cmd: int) -> int:
         return int(self.stream.line[cmd]) if 0 <= cmd < len(self.stream) else 0
@@ -443,6 +450,138 @@ class _Expander:
                 out[m, j] = v
         return out
 
+    def data_bytes(self, buf: int) -> np.ndarray:
+        """The CPU-written contents of buffer ``buf`` as bytes (empty without ``data``)."""
+        d = self.bufdecl.get(int(buf))
+        if d is None or d.data is None:
+            return np.zeros(0, np.uint8)
+        return d.data.astype("<u4", copy=False).view(np.uint8)
+
+    # ------------------------------------------------------------------ welded draws
+    def _deweld(self, sd: dict[str, np.ndarray]) -> None:
+        """Recognise indexed draws that fetch exactly what a non-indexed draw fetches.
+
+        Under ``no_vertex_id`` (docs/architecture.md) a vertex shader with an input layout
+        sees only the bytes the input assembler fetches (plus instance and root state), so
+        an indexed draw whose index position ``i`` fetches, in every bound vertex buffer,
+        the same bytes as vertex ``S + i`` — ``S`` being the vertex its first index fetches —
+        renders what ``DrawInstanced count inst S sinst`` renders, primitive for primitive
+        (list topologies only: a strip's cut value would end a strip). Such sub-draws
+        become that non-indexed draw in ``sd`` (in place), so a welded draw (the ``weld``
+        pass) compares equal to the draw it replaced, and a weld pointing at a vertex
+        with other bytes does not. Required, or the draw stays indexed (as strict as
+        without this rule): a pipeline with an input layout, ``no_vertex_id`` and no
+        per-draw contract; a list topology; no ``Opaque`` command before it; the index
+        buffer and every bound vertex buffer CPU-written with known contents, no GPU
+        write of them before it, and every byte read inside those contents. Rows are
+        compared byte for byte over each binding's stride (an input layout reads a
+        vertex's elements inside its stride).
+        """
+        self.weld = {k: np.zeros(0, np.int64) for k in ("act", "fail_act", "fail_pos", "fail_vertex", "fail_want")}
+        s, st = self.s, self.st
+        cand = np.flatnonzero((sd["kind"] == KD_INDEXED) & (sd["count"] > 0) & (sd["ninst"] > 0))
+        if not cand.size or not self.pipes:
+            return
+        a = sd["act"][cand]
+        pipe_ok = np.array([(not p.compute) and (not p.layout_none) and p.no_vertex_id and not p.has_perdraw
+                            for p in self.pipes] + [False], bool)
+        ok = pipe_ok[self.a_pipe[a]] & (self.a_op[a] != _OP["DrawIndexedX"])
+        topo = st.value(cid_of(Col.TOPO))[a]
+        vpp_lut = np.array([VERTS_PER_PRIM.get(t, 0) for t in TOPOLOGIES] + [0], np.int64)
+        ok &= vpp_lut[np.where((topo >= 0) & (topo < len(TOPOLOGIES)), topo, len(TOPOLOGIES))] > 0
+        opq = np.flatnonzero(s.op == _OP["Opaque"])
+        if opq.size:
+            ok &= self.act[a] < opq[0]
+        fmt = sd["fmt"][cand]
+        isz = np.where(fmt == 1, 4, 2)
+        soff = sd["soff"][cand]
+        ok &= ((fmt == 0) | (fmt == 1)) & (soff >= 0) & (soff % isz == 0)
+        ok &= self.decodable(sd["sbuf"][cand], a)
+        # vertex buffers: every bound slot CPU-known, at least one bound
+        nbound = np.zeros(a.size, np.int64)
+        vbs: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        for c in self.vb_cols:
+            v, src = st.value(c)[a], st.source(c)[a]
+            ok &= v > OPQ_BASE
+            bound = v >= 0
+            srcc = np.maximum(src, 0)
+            buf = np.where(bound, safe_ref(self.cmap, s.args[srcc, 1]), -1)
+            ok &= ~bound | self.decodable(buf, a)
+            nbound += bound
+            vbs.append((bound, buf, s.args[srcc, 2], s.args[srcc, 3]))
+        ok &= nbound > 0
+        cnt = sd["count"][cand]
+        if int(cnt[ok].sum()) > MAX_WELD_POSITIONS:
+            return
+        k = np.flatnonzero(ok)
+        if not k.size:
+            return
+        ci, cnt, n = cand[k], cnt[k], k.size
+        P = int(cnt.sum())
+        d = np.repeat(np.arange(n), cnt)
+        j = np.arange(P, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        # the index values, then the fetched vertex v and the vertex S + j of the non-indexed form
+        ibuf, isz_k, byte = sd["sbuf"][ci], isz[k][d], soff[k][d] + j * isz[k][d]
+        idx = np.zeros(P, np.int64)
+        good = np.ones(P, bool)
+        oob = np.zeros(P, bool)
+        for b in np.unique(ibuf).tolist():
+            sel = np.flatnonzero(ibuf[d] == b)
+            raw = self.data_bytes(b)
+            bo, sz = byte[sel], isz_k[sel]
+            inb = bo + sz <= raw.size
+            oob[sel[~inb]] = True
+            bo = np.where(inb, bo, 0)
+            if not raw.size:
+                continue
+            val = raw[bo].astype(np.int64) | (raw[np.minimum(bo + 1, raw.size - 1)].astype(np.int64) << 8)
+            wide = sz == 4
+            if wide.any():
+                hi = raw[np.minimum(bo + 2, raw.size - 1)].astype(np.int64) | \
+                    (raw[np.minimum(bo + 3, raw.size - 1)].astype(np.int64) << 8)
+                val = np.where(wide, val | (hi << 16), val)
+            idx[sel] = val
+        v = idx + sd["base"][ci][d]
+        first = np.cumsum(cnt) - cnt
+        S = v[first]
+        t = S[d] + j
+        oob |= (v < 0) | (t < 0)
+        good &= ~oob
+        for bound, buf, off, stride in vbs:
+            bd, bufd, offd, strd = bound[k][d], buf[k][d], off[k][d], stride[k][d]
+            for b, w in {(int(x), int(y)) for x, y in zip(buf[k][bound[k]].tolist(), stride[k][bound[k]].tolist())}:
+                sel = np.flatnonzero(bd & (bufd == b) & (strd == w) & good)
+                if not sel.size or w == 0:
+                    continue
+                raw = self.data_bytes(b)
+                av, at = offd[sel] + v[sel] * w, offd[sel] + t[sel] * w
+                inb = (av >= 0) & (at >= 0) & (av + w <= raw.size) & (at + w <= raw.size)
+                oob[sel[~inb]] = True
+                good[sel[~inb]] = False
+                sel, av, at = sel[inb], av[inb], at[inb]
+                cols = np.arange(w, dtype=np.int64)
+                step = max(1, (1 << 24) // w)
+                for lo in range(0, sel.size, step):
+                    x, y = av[lo:lo + step], at[lo:lo + step]
+                    same = (x == y) | (raw[x[:, None] + cols] == raw[y[:, None] + cols]).all(axis=1)
+                    good[sel[lo:lo + step][~same]] = False
+        bad_d = np.zeros(n, bool)
+        bad_d[d[~good]] = True
+        if bad_d.any():
+            # the first position of each failing draw, to explain a mismatch
+            fp = np.flatnonzero(~good)
+            fp = fp[np.r_[True, d[fp[1:]] != d[fp[:-1]]]]
+            self.weld.update(fail_act=sd["act"][ci][d[fp]], fail_pos=j[fp], fail_vertex=v[fp],
+                             fail_want=np.where(oob[fp], -1, t[fp]))
+        w_ = ci[~bad_d]
+        self.weld["act"] = sd["act"][w_]
+        sd["kind"][w_] = KD_DRAW
+        sd["start"][w_] = S[~bad_d]
+        sd["soff"][w_] = S[~bad_d]
+        sd["base"][w_] = 0
+        sd["sbuf"][w_] = NOT_INDEXED
+        sd["fmt"][w_] = -1
+
     # ------------------------------------------------------------------ sub-draws
     def _subdraws(self) -> dict[str, np.ndarray]:
         s, st, cmap = self.s, self.st, self.cmap
@@ -488,7 +627,9 @@ class _Expander:
                 self._indirect(m, args[m], indexed, multi, auto, add, isz)
         sd = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         order = np.lexsort((sd["ord"], sd["act"]))
-        return {k: v[order] for k, v in sd.items()}
+        sd = {k: v[order] for k, v in sd.items()}
+        self._deweld(sd)
+        return sd
 
     def _indirect(self, m, margs, indexed, multi, auto, add, isz) -> None:
         cmap = self.cmap
@@ -576,18 +717,23 @@ class _Expander:
         for p in np.unique(sd_pipe):
             if p < 0 or not self.pipes[p].has_perdraw:
                 continue
-            pi = self.pipes[p]
-            sel = np.flatnonzero((sd_pipe == p) & drawlike_sd)
-            b, o = self._binding(pi, sd["act"][sel])
-            self.sd_buf[sel], self.sd_off[sel] = b, o
-            if pi.contract == "x":
-                array_form[sel] = self.a_op[sd["act"][sel]] == _OP["DrawIndexedX"]
-            else:
-                array_form[sel] = b >= 0
+            sel_all = np.flatnonzero((sd_pipe == p) & drawlike_sd)
+            is_x = self.a_op[sd["act"][sel_all]] == _OP["DrawIndexedX"]
+            for pi, sel in ((self.pipes[p].for_draws(True), sel_all[is_x]),
+                            (self.pipes[p].for_draws(False), sel_all[~is_x])):
+                b, o = self._binding(pi, sd["act"][sel])
+                self.sd_buf[sel], self.sd_off[sel] = b, o
+                if pi.contract == "x":
+                    array_form[sel] = self.a_op[sd["act"][sel]] == _OP["DrawIndexedX"]
+                else:
+                    array_form[sel] = b >= 0
         # per-instance array reads of very many instances: one record naming the binding
         self.sd_bigarr = array_form & (sd["ninst"] > EXPAND_CAP)
         array_form &= ~self.sd_bigarr
-        per = np.where(array_form, sd["ninst"], np.minimum(sd["ninst"], 1))
+        # native draws of such pipelines expand per instance too, so both forms merge alike
+        perdraw_pipe = np.array([p.has_perdraw for p in self.pipes] + [False], bool)[sd_pipe]
+        per_inst = array_form | (perdraw_pipe & drawlike_sd & (sd["ninst"] <= EXPAND_CAP))
+        per = np.where(per_inst, sd["ninst"], np.minimum(sd["ninst"], 1))
         if int(per.sum()) > MAX_RECORDS:
             raise UsageError(f"the stream expands to {int(per.sum())} per-instance records; the validator "
                              f"handles at most {MAX_RECORDS}")
@@ -604,11 +750,11 @@ class _Expander:
             key[:, F[f]] = g[k]
         opq = np.flatnonzero(s.op == _OP["Opaque"])
         key[:, F["epoch"]] = np.searchsorted(opq, self.act[r_act])
-        is_x = self.a_op[r_act] == _OP["DrawIndexedX"]
+        is_x = is_x_rec = self.a_op[r_act] == _OP["DrawIndexedX"]
         drawlike = (g["kind"] == KD_DRAW) | (g["kind"] == KD_INDEXED)
         key[:, F["bias"]] = np.where(g["kind"] == KD_INDEXED, g["base"], np.where(drawlike, 0, -1))
         key[:, F["inst"]] = np.where(drawlike, g["sinst"] + inst, -1)
-        key[:, F["ninst"]] = np.where(af, 1, np.where(drawlike, g["ninst"], 1))
+        key[:, F["ninst"]] = np.where(per_inst[sub], 1, np.where(drawlike, g["ninst"], 1))
         key[:, F["rel"]] = np.where(drawlike, inst, -1)
         key[:, F["svoff"]] = np.where(is_x, g["base"], 0)
         r_pipe = self.a_pipe[r_act]
@@ -623,7 +769,10 @@ class _Expander:
             if pi.never_merge:
                 nomerge[sel] = True
             if pi.has_perdraw:
-                self._contract(pi, sel[drawlike[sel]], key, g, inst, af, sub)
+                dsel = sel[drawlike[sel]]
+                is_x = is_x_rec[dsel]
+                self._contract(pi.for_draws(True), dsel[is_x], key, g, inst, af, sub)
+                self._contract(pi.for_draws(False), dsel[~is_x], key, g, inst, af, sub)
         # the input assembler's vertex-window shift (see _vertex_windows): pipelines with a layout
         layout = np.array([not p.layout_none for p in self.pipes] + [True], bool)[r_pipe]
         shift = np.where(layout, self.vb_shift[r_act], 0)
@@ -648,7 +797,7 @@ class _Expander:
         identity parts a lifted table (its heap) or root view (its buffer) keeps."""
         st, s = self.st, self.s
         items, ident = [], []
-        for q, k, kind in pi.lift:
+        for q, k, kind in pi.lift_all:
             if kind == "table":
                 v = st.value(cid_of(Col.TG, q))[acts]
                 items.append(np.where(v >= 0, v & 0xFFFFFFFF, norm(v)) if k == 0 else np.full(acts.size, NEVER))
@@ -676,7 +825,9 @@ class _Expander:
         ``instance_data`` / ``draw_data``, indexed by StartInstanceLocation + instance).
         """
         layout = not pi.layout_none
-        nitems = len(pi.lift)
+        nitems = len(pi.lift_all)
+        if not sel.size:
+            return
         key[sel, F["rel"]] = -1
         key[sel, F["svoff"]] = -1
         native = sel[~af[sel]]
@@ -712,8 +863,11 @@ class _Expander:
         w = np.full((k.size, nwords), UNKNOWN, np.int64)
         if dec.any():
             w[dec] = self.words(b[dec], addr[dec], nwords)
-        _, ident = self._lift_native(pi, ak)
-        lift = hash_cols([nitems, *[w[:, 2 + j] for j in range(nitems)], *ident], k.size)
+        # items this clause does not lift (another clause does) keep their root-argument values
+        nat, ident = self._lift_native(pi, ak)
+        col = {it: j for j, it in enumerate(pi.lift)}
+        vals = [w[:, 2 + col[it]] if it in col else nat[j] for j, it in enumerate(pi.lift_all)]
+        lift = hash_cols([nitems, *vals, *ident], k.size)
         lift = np.where(dec, lift, hash_cols([UNKNOWN, b, addr, *ident], k.size))
         rec0 = np.where(w[:, 0] >= 2**31, w[:, 0] - 2**32, w[:, 0])
         if pi.contract == "x" and pi.base == "vertex":
@@ -726,7 +880,11 @@ class _Expander:
         key[k, F["inst"]] = w[:, 1]
         key[k, F["lift"]] = lift
         if layout:
-            key[k, F["ia"]] = hash_cols([call_bias, ia_inst - w[:, 1]], k.size)
+            # an array clause on an input-layout pipeline promises that the record index is the
+            # only StartInstanceLocation-dependent input (docs/architecture.md): the input
+            # assembler's per-vertex fetch follows the call's base vertex, nothing else
+            shift = ia_inst - w[:, 1] if pi.contract == "x" else 0
+            key[k, F["ia"]] = hash_cols([call_bias, shift], k.size)
 
     # ------------------------------------------------------------------ front end
     def _frontend(self) -> None:
@@ -770,7 +928,7 @@ class _Expander:
             a_nrec=self.a_nrec, a_vpp=a_vpp, r_act=self.r_act, r_sub=self.r_sub, r_xslot=self.r_xslot,
             r_nomerge=self.r_nomerge, key=self.key, w_act=self.w_act, w_res=self.w_res, w_lab=self.w_lab,
             rd_act=self.rd_act, rd_res=self.rd_res, fe_act=self.fe_act, fe_res=self.fe_res,
-            fe_kind=self.fe_kind, observed=self.observed, x=self.x)
+            fe_kind=self.fe_kind, observed=self.observed, x=self.x, weld=self.weld)
 
 
 def _observed_cols(pi: PipeInfo, universe: list[int], gfx_fixed: list[int], cmp_fixed: list[int]) -> list[int]:

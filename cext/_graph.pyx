@@ -1,0 +1,155 @@
+"""Hot loops of the dependency-graph builder (``drawopt._graph``).
+
+The model lives in :mod:`drawopt.graph`; this module only runs its sequential
+loops. Each public function fixes dtypes and contiguity and calls a typed
+kernel that runs without the GIL. The pure-Python twins are
+``drawopt.graph._assign_nodes_py`` and ``drawopt.graph._two_path_reduce_py``;
+the tests check that both give identical arrays.
+"""
+
+import numpy as np
+
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+
+__all__ = ["assign_nodes", "two_path_reduce"]
+
+
+def assign_nodes(kind, solo, maxpred, wsig):
+    """Node of every segment: a new node starts at a segment whose kind differs from the
+    previous one, whose kind is ``solo`` (never shares a node), which has a hazard
+    predecessor at or after the node's first segment, or whose write signature differs.
+
+    Parameters
+    ----------
+    kind : int64[S]
+        Segment kind.
+    solo : bool[S]
+        Segments that are always a node of their own.
+    maxpred : int64[S]
+        Latest segment with a hazard edge into each segment (-1: none).
+    wsig : uint64[S]
+        Signature of the resources each segment writes.
+
+    Returns
+    -------
+    int64[S]
+        Node ids, 0-based and non-decreasing.
+    """
+    kind = np.ascontiguousarray(kind, dtype=np.int64)
+    solo = np.ascontiguousarray(solo, dtype=np.uint8)
+    maxpred = np.ascontiguousarray(maxpred, dtype=np.int64)
+    wsig = np.ascontiguousarray(wsig, dtype=np.uint64)
+    n = kind.shape[0]
+    if not (solo.shape[0] == maxpred.shape[0] == wsig.shape[0] == n):
+        raise ValueError("kind, solo, maxpred and wsig must have the same length")
+    out = np.empty(n, dtype=np.int64)
+    _assign_nodes(kind, solo, maxpred, wsig, out)
+    return out
+
+
+cdef void _assign_nodes(const int64_t[::1] kind, const uint8_t[::1] solo, const int64_t[::1] maxpred,
+                        const uint64_t[::1] wsig, int64_t[::1] out) noexcept nogil:
+    cdef Py_ssize_t i, n = kind.shape[0]
+    cdef int64_t cur = -1, first = 0
+    for i in range(n):
+        if (cur < 0 or kind[i] != kind[i - 1] or solo[i] or maxpred[i] >= first
+                or wsig[i] != wsig[i - 1]):
+            cur += 1
+            first = i
+        out[i] = cur
+
+
+def two_path_reduce(u, v, state_only, int64_t nn, int64_t cap):
+    """Keep-mask of edges not implied by a path of two edges (``drawopt.graph._two_path_reduce``).
+
+    Parameters
+    ----------
+    u, v : int64[E]
+        Edges between nodes ``0 .. nn-1``, no duplicates.
+    state_only : bool[E]
+        Edges whose only reason is ``state``.
+    nn : int
+        Number of nodes.
+    cap : int
+        A middle node with more than ``cap`` (predecessor, successor) pairs is not used.
+
+    Returns
+    -------
+    bool[E]
+        A hazard edge is dropped when a path of two hazard edges joins its ends, a
+        ``state``-only edge when any path of two edges does.
+    """
+    u = np.ascontiguousarray(u, dtype=np.int64)
+    v = np.ascontiguousarray(v, dtype=np.int64)
+    so = np.ascontiguousarray(state_only, dtype=np.uint8)
+    m = u.shape[0]
+    if not (v.shape[0] == so.shape[0] == m):
+        raise ValueError("u, v and state_only must have the same length")
+    if m and (min(u.min(), v.min()) < 0 or max(u.max(), v.max()) >= nn):
+        raise ValueError("node id out of range")
+    keep = np.ones(m, dtype=np.uint8)
+    if m < 2:
+        return keep.astype(bool)
+    # CSR of all edges by source (counting sort keeps the input order within a row)
+    start = np.zeros(nn + 1, dtype=np.int64)
+    np.add.at(start, u + 1, 1)
+    np.cumsum(start, out=start)
+    order = np.argsort(u, kind="stable").astype(np.int64)
+    indeg = np.zeros(nn, dtype=np.int64)
+    outdeg = np.zeros(nn, dtype=np.int64)
+    stamp = np.empty(nn, dtype=np.int64)
+    where = np.empty(nn, dtype=np.int64)
+    for hazard in (1, 0):
+        _two_path(u, v, so, start, order, hazard, cap, indeg, outdeg, stamp, where, keep)
+    return keep.astype(bool)
+
+
+cdef void _two_path(const int64_t[::1] u, const int64_t[::1] v, const uint8_t[::1] so,
+                    const int64_t[::1] start, const int64_t[::1] order, int hazard, int64_t cap,
+                    int64_t[::1] indeg, int64_t[::1] outdeg, int64_t[::1] stamp, int64_t[::1] where,
+                    uint8_t[::1] keep) noexcept nogil:
+    """One round: edges of the round are hazard edges (``hazard``) or all edges; a middle
+    node must have in x out <= cap over them; the edges it may drop are the hazard
+    edges (``hazard``) or the state-only ones."""
+    cdef Py_ssize_t nn = indeg.shape[0], m = u.shape[0]
+    cdef Py_ssize_t e, x, w, a, b, e1, e2, y, hit
+    cdef int64_t di, do
+    for x in range(nn):
+        indeg[x] = 0
+        outdeg[x] = 0
+        stamp[x] = -1
+    for e in range(m):
+        if hazard and so[e]:
+            continue
+        outdeg[u[e]] += 1
+        indeg[v[e]] += 1
+    for x in range(nn):
+        a = start[x]
+        b = start[x + 1]
+        if a == b:
+            continue
+        for e in range(a, b):  # every edge out of x, round or not: the edges a path may imply
+            e1 = order[e]
+            stamp[v[e1]] = x
+            where[v[e1]] = e1
+        for e in range(a, b):
+            e1 = order[e]
+            if hazard and so[e1]:
+                continue
+            w = v[e1]
+            di = indeg[w]
+            do = outdeg[w]
+            if di == 0 or do == 0 or di * do > cap:
+                continue
+            for e2 in range(start[w], start[w + 1]):
+                y = order[e2]
+                if hazard and so[y]:
+                    continue
+                y = v[y]
+                if stamp[y] == x:
+                    hit = where[y]
+                    if hazard:
+                        if not so[hit]:
+                            keep[hit] = 0
+                    elif so[hit]:
+                        keep[hit] = 0
