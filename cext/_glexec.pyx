@@ -35,6 +35,9 @@ ctypedef void (*f_mdac)(unsigned int, const void*, intptr_t, int, int) noexcept 
 ctypedef void (*f_mdec)(unsigned int, unsigned int, const void*, intptr_t, int, int) noexcept nogil
 ctypedef void (*f_copy)(unsigned int, unsigned int, intptr_t, intptr_t, intptr_t) noexcept nogil
 
+TAPE_VERSION = 2
+"""The opcode set this loop knows (``tape.TAPE_VERSION``; 2 added 33, glVertexAttribIFormat)."""
+
 
 cdef inline float _f(int64_t bits) noexcept nogil:
     cdef uint32_t b = <uint32_t>bits
@@ -76,7 +79,7 @@ def run_tape(const int64_t[:, ::1] tape, const uint64_t[::1] table):
                 (<f_uu>fn)(<unsigned int>r[1], <unsigned int>r[2])
             elif op == 14 or op == 27:
                 (<f_uuu>fn)(<unsigned int>r[1], <unsigned int>r[2], <unsigned int>r[3])
-            elif op == 9:
+            elif op == 9 or op == 33:
                 (<f_uuuu>fn)(<unsigned int>r[1], <unsigned int>r[2], <unsigned int>r[3], <unsigned int>r[4])
             elif op == 4 or op == 5:
                 (<f_iiii>fn)(<int>r[1], <int>r[2], <int>r[3], <int>r[4])

@@ -21,13 +21,15 @@ Mapping of commands (see ``docs/replay.md`` for the full table):
 * pipelined events -> ``glMemoryBarrier(SHADER_STORAGE)``; L2 flushes ->
   ``glMemoryBarrier(COMMAND | ELEMENT_ARRAY | VERTEX_ATTRIB_ARRAY)``;
   ``ResourceBarrier`` -> the barrier bits of its after-state;
+* ``IASetVertexBuffers`` -> ``glBindVertexBuffer``, and ``glVertexAttribIFormat`` with
+  :func:`element_words` of the stride (``min(4, stride // 4)`` words per element) where it changes;
 * ``CopyBufferRegion`` -> ``glCopyNamedBufferSubData``;
 * ``Opaque`` -> ignored (counted in ``warnings``).
 """
 
 from __future__ import annotations
 
-__all__ = ["Frame", "ReplayOptions", "target_format"]
+__all__ = ["Frame", "ReplayOptions", "element_words", "target_format"]
 
 import ctypes
 import functools
@@ -123,6 +125,16 @@ def target_format(fmt: str) -> tuple[str, int]:
     return "f1", 1
 
 
+def element_words(stride: int) -> int:
+    """32-bit words an input-layout attribute fetches from each element of a slot bound with
+    ``stride`` bytes: ``min(4, stride // 4)`` (at least 1), so a fetch never reaches the next
+    element; 4 for stride 0 (every vertex reads the same element, whose size is not declared).
+    GL fills the components not fetched with 0, 0, 0, 1 (``uvec4(x, y, z, 1)`` for 12 bytes)."""
+    if stride <= 0:
+        return 4
+    return max(1, min(4, stride // 4))
+
+
 @functools.lru_cache(maxsize=256)
 def _layout_slot0_instance(layout: str) -> bool:
     """Input layouts whose name has a token starting with ``inst`` read slot 0 per instance."""
@@ -213,6 +225,7 @@ class Frame:
         self.g_vb: dict[int, tuple[int, int, int]] = {}
         self.g_attr: dict[int, bool] = {}
         self.g_div: dict[int, int] = {}
+        self.g_fmt: dict[int, int] = {}  # components fetched per attribute (unknown at frame start)
         self.g_ssbo: dict[int, int] = {}
         self.prog_uniforms: dict[int, dict[int, int]] = {}
         tb = self.tb
@@ -254,7 +267,7 @@ class Frame:
             words = np.zeros(nwords, np.uint32)
         else:
             words = content.synthesize_cached(d.size, b, d.name, self.roles)
-        # 16 zero bytes past the end: a 4-word attribute fetch of the last element stays inside
+        # 16 zero bytes past the end: an attribute fetch (at most 4 words) of the last element stays inside
         buf = self.ctx.buffer(reserve=nwords * 4 + 16)
         buf.write(words)
         buf.write(bytes(16), offset=nwords * 4)
@@ -555,7 +568,10 @@ class Frame:
         lifted_words: dict[int, set[int]] = {}
         for param, word in lifts:
             lifted_words.setdefault(param, set()).add(word)
-        parts: list[Any] = [self.gfx_rs]
+        # declarations by name, never by index: a rewrite (or a reordered declaration list) that
+        # keeps what the shaders read keeps the hash
+        names = self.s.decls
+        parts: list[Any] = [names[self.gfx_rs].name if self.gfx_rs is not None else None]
         for param in readable:
             if param in excluded:
                 continue
@@ -570,10 +586,11 @@ class Frame:
                         w[k] = 0
                 parts.append((param, w.tobytes()))
             elif v[0] == "table":   # a lifted table keeps its heap
-                parts.append((param, "table", (v[1] >> 32) if 0 in lw else v[1]))
+                heap = names[v[1] >> 32].name
+                parts.append((param, "table", heap) if 0 in lw else (param, "table", heap, v[1] & 0xFFFFFFFF))
             else:
                 off = v[2]
-                parts.append((param, v[0], v[1], None if 0 in lw else off & 0xFFFFFFFF,
+                parts.append((param, v[0], names[v[1]].name, None if 0 in lw else off & 0xFFFFFFFF,
                               None if 1 in lw else off >> 32))
         h = content.crc(*parts)
         vals = tuple(self._lift_value(param, word) for param, word in lifts)
@@ -581,6 +598,15 @@ class Frame:
         if len(self.state_hash_cache) > 4096:
             self.state_hash_cache.clear()
         return h, vals
+
+    def _root_arg_key(self, v: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A root argument with declarations by name (hashable, independent of declaration order)."""
+        if v[0] == "const":
+            return ("const", v[1].tobytes())
+        decls = self.s.decls
+        if v[0] == "table":
+            return ("table", decls[v[1] >> 32].name, v[1] & 0xFFFFFFFF)
+        return (v[0], decls[v[1]].name, v[2])
 
     def _lift_value(self, param: int, word: int) -> int:
         v = self.gfx_root.get(param)
@@ -696,6 +722,10 @@ class Frame:
                 if self.g_vb.get(slot) != binding:
                     self.g_vb[slot] = binding
                     self.tb.emit(Op.BIND_VERTEX_BUFFER, slot, *binding)
+                comps = element_words(b[2])
+                if self.g_fmt.get(slot) != comps:
+                    self.g_fmt[slot] = comps
+                    self.tb.emit(Op.VERTEX_ATTRIB_I_FORMAT, slot, comps, GL.UNSIGNED_INT, 0)
                 div = 1 if (slot == 1 or slot0_inst) else 0
                 if self.g_div.get(slot) != div:
                     self.g_div[slot] = div
@@ -896,8 +926,8 @@ class Frame:
         self.counts["dispatches"] += 1
         self.epoch += 1
         decls = self.s.decls
-        cstate = content.crc(self.cmp_rs, sorted((k, v[0], v[1].tobytes() if v[0] == "const" else v[1:])
-                                                 for k, v in self.cmp_root.items()))
+        cstate = content.crc(decls[self.cmp_rs].name if self.cmp_rs is not None else None,
+                             sorted((k, *self._root_arg_key(v)) for k, v in self.cmp_root.items()))
         for w in p.writes:
             try:
                 r = decls[decls.resource_of(w)]

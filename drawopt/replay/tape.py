@@ -72,6 +72,7 @@ class Op(IntEnum):
     UNIFORM1I = 30
     UNIFORM2F = 31
     UNIFORM4UI = 32
+    VERTEX_ATTRIB_I_FORMAT = 33
     CALLBACK = 99
 
 
@@ -108,8 +109,15 @@ OP_SPECS: dict[int, tuple[str, int, tuple[int, ...]]] = {
     Op.DISPATCH: ("glDispatchCompute", 3, ()),
     Op.COPY_BUFFER: ("glCopyNamedBufferSubData", 5, ()),
     Op.BIND_VERTEX_ARRAY: ("glBindVertexArray", 1, ()),
+    Op.VERTEX_ATTRIB_I_FORMAT: ("glVertexAttribIFormat", 4, ()),
 }
 """opcode -> (GL entry point, number of arguments, positions of float arguments)."""
+
+TAPE_VERSION = 2
+"""Version of the opcode set; a compiled ``_glexec`` whose ``TAPE_VERSION`` (1 when absent) is
+lower does not know the newer opcodes (``VERTEX_ATTRIB_I_FORMAT``, version 2) and is not used
+for a tape that holds them."""
+_OP_VERSION = {Op.VERTEX_ATTRIB_I_FORMAT: 2}
 
 DRAW_OPS = frozenset({Op.DRAW_ARRAYS, Op.DRAW_ELEMENTS, Op.MULTI_DRAW_ARRAYS_INDIRECT,
                       Op.MULTI_DRAW_ELEMENTS_INDIRECT, Op.MULTI_DRAW_ARRAYS_INDIRECT_COUNT,
@@ -239,6 +247,11 @@ def _native_module() -> Any | None:
     return None
 
 
+def _tape_version_needed(tape: np.ndarray) -> int:
+    used = np.unique(tape[:, 0]).tolist() if tape.shape[0] else []
+    return max([1] + [_OP_VERSION.get(int(c), 1) for c in used])
+
+
 def native_available() -> bool:
     """Whether the compiled tape loop is importable."""
     return _native_module() is not None
@@ -249,10 +262,12 @@ def make_executor(tape: np.ndarray, gl: GLFunctions, callbacks: list[Callable[[]
     """The fastest interpreter that can run ``tape`` (``native``: None = auto, False = Python)."""
     if native is not False and not callbacks:
         mod = _native_module()
-        if mod is not None:
+        if mod is not None and getattr(mod, "TAPE_VERSION", 1) >= _tape_version_needed(tape):
             return NativeTape(tape, gl, mod)
         if native:
-            raise RuntimeError("the native tape loop (_glexec) is not built")
+            raise RuntimeError("the native tape loop (_glexec) is not built" if mod is None else
+                               "the native tape loop (_glexec) is out of date (rebuild: python setup.py "
+                               "build_ext --inplace)")
     return PythonTape(tape, gl, callbacks)
 
 
