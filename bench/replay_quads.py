@@ -221,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
                          "--data off, method 4 (vertex pulling, placed synthetically) with --data on")
     ap.add_argument("--size", default="1280x720", help="replay size WxH (default the streams' 1280x720)")
     ap.add_argument("--frames", type=int, default=5, help="timed frames per stream (median)")
+    ap.add_argument("--warmup-s", type=float, default=1.0,
+                    help="untimed replay before each stream's timed frames, so GPU clocks are up (seconds)")
     ap.add_argument("--no-native", action="store_true", help="use the Python tape loop")
     ap.add_argument("--no-optimizer", action="store_true", help="skip drawopt.optimize")
     ap.add_argument("--no-hand", action="store_true", help="skip the hand-collapsed row")
@@ -279,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
                 result["rows"].append(row)
                 continue
             opts = ReplayOptions(size=(w, h), native=native, cell_px=cell_px)
-            r = replay(s, frames=args.frames, options=opts, read=check)
+            r = replay(s, frames=args.frames, options=opts, read=check, warmup_s=args.warmup_s)
             loop_ns = per_call.get(r.executor, over)["interpreter_ns"]
             row.update(draw_calls=r.draw_calls, gl_calls=r.gl_calls, prepare_s=r.prepare_s,
                        cpu_ms=r.cpu_submit_s * 1e3, gpu_ms=r.gpu_s * 1e3, wall_ms=r.wall_s * 1e3,

@@ -532,8 +532,8 @@ def test_quads_bench_images_and_json(tmp_path: Any, capsys: Any) -> None:
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     out = tmp_path / "q.json"
-    assert bench.main(["--quads", "400", "--frames", "1", "--size", "320x180", "--quad-px", "8", "--strict",
-                       "--json", str(out)]) == 0
+    assert bench.main(["--quads", "400", "--frames", "1", "--warmup-s", "0", "--size", "320x180", "--quad-px", "8",
+                       "--strict", "--json", str(out)]) == 0
     res = json.loads(out.read_text())
     rows = {r["key"]: r for r in res["rows"]}
     assert set(rows) == {"m1", "m2", "m3", "m4", "m5", "opt", "hand"}

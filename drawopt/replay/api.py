@@ -65,11 +65,16 @@ def available() -> tuple[bool, str]:
 
 
 def replay(stream: Stream, size: tuple[int, int] = (128, 128), frames: int = 1,
-           options: ReplayOptions | None = None, read: bool = True, warmup: bool = True) -> ReplayResult:
+           options: ReplayOptions | None = None, read: bool = True, warmup: bool = True,
+           warmup_s: float = 0.0) -> ReplayResult:
     """Render ``stream`` ``frames`` times (plus one warm-up) and return images and timings.
 
     ``size`` is used when ``options`` is None (else ``options.size``). ``warmup`` False
-    skips the untimed first frame (tests that only compare images).
+    skips the untimed first frame (tests that only compare images). ``warmup_s`` > 0
+    keeps replaying untimed frames until that many seconds have passed: a GPU that
+    idled (while the CPU prepared or optimized a stream) runs its first frames at
+    low clocks, which made one stream of a benchmark look 5x slower than an
+    identical one on an H200.
 
     Raises ``RuntimeError`` when no GL context can be made (see :func:`available`).
     """
@@ -94,7 +99,12 @@ def replay(stream: Stream, size: tuple[int, int] = (128, 128), frames: int = 1,
             ctx.finish()
             t3 = time.perf_counter()
             if k == 0:
-                continue  # warm-up: first use of programs, buffers, driver caches
+                # warm-up: first use of programs, buffers, driver caches; then clocks
+                while time.perf_counter() - t1 < warmup_s:
+                    fr.reset()
+                    ex.run()
+                    ctx.finish()
+                continue
             cpu.append(t2 - t1)
             gpu.append(q.elapsed / 1e9)
             wall.append(t3 - t1)
