@@ -140,8 +140,9 @@ def test_native_and_python_loops_agree() -> None:
     if not native_available():
         pytest.skip("the compiled tape loop (_glexec) is not built")
     for s in (*_x_streams("R16_UINT", 16, "none"), _mdi_streams(False)[1], _gpu_driven()):
-        a = render(s)
-        b = render(s, options=ReplayOptions(size=SIZE, native=False))
+        # draw parameters forced: llvmpipe's default per-record path runs CPU callbacks (Python loop)
+        a = render(s, options=ReplayOptions(size=SIZE, draw_parameters=True))
+        b = render(s, options=ReplayOptions(size=SIZE, native=False, draw_parameters=True))
         assert a.executor == "native" and b.executor == "python"
         assert compare(a, b).same
 
