@@ -40,6 +40,17 @@ are masked: root arguments its pipeline does not read (``Pipeline.params``,
 None = all of its root signature), the index buffer for non-indexed draws and
 for DrawIndexedX (which brings its own), vertex buffers for vertex-pulling
 pipelines, GS parameters when the pipeline has no GS, and the compute side.
+A draw of a pipeline with an array clause (``draw_data`` / ``instance_data``, see
+docs/architecture.md "Rewrite contracts") that sees a buffer bound at the clause's
+P -- a root CBV/SRV, or a table whose descriptor views a buffer -- reads its lift
+items from the record, so the slots those items cover entirely are masked too: root
+constants all of whose words are lifted, and a descriptor table whose heap slot
+(``Q.0``) is lifted (the table binding itself is not read). A partly lifted
+constants parameter stays observed as a slot; :meth:`Scan.unobserved_words` gives
+its lifted words (dedupe-state uses them). A root view whose offset is lifted keeps
+its buffer observed. ``DrawIndexedX`` calls of a pipeline whose ``x`` clause applies
+read through ``x`` and are not masked. (:class:`ArrayMasks`; computed with numpy
+after the scan, so the Cython kernel and its pure twin share it.)
 The **state id** interns that row (ids in first-appearance order); the **pack
 class** interns it with the index buffer masked too (consecutive DrawIndexedX
 may change only the index buffer and format).
@@ -56,7 +67,7 @@ from __future__ import annotations
 __all__ = [
     "SLOTS", "NSLOTS", "UNDEFINED", "MASKED", "UNKNOWN", "SLOT_INDEX", "StateTable", "Scan",
     "track", "scan", "compare_effective_state", "intern_rows", "describe_value",
-    "OBS_DRAW", "OBS_DISPATCH", "OBS_OPAQUE", "OBS_END",
+    "OBS_DRAW", "OBS_DISPATCH", "OBS_OPAQUE", "OBS_END", "ArrayMasks", "array_masks",
 ]
 
 import bisect
@@ -67,7 +78,7 @@ from typing import Any
 import numpy as np
 
 from ._accel import load_cext
-from .decls import Pipeline, RootSig
+from .decls import Buffer, Pipeline, RootSig, View
 from .errors import InputError
 from .ops import (
     BY_CODE,
@@ -502,6 +513,8 @@ class Scan:
     _draw_mask: np.ndarray = field(repr=False)
     _disp_mask: np.ndarray = field(repr=False)
     _pidx: np.ndarray = field(repr=False)
+    _arr: ArrayMasks | None = field(default=None, repr=False)
+    _binds_buf: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def _cval_ext(self) -> np.ndarray:
@@ -534,7 +547,61 @@ class Scan:
         x = kind == OBS_DISPATCH
         if x.any():
             out[x] = self._disp_mask[pidx[x]]
+        if d.any():
+            rows, pj = self.array_readers(sel)
+            if rows.size:
+                out[rows] &= ~self._arr.lifted[pj]
         return out
+
+    def array_readers(self, sel: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
+        """The draws among observers ``sel`` that read their per-draw record from a bound
+        array (an array clause with a buffer bound at its P, not a ``DrawIndexedX`` that
+        reads through ``x``): their rows in ``sel`` and their pipelines' rows of
+        :class:`ArrayMasks`. The lift items of the clause are not observed there."""
+        arr = self._arr
+        none = np.zeros(0, np.int64)
+        if arr is None or self._binds_buf is None:
+            return none, none
+        pidx = self._pidx[sel]
+        pd = arr.perdraw[pidx]
+        cand = (self.obs_kind[sel] == OBS_DRAW) & (pd >= 0)
+        if not cand.any():
+            return none, none
+        idx = np.arange(self.obs.shape[0])[sel] if isinstance(sel, slice) else np.asarray(sel)
+        if idx.dtype == bool:
+            idx = np.flatnonzero(idx)
+        rows = np.flatnonzero(cand)
+        ops = self.stream.op[np.maximum(self.obs[idx[rows]], 0)]
+        rows = rows[~(arr.x_reads[pidx[rows]] & (ops == _OP["DrawIndexedX"]))]
+        col = ROOT0 + pd[rows]
+        st = self.setter[idx[rows], col]
+        unk = ((self.unknown[idx[rows]] >> col) & 1) == 1
+        bound = (st >= 0) & ~unk & self._binds_buf[np.maximum(st, 0)]
+        rows = rows[bound]
+        return rows, pidx[rows]
+
+    def lifted_slots(self, sel: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
+        """At the draws among ``sel`` that read a bound array (:meth:`array_readers`): the
+        root slots holding lift items (wholly or in part), as ``(rows in sel,
+        bool[k, NSLOTS])``."""
+        rows, pj = self.array_readers(sel)
+        m = np.zeros((rows.size, NSLOTS), bool)
+        if rows.size:
+            m[:] = self._arr.lifted[pj]
+            m[:, ROOT0:ROOT0 + NROOT] |= self._arr.words[pj] != 0
+        return rows, m
+
+    def unobserved_words(self, sel: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Root constants an observer reads only in part: the lifted words of a parameter
+        whose other words stay observed, at draws that read a bound array
+        (:meth:`array_readers`). Returns ``(row in sel, slot, bitmask of the unobserved
+        words as uint64)``, one entry per such (observer, slot)."""
+        rows, pj = self.array_readers(sel)
+        if not rows.size:
+            return rows, rows, np.zeros(0, np.uint64)
+        bits = self._arr.words[pj]                  # uint64[k, NROOT]
+        r, q = np.nonzero(bits)
+        return rows[r], ROOT0 + q, bits[r, q]
 
     def normalised(self, sel: np.ndarray | slice) -> np.ndarray:
         """Normalised rows (unobservable slots :data:`MASKED`) at observers ``sel``."""
@@ -787,8 +854,96 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
     draw_mask, disp_mask, pcompact = _pipeline_masks(decls)
     pidx = np.where(pipe >= 0, pcompact[np.maximum(pipe, 0)], draw_mask.shape[0] - 1)
     # a pipeline of the wrong kind reads like no pipeline (the rows of the other kind are "invalid")
+    arr = array_masks(decls)
+    binds_buf = None
+    if arr is not None:
+        binds_buf = np.zeros(n, bool)
+        binds_buf[where("SetGraphicsRootConstantBufferView")] = True
+        binds_buf[where("SetGraphicsRootShaderResourceView")] = True
+        idx = where("SetGraphicsRootDescriptorTable")
+        if idx.size:
+            buf_view = _buffer_views(decls)
+            binds_buf[idx] = [(int(h) >> 32, int(h) & 0xFFFFFFFF) in buf_view for h in a[idx, 1].tolist()]
     return Scan(s, kcode, slot, cval, prev, obs_all, kind, setter, unknown, pipe, epoch, init_val, values,
-                chains, heap_type, draw_mask, disp_mask, pidx)
+                chains, heap_type, draw_mask, disp_mask, pidx, arr, binds_buf)
+
+
+@dataclass(frozen=True)
+class ArrayMasks:
+    """Per pipeline (compact index, as :func:`_pipeline_masks`; the last row: no valid
+    pipeline): what a draw does not observe when it reads its per-draw record from a
+    bound array (docs/architecture.md, "Rewrite contracts").
+
+    ``perdraw[j]``: root parameter P of pipeline ``j``'s array clause (``instance_data``,
+    else ``draw_data``; -1: none); ``lifted[j]``: the slots whose every observable value
+    is a lift item of that clause -- root constants all of whose words are lifted, and
+    descriptor tables whose heap slot (``Q.0``) is lifted (the table binding itself is
+    not read then; a root view keeps its buffer, so it stays observed); ``words[j, q]``:
+    for root constants ``q`` only some of whose words are lifted, those words as a
+    bitmask (uint64; the slot stays observed, dedupe-state drops writes of only
+    those words); ``x_reads[j]``:
+    ``DrawIndexedX`` calls read through the pipeline's ``x`` clause instead (it declares
+    one and pulls its vertices), so the array clause's mask does not apply to them.
+    """
+
+    perdraw: np.ndarray
+    lifted: np.ndarray
+    x_reads: np.ndarray
+    words: np.ndarray
+
+
+def array_masks(decls) -> ArrayMasks | None:
+    """The :class:`ArrayMasks` of ``decls``, or None when no pipeline has an array clause
+    with something to mask."""
+    pipes = [d for d in decls.items if isinstance(d, Pipeline)]
+    p = len(pipes)
+    perdraw = np.full(p + 1, -1, np.int64)
+    lifted = np.zeros((p + 1, NSLOTS), bool)
+    x_reads = np.zeros(p + 1, bool)
+    words = np.zeros((p + 1, NROOT), np.uint64)
+    for j, d in enumerate(pipes):
+        clause = "instance_data" if "instance_data" in d.contract else "draw_data" if "draw_data" in d.contract \
+            else None
+        if clause is None or d.is_compute or d.root is None or d.root not in decls:
+            continue
+        rs = decls[d.root]
+        if not isinstance(rs, RootSig):
+            continue
+        c = d.contract[clause]
+        try:
+            pd = int(c.get("perdraw", -1))
+        except ValueError:
+            continue
+        if not (0 <= pd < min(len(rs.params), NROOT)) or rs.params[pd].kind == "constants":
+            continue
+        items: dict[int, set[int]] = {}
+        for item in filter(None, (t.strip() for t in c.get("lift", "").split("+"))):
+            q, _, k = item.partition(".")
+            if q.isdigit() and (not k or k.isdigit()):
+                items.setdefault(int(q), set()).add(int(k or 0))
+        reads = set(range(len(rs.params)) if d.params is None else d.params)
+        for q, ks in items.items():
+            if q == pd or q not in reads or not 0 <= q < min(len(rs.params), NROOT):
+                continue
+            rp = rs.params[q]
+            if (rp.kind == "constants" and ks >= set(range(rp.count))) or (rp.kind == "table" and 0 in ks):
+                lifted[j, ROOT0 + q] = True
+            elif rp.kind == "constants":
+                words[j, q] = sum(1 << k for k in ks if k < rp.count)
+        if lifted[j].any() or words[j].any():
+            perdraw[j] = pd
+            x_reads[j] = "x" in d.contract and d.vertex_pulling
+    return ArrayMasks(perdraw, lifted, x_reads, words) if (perdraw >= 0).any() else None
+
+
+def _buffer_views(decls) -> set[tuple[int, int]]:
+    """``(heap index, slot)`` of every view of a buffer."""
+    out: set[tuple[int, int]] = set()
+    for d in decls.items:
+        if isinstance(d, View) and d.resource is not None and d.resource in decls \
+                and isinstance(decls[d.resource], Buffer) and d.heap in decls:
+            out.add((decls.index[d.heap], d.slot))
+    return out
 
 
 def _decode_constants(row: np.ndarray) -> tuple:

@@ -17,6 +17,22 @@ Partial root-constant updates (``dest=``) and per-slot vertex-buffer updates are
 handled word by word: a write is kept when one of its words is the last
 effective write of that word seen by some draw.
 
+**Lifted words are not observed.** A draw of a pipeline with a ``draw_data`` /
+``instance_data`` clause that sees a buffer bound at the clause's P reads its lift
+items from the record (docs/architecture.md, "Rewrite contracts"), not from the
+root arguments: :mod:`drawopt.state` masks, at such draws, root constants all of
+whose words are lifted and a table whose heap slot is lifted (as it masks the index
+buffer at a ``DrawIndexedX``), and :meth:`drawopt.state.Scan.unobserved_words` names
+the lifted words of a partly lifted constants parameter, which this pass leaves out
+of the word-by-word test above. So after ``mdi`` binds its per-draw arrays, the
+root-constant and bindless-table sets only array-reading draws saw are dead; the
+ones a later draw of a pipeline without the clause (or one reading its arguments
+natively) reads stay. What such a draw still sees of a lifted parameter is whether
+it is set at all and, for a table, its heap (what the lifted heap slot addresses):
+of each run of sets that leave the slot defined (root constants) or in one heap (a
+table), the first stays -- one set per parameter and stretch instead of one per
+draw.
+
 A heap or root-signature change also resets descriptor tables / root arguments.
 A run of dead changes between two observers is removed only when the change
 from the value before the run to the value after it still resets them; otherwise
@@ -55,6 +71,7 @@ from drawopt.state import (
     NROOT,
     ROOT0,
     UNKNOWN,
+    VB,
     Scan,
     scan,
 )
@@ -69,26 +86,55 @@ _CHUNK = 1 << 15
 
 
 _ROOTS = np.r_[ROOT0:ROOT0 + NROOT, CROOT0:CROOT0 + NROOT]
+_ALL_WORDS = np.uint64(0xFFFFFFFFFFFFFFFF)
+_TABLE_OPS = np.array([BY_NAME[n].code for n in ("SetGraphicsRootDescriptorTable",
+                                                 "SetComputeRootDescriptorTable")], np.uint16)
+_LIFT_OPS = np.array([BY_NAME[n].code for n in ("SetGraphicsRootDescriptorTable", "SetGraphicsRoot32BitConstants",
+                                                "SetComputeRootDescriptorTable", "SetComputeRoot32BitConstants")],
+                     np.uint16)
 
 
-def _observed(sc: Scan, n: int) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def _observed(sc: Scan, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                          tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """One walk over the observers.
 
     Returns
     -------
     observed : bool[N]
         Commands that are the last setter of a slot some observer reads.
+    words : uint64[N]
+        For those that set root constants: the words some observer reads (all bits but
+        the lifted words of draws that read only part of the parameter, see
+        :meth:`drawopt.state.Scan.unobserved_words`).
+    lifted : bool[N]
+        Commands that set a slot holding lift items for some draw that reads a bound
+        array (:meth:`drawopt.state.Scan.lifted_slots`; see :func:`_lift_origins`).
     reset_reads : (cmd, slot, view)
         Reads of a root argument that a reset left undefined (view -1) or unknown (-3):
         the observer's command index (``N`` for the end of a bundle), the slot, the view.
     """
     out = np.zeros(n, bool)
+    full = np.zeros(n, bool)
+    unobs = np.full(n, _ALL_WORDS, np.uint64)   # AND over the partial readers of a command
+    lifted = np.zeros(n, bool)
     cmds, slots, views = [], [], []
     for lo in range(0, sc.obs.shape[0], _CHUNK):
         sel = np.arange(lo, min(lo + _CHUNK, sc.obs.shape[0]))
         st = sc.setter[sel]
         m = sc.read_mask(sel)
         out[st[m & (st >= 0)]] = True
+        r, lm = sc.lifted_slots(sel)
+        if r.size:
+            ls = st[r][lm]
+            lifted[ls[ls >= 0]] = True
+        r, q, bits = sc.unobserved_words(sel)
+        part = np.zeros_like(m)
+        if r.size:
+            pc = st[r, q]
+            ok = pc >= 0
+            np.bitwise_and.at(unobs, pc[ok], bits[ok])
+            part[r, q] = True
+        full[st[m & ~part & (st >= 0)]] = True
         rr = m[:, _ROOTS] & (st[:, _ROOTS] == -1)
         if rr.any():
             o, k = np.nonzero(rr)
@@ -97,9 +143,10 @@ def _observed(sc: Scan, n: int) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarra
             cmds.append(np.where(c < 0, n, c))
             slots.append(slot)
             views.append(np.where((sc.unknown[sel[o]] >> slot) & 1 == 1, UNKNOWN, -1))
+    words = np.where(full, _ALL_WORDS, ~unobs)
     if not cmds:
-        return out, (np.zeros(0, np.int64),) * 3
-    return out, (np.concatenate(cmds), np.concatenate(slots), np.concatenate(views))
+        return out, words, lifted, (np.zeros(0, np.int64),) * 3
+    return out, words, lifted, (np.concatenate(cmds), np.concatenate(slots), np.concatenate(views))
 
 
 def _origins(sc: Scan, red: np.ndarray) -> np.ndarray:
@@ -115,8 +162,9 @@ def _origins(sc: Scan, red: np.ndarray) -> np.ndarray:
         orig = nxt
 
 
-def _merge_needed(sc: Scan, observed: np.ndarray, needed: np.ndarray) -> None:
-    """Mark the partial writes (root constants, vertex buffers) that observers see."""
+def _merge_needed(sc: Scan, observed: np.ndarray, words: np.ndarray, needed: np.ndarray) -> None:
+    """Mark the partial writes (root constants, vertex buffers) that observers see
+    (``words``: per command, the root-constant words observed, see :func:`_observed`)."""
     for ch in sc.chains.values():
         obs_rows = np.flatnonzero(observed[ch.cmds])
         if not obs_rows.size:
@@ -131,7 +179,11 @@ def _merge_needed(sc: Scan, observed: np.ndarray, needed: np.ndarray) -> None:
         eidx = np.where(eff | ch.start[:, None], rows[:, None], 0)
         np.maximum.accumulate(eidx, axis=0, out=eidx)
         sub = eidx[obs_rows]
-        hit = eff[sub, np.arange(ch.width)[None, :]]  # eff[sub[i, w], w]
+        cols = np.arange(ch.width)
+        hit = eff[sub, cols[None, :]]  # eff[sub[i, w], w]
+        if ch.slot != VB and ch.width <= 64:
+            w = words[ch.cmds[obs_rows]]
+            hit &= ((w[:, None] >> cols.astype(np.uint64)[None, :]) & np.uint64(1)).astype(bool)
         is_writer = np.zeros(m, bool)
         is_writer[sub[hit]] = True
         needed[ch.cmds[is_writer]] = True
@@ -142,6 +194,33 @@ def _merge_needed(sc: Scan, observed: np.ndarray, needed: np.ndarray) -> None:
         starts = np.unique(seg_start[kept_rows])
         p = sc.prev[ch.cmds[starts]]
         needed[p[p >= 0]] = True
+
+
+def _lift_origins(s: Stream, sc: Scan, lifted: np.ndarray, needed: np.ndarray) -> None:
+    """Keep, for every slot a draw reads lift items from through a bound array, the first
+    command of the run of sets that left it *defined, and a table in the same heap*: the
+    words and the heap slot themselves are not read there, but whether the parameter is
+    set at all, and a lifted table's heap (what its index addresses), stay as they were
+    (the verifier and the replayer compare them). A run: consecutive sets of the slot
+    (``Scan.prev``) of root constants, or of tables in one heap."""
+    cmds = np.flatnonzero(lifted)
+    if not cmds.size:
+        return
+    p = sc.prev
+    sets = np.flatnonzero(p >= 0)
+    pp = p[sets]
+    op = s.op
+    same = (op[pp] == op[sets]) & np.isin(op[sets], _LIFT_OPS)
+    tab = np.isin(op[sets], _TABLE_OPS)
+    same &= ~tab | ((s.args[pp, 1] >> 32) == (s.args[sets, 1] >> 32))
+    orig = np.arange(len(s), dtype=np.int64)
+    orig[sets[same]] = pp[same]
+    while True:
+        nxt = orig[orig]
+        if np.array_equal(nxt, orig):
+            break
+        orig = nxt
+    needed[orig[cmds]] = True
 
 
 def _reset_readers(sc: Scan, reads: tuple[np.ndarray, np.ndarray, np.ndarray], needed: np.ndarray) -> None:
@@ -233,13 +312,14 @@ def dead_state_commands(stream: Stream, sc: Scan | None = None) -> np.ndarray:
     if simple.size:
         v = sc.cval[simple]
         red[simple] = (sc.value_before(simple) == v) & (v >= 0)
-    observed, reset_reads = _observed(sc, n)
+    observed, words, lifted, reset_reads = _observed(sc, n)
     needed = np.zeros(n, bool)
     orig = _origins(sc, red)
     obs_simple = np.flatnonzero(observed & ~merge)
     o = orig[obs_simple]
     needed[o[o >= 0]] = True
-    _merge_needed(sc, observed & merge, needed)
+    _merge_needed(sc, observed & merge, words, needed)
+    _lift_origins(s, sc, lifted, needed)
     bundle = s.header.kind == "bundle"
     for slot in (HEAPS, GFX_RS, CRS):
         _reset_runs(sc, slot, red, needed, bundle)

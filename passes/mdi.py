@@ -35,34 +35,51 @@ none of which moves a draw across anything but state commands:
 
    *Lifted runs.* Direct draws of such a pipeline that see nothing bound at P and
    differ only in lifted values form one run (a lifted table must stay in one heap, a
-   lifted root view on one buffer, the other words of a lifted parameter equal): the
-   pass writes one record per instance into a generated buffer (``mdi_perdrawK``, each
-   batch 16-byte aligned, 256 for a root CBV), renumbers StartInstanceLocation in the args records to
-   index them, binds the buffer with ``SetGraphicsRootShaderResourceView P``
-   (``...ConstantBufferView`` for a CBV parameter) right before the call and leaves
-   the root argument sets in place; every batch of a lifted run is a multi-draw call.
+   lifted root view on one buffer, the other words of a lifted parameter equal);
+   every batch of a lifted run is a multi-draw call whose args records carry, as
+   StartInstanceLocation, the index of each draw's first record in its stretch's
+   array (below). The root argument sets stay in place; a draw reading its record from
+   a bound array does not observe the lifted words (:mod:`drawopt.state` masks them),
+   so the final ``dedupe-state`` removes the sets no other draw reads.
 
-   *Who may see the binding.* Nothing can unbind a root view, so the generated
-   binding stays visible to every later *reader* of P -- a draw whose pipeline reads P
-   as state or names it in a per-draw clause (``DrawIndexedX`` calls of a pipeline
-   whose ``x`` clause does not name P excepted) -- until P is *redefined* (set again,
-   the root signature changes, an ``Opaque`` command). The exact rule, per
-   *stretch* between two redefinitions of P: a reader after a lifted batch must read
-   through a binding of its own that gives it exactly what it read before. Either it
-   is lifted itself (it belongs to a lifted run: its batch rebinds P), or it gets a
-   **restoring binding**: a direct draw of a pipeline whose clause names P, reading
-   its lift items natively, stays as it is (``@nomerge`` ones too) and P is bound
-   right before it at an offset where record ``StartInstanceLocation + i`` holds what
-   instance i read (its base vertex, ``StartInstanceLocation + i``, its lift values;
-   at most :data:`MAX_RESTORE_RECORDS` records, zeros below StartInstanceLocation);
-   nothing about the draw changes, it only reads the same values from memory. Any
-   other reader (a pipeline reading P as ordinary state, an indirect draw, lift values
-   undefined) *blocks*: lifting in a stretch starts at its first run worth lifting
-   (at least the batch minimum, lifted values not all equal) after the stretch's last
-   blocking reader, and from there to the end of the stretch every run of two or more
-   draws is lifted and every single draw restored (a single draw's restoring binding
-   is cheaper than a one-draw multi-draw call). So a reader cancels only the runs of
-   its own stretch that come before it; runs elsewhere are unaffected.
+   *One array per stretch.* Nothing can unbind a root view, so a generated binding
+   stays visible to every later *reader* of P -- a draw whose pipeline reads P as
+   state or names it in a per-draw clause (``DrawIndexedX`` calls of a pipeline whose
+   ``x`` clause does not name P excepted) -- until P is *redefined* (set again, the
+   root signature changes, an ``Opaque`` command). Per *stretch* between two
+   redefinitions of P, every reader after the first lifted draw must read exactly
+   what it read before from that array. Readers that can:
+
+   - members of lifted runs (their args records are renumbered);
+   - a single direct draw of a pipeline whose array clause names P (it reads its lift
+     items natively): its StartInstanceLocation argument is **renumbered** to its
+     first record (the clause allows it on vertex-pulling and on input-layout
+     pipelines, see docs/architecture.md), one record per instance (base vertex,
+     the original StartInstanceLocation + i, its lift values);
+   - a *pinned* such draw (``@nomerge``, ``never_merge``) keeps its command: its
+     records are put at its own StartInstanceLocation + i of the array (zeros before
+     them; at most :data:`MAX_RESTORE_RECORDS`), in the open section if the layout has
+     not passed that index yet, else in a new section bound right before it (a
+     *restoring* binding).
+
+   Any other reader (a pipeline reading P as ordinary state, an indirect draw,
+   undefined lift values) *blocks*. A stretch's *zone* starts at its first reader
+   after its last blocking one, provided a run worth lifting (at least the batch
+   minimum, lifted values not all equal) follows; from there to the end of the
+   stretch every run of two or more draws is lifted and every single draw renumbered
+   (a renumbered draw costs nothing; a one-draw multi-draw call would). A reader thus
+   cancels only the zone of its own stretch.
+
+   The zone's readers, in command order, get consecutive records of one generated
+   array *section* (``mdi_perdrawK``; a section starts 16-byte aligned, 256 for a root
+   CBV), bound once with ``SetGraphicsRootShaderResourceView P``
+   (``...ConstantBufferView`` for a CBV parameter) right before its first reader.
+   Pipelines with different lift lists have different record strides S: a reader's
+   records start at the first multiple of S not yet used, so that index
+   ``StartInstanceLocation + i`` addresses them. A section holds at most what one
+   binding addresses -- a root CBV 64 KiB (:data:`CBV_MAX_BYTES`; a lifted batch that
+   needs more is split), a root SRV :data:`MAX_SECTION_RECORDS` records -- and a new
+   section (one more bind) starts where the next reader does not fit.
 
    Draws that already see a buffer at P keep their StartInstanceLocation and so read
    the same records: they merge as they are, lifted words may differ. Bundles are not
@@ -97,6 +114,7 @@ from __future__ import annotations
 
 __all__ = ["MdiPass", "MdiPlan", "plan_mdi", "args_records", "DrawDataContract", "draw_data_contracts"]
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -145,6 +163,10 @@ MAX_LIFTED_RECORDS = 1 << 20
 """Most per-instance records one lifted run may generate."""
 MAX_RESTORE_RECORDS = 1 << 12
 """Most records (StartInstanceLocation + instance count) a restoring binding may lay out."""
+MAX_SECTION_RECORDS = 1 << 20
+"""Most records one binding of a stretch's per-draw array (a root SRV) addresses."""
+CBV_MAX_BYTES = 1 << 16
+"""Most bytes a root CBV addresses (4096 16-byte constants): a CBV-bound array is split there."""
 
 
 def args_records(stream: Stream, cmds: np.ndarray, indexed: bool) -> np.ndarray:
@@ -283,12 +305,15 @@ class MdiPlan:
     ``replace[c] = (opcode, count, buffer, offset, stride)`` puts a multi-draw call at
     command ``c`` (``buffer`` -1: the generated args buffer); ``bind[c] = (opcode,
     root parameter, offset)`` binds the generated per-draw buffer right before it;
-    ``remove``: the draw commands absorbed; ``args_words`` / ``perdraw_words``: the
-    generated buffers' contents (``args_bytes`` / ``perdraw_bytes`` long).
+    ``sinst[c] = (column, value)`` renumbers direct draw ``c``'s StartInstanceLocation
+    (argument ``column``) into its stretch's per-draw array; ``remove``: the draw
+    commands absorbed; ``args_words`` / ``perdraw_words``: the generated buffers'
+    contents (``args_bytes`` / ``perdraw_bytes`` long).
     """
 
     replace: dict[int, tuple[int, int, int, int, int]] = field(default_factory=dict)
     bind: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    sinst: dict[int, tuple[int, int]] = field(default_factory=dict)
     remove: list[np.ndarray] = field(default_factory=list)
     args_words: list[np.ndarray] = field(default_factory=list)
     perdraw_words: list[np.ndarray] = field(default_factory=list)
@@ -299,6 +324,8 @@ class MdiPlan:
     lifted_batches: int = 0
     lifted_draws: int = 0
     restored_draws: int = 0
+    renumbered_draws: int = 0
+    perdraw_binds: int = 0
     indirect_merges: int = 0
     indirect_calls: int = 0
 
@@ -317,6 +344,7 @@ class _Draws:
     nrec: np.ndarray                   # records each draw command contributes (a multi-draw: its count)
     cpu_ind: np.ndarray                # an indirect draw whose args the CPU wrote (decoded into records)
     nat_words: dict[int, np.ndarray]   # every direct draw reading its lift items natively, pinned ones too
+    pinned: np.ndarray                 # @nomerge, never_merge or no graphics pipeline: the draw is kept as it is
 
 
 def plan_mdi(stream: Stream, table: StateTable, *, target: str | TargetModel = "d3d12",
@@ -339,19 +367,21 @@ def plan_mdi(stream: Stream, table: StateTable, *, target: str | TargetModel = "
     between_ok = _only_state_between(stream, draws)
 
     runs = _runs(dr, between_ok)
-    lifted = _lifted_runs(stream, table, dr, runs, min_direct)
-    restored: list[int] = []
+    contracts = draw_data_contracts(stream.decls)
+    lifted = _lifted_runs(stream, table, dr, runs, min_direct, contracts)
+    singles = np.zeros(0, np.int64)
+    zone_of = np.full(dr.cmd.size, -1, np.int64)
     if lifted is not None:
-        dr.key, lifted_first, restored = lifted
-        dr.eligible[restored] = False   # a restored draw stays a direct draw
+        dr.key, lifted_first, singles, zone_of = lifted
+        dr.eligible[singles] = False   # a zone's single draw stays a direct draw
         runs = _runs(dr, between_ok)
     else:
         lifted_first = set()
+    users: list[_User] = []
 
     first, length = runs
     run_kind = dr.kind[first]
     cpu_before = np.r_[0, np.cumsum(dr.cpu_ind)]
-    contracts = draw_data_contracts(stream.decls)
     costs = cost_by_command(stream, model)
     for k in (_DIRECT, _DIRECT_IDX):
         sel = np.flatnonzero((run_kind == k) & dr.eligible[first])
@@ -363,8 +393,9 @@ def plan_mdi(stream: Stream, table: StateTable, *, target: str | TargetModel = "
         vs = simple & (is_lift | (length[sel] >= min_direct[k]))
         if vs.any():
             bf, bl, blift = _split(first[sel[vs]], length[sel[vs]], is_lift[vs], limit, min_direct[k])
+            bf, bl, blift = _split_cbv(stream, dr, bf, bl, blift, contracts)
             if bf.size:
-                _emit_direct(stream, dr, plan, k, bf, bl, blift, contracts)
+                _emit_direct(stream, dr, plan, k, bf, bl, blift, contracts, users, zone_of)
         # runs with CPU-written indirect draws: one progression on one buffer is merged as it
         # is (no copy); anything else is decoded into generated records, batch by batch
         for r in sel[~simple].tolist():
@@ -384,15 +415,69 @@ def plan_mdi(stream: Stream, table: StateTable, *, target: str | TargetModel = "
                 if model.mdi_call_us + recs * model.mdi_record_us >= float(costs[dr.cmd[members]].sum()):
                     continue
                 _emit_direct(stream, dr, plan, k, members[:1], np.array([members.size]), np.zeros(1, bool),
-                             contracts)
+                             contracts, users, zone_of)
 
     for k in (_IND, _IND_IDX):
         for r in np.flatnonzero((run_kind == k) & (length >= 2) & dr.eligible[first]).tolist():
             idx = draws[first[r]:first[r] + length[r]]
             _merge_indirect(stream, idx, k, limit, costs, model, plan)
-    if restored:
-        _emit_restores(stream, dr, plan, np.asarray(restored, np.int64), contracts)
+    if users or singles.size:
+        _emit_sections(stream, dr, plan, users, singles, zone_of, contracts)
     return plan
+
+
+@dataclass
+class _User:
+    """A reader of one stretch's per-draw array: a lifted batch, a renumbered single draw
+    (``fill`` gives it its first record index) or a pinned draw that gets a restoring
+    binding (``restore``: its StartInstanceLocation, records below it are zeros)."""
+
+    cmd: int
+    zone: int
+    words: np.ndarray                       # one record per instance, in order
+    fill: Callable[[int], None] | None = None
+    restore: int = -1
+
+
+def _record_bytes_limit(c: DrawDataContract) -> int:
+    """Most bytes one binding of the per-draw array may address: a root CBV sees at most
+    :data:`CBV_MAX_BYTES`; a root SRV :data:`MAX_SECTION_RECORDS` records."""
+    return CBV_MAX_BYTES if c.view_op == _CBV else MAX_SECTION_RECORDS * 4 * c.words
+
+
+def _split_cbv(stream: Stream, dr: _Draws, bf: np.ndarray, bl: np.ndarray, blift: np.ndarray,
+               contracts: dict[int, DrawDataContract | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lifted batches whose per-instance records one binding cannot address (a root CBV:
+    64 KiB) split greedily into batches that it can."""
+    if not blift.any():
+        return bf, bl, blift
+    lim = np.array([_record_bytes_limit(c) // (4 * c.words) if c is not None else 1 << 62
+                    for c in (contracts.get(int(p)) for p in dr.pipe[bf].tolist())], np.int64)
+    members = _ranges(bf, bl)
+    starts = np.r_[0, np.cumsum(bl[:-1])].astype(np.int64)
+    ninst = stream.args[dr.cmd[members], 1]     # lifted members are direct draws: one record per instance
+    nrec = np.add.reduceat(ninst, starts) if bf.size else np.zeros(0, np.int64)
+    over = np.flatnonzero(blift & (nrec > lim))
+    if not over.size:
+        return bf, bl, blift
+    out_f: list[np.ndarray] = []
+    out_l: list[np.ndarray] = []
+    out_x: list[np.ndarray] = []
+    prev = 0
+    for b in over.tolist():
+        out_f.append(bf[prev:b])
+        out_l.append(bl[prev:b])
+        out_x.append(blift[prev:b])
+        pos = members[starts[b]:starts[b] + bl[b]]
+        groups = _greedy(ninst[starts[b]:starts[b] + bl[b]], int(lim[b]))
+        out_f.append(np.array([int(pos[g[0]]) for g in groups], np.int64))
+        out_l.append(np.array([g.size for g in groups], np.int64))
+        out_x.append(np.ones(len(groups), bool))
+        prev = b + 1
+    out_f.append(bf[prev:])
+    out_l.append(bl[prev:])
+    out_x.append(blift[prev:])
+    return np.concatenate(out_f), np.concatenate(out_l), np.concatenate(out_x)
 
 
 def _append_perdraw(plan: MdiPlan, words: np.ndarray, view_op: int, lead: int = 0) -> int:
@@ -411,27 +496,103 @@ def _append_perdraw(plan: MdiPlan, words: np.ndarray, view_op: int, lead: int = 
     return at
 
 
-def _emit_restores(stream: Stream, dr: _Draws, plan: MdiPlan, pos: np.ndarray,
-                   contracts: dict[int, DrawDataContract | None]) -> None:
-    """Restoring bindings: draw ``d`` (a direct draw reading its lift items from the root
-    arguments) keeps its command and gets, right before it, a binding of P at an offset
-    where record ``StartInstanceLocation + i`` holds exactly what instance i read
-    (base vertex, StartInstanceLocation + i, its lift items)."""
-    for d in pos.tolist():
+def _single_words(stream: Stream, dr: _Draws, d: int, c: DrawDataContract) -> tuple[np.ndarray, int, int]:
+    """The records direct draw ``d`` reads natively, one per instance (base vertex,
+    StartInstanceLocation + i, its lift items), its StartInstanceLocation and that
+    argument's column."""
+    cmd = int(dr.cmd[d])
+    a = stream.args[cmd]
+    indexed = int(stream.op[cmd]) == _DII
+    col = 4 if indexed else 3
+    sil = int(a[col]) & 0xFFFFFFFF
+    ninst = int(a[1])
+    words = np.zeros((ninst, c.words), np.int64)
+    words[:, 0] = (int(a[3]) & 0xFFFFFFFF) if indexed else 0
+    words[:, 1] = (sil + np.arange(ninst)) & 0xFFFFFFFF
+    if c.items:
+        words[:, 2:] = dr.nat_words[d] & 0xFFFFFFFF
+    return words, sil, col
+
+
+def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: list[_User], singles: np.ndarray,
+                   zone_of: np.ndarray, contracts: dict[int, DrawDataContract | None]) -> None:
+    """Lay out each stretch's per-draw array and bind it (the module docstring, 2).
+
+    The readers of a stretch's zone, in command order, get consecutive records of one
+    array section; a record of stride S sits at a multiple of S from the section start,
+    so that each reader's records are at index ``StartInstanceLocation + i``. A pinned
+    draw's records go at its own StartInstanceLocation (a new section when the open one
+    has passed it). Each section is bound right before its first reader; a new section
+    starts where one binding cannot address more (:func:`_record_bytes_limit`).
+    """
+    for d in singles.tolist():
         c = contracts[int(dr.pipe[d])]
         assert c is not None
+        words, sil, col = _single_words(stream, dr, d, c)
         cmd = int(dr.cmd[d])
-        a = stream.args[cmd]
-        indexed = int(stream.op[cmd]) == _DII
-        sil = int(a[4] if indexed else a[3]) & 0xFFFFFFFF
-        ninst = int(a[1])
-        words = np.zeros((ninst, c.words), np.int64)
-        words[:, 0] = (int(a[3]) & 0xFFFFFFFF) if indexed else 0
-        words[:, 1] = (sil + np.arange(ninst)) & 0xFFFFFFFF
-        if c.items:
-            words[:, 2:] = dr.nat_words[d] & 0xFFFFFFFF
-        plan.bind[cmd] = (c.view_op, c.perdraw, _append_perdraw(plan, words, c.view_op, sil * c.words))
-        plan.restored_draws += 1
+        if dr.pinned[d]:
+            users.append(_User(cmd, int(zone_of[d]), words, restore=sil))
+        else:
+            def fill(base: int, cmd: int = cmd, col: int = col) -> None:
+                plan.sinst[cmd] = (col, base)
+            users.append(_User(cmd, int(zone_of[d]), words, fill=fill))
+    pipe_of = dict(zip(dr.cmd.tolist(), dr.pipe.tolist()))
+    users.sort(key=lambda u: (u.zone, u.cmd))
+    i = 0
+    while i < len(users):
+        j = i
+        while j < len(users) and users[j].zone == users[i].zone:
+            j += 1
+        zone = users[i:j]
+        i = j
+        c0 = contracts[pipe_of[zone[0].cmd]]
+        assert c0 is not None
+        vop, pd = c0.view_op, c0.perdraw
+        parts: list[np.ndarray] = []
+        nbytes = 0
+        bound: list[int] = []     # readers that bind the open section
+        need_bind = True
+        for u in zone:
+            c = contracts[pipe_of[u.cmd]]
+            assert c is not None and c.perdraw == pd and c.view_op == vop
+            stride = 4 * c.words
+            if u.restore >= 0:
+                # a pinned draw reads records StartInstanceLocation + i: put them there in the
+                # open section if it has not reached that index yet, else in a new section
+                idx = u.restore
+                if idx * stride < nbytes or (idx + u.words.shape[0]) * stride > _record_bytes_limit(c):
+                    _close_section(plan, parts, bound, vop, pd)
+                    nbytes, need_bind = 0, True
+                plan.restored_draws += 1
+            else:
+                idx = -(-nbytes // stride)
+                if parts and (idx + u.words.shape[0]) * stride > _record_bytes_limit(c):
+                    _close_section(plan, parts, bound, vop, pd)
+                    nbytes, idx, need_bind = 0, 0, True
+            if idx * stride > nbytes:
+                parts.append(np.zeros((idx * stride - nbytes) // 4, np.int64))
+            parts.append(u.words.reshape(-1))
+            nbytes = (idx + u.words.shape[0]) * stride
+            if u.fill is not None:
+                u.fill(idx)
+            if need_bind:
+                bound.append(u.cmd)
+                need_bind = False
+        _close_section(plan, parts, bound, vop, pd)
+    plan.renumbered_draws = len(plan.sinst)
+
+
+def _close_section(plan: MdiPlan, parts: list[np.ndarray], bound: list[int], vop: int, pd: int) -> None:
+    """Append the open section ``parts`` to the per-draw buffer and bind it at root
+    parameter ``pd`` before each command of ``bound``; both lists are emptied."""
+    if not parts:
+        return
+    off = _append_perdraw(plan, np.concatenate(parts), vop)
+    for cmd in bound:
+        plan.bind[cmd] = (vop, pd, off)
+    plan.perdraw_binds += len(bound)
+    parts.clear()
+    bound.clear()
 
 
 def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
@@ -445,7 +606,8 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
                      bool)
     pso = np.flatnonzero(op == BY_NAME["SetPipelineState"].code)
     pipe = forward_fill(len(stream), pso, stream.args[pso, 0])[draws]
-    eligible = (kind != _NONE) & ((stream.flags[draws] & FLAG_NOMERGE) == 0) & ~never[pipe]
+    pinned = ((stream.flags[draws] & FLAG_NOMERGE) != 0) | never[pipe]
+    eligible = (kind != _NONE) & ~pinned
     multi = (op[draws] == _M) | (op[draws] == _MI)
     eligible &= ~(multi & (stream.args[draws, 0] == 0))
     key = state.copy()
@@ -515,7 +677,7 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
             for d in cand[nat].tolist():
                 lift_words[d] = nat_words[d]
     assert table.rows.shape[1] == NSLOTS
-    return _Draws(draws, state, kind, eligible, key, pipe, lift_words, nrec, cpu_ind, nat_words)
+    return _Draws(draws, state, kind, eligible, key, pipe, lift_words, nrec, cpu_ind, nat_words, pinned)
 
 
 def _first_writes(stream: Stream) -> np.ndarray:
@@ -577,15 +739,19 @@ def _readers(stream: Stream, table: StateTable, dr: _Draws, pd: int) -> np.ndarr
 
 
 def _lifted_runs(stream: Stream, table: StateTable, dr: _Draws, runs: tuple[np.ndarray, np.ndarray],
-                 min_direct: dict[int, int]) -> tuple[np.ndarray, set[int], list[int]] | None:
-    """Decide which runs are lifted and which draws get a restoring binding (the module
-    docstring, 2); returns the keys to batch with (runs not lifted fall back to their
-    state ids), the first draw position of each lifted run, and the restored draws."""
+                 min_direct: dict[int, int], contracts: dict[int, DrawDataContract | None]
+                 ) -> tuple[np.ndarray, set[int], np.ndarray, np.ndarray] | None:
+    """Decide each stretch's zone: which runs are lifted and which single draws read the
+    stretch's array (renumbered, or restored when pinned) (the module docstring, 2).
+
+    Returns the keys to batch with (runs not lifted fall back to their state ids), the
+    first draw position of each lifted run, the zone's single draws, and per draw
+    position its zone (-1: none; one id per parameter and stretch).
+    """
     if not dr.lift_words:
         return None
     first, length = runs
     decls = stream.decls
-    contracts = draw_data_contracts(decls)
     op, args = stream.op, stream.args
     n = dr.cmd.size
     run_of = np.repeat(np.arange(first.size), length)
@@ -593,18 +759,27 @@ def _lifted_runs(stream: Stream, table: StateTable, dr: _Draws, runs: tuple[np.n
     inst = np.where(direct, args[dr.cmd, 1], 0)
     sil = np.where(op[dr.cmd] == _DII, args[dr.cmd, 4], args[dr.cmd, 3]) & 0xFFFFFFFF
     run_inst = np.add.reduceat(inst, first) if first.size else np.zeros(0, np.int64)
-    in_lift = np.zeros(n, bool)
-    in_lift[np.fromiter(dr.lift_words, np.int64, len(dr.lift_words))] = True
-    liftable_run = in_lift[first] & dr.eligible[first] & (run_inst <= MAX_LIFTED_RECORDS)
-    restorable = np.zeros(n, bool)
-    if dr.nat_words:
-        nw = np.fromiter(dr.nat_words, np.int64, len(dr.nat_words))
-        restorable[nw] = direct[nw] & (sil[nw] + inst[nw] <= MAX_RESTORE_RECORDS)
     pd_of = np.full(len(decls) + 1, -1, np.int64)
+    cap_of = np.zeros(len(decls) + 1, np.int64)   # records one binding of the array may address
     for i, c in contracts.items():
         if c is not None:
             pd_of[i] = c.perdraw
+            cap_of[i] = _record_bytes_limit(c) // (4 * c.words)
     draw_pd = pd_of[dr.pipe]
+    cap = cap_of[dr.pipe]
+    fits = inst <= cap
+    in_lift = np.zeros(n, bool)
+    in_lift[np.fromiter(dr.lift_words, np.int64, len(dr.lift_words))] = True
+    run_fits = np.minimum.reduceat(fits.astype(np.int8), first) == 1 if first.size else np.zeros(0, bool)
+    liftable_run = in_lift[first] & dr.eligible[first] & (run_inst <= MAX_LIFTED_RECORDS) & run_fits
+    # single draws that can read the array: renumbered (StartInstanceLocation rewritten) or,
+    # when pinned, restored (bound at an offset where record StartInstanceLocation + i is theirs)
+    restorable = np.zeros(n, bool)
+    if dr.nat_words:
+        nw = np.fromiter(dr.nat_words, np.int64, len(dr.nat_words))
+        reach = sil[nw] + inst[nw]
+        restorable[nw] = direct[nw] & np.where(dr.pinned[nw], (reach <= MAX_RESTORE_RECORDS) & (reach <= cap[nw]),
+                                               fits[nw])
     run_pd = np.where(liftable_run, draw_pd[first], -1)
     beneficial = np.zeros(first.size, bool)
     for k, m in min_direct.items():
@@ -615,11 +790,13 @@ def _lifted_runs(stream: Stream, table: StateTable, dr: _Draws, runs: tuple[np.n
         beneficial &= differs   # same state everywhere: nothing to lift (an ordinary batch)
     key = dr.key.copy()
     lifted_run = np.zeros(first.size, bool)
+    zone_of = np.full(n, -1, np.int64)
     restored: list[np.ndarray] = []
     rs_cmds = np.flatnonzero(op == _GRS)
     rs_change = rs_cmds[np.r_[True, args[rs_cmds[1:], 0] != args[rs_cmds[:-1], 0]]] if rs_cmds.size else rs_cmds
     opaque = np.flatnonzero(op == _OPAQUE)
     sets = np.flatnonzero(np.isin(op, _P_SETS))
+    zid = 0
     for pd in np.unique(run_pd[(run_pd >= 0) & beneficial]).tolist():
         readers = _readers(stream, table, dr, pd)
         # segments: the stretches between redefinitions of pd (nothing unbinds a root view)
@@ -633,19 +810,27 @@ def _lifted_runs(stream: Stream, table: StateTable, dr: _Draws, runs: tuple[np.n
         np.maximum.at(last_block, seg[blocking], blocking)
         cand = np.flatnonzero((run_pd == pd) & beneficial)
         cand = cand[first[cand] > last_block[seg[first[cand]]]]
-        zone = np.full(nseg, n, np.int64)   # first draw position of the lifted zone of each segment
-        np.minimum.at(zone, seg[first[cand]], first[cand])
+        # the zone of a stretch with a run worth lifting: from its first reader after the
+        # last blocking one (every reader from there on can read the array)
+        has = np.zeros(nseg, bool)
+        has[seg[first[cand]]] = True
+        after = readers[(readers > last_block[seg[readers]]) & has[seg[readers]]]
+        zone = np.full(nseg, n, np.int64)
+        np.minimum.at(zone, seg[after], after)
         runs_pd = np.flatnonzero(run_pd == pd)
         take = first[runs_pd] >= zone[seg[first[runs_pd]]]
-        take &= (length[runs_pd] >= 2) | ~restorable[first[runs_pd]]   # a single draw: restoring is cheaper
+        take &= (length[runs_pd] >= 2) | ~restorable[first[runs_pd]]   # a single draw: renumbering is cheaper
         lifted_run[runs_pd[take]] = True
         zr = readers[readers >= zone[seg[readers]]]
+        zone_of[zr] = zid + seg[zr]
+        zid += nseg
         restored.append(zr[~lifted_run[run_of[zr]]])
     for r in np.flatnonzero(in_lift[first] & ~lifted_run).tolist():
         f, ln = int(first[r]), int(length[r])
         key[f:f + ln] = dr.state[f:f + ln]
     rest = np.unique(np.concatenate(restored)) if restored else np.zeros(0, np.int64)
-    return key, set(first[lifted_run].tolist()), rest.tolist()
+    return key, set(first[lifted_run].tolist()), rest, zone_of
+
 
 
 def _split(firsts: np.ndarray, lens: np.ndarray, lifted: np.ndarray, limit: int,
@@ -709,12 +894,14 @@ def _member_records(stream: Stream, dr: _Draws, members: np.ndarray, indexed: bo
 
 
 def _emit_direct(stream: Stream, dr: _Draws, plan: MdiPlan, k: int, bf: np.ndarray, bl: np.ndarray,
-                 blift: np.ndarray, contracts: dict[int, DrawDataContract | None]) -> None:
+                 blift: np.ndarray, contracts: dict[int, DrawDataContract | None], users: list[_User],
+                 zone_of: np.ndarray) -> None:
     """Batches of members ``bf[b] .. bf[b] + bl[b] - 1`` (draw positions) over generated records.
 
     A lifted batch renumbers StartInstanceLocation: draw d of the batch starts at the
-    number of instances before it, and the per-draw buffer holds one record per
-    instance at that index (base vertex, the instance the shader saw, lift items).
+    batch's first record in its stretch's array plus the number of instances before it
+    (filled in by :func:`_emit_sections`), and the array holds one record per instance at
+    that index (base vertex, the instance the shader saw, lift items).
     """
     rec = _REC[k]
     indexed = k == _DIRECT_IDX
@@ -739,7 +926,6 @@ def _emit_direct(stream: Stream, dr: _Draws, plan: MdiPlan, k: int, bf: np.ndarr
         ninst = a[:, 1]
         first = np.r_[0, np.cumsum(ninst[:-1])].astype(np.int64)
         rows = slice(int(rec_starts[b]), int(rec_starts[b]) + ln)   # lifted members are direct draws
-        recs[rows, sinst_col] = first.astype(np.uint32)
         owner = np.repeat(np.arange(ln), ninst)
         inst = np.arange(owner.size) - first[owner]
         words = np.zeros((owner.size, c.words), np.int64)
@@ -748,10 +934,13 @@ def _emit_direct(stream: Stream, dr: _Draws, plan: MdiPlan, k: int, bf: np.ndarr
         if c.items:
             lw = np.stack([dr.lift_words[int(p)] for p in pos.tolist()])
             words[:, 2:] = lw[owner] & 0xFFFFFFFF
-        plan.bind[f] = (c.view_op, c.perdraw, _append_perdraw(plan, words, c.view_op))
+
+        def fill(base: int, rows: slice = rows, first: np.ndarray = first) -> None:
+            recs[rows, sinst_col] = (base + first).astype(np.uint32)
+        users.append(_User(f, int(zone_of[bf[b]]), words, fill=fill))
         plan.lifted_batches += 1
         plan.lifted_draws += ln
-    plan.args_words.append(recs.reshape(-1))
+    plan.args_words.append(recs)
     plan.args_bytes += int(recs.shape[0]) * rec
     absorbed = np.ones(members.size, bool)
     absorbed[starts] = False
@@ -821,7 +1010,7 @@ def apply_plan(stream: Stream, plan: MdiPlan, args_name: str, perdraw_name: str)
     decls = stream.decls.copy()
     args_index = perdraw_index = -1
     if plan.args_bytes:
-        words = np.concatenate(plan.args_words)
+        words = np.concatenate([w.reshape(-1) for w in plan.args_words])
         args_index = decls.add(Buffer(args_name, plan.args_bytes, cpu=True, data=words))
     if plan.perdraw_bytes:
         words = np.concatenate(plan.perdraw_words)
@@ -839,6 +1028,10 @@ def apply_plan(stream: Stream, plan: MdiPlan, args_name: str, perdraw_name: str)
         args[at, 2] = vals[:, 3]
         args[at, 3] = vals[:, 4]
         flags[at] = 0
+    if plan.sinst:
+        at = np.fromiter(plan.sinst.keys(), np.int64, len(plan.sinst))
+        vals = np.array(list(plan.sinst.values()), np.int64).reshape(-1, 2)
+        args[at, vals[:, 0]] = vals[:, 1]
     out = Stream(stream.header, decls, op, args, stream.var_off, stream.var_len, stream.pool, flags,
                  stream.line, stream.strings)
     binds = {c: [(vop, (param, perdraw_index, off), ())] for c, (vop, param, off) in plan.bind.items()}
@@ -880,7 +1073,8 @@ class MdiPass(Pass):
         report: dict[str, Any] = {
             "direct_batches": plan.direct_batches, "direct_draws_batched": plan.direct_draws,
             "lifted_batches": plan.lifted_batches, "lifted_draws": plan.lifted_draws,
-            "restored_draws": plan.restored_draws,
+            "restored_draws": plan.restored_draws, "renumbered_draws": plan.renumbered_draws,
+            "perdraw_binds": plan.perdraw_binds,
             "indirect_merges": plan.indirect_merges, "indirect_calls_merged": plan.indirect_calls,
             "args_bytes": plan.args_bytes, "perdraw_bytes": plan.perdraw_bytes,
         }

@@ -99,7 +99,14 @@ class _Seen:
             vals = {q: desc.get(f"root{q}") for q in con.params}
             self.items = tuple(_value_word(vals[q], k) for q, k in con.items)
             for q in con.params:   # the rest of a lifted parameter is still state
-                desc[f"root{q}"] = _value_rest(vals[q], [k for qq, k in con.items if qq == q])
+                ks = [k for qq, k in con.items if qq == q]
+                rest = _value_rest(vals[q], ks)
+                if con.kind(q) == "table" or vals[q] == "<masked>" or rest == ():
+                    # a lifted table's heap slot indexes the bound heap (the "heaps" slot); a draw
+                    # reading a bound array does not observe a fully lifted parameter at all
+                    desc.pop(f"root{q}")
+                else:
+                    desc[f"root{q}"] = rest
             desc.pop(f"root{con.perdraw}")
         self.st = repr(sorted(desc.items()))
 
@@ -653,10 +660,12 @@ def test_input_layout_pipeline_with_draw_data() -> None:
 
 
 def test_run_interrupted_by_an_unbatched_draw() -> None:
-    """A @nomerge draw of the pipeline between two lifted runs keeps both lifted: it gets a
-    restoring binding (its own records at its StartInstanceLocation). A reader that cannot
-    be restored (a pipeline reading the parameter as ordinary state) cancels only the runs
-    of its stretch (up to the parameter's redefinition)."""
+    """A @nomerge draw of the pipeline between a lifted run and a single draw keeps its
+    command: its records sit at its StartInstanceLocation of the stretch's array (6 and 7
+    here, after the batch's 0..2), so the one binding serves it too; the single draw after
+    it is renumbered into the same array. A reader that cannot read the array (a pipeline
+    reading the parameter as ordinary state) cancels only the runs of its stretch (up to
+    the parameter's redefinition)."""
     b = _scene("draw_data(perdraw=2,lift=1.0)")
     for k in range(3):
         b.SetGraphicsRoot32BitConstants(1, 2, k, 0)
@@ -664,20 +673,41 @@ def test_run_interrupted_by_an_unbatched_draw() -> None:
     b.SetGraphicsRoot32BitConstants(1, 2, 50, 0)
     b.DrawIndexedInstanced(36, 2, 0, 3, 6, flags="nomerge")
     b.SetGraphicsRoot32BitConstants(1, 2, 60, 0)
-    b.DrawIndexedInstanced(12, 1, 0, 0, 0)                     # a single draw: restored too
+    b.DrawIndexedInstanced(12, 1, 0, 0, 0)                     # a single draw: renumbered
     b.SetGraphicsRootShaderResourceView(2, "xrec", 0)          # parameter 2 redefined before ...
     b.SetPipelineState("plain")
     b.DrawInstanced(3, 1, 0, 0)                                # ... this reader of it
     s_ok = b.build()
     out, rep = run(s_ok)
-    assert rep["lifted_batches"] == 1 and rep["restored_draws"] == 2
+    assert rep["lifted_batches"] == 1 and rep["restored_draws"] == 1 and rep["renumbered_draws"] == 1
+    assert rep["perdraw_binds"] == 1
     t = names(out)
-    i = t.index("DrawIndexedInstanced 36 2 0 3 6")
+    assert [x for x in t if "mdi_perdraw0" in x] == ["SetGraphicsRootShaderResourceView 2 mdi_perdraw0 0"]
+    assert "DrawIndexedInstanced 36 2 0 3 6" in t                 # the pinned draw is unchanged
+    assert "DrawIndexedInstanced 12 1 0 0 8" in t                 # record 8: after the pinned draw's
+    rec = out.decls["mdi_perdraw0"].data.reshape(-1, 3)
+    assert rec[:3, 2].tolist() == [0, 1, 2]
+    assert rec[6:9].tolist() == [[3, 6, 50], [3, 7, 50], [0, 0, 60]]   # what each instance read
+    assert not verify(s_ok, _planted(out, "mdi_perdraw0", 3 * 7 + 2)).equivalent
+    assert not verify(s_ok, _planted(out, "mdi_perdraw0", 3 * 8 + 2)).equivalent
+    # a pinned draw whose StartInstanceLocation the array has passed gets a section of its own
+    b = _scene("draw_data(perdraw=2,lift=1.0)")
+    for k in range(3):
+        b.SetGraphicsRoot32BitConstants(1, 2, k, 0)
+        b.DrawIndexedInstanced(36, 1, 36 * k, 0, 0)
+    b.SetGraphicsRoot32BitConstants(1, 2, 50, 0)
+    b.DrawIndexedInstanced(36, 1, 0, 3, 1, flags="nomerge")
+    b.SetGraphicsRoot32BitConstants(1, 2, 60, 0)
+    b.DrawIndexedInstanced(12, 1, 0, 0, 0)
+    s2 = b.build()
+    out, rep = run(s2)
+    assert rep["perdraw_binds"] == 2 and rep["restored_draws"] == 1
+    t = names(out)
+    i = t.index("DrawIndexedInstanced 36 1 0 3 1")
     assert t[i - 1].startswith("SetGraphicsRootShaderResourceView 2 mdi_perdraw0 ")
-    off = int(t[i - 1].split()[-1])
-    rec = out.decls["mdi_perdraw0"].data[off // 4:off // 4 + 24].reshape(-1, 3)
-    assert rec[6:8].tolist() == [[3, 6, 50], [3, 7, 50]]          # records 6 and 7: what it read
-    assert not verify(s_ok, _planted(out, "mdi_perdraw0", off // 4 + 3 * 7 + 2)).equivalent
+    off = int(t[i - 1].split()[-1]) // 4
+    assert out.decls["mdi_perdraw0"].data[off + 3:off + 6].tolist() == [3, 1, 50]
+    assert "DrawIndexedInstanced 12 1 0 0 2" in t                 # after the pinned draw's record 1
     # the plain draw reads parameter 2 while nothing redefined it: the run before it is not
     # lifted, but a run after the next redefinition (a root-signature change) is
     b = _scene("draw_data(perdraw=2,lift=1.0)")
@@ -697,3 +727,137 @@ def test_run_interrupted_by_an_unbatched_draw() -> None:
     out, rep = run(s)
     assert rep["lifted_batches"] == 1 and rep["lifted_draws"] == 3 and rep["restored_draws"] == 0
     assert calls(out) == ["DrawIndexedInstanced"] * 3 + ["DrawInstanced", "MultiDrawIndexedInstancedIndirect"]
+
+
+# --------------------------------------------------------------------------- one array per stretch
+def _stretch(view: str = "srv") -> StreamBuilder:
+    """Pipelines reading one per-draw array at root parameter 2 with different record
+    strides (3 words, 4 words with the bindless table slot, an input layout), and one
+    without a contract that reads the root constants."""
+    b = StreamBuilder()
+    b.buffer("ib", 1 << 16)
+    b.buffer("verts", 1 << 20)
+    b.buffer("ids", 1 << 12)
+    b.target("rt", 64, 64)
+    b.heap("res", size=8)
+    b.texture("t0", 64, 64, "BC7_UNORM")
+    for k in range(8):
+        b.view("res", k, "srv", "t0")
+    b.rootsig("main", "table(srv,1)", "constants(2)", view)
+    b.pipeline("a", vs="v", ps="p", root="main", contract="draw_data(perdraw=2,lift=1.0+1.1)")
+    b.pipeline("bl", vs="v", ps="p", root="main", contract="draw_data(perdraw=2,lift=0+1.0+1.1)")
+    b.pipeline("il", vs="v", ps="p", root="main", layout="pos_nrm_uv", contract="instance_data(perdraw=2,lift=1.0)")
+    b.pipeline("plain", vs="v", ps="p", root="main", params=(0, 1))
+    b.OMSetRenderTargets("rt")
+    b.SetDescriptorHeaps("res")
+    b.SetGraphicsRootSignature("main")
+    b.SetGraphicsRootDescriptorTable(0, "res[0]")
+    b.IASetIndexBuffer("ib", "R16_UINT", 0)
+    b.IASetVertexBuffers(0, "verts", 0, 32)
+    b.IASetVertexBuffers(1, "ids", 0, 4)
+    return b
+
+
+def _stretch_stream(plain_at_end: bool = True) -> Stream:
+    b = _stretch()
+    b.SetPipelineState("a")
+    for k in range(3):                                          # a lifted run
+        b.SetGraphicsRoot32BitConstants(1, 2, k, 10 * k)
+        b.DrawIndexedInstanced(36, 1, 36 * k, k, 5)
+    b.SetPipelineState("bl")
+    b.SetGraphicsRootDescriptorTable(0, "res[3]")
+    b.SetGraphicsRoot32BitConstants(1, 2, 7, 70)
+    b.DrawIndexedInstanced(12, 2, 0, 4, 9)                      # a single draw, two instances
+    b.SetPipelineState("il")
+    b.SetGraphicsRoot32BitConstants(1, 2, 8, 80)
+    b.DrawIndexedInstanced(6, 1, 0, 0, 0)                       # a single input-layout draw
+    b.SetPipelineState("bl")
+    for k in range(3):                                          # another lifted run, stride 4 words
+        b.SetGraphicsRootDescriptorTable(0, f"res[{4 + k}]")
+        b.SetGraphicsRoot32BitConstants(1, 2, 20 + k, 0)
+        b.DrawIndexedInstanced(36, 1, 0, 0, 0)
+    b.SetPipelineState("a")
+    b.SetGraphicsRoot32BitConstants(1, 2, 30, 31)
+    b.DrawInstanced(3, 1, 0, 2)                                 # a single non-indexed draw
+    if plain_at_end:
+        b.SetGraphicsRoot32BitConstants(1, 2, 40, 41)
+        b.SetPipelineState("plain")                             # no contract: reads table 0 and constants 1
+        b.DrawInstanced(3, 1, 0, 0)
+    return b.build()
+
+
+def test_one_array_per_stretch() -> None:
+    """Every reader of a stretch reads one array section bound once before the first:
+    batches through their args records, single draws through a renumbered
+    StartInstanceLocation; each reader's records sit at a multiple of its stride."""
+    s = _stretch_stream()
+    out, rep = run(s)
+    assert rep["lifted_batches"] == 2 and rep["renumbered_draws"] == 3 and rep["restored_draws"] == 0
+    assert rep["perdraw_binds"] == 1
+    t = names(out)
+    assert [x for x in t if "mdi_perdraw0" in x] == ["SetGraphicsRootShaderResourceView 2 mdi_perdraw0 0"]
+    assert t.index("SetGraphicsRootShaderResourceView 2 mdi_perdraw0 0") == \
+        t.index("MultiDrawIndexedInstancedIndirect 3 mdi_args0 0 20") - 1
+    data = out.decls["mdi_perdraw0"].data
+    # the first batch: records 0..2 of 4 words (16 bytes); the bindless draw: 5 words (20
+    # bytes) from index 3 (byte 60 >= 48), two instances; the input-layout draw: 3 words
+    # (12 bytes) at index 9 (byte 108 >= 100)
+    assert data[:12].reshape(3, 4).tolist() == [[0, 5, 0, 0], [1, 5, 1, 10], [2, 5, 2, 20]]
+    assert "DrawIndexedInstanced 12 2 0 4 3" in t
+    assert data[15:25].reshape(2, 5).tolist() == [[4, 9, 3, 7, 70], [4, 10, 3, 7, 70]]
+    assert "DrawIndexedInstanced 6 1 0 0 9" in t
+    assert data[27:30].tolist() == [0, 0, 8]
+    # the second batch: 5-word records from index 6 (byte 120); the last single draw at 12 (byte 192)
+    args = out.decls["mdi_args0"].data.reshape(-1, 5)
+    assert args[3:, 4].tolist() == [6, 7, 8]
+    assert data[30:45].reshape(3, 5)[:, 2:].tolist() == [[4, 20, 0], [5, 21, 0], [6, 22, 0]]
+    assert "DrawInstanced 3 1 0 12" in t
+    assert data[48:52].tolist() == [0, 2, 30, 31]
+    # planted wrong rewrites: a single draw's StartInstanceLocation, record words
+    i = t.index("DrawIndexedInstanced 6 1 0 0 9")
+    bad = out.take(np.arange(len(out)))
+    bad.args[i, 4] = 8
+    assert not verify(s, bad).equivalent
+    assert not verify(s, _planted(out, "mdi_perdraw0", 15 + 5 + 1)).equivalent    # instance seen
+    assert not verify(s, _planted(out, "mdi_perdraw0", 15 + 2)).equivalent        # bindless slot
+    assert not verify(s, _planted(out, "mdi_perdraw0", 48 + 3)).equivalent        # a lifted constant
+    assert not verify(s, _planted(out, "mdi_perdraw0", 27)).equivalent            # IL draw's base vertex
+
+
+def test_stretch_then_dedupe_drops_lifted_sets() -> None:
+    """After mdi, the root-constant and bindless-table sets that only array-reading draws
+    saw are dead: dedupe-state removes them; the ones a contract-less draw reads stay."""
+    s = _stretch_stream()
+    out, _ = run(s, "mdi,dedupe-state")
+    t = names(out)
+    consts = [c for c in out.commands() if c.name == "SetGraphicsRoot32BitConstants"]
+    # the first set stays (the array readers see the parameter set, as before: the
+    # replayer compares that); word 1 of (8, 80) is read by the input-layout draw (its
+    # clause lifts word 0 only), all of (40, 41) by the plain draw
+    assert [tuple(c.var) for c in consts] == [(0, 0), (8, 80), (40, 41)]
+    tables = [x for x in t if x.startswith("SetGraphicsRootDescriptorTable")]
+    # res[0] is read by pipeline a (table 0 not lifted), res[3] by the input-layout draw,
+    # res[6] by the plain draw; res[4] and res[5] only by the bindless batch: gone
+    assert tables == ["SetGraphicsRootDescriptorTable 0 res[0]", "SetGraphicsRootDescriptorTable 0 res[3]",
+                      "SetGraphicsRootDescriptorTable 0 res[6]"]
+    # without the contract-less draw the first set and the input-layout draw's word 1 are left
+    out, _ = run(_stretch_stream(False), "mdi,dedupe-state")
+    assert [tuple(c.var) for c in out.commands() if c.name == "SetGraphicsRoot32BitConstants"] == [(0, 0), (8, 80)]
+
+
+def test_cbv_array_split_at_64k() -> None:
+    """A root CBV addresses at most 64 KiB: a lifted batch whose records need more is split,
+    each part reading its own 256-byte-aligned section."""
+    b = _stretch("cbv")
+    b.SetPipelineState("a")
+    for k in range(6):
+        b.SetGraphicsRoot32BitConstants(1, 2, k, 0)
+        b.DrawIndexedInstanced(36, 1000, 0, 0, 0)              # 1000 records of 16 bytes each
+    s = b.build()
+    out, rep = run(s)
+    binds = [c for c in out.commands() if c.name == "SetGraphicsRootConstantBufferView"]
+    assert rep["lifted_batches"] == 2 and rep["perdraw_binds"] == 2 and len(binds) == 2
+    assert [c.args[0] for c in out.commands() if c.name.startswith("MultiDraw")] == [4, 2]  # 4096 records fit
+    offs = [c.args[2] for c in binds]
+    assert offs == [0, 4000 * 16] and offs[1] % 256 == 0
+    assert out.decls["mdi_args0"].data.reshape(-1, 5)[:, 4].tolist() == [0, 1000, 2000, 3000, 0, 1000]

@@ -60,6 +60,9 @@ def declare(b: StreamBuilder) -> None:
     b.pipeline("vsw", vs="v", ps="p", root="rsA", params=[1], writes=["h0[4]"], uav_stage="vs")
     b.pipeline("cull", cs="c", root="rsA", writes=["h0[4]", "ib"])
     b.pipeline("cullB", cs="c", root="rsB")
+    # array clauses (P = 2): all of constants 1 and table 0's heap slot lifted / only word 1
+    b.pipeline("arr", vs="v", ps="p", root="rsA", contract="draw_data(perdraw=2,lift=0+1.0+1.1+1.2+1.3)")
+    b.pipeline("arrp", vs="v", ps="p", root="rsA", layout="pos", contract="instance_data(perdraw=2,lift=1.1)")
 
 
 def builder(**kw) -> StreamBuilder:
@@ -71,7 +74,7 @@ def builder(**kw) -> StreamBuilder:
 _CMD = st.sampled_from
 COMMANDS = st.one_of(
     st.tuples(st.just("SetPipelineState"), st.tuples(_CMD(["pull", "lay", "gsp", "tess", "noroot", "psw", "vsw",
-                                                           "cull", "cullB"]))),
+                                                           "cull", "cullB", "arr", "arrp"]))),
     st.tuples(st.just("SetGraphicsRootSignature"), st.tuples(_CMD(["rsA", "rsB"]))),
     st.tuples(st.just("SetComputeRootSignature"), st.tuples(_CMD(["rsA", "rsB"]))),
     st.tuples(st.just("SetDescriptorHeaps"), _CMD([("h0",), ("h1",), ("h0", "s0"), ("s0", "h0"), ("s0",)])),
@@ -296,6 +299,21 @@ def _normalise(s: Stream, i: int, cur: dict) -> dict:
     if nm not in ("DrawIndexedInstanced", "DrawIndexedInstancedIndirect", "MultiDrawIndexedInstancedIndirect",
                   "MultiDrawIndexedInstancedIndirectAuto"):
         seen.discard("index_buffer")
+    if pipe is not None and not compute and ("draw_data" in pipe.contract or "instance_data" in pipe.contract) \
+            and not (nm == "DrawIndexedX" and "x" in pipe.contract and pipe.vertex_pulling):
+        # a draw reading its record from a buffer bound at the array clause's P does not
+        # observe the slots the clause lifts entirely (docs/architecture.md)
+        c = pipe.contract.get("instance_data") or pipe.contract["draw_data"]
+        bound = cur[f"root{c['perdraw']}"]
+        if isinstance(bound, tuple) and (bound[0] in ("cbv", "srv") or (
+                bound[0] == "table" and s.decls[f"{bound[1]}[{bound[2]}]"].resource in s.decls
+                and s.decls[s.decls[f"{bound[1]}[{bound[2]}]"].resource].kind == "buffer")):
+            rs = s.decls[pipe.root]
+            items = [t.partition(".") for t in c.get("lift", "").split("+") if t]
+            for q, prm in enumerate(rs.params):
+                ks = {int(k or 0) for qq, _, k in items if int(qq) == q}
+                if (prm.kind == "constants" and ks >= set(range(prm.count))) or (prm.kind == "table" and 0 in ks):
+                    seen.discard(f"root{q}")
     return {k: (v if k in seen else M) for k, v in cur.items()}
 
 
@@ -372,6 +390,60 @@ def test_masking():
     # DrawInstanced and DrawIndexedX with the same visible state share a state id and a pack class
     assert t.state[0] == t.state[2] and t.pack[1] == t.pack[0]
     assert t.state[1] != t.state[0]
+
+
+def _array_stream() -> Stream:
+    b = builder()
+    b.pipeline("xarr", vs="v", ps="p", root="rsA",
+               contract="x(vertex_bits=16,perdraw=3,lift=1.0),draw_data(perdraw=2,lift=0+1.0+1.1+1.2+1.3)")
+    b.SetDescriptorHeaps("h0")
+    b.SetGraphicsRootSignature("rsA")
+    b.IASetIndexBuffer("ib", "R16_UINT", 0)
+    b.SetGraphicsRootDescriptorTable(0, "h0[1]")
+    b.SetGraphicsRoot32BitConstants(1, 4, 1, 2, 3, 4)
+    b.SetPipelineState("arr")
+    b.DrawInstanced(3, 1, 0, 0)                           # 0: nothing at P: reads its root arguments
+    b.SetGraphicsRootConstantBufferView(2, "verts", 256)
+    b.DrawInstanced(3, 1, 0, 0)                           # 1: reads a record: tables 0 and constants 1 not
+    b.DrawIndexedX("ib", 0, "R16_UINT", 3, 0)             # 2: arr has no x clause: the array's record
+    b.SetPipelineState("xarr")
+    b.DrawIndexedX("ib", 0, "R16_UINT", 3, 0)             # 3: reads through x: everything observed
+    b.DrawIndexedInstanced(3, 1, 0, 0, 0)                 # 4: through draw_data
+    b.SetPipelineState("arrp")
+    b.DrawInstanced(3, 1, 0, 0)                           # 5: only word 1 lifted: the slot stays
+    b.SetGraphicsRootDescriptorTable(2, "h0[0]")          # a table whose first view is a buffer
+    b.SetPipelineState("arr")
+    b.DrawInstanced(3, 1, 0, 0)                           # 6: bound too
+    b.SetPipelineState("pull")
+    b.DrawInstanced(3, 1, 0, 0)                           # 7: no contract: reads both
+    b.Opaque("x")
+    b.SetPipelineState("arr")
+    b.DrawInstanced(3, 1, 0, 0)                           # 8: P unknown: not bound
+    return b.build()
+
+
+@pytest.mark.parametrize("pure", [True, False] if HAS_CEXT else [True])
+def test_array_clause_masks_lifted_slots(pure):
+    """A draw that reads its per-draw record from a buffer bound at its array clause's P
+    does not observe what the clause lifts: a table's heap slot (the table binding), root
+    constants all of whose words are lifted; a partly lifted parameter stays a slot."""
+    s = _array_stream()
+    t = check_against_reference(s, pure=pure)
+    d = [t.describe(int(x)) for x in t.state]
+    m = "<masked>"
+    assert d[0]["root0"] == ("table", "h0", 1) and d[0]["root1"] == ("constants", (1, 2, 3, 4))
+    for k in (1, 2, 4, 6):
+        assert d[k]["root0"] == m and d[k]["root1"] == m, k
+        assert d[k]["root2"] != m and d[k]["root3"] != m, k
+    assert d[3]["root0"] != m and d[3]["root1"] != m
+    assert d[5]["root1"] == ("constants", (1, 2, 3, 4)) and d[5]["root0"] != m
+    assert d[7]["root0"] != m and d[7]["root1"] != m
+    assert d[8]["root0"] == "<unknown>"
+    sc = t.scan
+    rows, slots, bits = sc.unobserved_words(np.arange(sc.obs.shape[0]))
+    assert rows.tolist() == [5] and slots.tolist() == [SLOTS.index("root1")] and bits.tolist() == [2]
+    if HAS_CEXT:
+        assert_same_tables(t, track(s, pure=not pure))
 
 
 def test_heaps_change_undefines_tables_same_heaps_keep():
