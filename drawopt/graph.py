@@ -245,10 +245,15 @@ class _Builder:
             out = np.where((out >= 0) & (self.epoch(c) == self.epoch(cmd)), out, -1)
         return out
 
+    def _event_cmd(self, e: np.ndarray) -> np.ndarray:
+        """The command of each event index in ``e`` (-1 stays -1; no events at all: all -1)."""
+        if not e.size or not self.ev_cmd.size:
+            return np.full(e.size, -1, np.int64)
+        return np.where(e >= 0, self.ev_cmd[np.maximum(e, 0)], -1)
+
     def setter(self, slot: int, cmd: np.ndarray) -> np.ndarray:
         """The last command before each of ``cmd`` that writes ``slot`` (-1: none)."""
-        e = self.setter_event(slot, cmd)
-        return np.where(e >= 0, self.ev_cmd[np.maximum(e, 0)], -1) if e.size else e
+        return self._event_cmd(self.setter_event(slot, cmd))
 
     def act_setter_event(self, slot: int) -> np.ndarray:
         """:meth:`setter_event` of ``slot`` for every action (cached)."""
@@ -259,8 +264,7 @@ class _Builder:
 
     def act_setter(self, slot: int) -> np.ndarray:
         """:meth:`setter` of ``slot`` for every action."""
-        e = self.act_setter_event(slot)
-        return np.where(e >= 0, self.ev_cmd[np.maximum(e, 0)], -1) if e.size else e
+        return self._event_cmd(self.act_setter_event(slot))
 
     # ------------------------------------------------------------------ segments
     def _segments(self) -> None:

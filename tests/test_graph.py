@@ -383,3 +383,12 @@ def test_graph_is_an_ordinary_networkx_graph() -> None:
     u, v = next(iter(g.edges))
     g.remove_edge(u, v)  # mutable as usual
     assert not g.has_edge(u, v) and u not in g.pred[v]
+
+
+@pytest.mark.parametrize("reorder", ["none", "declared", "opaque"])
+def test_stream_without_any_state_set(reorder: str) -> None:
+    """No setter events at all (found by the random-stream property): the draws' setters are all
+    'none' and the graph is still well formed, with the flush ordered before the draw."""
+    g, s = G("GpuSendPipelinedEvent CS_PARTIAL_FLUSH\nDrawInstancedIndirect args 0\n", reorder)
+    check_structure(g, s)
+    assert g.number_of_nodes() >= 1
