@@ -30,6 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--size", type=_size, default=(128, 128), metavar="WxH",
                    help="render every target at this size (default 128x128)")
     p.add_argument("--frames", type=int, default=3, metavar="N", help="timed frames; times are medians (default 3)")
+    p.add_argument("--warmup-s", type=float, default=0.0, metavar="S",
+                   help="replay untimed frames for S seconds first, so GPU clocks are up (default 0)")
     p.add_argument("--tolerance", type=float, default=0.0, metavar="T",
                    help="a pixel differs when a channel differs by more than T (default 0: exact)")
     p.add_argument("--diff-dir", metavar="DIR", help="write A, B and difference PNGs of differing targets here")
@@ -51,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.frames < 1 or args.frames > 10000:
         raise UsageError("--frames must be 1..10000")
+    if not 0.0 <= args.warmup_s <= 600.0:
+        raise UsageError("--warmup-s must be 0..600")
     if args.tolerance < 0:
         raise UsageError("--tolerance must be >= 0")
     if args.b is None and args.diff_dir:
@@ -62,8 +66,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"drawopt replay: error: {why}", file=sys.stderr)
         return 2
     opts = ReplayOptions(size=args.size, native=False if args.no_native else None)
-    ra = replay(sa, size=args.size, frames=args.frames, options=opts)
-    rb = replay(sb, size=args.size, frames=args.frames, options=opts) if sb is not None else None
+    ra = replay(sa, size=args.size, frames=args.frames, options=opts, warmup_s=args.warmup_s)
+    rb = replay(sb, size=args.size, frames=args.frames, options=opts, warmup_s=args.warmup_s) \
+        if sb is not None else None
     _, _, info = get_context()
     out: dict[str, Any] = {"gl": info.as_dict(), "size": list(args.size), "a": {"file": args.a, **ra.summary()}}
     if rb is not None:
