@@ -490,7 +490,7 @@ def _analyse(stream: Stream, table: StateTable, max_instances: int) -> _Analysis
             slot = ROOT0 + q
             st = setter[si, slot]
             ok = (st >= 0) & ~unk(slot)[si]
-            sop = np.where(ok, s.op[np.maximum(st, 0)], -1)
+            sop = np.where(ok, s.op[np.maximum(st, 0)].astype(np.int64), -1)
             v = np.full(si.size, -1, np.int64)
             m = sop == _CONSTS
             if m.any():
@@ -558,7 +558,7 @@ def _analyse(stream: Stream, table: StateTable, max_instances: int) -> _Analysis
             kind = c.lift_kinds[[qq for qq, _ in c.lift].index(q)]
             lifted = [w for (qq, w) in c.lift if qq == q]
             st = setter[sel, slot]
-            sop = np.where((st >= 0) & ~unk(slot)[sel], s.op[np.maximum(st, 0)], -1)
+            sop = np.where((st >= 0) & ~unk(slot)[sel], s.op[np.maximum(st, 0)].astype(np.int64), -1)
             rr = np.full((sel.size, 65), -9, np.int64)
             if kind == "constants":  # the words not lifted (-1: undefined)
                 m = sop == _CONSTS
