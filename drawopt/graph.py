@@ -54,7 +54,7 @@ reduction, run in ``drawopt._graph`` (``cext/_graph.pyx``) with pure-Python twin
 from __future__ import annotations
 
 __all__ = [
-    "build_graph", "node_of_command", "hazard_view", "commute_class", "EDGE_REASONS", "NODE_KINDS",
+    "build_graph", "node_of_command", "hazard_view", "commute_class", "ordered_chains", "EDGE_REASONS", "NODE_KINDS",
     "graph_summary", "to_dot", "to_json", "write_graph",
 ]
 
@@ -70,7 +70,7 @@ from ._accel import load_cext
 from .decls import Buffer, Pipeline, View
 from .errors import UsageError
 from .ops import BARRIER_STATES, BY_CODE, BY_NAME, NARGS, Cat
-from .state import intern_rows
+from .state import RTS, StateTable, intern_rows
 from .stream import Stream, ragged_index
 
 EDGE_REASONS = ("raw", "war", "waw", "order", "flush", "barrier", "opaque", "state")
@@ -108,6 +108,45 @@ def commute_class(pipeline: Pipeline | None, reorder: str, depth: str | None = N
             and func in _COMMUTING_DEPTH and depth is not None):
         return f"opaque:{func}:{depth}"
     return None
+
+
+
+def ordered_chains(stream: Stream, table: StateTable, pipe: np.ndarray, seg: np.ndarray,
+                   reorder: str) -> np.ndarray:
+    """Per draw: True when every later draw of its segment must stay after the one before it.
+
+    Two consecutive draws of a segment are ordered when both write the colour targets of one
+    ``OMSetRenderTargets`` command and neither pipeline can commute under ``reorder``
+    (:func:`drawopt.graph.commute_class` gives None whatever the depth target): the
+    dependency graph then has an ``order`` edge between their (distinct) nodes, with no
+    other node between them. A segment whose draws are all so linked is a chain that no
+    schedule can reorder, and its graph is not needed. The test is conservative: False
+    only means "ask the graph".
+    """
+    d = pipe.shape[0]
+    if d == 0:
+        return np.zeros(0, bool)
+    decls = stream.decls
+    free = np.ones(len(decls) + 1, bool)  # may commute with another draw (or no pipeline)
+    for p in np.unique(pipe[pipe >= 0]).tolist():
+        pi = decls[p]
+        if isinstance(pi, Pipeline):
+            free[p] = commute_class(None if pi.is_compute else pi, reorder, "depth") is not None
+    fr = free[np.where(pipe >= 0, pipe, len(decls))]
+    rts = table.setter[:, RTS].astype(np.int64)
+    colour = np.zeros(d, bool)
+    ok = rts >= 0
+    ok[ok] = stream.op[rts[ok]] == _OP["OMSetRenderTargets"]
+    for c in np.unique(rts[ok]).tolist():
+        if any(decls[int(x)].kind != "depth" for x in stream.var(c).tolist()):
+            colour[rts == c] = True
+    link = (seg[1:] == seg[:-1]) & (rts[1:] == rts[:-1]) & colour[1:] & ~fr[1:] & ~fr[:-1]
+    # chained[i]: every draw after i in its segment is linked to its predecessor
+    last = np.r_[seg[1:] != seg[:-1], True]
+    bad = np.r_[~link, True] & ~last  # a missing link after draw i (i not the last of its segment)
+    nxt_bad = np.minimum.accumulate(np.where(bad, np.arange(d), d)[::-1])[::-1]
+    seg_end = np.minimum.accumulate(np.where(last, np.arange(d), d)[::-1])[::-1]
+    return nxt_bad >= seg_end
 
 
 def node_of_command(G: nx.DiGraph) -> np.ndarray:

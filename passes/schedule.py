@@ -78,6 +78,7 @@ import numpy as np
 
 from drawopt.costmodel import get_target
 from drawopt.decls import Pipeline
+from drawopt.graph import ordered_chains
 from drawopt.mergeclass import (
     call_classes,
     draw_facts,
@@ -99,7 +100,6 @@ from drawopt.state import (
     NSLOTS,
     PIPELINE,
     ROOT0,
-    RTS,
     SLOTS,
     UNDEFINED,
     UNKNOWN,
@@ -657,7 +657,7 @@ class SchedulePass(Pass):
         ends = np.r_[bounds, draws.size]
         multi = ends - starts > 1
         report["segments"] = int(multi.sum())
-        if multi.any() and _ordered_chains(stream, table, pipe, seg, self.reorder)[starts[multi]].all():
+        if multi.any() and ordered_chains(stream, table, pipe, seg, self.reorder)[starts[multi]].all():
             # every draw of every segment must stay after the previous one: nothing can move,
             # and no dependency graph is needed to find that out
             report["parts"] = 0
@@ -723,46 +723,6 @@ def _draw_pipes(stream: Stream, table: StateTable) -> tuple[np.ndarray, np.ndarr
     cmd = table.draws.astype(np.int64)
     pinned = ((stream.flags[cmd] & FLAG_NOMERGE) != 0) | never[np.where(pipe >= 0, pipe, len(stream.decls))]
     return pipe, pinned
-
-
-def _ordered_chains(stream: Stream, table: StateTable, pipe: np.ndarray, seg: np.ndarray,
-                    reorder: str) -> np.ndarray:
-    """Per draw: True when every later draw of its segment must stay after the one before it.
-
-    Two consecutive draws of a segment are ordered when both write the colour targets of one
-    ``OMSetRenderTargets`` command and neither pipeline can commute under ``reorder``
-    (:func:`drawopt.graph.commute_class` gives None whatever the depth target): the
-    dependency graph then has an ``order`` edge between their (distinct) nodes, with no
-    other node between them. A segment whose draws are all so linked is a chain that no
-    schedule can reorder, and its graph is not needed. The test is conservative: False
-    only means "ask the graph".
-    """
-    from drawopt.graph import commute_class
-
-    d = pipe.shape[0]
-    if d == 0:
-        return np.zeros(0, bool)
-    decls = stream.decls
-    free = np.ones(len(decls) + 1, bool)  # may commute with another draw (or no pipeline)
-    for p in np.unique(pipe[pipe >= 0]).tolist():
-        pi = decls[p]
-        if isinstance(pi, Pipeline):
-            free[p] = commute_class(None if pi.is_compute else pi, reorder, "depth") is not None
-    fr = free[np.where(pipe >= 0, pipe, len(decls))]
-    rts = table.setter[:, RTS].astype(np.int64)
-    colour = np.zeros(d, bool)
-    ok = rts >= 0
-    ok[ok] = stream.op[rts[ok]] == _OP["OMSetRenderTargets"]
-    for c in np.unique(rts[ok]).tolist():
-        if any(decls[int(x)].kind != "depth" for x in stream.var(c).tolist()):
-            colour[rts == c] = True
-    link = (seg[1:] == seg[:-1]) & (rts[1:] == rts[:-1]) & colour[1:] & ~fr[1:] & ~fr[:-1]
-    # chained[i]: every draw after i in its segment is linked to its predecessor
-    last = np.r_[seg[1:] != seg[:-1], True]
-    bad = np.r_[~link, True] & ~last  # a missing link after draw i (i not the last of its segment)
-    nxt_bad = np.minimum.accumulate(np.where(bad, np.arange(d), d)[::-1])[::-1]
-    seg_end = np.minimum.accumulate(np.where(last, np.arange(d), d)[::-1])[::-1]
-    return nxt_bad >= seg_end
 
 
 def _build_graph(stream: Stream, reorder: str) -> Any:

@@ -195,3 +195,20 @@ def test_report_figures() -> None:
     assert set(f) == {"cpu_cost", "lower_bound"}
     assert f["lower_bound"] == 2
     assert f["cpu_cost"] == pytest.approx(estimate_cpu_cost(s, "xbox-one"), abs=1e-3)
+
+
+@pytest.mark.parametrize("kind,opts", [("quads", {}), ("frame", {}), ("gpu-driven", {}), ("bundle", {})])
+def test_lower_bound_without_graph_on_chains(kind: str, opts: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Streams whose segments are all chains (one blended pipeline on one target: the quads) get
+    one part per draw without a dependency graph; everywhere the bound equals the graph's."""
+    import drawopt.graph as graph_mod
+
+    s = generate(kind, 400, seed=5, **opts)
+    for reorder in ("declared", "opaque"):
+        with_graph = lower_bound_parts(s, "d3d12", reorder, graph=graph_mod.build_graph(s, reorder=reorder))
+        assert lower_bound_parts(s, "d3d12", reorder).bound == with_graph.bound
+    if kind == "quads":
+        def no_graph(*a: object, **k: object) -> None:
+            raise AssertionError("the lower bound of a chain-only stream built a graph")
+        monkeypatch.setattr(graph_mod, "build_graph", no_graph)
+        assert lower_bound_parts(s, "d3d12", "declared").bound == 1

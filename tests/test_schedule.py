@@ -229,16 +229,16 @@ def test_a_stream_that_cannot_reorder_builds_no_graph(monkeypatch) -> None:
 @pytest.mark.parametrize("reorder", ["declared", "opaque"])
 def test_ordered_chains_agree_with_the_graph(kind: str, seed: int, reorder: str) -> None:
     """Where the cheap test says a segment is a chain, the graph makes every draw a part of its own."""
-    from drawopt.graph import build_graph
+    from drawopt.graph import build_graph, ordered_chains
     from drawopt.mergeclass import draw_parts, draw_segments, segment_units
-    from passes.schedule import _draw_pipes, _ordered_chains
+    from passes.schedule import _draw_pipes
     s = generate(kind, 600, seed=seed)
     t = track(s)
     draws = t.draws.astype(np.int64)
     pipe, pinned = _draw_pipes(s, t)
     from types import SimpleNamespace
     seg = draw_segments(s, SimpleNamespace(cmd=draws, pipe=pipe, pinned=pinned))
-    chained = _ordered_chains(s, t, pipe, seg, reorder)
+    chained = ordered_chains(s, t, pipe, seg, reorder)
     unit, edges = segment_units(build_graph(s, reorder=reorder), draws, seg)
     part = draw_parts(unit, edges, seg)
     starts = np.r_[0, np.flatnonzero(np.diff(seg)) + 1]
