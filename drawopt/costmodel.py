@@ -50,9 +50,13 @@ decisions an engine programmer would. The ratios matter, not the absolute values
 * ``vertex_us`` is the GPU cost of one vertex-shader invocation of a small vertex
   (fetch, transform, export): what an indexed draw saves per vertex the
   post-transform cache reuses (``weld``). Every target reuses indexed vertices.
-  From the H200 quads replay: the batched triangle list (6M invocations for 1M
-  quads) takes 2.3 ms more than the index buffer (4M): ~1 ns per invocation on a
-  desktop GPU; Xbox One's GCN GPU is several times slower.
+  H200 quads replay (docs/performance.md): with synthetic content (run 3) the batched
+  triangle list (6M invocations for 1M quads) took 2.3 ms more than the index buffer
+  (4M), ~1 ns per invocation; with both drawing identical triangles (run 4) the
+  difference is 0.085 ms at 2-pixel quads and nothing at 8 pixels, where fill
+  dominates. 1 ns is kept as a desktop figure for vertex-bound draws (so small
+  draws are not welded for a few saved vertices); Xbox One's GCN GPU is several
+  times slower.
 
 Calibrate with ``drawopt replay --time`` on the target when absolute numbers matter.
 """
