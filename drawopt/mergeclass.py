@@ -75,7 +75,7 @@ import numpy as np
 
 from .decls import Buffer, Pipeline
 from .ops import BY_NAME, MAX_OPCODE, Cat
-from .state import MASKED, NSLOTS, PIPELINE, ROOT0, SLOT_INDEX, TOPOLOGY, VB, StateTable, intern_rows
+from .state import MASKED, NSLOTS, PIPELINE, ROOT0, SLOT_INDEX, TOPOLOGY, VB, Scan, StateTable, intern_rows
 from .stream import FLAG_NOMERGE, Stream
 
 VERTS_PER_PRIM = {"POINTLIST": 1, "LINELIST": 2, "TRIANGLELIST": 3, "LINELIST_ADJ": 4,
@@ -283,6 +283,27 @@ def perdraw_params(p: Pipeline | None, clauses: tuple[str, ...] = PERDRAW_CLAUSE
     return ()
 
 
+def _vb_fold(sc: Scan, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The vertex-buffer window fold of value ids ``ids``: ``(ok, shift, key)``.
+
+    A value folds when it is exactly one binding, in slot 0, with a stride > 0 and no
+    unknown part; its window is ``(buffer, offset % stride, stride)`` and its shift
+    ``offset // stride``. ``key``: ``-(1 << 40) - k`` with ``k`` the window numbered in
+    first-appearance order along ``ids`` (distinct from every value id and marker).
+    """
+    ok, buf, off, stride = sc.vb_single_binding(ids)
+    ok &= stride > 0
+    n = ok.shape[0]
+    shift = np.zeros(n, np.int64)
+    key = np.zeros(n, np.int64)
+    if ok.any():
+        st = stride[ok]
+        kid, _ = intern_rows(np.stack([buf[ok], off[ok] % st, st], axis=1))
+        shift[ok] = off[ok] // st
+        key[ok] = -(1 << 40) - kid
+    return ok, shift, key
+
+
 def draw_facts(stream: Stream, table: StateTable, fold: bool = True) -> DrawFacts:
     """Gather :class:`DrawFacts` of ``stream`` from its state ``table``.
 
@@ -319,18 +340,8 @@ def draw_facts(stream: Stream, table: StateTable, fold: bool = True) -> DrawFact
         if cand.any():
             ci = np.flatnonzero(cand)
             uniq, inv = np.unique(vbcol[ci], return_inverse=True)
-            ok_u = np.zeros(uniq.size, bool)
-            shift_u = np.zeros(uniq.size, np.int64)
-            key_u = np.zeros(uniq.size, np.int64)
-            keyid: dict[tuple, int] = {}
-            for j, v in enumerate(uniq):  # one decode per distinct binding, then scatter by inverse
-                val = sc.values.decode(int(v))
-                if not (isinstance(val, tuple) and len(val) == 1 and val[0][0] == 0 and val[0][3] > 0):
-                    continue
-                _, buf, off, stride = val[0]
-                k = keyid.setdefault((buf, off % stride, stride), len(keyid))
-                ok_u[j], shift_u[j] = True, off // stride
-                key_u[j] = -(1 << 40) - k  # folded key: distinct from every value id and marker
+            inv = inv.reshape(-1)
+            ok_u, shift_u, key_u = _vb_fold(sc, uniq)  # per distinct binding, then scatter by inverse
             hit = ok_u[inv]
             sel = ci[hit]
             folded[sel] = True

@@ -452,6 +452,23 @@ class _Chains:
 
 
 @dataclass(eq=False)
+class VBTable:
+    """Columnar facts of the vertex-buffer values: value ids ``base .. base + n - 1``.
+
+    ``single[j]``: value ``base + j`` is exactly one binding, in slot 0, with no unknown
+    part; ``buffer``, ``offset``, ``stride`` that binding (``buffer`` a declaration index,
+    the first of its name, so equal buffers have equal names; -1 and zeros where not
+    ``single``).
+    """
+
+    base: int
+    single: np.ndarray
+    buffer: np.ndarray
+    offset: np.ndarray
+    stride: np.ndarray
+
+
+@dataclass(eq=False)
 class Scan:
     """Everything one linear pass over a stream gives (shared by the tracker, the
     validator and the passes).
@@ -490,6 +507,9 @@ class Scan:
         Per merging slot (root constants, vertex buffers), its partial-update chains.
     heap_type : int64[n_decls]
         0 CBV_SRV_UAV heap, 1 SAMPLER heap, -1 not a heap.
+    vb_table : VBTable or None
+        Columnar facts of the vertex-buffer values (None: the stream binds none); see
+        :meth:`vb_single_binding`.
 
     ``values_of``, ``read_mask``, ``normalised`` give per-observer rows;
     ``value_before`` the value a set command replaces.
@@ -515,6 +535,26 @@ class Scan:
     _pidx: np.ndarray = field(repr=False)
     _arr: ArrayMasks | None = field(default=None, repr=False)
     _binds_buf: np.ndarray | None = field(default=None, repr=False)
+    vb_table: VBTable | None = field(default=None, repr=False)
+
+    def vb_single_binding(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """For value ids ``ids`` (any, markers included): ``(ok, buffer, offset, stride)``.
+
+        ``ok``: the id is a vertex-buffer value that is exactly one binding, in slot 0,
+        with no unknown part (what ``values.decode`` gives as ``((0, buffer, offset,
+        stride),)``); ``buffer`` a declaration index equal for equal buffer names. Other
+        ids (other slots' values, markers) give ``ok`` False, -1 and zeros.
+        """
+        ids = np.asarray(ids, np.int64)
+        tb = self.vb_table
+        if tb is None:
+            z = np.zeros(ids.shape, np.int64)
+            return np.zeros(ids.shape, bool), z - 1, z, z.copy()
+        j = ids - tb.base
+        inside = (j >= 0) & (j < tb.single.shape[0])
+        j = np.where(inside, j, 0)
+        ok = inside & tb.single[j]  # the table has a row: a stream binding vertex buffers has a value
+        return ok, np.where(ok, tb.buffer[j], -1), np.where(ok, tb.offset[j], 0), np.where(ok, tb.stride[j], 0)
 
     @property
     def _cval_ext(self) -> np.ndarray:
@@ -802,6 +842,7 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
 
     # partial updates (root constants, vertex buffers), resolved per slot
     chains: dict[int, _Chains] = {}
+    vb_table: VBTable | None = None
     merge_cmds = np.flatnonzero(_IS_MERGE[op]) if n else np.zeros(0, np.int64)
     if merge_cmds.size:
         const_mask = np.isin(op[merge_cmds], _CONST_OPS)
@@ -819,7 +860,11 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
             def dec_vb(row: np.ndarray, slots: np.ndarray = vb_slots) -> tuple:
                 out: tuple = tuple((int(slots[k]), *values.decode(int(v))) for k, v in enumerate(row[:-1]) if v >= 0)
                 return out + (UNKNOWN_DESC,) if row[-1] else out
-            _resolve(ch, cval, values, dec_vb)
+            vb_base, vb_rows = _resolve(ch, cval, values, dec_vb)
+            # canonical buffer of each decl: the first decl of its name (values compare names)
+            first_of: dict[str, int] = {}
+            buf_canon = np.array([first_of.setdefault(nm, i) for i, nm in enumerate(names)] or [-1], np.int64)
+            vb_table = _vb_table(vb_base, vb_rows, vb_slots, trip, tbase, buf_canon)
         if cc.size:
             for sl in np.unique(slot[cc]):
                 c = cc[slot[cc] == sl]
@@ -865,7 +910,7 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
             buf_view = _buffer_views(decls)
             binds_buf[idx] = [(int(h) >> 32, int(h) & 0xFFFFFFFF) in buf_view for h in a[idx, 1].tolist()]
     return Scan(s, kcode, slot, cval, prev, obs_all, kind, setter, unknown, pipe, epoch, init_val, values,
-                chains, heap_type, draw_mask, disp_mask, pidx, arr, binds_buf)
+                chains, heap_type, draw_mask, disp_mask, pidx, arr, binds_buf, vb_table)
 
 
 @dataclass(frozen=True)
@@ -969,9 +1014,13 @@ def _make_chains(sl: int, cmds: np.ndarray, prev: np.ndarray, owner: np.ndarray,
                    np.asarray(wv, np.int64), max(int(width), 1))
 
 
-def _resolve(ch: _Chains, cval: np.ndarray, values: _Values, decode: Callable[[np.ndarray], Any]) -> None:
+def _resolve(ch: _Chains, cval: np.ndarray, values: _Values,
+             decode: Callable[[np.ndarray], Any]) -> tuple[int, np.ndarray]:
     """Value ids of the merged values of a chain; values holding unknown words (a partial
-    update of an unknown value) are distinct values, listed in ``values.partial``."""
+    update of an unknown value) are distinct values, listed in ``values.partial``.
+
+    Returns the first value id of the new block and its rows (the words, then the
+    unknown flag): row ``j`` is value ``base + j``."""
     ch.cached = ch.matrices()
     filled = ch.cached[2]
     rows = np.arange(filled.shape[0], dtype=np.int64)
@@ -981,6 +1030,22 @@ def _resolve(ch: _Chains, cval: np.ndarray, values: _Values, decode: Callable[[n
     base = values.add(uniq.shape[0], lambda j: decode(uniq[j]))
     cval[ch.cmds] = base + ids
     values.partial.extend((base + np.flatnonzero(uniq[:, -1])).tolist())
+    return base, uniq
+
+
+def _vb_table(base: int, rows: np.ndarray, slots: np.ndarray, trip: np.ndarray, tbase: int,
+              buf_canon: np.ndarray) -> VBTable:
+    """The :class:`VBTable` of the vertex-buffer values ``base ..``, from their rows (one
+    word per slot in ``slots``: a binding's value id ``tbase + k`` with ``trip[k]`` its
+    ``(buffer, offset, stride)``, or -1 / -3; then the unknown flag)."""
+    m = rows.shape[0]
+    words = rows[:, :-1]
+    bound = words >= 0
+    col = np.argmax(bound, axis=1)
+    single = (bound.sum(axis=1) == 1) & (rows[:, -1] == 0) & (slots[col] == 0)
+    t = trip[np.where(single, words[np.arange(m), col] - tbase, 0)]
+    return VBTable(base, single, np.where(single, buf_canon[t[:, 0]], -1),
+                   np.where(single, t[:, 1], 0), np.where(single, t[:, 2], 0))
 
 
 def _pipeline_masks(decls) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

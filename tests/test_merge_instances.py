@@ -159,3 +159,90 @@ def test_merge_after_schedule_on_a_frame() -> None:
     out = pm.run(s)
     assert compute_stats(out)["draw_calls"] < compute_stats(s)["draw_calls"]
     assert np.all([r.verified in (True, None) for r in pm.records])
+
+
+# ---------------------------------------------------------------------- the numeric window fold
+def _fold_reference(sc, uniq: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The window fold as ``draw_facts`` computed it before the numeric table: one decode
+    per distinct value id (``uniq``, sorted), keys numbered in first-appearance order."""
+    ok_u = np.zeros(uniq.size, bool)
+    shift_u = np.zeros(uniq.size, np.int64)
+    key_u = np.zeros(uniq.size, np.int64)
+    keyid: dict[tuple, int] = {}
+    for j, v in enumerate(uniq):
+        val = sc.values.decode(int(v))
+        if not (isinstance(val, tuple) and len(val) == 1 and val[0][0] == 0 and val[0][3] > 0):
+            continue
+        _, buf, off, stride = val[0]
+        k = keyid.setdefault((buf, off % stride, stride), len(keyid))
+        ok_u[j], shift_u[j] = True, off // stride
+        key_u[j] = -(1 << 40) - k
+    return ok_u, shift_u, key_u
+
+
+def _vb_stream() -> Stream:
+    """Slot-0 windows (shared, a zero stride, another buffer), then two
+    bindings, an unknown binding after Opaque and a partial update of it."""
+    b = StreamBuilder()
+    b.buffer("vb", 4096)
+    b.buffer("vb2", 4096)
+    b.target("rt", 64, 64)
+    b.pipeline("p", vs="v", ps="p", layout="pos", contract="no_primitive_id,no_vertex_id")
+    b.OMSetRenderTargets("rt")
+    b.SetPipelineState("p")
+    b.IASetPrimitiveTopology("TRIANGLELIST")
+    for off, stride in ((0, 16), (48, 16), (20, 16), (64, 0), (36, 16), (80, 16), (0, 24), (12, 16)):
+        b.IASetVertexBuffers(0, "vb", off, stride)
+        b.DrawInstanced(3, 1, 0, 0)
+    b.IASetVertexBuffers(0, "vb2", 48, 16)  # the window of (vb, 0, 16) in another buffer
+    b.DrawInstanced(3, 1, 0, 0)
+    b.IASetVertexBuffers(1, "vb2", 32, 8)   # two bindings
+    b.DrawInstanced(3, 1, 0, 0)
+    b.Opaque("Something")                   # the bindings are unknown
+    b.DrawInstanced(3, 1, 0, 0)
+    b.IASetVertexBuffers(0, "vb", 0, 16)    # slot 0 known, the rest unknown: a partial value
+    b.DrawInstanced(3, 1, 0, 0)
+    return b.build()
+
+
+def _fold_streams() -> list[tuple[str, Stream]]:
+    return [("quads", generate("quads", 300, seed=1, data="off")), ("quads-data", generate("quads", 300, seed=2)),
+            ("frame", generate("frame", 1500, seed=7)), ("gpu-driven", generate("gpu-driven", 600, seed=3)),
+            ("bundle", generate("bundle", 600, seed=4)), ("handmade", _vb_stream())]
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_numeric_window_fold_equals_the_decoding_fold(pure: bool) -> None:
+    from drawopt.mergeclass import _vb_fold
+    from drawopt.state import VB
+    for name, s in _fold_streams():
+        table = track(s, pure=pure)
+        sc = table.scan
+        # every value id of the stream (vertex-buffer values and all others), plus markers
+        ids = np.arange(-3, sc.values.next, dtype=np.int64)
+        ref = _fold_reference(sc, ids)
+        got = _vb_fold(sc, ids)
+        for r, g in zip(ref, got):
+            assert np.array_equal(r, g), name
+        # and the ids draws actually hold, as draw_facts sees them
+        vb_ids = np.unique(table.rows[:, VB])
+        for r, g in zip(_fold_reference(sc, vb_ids), _vb_fold(sc, vb_ids)):
+            assert np.array_equal(r, g), name
+        if name in ("quads", "quads-data", "handmade"):
+            assert ref[0].any() and not ref[0].all(), name
+
+
+def test_handmade_fold_keys() -> None:
+    """Windows fold by (buffer, offset mod stride, stride); two bindings, a zero stride or an
+    unknown part do not fold."""
+    from drawopt.mergeclass import _vb_fold
+    from drawopt.state import VB
+    s = _vb_stream()
+    table = track(s)
+    facts = draw_facts(s, table)
+    assert facts.folded.tolist() == [True, True, True, False, True, True, True, True, True, False, False, False]
+    assert facts.shift[facts.folded].tolist() == [0, 3, 1, 2, 5, 0, 0, 3]
+    _, _, key = _vb_fold(table.scan, table.rows[facts.sid, VB])
+    # windows (offset mod stride): 0, 0, 4, 4, 0 (stride 16); 0 (stride 24); 12; vb2 0
+    k = key[facts.folded].tolist()
+    assert k[0] == k[1] == k[4] and k[2] == k[3] and len({k[0], k[2], k[5], k[6], k[7]}) == 5
