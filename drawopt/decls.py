@@ -10,7 +10,7 @@ from __future__ import annotations
 __all__ = [
     "Buffer", "Texture", "Target", "Depth", "Heap", "View", "RootParam", "RootSig",
     "Pipeline", "Decl", "Decls", "parse_contract", "format_contract", "BLENDS",
-    "DEPTH_FUNCS", "HEAP_TYPES", "VIEW_KINDS", "SHADER_STAGES", "PIPELINE_KEYS",
+    "DEPTH_FUNCS", "HEAP_TYPES", "VIEW_KINDS", "SHADER_STAGES", "PIPELINE_KEYS", "LIFT_VALUES", "resolve_lift",
 ]
 
 import re
@@ -294,6 +294,39 @@ CONTRACT_CLAUSES: dict[str, tuple[str, ...]] = {
 }
 CONTRACT_REQUIRED = {"x": ("vertex_bits",), "instance_data": ("perdraw",), "draw_data": ("perdraw",)}
 
+LIFT_VALUES = {"table": 1, "cbv": 2, "srv": 2}
+"""Values a lift item ``P.k`` may name per root-parameter kind (root constants: their count):
+a table's heap slot, a root view's byte offset as low / high words."""
+_LIFT_ITEM = re.compile(r"(\d+)(?:\.(\d+))?")
+
+
+def resolve_lift(text: str, rs: RootSig, perdraw: int) -> tuple[tuple[tuple[int, int], ...], tuple[str, ...]]:
+    """A contract clause's ``lift=A+B`` list against root signature ``rs``: the items
+    ``(parameter, value)`` in record order and the root-parameter kind of each.
+
+    Raises ValueError (the message says which item and why) for an item that is not ``P`` or
+    ``P.k``, names the per-draw parameter ``perdraw`` or no parameter of ``rs``, names a value
+    the parameter does not have (:data:`LIFT_VALUES`), or is listed twice.
+    """
+    lift: list[tuple[int, int]] = []
+    kinds: list[str] = []
+    for item in (t.strip() for t in text.split("+") if t.strip()):
+        m = _LIFT_ITEM.fullmatch(item)
+        if not m:
+            raise ValueError(f"lift item '{item}' is not P or P.k")
+        q, w = int(m.group(1)), int(m.group(2) or 0)
+        if not 0 <= q < min(len(rs.params), 16) or q == perdraw:
+            raise ValueError(f"lift item '{item}' does not name a root parameter other than perdraw")
+        rp = rs.params[q]
+        if w >= (rp.count if rp.kind == "constants" else LIFT_VALUES.get(rp.kind, 0)):
+            raise ValueError(f"lift item '{item}': root parameter {q} ({rp}) has no value {w}")
+        if (q, w) in lift:
+            raise ValueError(f"lift item '{item}' is listed twice")
+        lift.append((q, w))
+        kinds.append(rp.kind)
+    return tuple(lift), tuple(kinds)
+
+
 PIPELINE_KEYS = (
     *SHADER_STAGES, "layout", "blend", "depth", "topology", "root", "params", "reads",
     "writes", "uav_stage", "contract", "gs_maxverts", "gs_vertsize", "gs_instances",
@@ -403,6 +436,15 @@ class Pipeline:
         """K of the DrawIndexedX draw-id contract, or None if the pipeline has none."""
         x = self.contract.get("x")
         return int(x["vertex_bits"]) if x is not None else None
+
+    @property
+    def array_clause(self) -> str | None:
+        """The clause non-``DrawIndexedX`` draws read their per-draw record through:
+        ``instance_data`` or ``draw_data`` (the first in that order), or None.
+
+        With an ``x`` clause too, ``DrawIndexedX`` calls read theirs through ``x``
+        (docs/architecture.md, "Rewrite contracts")."""
+        return next((c for c in ("instance_data", "draw_data") if c in self.contract), None)
 
 
 Decl = Union[Buffer, Texture, Target, Depth, Heap, View, RootSig, Pipeline]

@@ -947,8 +947,7 @@ def array_masks(decls) -> ArrayMasks | None:
     x_reads = np.zeros(p + 1, bool)
     words = np.zeros((p + 1, NROOT), np.uint64)
     for j, d in enumerate(pipes):
-        clause = "instance_data" if "instance_data" in d.contract else "draw_data" if "draw_data" in d.contract \
-            else None
+        clause = d.array_clause
         if clause is None or d.is_compute or d.root is None or d.root not in decls:
             continue
         rs = decls[d.root]

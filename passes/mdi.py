@@ -122,7 +122,7 @@ import numpy as np
 from drawopt.passes.flush import splice
 
 from drawopt.costmodel import TargetModel, cost_by_command, get_target, mdi_min_batch
-from drawopt.decls import Buffer, Decls, Pipeline, RootSig
+from drawopt.decls import Buffer, Decls, Pipeline, RootSig, resolve_lift
 from drawopt.flushrules import flush_access, forward_fill
 from drawopt.mergeclass import fence_mask
 from drawopt.ops import BY_NAME
@@ -183,9 +183,6 @@ def args_records(stream: Stream, cmds: np.ndarray, indexed: bool) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- per-draw contracts
-_LIFT_LIMIT = {"table": 1, "cbv": 2, "srv": 2}
-"""Values a lift item may name per root-parameter kind (constants: their count)."""
-
 
 @dataclass(frozen=True)
 class DrawDataContract:
@@ -221,18 +218,8 @@ class DrawDataContract:
         return dict(self.kinds).get(q, "constants")
 
 
-def array_clause(p: Pipeline) -> str | None:
-    """The clause non-``DrawIndexedX`` draws of ``p`` read their record through:
-    ``instance_data`` or ``draw_data`` (the first declared in that order), or None.
-
-    With an ``x`` clause too, ``DrawIndexedX`` calls read theirs through ``x``
-    (docs/architecture.md, "Rewrite contracts")."""
-    return "instance_data" if "instance_data" in p.contract else "draw_data" if "draw_data" in p.contract \
-        else None
-
-
 def draw_data_contracts(decls: Decls) -> dict[int, DrawDataContract | None]:
-    """Per pipeline with a ``draw_data`` or ``instance_data`` clause (:func:`array_clause`):
+    """Per pipeline with a ``draw_data`` or ``instance_data`` clause (``Pipeline.array_clause``):
     its contract, or None when the pass cannot use it (P is not a root SRV/CBV of its
     root signature, or a lift item names no value of a root parameter: a word of root
     constants, word 0 of a descriptor table, word 0 or 1 of a root CBV/SRV)."""
@@ -240,7 +227,7 @@ def draw_data_contracts(decls: Decls) -> dict[int, DrawDataContract | None]:
     for i, p in enumerate(decls.items):
         if not isinstance(p, Pipeline) or p.is_compute:
             continue
-        clause = array_clause(p)
+        clause = p.array_clause
         if clause is None:
             continue
         c = p.contract[clause]
@@ -249,27 +236,14 @@ def draw_data_contracts(decls: Decls) -> dict[int, DrawDataContract | None]:
         if not isinstance(rs, RootSig):
             continue
         pd = int(c["perdraw"])
-        items: list[tuple[int, int]] = []
-        kinds: dict[int, str] = {}
-        ok = 0 <= pd < len(rs.params) and rs.params[pd].kind in ("srv", "cbv")
-        for item in filter(None, (t.strip() for t in c.get("lift", "").split("+"))):
-            q, _, k = item.partition(".")
-            if not q.isdigit() or (k and not k.isdigit()):
-                ok = False
-                break
-            qi, ki = int(q), int(k or 0)
-            if not (0 <= qi < len(rs.params)) or qi == pd or (qi, ki) in items:
-                ok = False
-                break
-            rp = rs.params[qi]
-            if ki >= (rp.count if rp.kind == "constants" else _LIFT_LIMIT.get(rp.kind, 0)):
-                ok = False
-                break
-            items.append((qi, ki))
-            kinds[qi] = rp.kind
-        if ok:
-            out[i] = DrawDataContract(pd, _SRV if rs.params[pd].kind == "srv" else _CBV, tuple(items),
-                                      p.vertex_pulling, tuple(sorted(kinds.items())))
+        if not (0 <= pd < len(rs.params) and rs.params[pd].kind in ("srv", "cbv")):
+            continue
+        try:
+            items, kinds = resolve_lift(c.get("lift", ""), rs, pd)
+        except ValueError:
+            continue
+        out[i] = DrawDataContract(pd, _SRV if rs.params[pd].kind == "srv" else _CBV, items,
+                                  p.vertex_pulling, tuple(sorted(dict(zip((q for q, _ in items), kinds)).items())))
     return out
 
 
@@ -730,7 +704,7 @@ def _readers(stream: Stream, table: StateTable, dr: _Draws, pd: int) -> np.ndarr
             continue
         mine = dr.pipe == i
         mask |= mine
-        ac = array_clause(p)
+        ac = p.array_clause
         x = p.contract.get("x")
         if ac in named and x is not None and p.vertex_pulling and x.get("perdraw") != str(pd) and \
                 str(pd) not in {t.partition(".")[0].strip() for t in x.get("lift", "").split("+")}:

@@ -70,7 +70,6 @@ __all__ = [
     "pack_links", "why_not_packed", "PERDRAW_BUFFER", "CBV_BYTES",
 ]
 
-import re
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, ClassVar
@@ -79,7 +78,7 @@ import numpy as np
 
 from drawopt._accel import load_cext
 from drawopt.costmodel import get_target, pack_x_pays_off
-from drawopt.decls import Buffer, Decls, Pipeline, RootSig, View
+from drawopt.decls import Buffer, Decls, Pipeline, RootSig, View, resolve_lift
 from drawopt.errors import UsageError
 from drawopt.ops import BY_NAME, INDEX_FORMATS, INDEXED_DRAW_OPS, NARGS, Cat
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
@@ -117,7 +116,6 @@ _ROOT_SET_OPS = (_CONSTS, _TABLE, _CBV, _SRV)
 _VIEW_OP = {"srv": _SRV, "cbv": _CBV}
 _INDEXED = np.zeros(max(_OP.values()) + 1, bool)
 _INDEXED[list(INDEXED_DRAW_OPS)] = True
-_LIFT_ITEM = re.compile(r"(\d+)(?:\.(\d+))?")
 
 # per-draw reasons (0: eligible)
 (R_OK, R_OP, R_NOMERGE, R_NEVER, R_NOPIPE, R_LAYOUT, R_NOCONTRACT, R_CONTRACT, R_EMPTY,
@@ -209,28 +207,15 @@ def x_contract(p: Pipeline | None, decls: Decls) -> tuple[XContract | None, str]
     if not 0 <= pd < len(rs.params) or rs.params[pd].kind not in _ALIGN:
         kind = rs.params[pd].kind if 0 <= pd < len(rs.params) else "missing"
         return None, f"{where}: perdraw={pd} is a {kind} parameter; pack-x binds the array as a root CBV or SRV"
-    lift: list[tuple[int, int]] = []
-    kinds: list[str] = []
-    for item in (t.strip() for t in c.get("lift", "").split("+") if t.strip()):
-        m = _LIFT_ITEM.fullmatch(item)
-        if not m:
-            return None, f"{where}: lift item '{item}' is not P or P.k"
-        q, w = int(m.group(1)), int(m.group(2) or 0)
-        if not 0 <= q < min(len(rs.params), 16) or q == pd:
-            return None, f"{where}: lift item '{item}' does not name a root parameter other than perdraw"
-        rp = rs.params[q]
-        limit = {"constants": rp.count, "table": 1, "cbv": 2, "srv": 2}.get(rp.kind, 0)
-        if w >= limit:
-            return None, f"{where}: lift item '{item}': root parameter {q} ({rp}) has no value {w}"
-        if (q, w) in lift:
-            return None, f"{where}: lift item '{item}' is listed twice"
-        lift.append((q, w))
-        kinds.append(rp.kind)
+    try:
+        lift, kinds = resolve_lift(c.get("lift", ""), rs, pd)
+    except ValueError as e:
+        return None, f"{where}: {e}"
     mi = int(c["max_index"]) if "max_index" in c else None
     base = c.get("base", "none")
     if base not in ("none", "vertex"):
         return None, f"{where}: base={base} (expected none or vertex)"
-    return XContract(k, pd, rs.params[pd].kind, tuple(lift), tuple(kinds), mi, base), ""
+    return XContract(k, pd, rs.params[pd].kind, lift, kinds, mi, base), ""
 
 
 # --------------------------------------------------------------------------- kernels (pure twins)

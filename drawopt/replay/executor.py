@@ -49,7 +49,6 @@ from .gl import GL, GLFunctions, GLInfo
 from .shaders import (
     COPY_CS,
     ProgramKey,
-    array_clause,
     fragment_shader,
     geometry_shader,
     lift_layout,
@@ -717,7 +716,7 @@ class Frame:
         slot0_inst = _layout_slot0_instance(p.layout)
         # with an array clause the pipeline's only instance-rate input is the per-draw id stream,
         # i.e. the record index (docs/architecture.md): instance-rate slots are not fetched
-        idstream = array_clause(p) is not None
+        idstream = p.array_clause is not None
         for slot in (0, 1):
             b = self.vb.get(slot)
             on = b is not None and not (idstream and (slot == 1 or slot0_inst))
@@ -746,7 +745,7 @@ class Frame:
         h, lifted = self._state_hash(p)
         self._uniform(pr, "u_state", h)
         self._uniform(pr, "u_indexed", int(indexed))
-        ac = array_clause(p)
+        ac = p.array_clause
         array_param = int(p.contract[ac]["perdraw"]) if ac is not None else None
         use_array = 0
         if mode == "x":

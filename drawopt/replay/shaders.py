@@ -33,7 +33,7 @@ changes pixels.
 from __future__ import annotations
 
 __all__ = ["ProgramKey", "vertex_shader", "fragment_shader", "geometry_shader", "tess_shaders",
-           "COPY_CS", "LIFT_MAX", "prim_class", "array_clause", "lift_sources", "lift_layout"]
+           "COPY_CS", "LIFT_MAX", "prim_class", "lift_sources", "lift_layout"]
 
 import re
 from dataclasses import dataclass
@@ -77,12 +77,6 @@ class ProgramKey:
     patch_vertices: int = 0
 
 
-def array_clause(p: Pipeline) -> str | None:
-    """The clause non-``DrawIndexedX`` draws read their per-draw record through:
-    ``instance_data`` or ``draw_data`` (the first in that order), or None."""
-    return next((c for c in ("instance_data", "draw_data") if c in p.contract), None)
-
-
 def lift_sources(text: str) -> list[tuple[int, int]]:
     """``lift=A+B``: each item ``P`` or ``P.k`` (``c``/``r`` prefixes allowed) -> (param, word)."""
     out = []
@@ -104,9 +98,9 @@ def lift_layout(p: Pipeline) -> tuple[list[tuple[int, int]], dict[str, list[tupl
     reads through lifts comes from its record, any other from the root arguments
     (docs/architecture.md, "Rewrite contracts"). Raises ValueError on a bad item."""
     own: dict[str, list[tuple[int, int]]] = {}
-    for clause in ("x", array_clause(p)):
+    for clause in ("x", p.array_clause):
         c = p.contract.get(clause) if clause else None
-        if c is not None and (clause != "x" or p.vertex_pulling or array_clause(p) is None):
+        if c is not None and (clause != "x" or p.vertex_pulling or p.array_clause is None):
             own[clause] = lift_sources(c.get("lift", ""))
     union = list(dict.fromkeys(it for items in own.values() for it in items))
     if len(union) > LIFT_MAX:
@@ -121,7 +115,7 @@ def _contract_consts(p: Pipeline) -> dict[str, int]:
         out["XK"] = int(x["vertex_bits"])
         out["XSTRIDE"] = 2 + len(_lift_items(x.get("lift", "")))
         out["XBASE_IN_OFFSET"] = int(x.get("base", "none") == "vertex")
-    ac = array_clause(p)
+    ac = p.array_clause
     if ac is not None:
         out["ASTRIDE"] = 2 + len(_lift_items(p.contract[ac].get("lift", "")))
     return out
@@ -139,7 +133,7 @@ def _maps(p: Pipeline, nlift: int) -> list[str]:
     except ValueError:
         union, own = [], {}
     out = []
-    for name, clause in (("XMAP", "x"), ("AMAP", array_clause(p))):
+    for name, clause in (("XMAP", "x"), ("AMAP", p.array_clause)):
         items = own.get(clause or "", []) if clause else []
         vals = [items.index(it) if it in items else -1 for it in union][:nlift]
         vals += [-1] * (max(nlift, 1) - len(vals))
