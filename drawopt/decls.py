@@ -473,6 +473,16 @@ class Decls:
     def __getitem__(self, key: int | str) -> Decl:
         return self.items[key] if isinstance(key, (int, np.integer)) else self.items[self.index[key]]
 
+    def free_name(self, base: str, bare_first: bool = False) -> str:
+        """The first undeclared name of ``base0``, ``base1``, ... (with ``bare_first``:
+        ``base`` itself, then ``base1``, ...): how passes name the buffers they generate."""
+        if bare_first and base not in self:
+            return base
+        k = 1 if bare_first else 0
+        while f"{base}{k}" in self:
+            k += 1
+        return f"{base}{k}"
+
     def __contains__(self, name: str) -> bool:
         return name in self.index
 

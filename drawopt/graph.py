@@ -54,7 +54,8 @@ reduction, run in ``drawopt._graph`` (``cext/_graph.pyx``) with pure-Python twin
 from __future__ import annotations
 
 __all__ = [
-    "build_graph", "node_of_command", "hazard_view", "commute_class", "ordered_chains", "EDGE_REASONS", "NODE_KINDS",
+    "build_graph", "node_of_command", "hazard_view", "commute_class", "ordered_chains", "segments_are_chains",
+    "EDGE_REASONS", "NODE_KINDS",
     "graph_summary", "to_dot", "to_json", "write_graph",
 ]
 
@@ -147,6 +148,14 @@ def ordered_chains(stream: Stream, table: StateTable, pipe: np.ndarray, seg: np.
     nxt_bad = np.minimum.accumulate(np.where(bad, np.arange(d), d)[::-1])[::-1]
     seg_end = np.minimum.accumulate(np.where(last, np.arange(d), d)[::-1])[::-1]
     return nxt_bad >= seg_end
+
+
+def segments_are_chains(stream: Stream, table: StateTable, pipe: np.ndarray, seg: np.ndarray, reorder: str) -> bool:
+    """Every segment of more than one draw is a chain (:func:`ordered_chains`): no schedule can
+    reorder anything, and each draw is a cut (a part of its own) without building the graph."""
+    starts = np.r_[0, np.flatnonzero(np.diff(seg)) + 1] if seg.size else np.zeros(0, np.int64)
+    multi = np.diff(np.r_[starts, seg.shape[0]]) > 1
+    return bool(ordered_chains(stream, table, pipe, seg, reorder)[starts[multi]].all()) if multi.any() else True
 
 
 def node_of_command(G: nx.DiGraph) -> np.ndarray:

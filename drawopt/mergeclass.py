@@ -691,18 +691,6 @@ def draw_parts(unit: np.ndarray, edges: np.ndarray, seg: np.ndarray) -> np.ndarr
     return (np.cumsum(start) - 1).astype(np.int64)
 
 
-def _chains_only(stream: Stream, table: StateTable, facts: DrawFacts, seg: np.ndarray, reorder: str) -> bool:
-    """Every segment of more than one draw is a chain no schedule can reorder
-    (:func:`drawopt.graph.ordered_chains`): each draw is then a cut, a part of its own."""
-    from .graph import ordered_chains
-
-    starts = np.r_[0, np.flatnonzero(np.diff(seg)) + 1]
-    multi = np.diff(np.r_[starts, seg.shape[0]]) > 1
-    if not multi.any():
-        return True
-    return bool(ordered_chains(stream, table, facts.pipe, seg, reorder)[starts[multi]].all())
-
-
 def lower_bound_parts(stream: Stream, target: Any, reorder: str = "declared", table: StateTable | None = None,
                       graph: Any = None, facts: DrawFacts | None = None) -> LowerBound:
     """The lower bound on draw calls (docs/passes.md, "The lower bound").
@@ -722,6 +710,7 @@ def lower_bound_parts(stream: Stream, target: Any, reorder: str = "declared", ta
     sides share a class.
     """
     from .costmodel import get_target
+    from .graph import segments_are_chains
     from .passmanager import get_pass
     from .state import track
 
@@ -740,7 +729,7 @@ def lower_bound_parts(stream: Stream, target: Any, reorder: str = "declared", ta
             mdi = False
     cls = call_classes(facts, mdi=mdi)
     seg = draw_segments(stream, facts)
-    if reorder == "none" or (graph is None and _chains_only(stream, table, facts, seg, reorder)):
+    if reorder == "none" or (graph is None and segments_are_chains(stream, table, facts.pipe, seg, reorder)):
         # (a stream whose segments are all chains has one part per draw: no graph needed)
         part = np.arange(d, dtype=np.int64)
     else:

@@ -1013,13 +1013,6 @@ def apply_plan(stream: Stream, plan: MdiPlan, args_name: str, perdraw_name: str)
     return splice(out, binds, removed)
 
 
-def _free_name(decls: Decls, base: str) -> str:
-    k = 0
-    while f"{base}{k}" in decls:
-        k += 1
-    return f"{base}{k}"
-
-
 @dataclass(frozen=True)
 class MdiPass(Pass):
     """Turn same-state draws into multi-draw-indirect batches (see the module docstring).
@@ -1054,8 +1047,8 @@ class MdiPass(Pass):
         }
         if not plan.replace:
             return PassResult.unchanged(stream, **report)
-        args_name = _free_name(stream.decls, "mdi_args")
-        perdraw_name = _free_name(stream.decls, "mdi_perdraw")
+        args_name = stream.decls.free_name("mdi_args")
+        perdraw_name = stream.decls.free_name("mdi_perdraw")
         if plan.args_bytes:
             report["args_buffer"] = args_name
         if plan.perdraw_bytes:

@@ -804,15 +804,6 @@ def _max_constants(decls: Decls) -> dict[int, int]:
 
 
 # --------------------------------------------------------------------------- applying the plan
-def _free_name(decls: Decls, base: str) -> str:
-    if base not in decls:
-        return base
-    k = 1
-    while f"{base}{k}" in decls:
-        k += 1
-    return f"{base}{k}"
-
-
 class _Gen:
     """Generated commands, columnar: key (major, phase, minor) and the command itself."""
 
@@ -871,7 +862,7 @@ def apply_plan(stream: Stream, plan: PackXPlan, pure: bool | None = None) -> tup
     io, src, data, run_off = kern.records(firstflag, an.ncalls[member], an.low[member], an.kbits[member],
                                          an.words[member], an.nwords[member], align[mrun])
     decls = s.decls.copy()
-    name = _free_name(decls, PERDRAW_BUFFER)
+    name = decls.free_name(PERDRAW_BUFFER, bare_first=True)
     nbytes = max(int(data.size) * 4, 4)
     buf_index = decls.add(Buffer(name, nbytes, cpu=True, data=data))
 

@@ -78,7 +78,7 @@ import numpy as np
 
 from drawopt.costmodel import get_target
 from drawopt.decls import Pipeline
-from drawopt.graph import ordered_chains
+from drawopt.graph import segments_are_chains
 from drawopt.mergeclass import (
     call_classes,
     draw_facts,
@@ -657,7 +657,7 @@ class SchedulePass(Pass):
         ends = np.r_[bounds, draws.size]
         multi = ends - starts > 1
         report["segments"] = int(multi.sum())
-        if multi.any() and ordered_chains(stream, table, pipe, seg, self.reorder)[starts[multi]].all():
+        if multi.any() and segments_are_chains(stream, table, pipe, seg, self.reorder):
             # every draw of every segment must stay after the previous one: nothing can move,
             # and no dependency graph is needed to find that out
             report["parts"] = 0

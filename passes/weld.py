@@ -476,13 +476,6 @@ def plan_weld(stream: Stream, table: StateTable, min_saving: float = 0.25, targe
         skipped=skipped)
 
 
-def _free_name(stream: Stream, base: str) -> str:
-    k = 0
-    while f"{base}{k}" in stream.decls:
-        k += 1
-    return f"{base}{k}"
-
-
 @dataclass(frozen=True)
 class WeldPass(Pass):
     """Index non-indexed triangle lists over generated index buffers (see the module docstring).
@@ -515,7 +508,7 @@ class WeldPass(Pass):
         }
         if not plan.draws.size:
             return PassResult.unchanged(stream, **report)
-        name = _free_name(stream, "weld_ib")
+        name = stream.decls.free_name("weld_ib")
         report["index_buffer"] = name
         decls = stream.decls.copy()
         ib = decls.add(Buffer(name, max(plan.nbytes, 4), cpu=True, data=plan.words))

@@ -170,3 +170,21 @@ def test_stream_columns_validated() -> None:
     with pytest.raises(ValueError, match="column flags"):
         Stream(op=np.zeros(2, np.uint16), args=np.zeros((2, NARGS)), var_off=np.zeros(2), var_len=np.zeros(2),
                flags=np.zeros(1), line=np.zeros(2))
+
+
+def test_generated_buffer_names_and_lift_lists() -> None:
+    """``Decls.free_name`` (how passes name generated buffers) and ``resolve_lift`` (the one
+    lift-list resolver pack-x, mdi, the state masks and the replayer share)."""
+    from drawopt.decls import Buffer, Decls, RootParam, RootSig, resolve_lift
+
+    d = Decls()
+    assert d.free_name("gen") == "gen0" and d.free_name("gen", bare_first=True) == "gen"
+    d.add(Buffer("gen", 16))
+    d.add(Buffer("gen0", 16))
+    assert d.free_name("gen") == "gen1" and d.free_name("gen", bare_first=True) == "gen1"
+    rs = RootSig("rs", (RootParam("table", ranges=(("srv", 1),)), RootParam("constants", 2), RootParam("srv")))
+    assert resolve_lift("1.0+1.1+0", rs, 2) == (((1, 0), (1, 1), (0, 0)), ("constants", "constants", "table"))
+    for bad, why in (("1.x", "is not P or P.k"), ("2", "other than perdraw"), ("1.2", "has no value 2"),
+                     ("0.1", "has no value 1"), ("1+1.0", "listed twice"), ("7", "other than perdraw")):
+        with pytest.raises(ValueError, match=why):
+            resolve_lift(bad, rs, 2)
