@@ -11,6 +11,7 @@ __all__ = [
     "Buffer", "Texture", "Target", "Depth", "Heap", "View", "RootParam", "RootSig",
     "Pipeline", "Decl", "Decls", "parse_contract", "format_contract", "BLENDS",
     "DEPTH_FUNCS", "HEAP_TYPES", "VIEW_KINDS", "SHADER_STAGES", "PIPELINE_KEYS", "LIFT_VALUES", "resolve_lift",
+    "lift_items", "check_contract", "LiftError", "ContractError",
 ]
 
 import re
@@ -249,6 +250,8 @@ def parse_contract(text: str) -> Contract:
         name, inner = m.group(1), m.group(2)
         if name not in CONTRACT_CLAUSES:
             raise ValueError(f"unknown contract clause {name!r} (known: {', '.join(CONTRACT_CLAUSES)})")
+        if name in out:
+            raise ValueError(f"contract clause {name!r} given twice")
         params: dict[str, str] = {}
         if inner:
             for kv in inner.split(","):
@@ -262,7 +265,7 @@ def parse_contract(text: str) -> Contract:
         if missing:
             raise ValueError(f"contract {name}: missing {', '.join(missing)}")
         for k, v in params.items():
-            if k in ("vertex_bits", "perdraw", "max_index") and not v.isdigit():
+            if k in ("vertex_bits", "perdraw", "max_index") and not (v.isascii() and v.isdigit()):
                 raise ValueError(f"contract {name}: {k} must be an integer")
         if name == "x" and not (1 <= int(params["vertex_bits"]) <= 31):
             raise ValueError("contract x: vertex_bits must be 1..31")
@@ -297,34 +300,126 @@ CONTRACT_REQUIRED = {"x": ("vertex_bits",), "instance_data": ("perdraw",), "draw
 LIFT_VALUES = {"table": 1, "cbv": 2, "srv": 2}
 """Values a lift item ``P.k`` may name per root-parameter kind (root constants: their count):
 a table's heap slot, a root view's byte offset as low / high words."""
-_LIFT_ITEM = re.compile(r"(\d+)(?:\.(\d+))?")
+_LIFT_ITEM = re.compile(r"([0-9]+)(?:\.([0-9]+))?")
+
+
+class LiftError(ValueError):
+    """A bad ``lift=`` list; ``index`` is the offending item's position in ``text.split("+")``."""
+
+    def __init__(self, message: str, index: int):
+        super().__init__(message)
+        self.index = index
+
+
+class ContractError(ValueError):
+    """A contract clause that does not fit its pipeline's root signature.
+
+    ``clause`` and ``key`` name the value at fault (``x`` / ``perdraw``, ...), ``item`` the
+    ``+``-separated lift item (None: the whole value); :meth:`offset_in` finds it in the
+    contract's text, so that readers can point at it.
+    """
+
+    def __init__(self, message: str, clause: str, key: str, item: int | None = None):
+        super().__init__(message)
+        self.clause, self.key, self.item = clause, key, item
+
+    def offset_in(self, text: str) -> int | None:
+        """Character offset of the value at fault in contract ``text`` (as written), or None."""
+        m = re.search(rf"(?:^|,){re.escape(self.clause)}\(([^()]*)\)", text)
+        if m is None:
+            return None
+        pos = m.start(1)
+        for kv in m.group(1).split(","):
+            k, sep, v = kv.partition("=")
+            if sep and k == self.key:
+                pos += len(k) + 1
+                if self.item is not None:
+                    parts = v.split("+")
+                    pos += sum(len(t) + 1 for t in parts[:self.item]) if self.item < len(parts) else 0
+                return pos
+            pos += len(kv) + 1
+        return None
+
+
+def lift_items(text: str) -> tuple[tuple[int, int], ...]:
+    """The syntax of a ``lift=A+B`` list: each item ``P`` or ``P.k`` as ``(P, k)`` (``P`` alone
+    is ``P.0``), in record order. :func:`resolve_lift` checks the items against a root
+    signature; this is its first step, for readers that need only the parameter indices of
+    an already validated list.
+
+    ``""`` (no list) has no items. Raises :class:`LiftError` (a ValueError) for an empty
+    item, an item that is not ``P`` or ``P.k``, or an item listed twice.
+    """
+    out: list[tuple[int, int]] = []
+    if not text.strip():  # no list (a contract cannot spell an empty one: ``lift=`` is rejected)
+        return ()
+    for j, item in enumerate(text.split("+")):
+        m = _LIFT_ITEM.fullmatch(item.strip())
+        if not m:
+            if not item.strip():
+                raise LiftError("lift list has an empty item (items are P or P.k, '+'-separated)", j)
+            raise LiftError(f"lift item '{item.strip()}' is not P or P.k", j)
+        qw = (int(m.group(1)), int(m.group(2) or 0))
+        if qw in out:
+            raise LiftError(f"lift item '{item.strip()}' is listed twice", j)
+        out.append(qw)
+    return tuple(out)
 
 
 def resolve_lift(text: str, rs: RootSig, perdraw: int) -> tuple[tuple[tuple[int, int], ...], tuple[str, ...]]:
     """A contract clause's ``lift=A+B`` list against root signature ``rs``: the items
     ``(parameter, value)`` in record order and the root-parameter kind of each.
 
-    Raises ValueError (the message says which item and why) for an item that is not ``P`` or
-    ``P.k``, names the per-draw parameter ``perdraw`` or no parameter of ``rs``, names a value
-    the parameter does not have (:data:`LIFT_VALUES`), or is listed twice.
+    The one reader of lift lists: the load-time check (:meth:`Decls.add`), the passes, the
+    state masks and the verifier all resolve them here. Raises :class:`LiftError` (a
+    ValueError; the message says which item and why) for a malformed list
+    (:func:`lift_items`), an item that names the per-draw parameter ``perdraw`` or no
+    parameter of ``rs``, or names a value the parameter does not have (:data:`LIFT_VALUES`;
+    root constants: their count).
     """
-    lift: list[tuple[int, int]] = []
+    lift = lift_items(text)
     kinds: list[str] = []
-    for item in (t.strip() for t in text.split("+") if t.strip()):
-        m = _LIFT_ITEM.fullmatch(item)
-        if not m:
-            raise ValueError(f"lift item '{item}' is not P or P.k")
-        q, w = int(m.group(1)), int(m.group(2) or 0)
-        if not 0 <= q < min(len(rs.params), 16) or q == perdraw:
-            raise ValueError(f"lift item '{item}' does not name a root parameter other than perdraw")
+    for j, (q, w) in enumerate(lift):
+        item = text.split("+")[j].strip()
+        if q == perdraw:
+            raise LiftError(f"lift item '{item}' names the perdraw parameter (items name root parameters "
+                            "other than perdraw)", j)
+        if not 0 <= q < min(len(rs.params), 16):
+            raise LiftError(f"lift item '{item}' does not name a root parameter other than perdraw "
+                            f"('{rs.name}' has {len(rs.params)})", j)
         rp = rs.params[q]
         if w >= (rp.count if rp.kind == "constants" else LIFT_VALUES.get(rp.kind, 0)):
-            raise ValueError(f"lift item '{item}': root parameter {q} ({rp}) has no value {w}")
-        if (q, w) in lift:
-            raise ValueError(f"lift item '{item}' is listed twice")
-        lift.append((q, w))
+            raise LiftError(f"lift item '{item}': root parameter {q} ({rp}) has no value {w}", j)
         kinds.append(rp.kind)
-    return tuple(lift), tuple(kinds)
+    return lift, tuple(kinds)
+
+
+def check_contract(p: Pipeline, rs: RootSig | None) -> None:
+    """Check pipeline ``p``'s per-draw clauses against its root signature ``rs`` (None: no
+    ``root=``): each ``perdraw=P`` names a parameter of ``rs`` and each ``lift=`` list
+    resolves (:func:`resolve_lift`). Raises :class:`ContractError` saying which clause and
+    value.
+
+    The *kind* of the ``perdraw`` parameter is not checked here: SPEC.md's own example
+    declares ``x(vertex_bits=16,perdraw=1)`` on a root-constants parameter, so such a
+    contract loads, and the passes that would use it decline it (pack-x and mdi need a
+    root SRV or CBV there)."""
+    for clause in ("x", "instance_data", "draw_data"):
+        c = p.contract.get(clause)
+        if c is None:
+            continue
+        where = f"pipeline '{p.name}': contract {clause}"
+        pd = int(c["perdraw"]) if "perdraw" in c else -1
+        if pd >= 0 and (rs is None or pd >= len(rs.params)):
+            raise ContractError(f"{where}: perdraw={pd} is not a root parameter"
+                                + ("" if rs is not None else " (the pipeline has no root=)"), clause, "perdraw")
+        if "lift" in c:
+            if rs is None:
+                raise ContractError(f"{where}: lift= needs root= (lift items name root parameters)", clause, "lift")
+            try:
+                resolve_lift(c["lift"], rs, pd)
+            except LiftError as e:
+                raise ContractError(f"{where}: {e}", clause, "lift", e.index) from None
 
 
 PIPELINE_KEYS = (
@@ -540,10 +635,7 @@ class Decls:
                 raise ValueError(f"pipeline '{d.name}': params= needs root=")
             for r in (*d.reads, *d.writes):
                 self.resource_of(r)
-            for clause in ("x", "instance_data", "draw_data"):
-                pd = d.contract.get(clause, {}).get("perdraw")
-                if pd is not None and (d.root is None or int(pd) >= len(self[d.root].params)):
-                    raise ValueError(f"pipeline '{d.name}': contract perdraw={pd} is not a root parameter")
+            check_contract(d, self[d.root] if d.root is not None else None)
         self.index[d.name] = len(self.items)
         self.items.append(d)
         return len(self.items) - 1

@@ -73,7 +73,7 @@ from typing import Any
 
 import numpy as np
 
-from .decls import Buffer, Pipeline
+from .decls import Buffer, Pipeline, lift_items
 from .ops import BY_NAME, MAX_OPCODE, Cat
 from .state import MASKED, NSLOTS, PIPELINE, ROOT0, SLOT_INDEX, TOPOLOGY, VB, Scan, StateTable, intern_rows
 from .stream import FLAG_NOMERGE, Stream
@@ -272,13 +272,10 @@ def perdraw_params(p: Pipeline | None, clauses: tuple[str, ...] = PERDRAW_CLAUSE
         c = p.contract.get(clause)
         if c is None or (clause == "x" and not p.vertex_pulling):
             continue
-        out = []
-        if "perdraw" in c:
-            out.append(int(c["perdraw"]))
-        for part in c.get("lift", "").split("+"):
-            head = part.split(".")[0].strip()
-            if head.isdigit():
-                out.append(int(head))
+        out = [int(c["perdraw"])] if "perdraw" in c else []
+        # the parameter indices of the lift list (validated against the root signature at
+        # load, Decls.add -> decls.resolve_lift; the indices need only its syntax)
+        out += [q for q, _ in lift_items(c["lift"])] if "lift" in c else []
         return tuple(sorted(set(out)))
     return ()
 

@@ -78,7 +78,7 @@ from typing import Any
 import numpy as np
 
 from ._accel import load_cext
-from .decls import Buffer, Pipeline, RootSig, View
+from .decls import Buffer, Pipeline, RootSig, View, resolve_lift
 from .errors import InputError
 from .ops import (
     BY_CODE,
@@ -954,20 +954,15 @@ def array_masks(decls) -> ArrayMasks | None:
         if not isinstance(rs, RootSig):
             continue
         c = d.contract[clause]
-        try:
-            pd = int(c.get("perdraw", -1))
-        except ValueError:
-            continue
-        if not (0 <= pd < min(len(rs.params), NROOT)) or rs.params[pd].kind == "constants":
+        pd = int(c["perdraw"])  # an array clause names one (checked at load: Decls.add)
+        if rs.params[pd].kind == "constants":
             continue
         items: dict[int, set[int]] = {}
-        for item in filter(None, (t.strip() for t in c.get("lift", "").split("+"))):
-            q, _, k = item.partition(".")
-            if q.isdigit() and (not k or k.isdigit()):
-                items.setdefault(int(q), set()).add(int(k or 0))
+        for q, k in resolve_lift(c["lift"], rs, pd)[0] if "lift" in c else ():
+            items.setdefault(q, set()).add(k)
         reads = set(range(len(rs.params)) if d.params is None else d.params)
         for q, ks in items.items():
-            if q == pd or q not in reads or not 0 <= q < min(len(rs.params), NROOT):
+            if q not in reads:
                 continue
             rp = rs.params[q]
             if (rp.kind == "constants" and ks >= set(range(rp.count))) or (rp.kind == "table" and 0 in ks):

@@ -122,7 +122,7 @@ import numpy as np
 from drawopt.passes.flush import splice
 
 from drawopt.costmodel import TargetModel, cost_by_command, get_target, mdi_min_batch
-from drawopt.decls import Buffer, Decls, Pipeline, RootSig, resolve_lift
+from drawopt.decls import Buffer, Decls, Pipeline, RootSig, lift_items, resolve_lift
 from drawopt.flushrules import flush_access, forward_fill
 from drawopt.mergeclass import fence_mask
 from drawopt.ops import BY_NAME
@@ -707,7 +707,7 @@ def _readers(stream: Stream, table: StateTable, dr: _Draws, pd: int) -> np.ndarr
         ac = p.array_clause
         x = p.contract.get("x")
         if ac in named and x is not None and p.vertex_pulling and x.get("perdraw") != str(pd) and \
-                str(pd) not in {t.partition(".")[0].strip() for t in x.get("lift", "").split("+")}:
+                pd not in {q for q, _ in lift_items(x.get("lift", ""))}:
             mask &= ~(mine & is_x)
     return np.flatnonzero(mask)
 

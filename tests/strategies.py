@@ -49,6 +49,7 @@ from hypothesis import strategies as st
 from drawopt.decls import (
     BLENDS,
     DEPTH_FUNCS,
+    LIFT_VALUES,
     SHADER_STAGES,
     Buffer,
     Decls,
@@ -156,8 +157,21 @@ def _root_param(draw) -> RootParam:
 _CLAUSES = ("x", "instance_data", "draw_data", "no_primitive_id", "order_independent", "never_merge")
 
 
-def _contract(draw, nparams: int) -> dict[str, dict[str, str]]:
-    """A random contract; ``perdraw`` only where the root signature has parameters."""
+def _lift(draw, rs: RootSig, perdraw: int) -> str | None:
+    """A valid ``lift=`` list for root signature ``rs`` (None when nothing can be lifted):
+    distinct items ``P`` / ``P.k`` naming values of parameters other than ``perdraw``."""
+    vals = [(q, w) for q, rp in enumerate(rs.params) if q != perdraw
+            for w in range(rp.count if rp.kind == "constants" else LIFT_VALUES.get(rp.kind, 0))]
+    if not vals:
+        return None
+    items = draw(st.lists(st.sampled_from(vals), min_size=1, max_size=4, unique=True))
+    return "+".join(str(q) if w == 0 and draw(st.booleans()) else f"{q}.{w}" for q, w in items)
+
+
+def _contract(draw, rs: RootSig | None) -> dict[str, dict[str, str]]:
+    """A random contract; ``perdraw`` and ``lift`` only where there is a root signature (every
+    ``lift=`` list valid for it: a bad one is a load error)."""
+    nparams = len(rs.params) if rs is not None else 0
     out: dict[str, dict[str, str]] = {}
     bits = draw(st.integers(0, (1 << len(_CLAUSES)) - 1))
     for k, clause in enumerate(_CLAUSES):
@@ -168,8 +182,10 @@ def _contract(draw, nparams: int) -> dict[str, dict[str, str]]:
             p = {"vertex_bits": str(draw(st.integers(1, 31)))}
             if nparams and opt & 1:
                 p["perdraw"] = str(draw(st.integers(0, nparams - 1)))
-            if opt & 2:
-                p["lift"] = _pick(draw, ("a+b", "1", "pos+uv", "x.y"))
+            if opt & 2 and rs is not None:
+                lift = _lift(draw, rs, int(p.get("perdraw", -1)))
+                if lift is not None:
+                    p["lift"] = lift
             if opt & 4:
                 p["max_index"] = str(draw(u32s))
             if opt & 8:
@@ -178,6 +194,10 @@ def _contract(draw, nparams: int) -> dict[str, dict[str, str]]:
         elif clause in ("instance_data", "draw_data"):
             if nparams:
                 out[clause] = {"perdraw": str(draw(st.integers(0, nparams - 1)))}
+                if rs is not None and draw(st.booleans()):
+                    lift = _lift(draw, rs, int(out[clause]["perdraw"]))
+                    if lift is not None:
+                        out[clause]["lift"] = lift
         else:
             out[clause] = {}
     return out
@@ -219,6 +239,7 @@ def _pipeline(draw, name: str, decls: Decls) -> Pipeline:
     if f & 512:
         kw["uav_stage"] = _pick(draw, [s for s in SHADER_STAGES if kw.get(s) is not None])
     nparams = 0
+    root = None
     rootsigs = decls.of_kind("rootsig")
     if f & 1024 and rootsigs:
         root = _pick(draw, rootsigs)
@@ -234,7 +255,7 @@ def _pipeline(draw, name: str, decls: Decls) -> Pipeline:
         kw["reads"] = tuple(_pick(draw, resources) for _ in range(draw(st.integers(0, 3))))
         kw["writes"] = tuple(_pick(draw, resources) for _ in range(draw(st.integers(0, 2))))
     if f & 4096:
-        kw["contract"] = _contract(draw, nparams)
+        kw["contract"] = _contract(draw, root)
     return Pipeline(name, **kw)
 
 

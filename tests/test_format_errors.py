@@ -267,3 +267,124 @@ def test_npz_errors(make, prefix: str, message: str) -> None:
 def test_npz_other_byte_order_is_accepted() -> None:
     s = loads(_npz(op=_arrays()["op"].astype(">u2"), args=_arrays()["args"].astype(">i8")), "npz")
     assert s == loads(GOOD_TEXT)
+
+
+# ---------------------------------------------------------------------------- contracts: lift lists
+# Root parameters: 0 constants(4), 1 srv, 2 table(srv,1), 3 cbv. Each case: the contract, the text the
+# error's column must point at (the bad lift item, or the value at fault) and the message.
+LIFT_HEAD = "drawopt 1\nrootsig main constants(4) srv table(srv,1) cbv\n"
+LIFT_CASES = [
+    ("not-an-item", "draw_data(perdraw=1,lift=0.0+0.x)", "0.x)", "lift item '0.x' is not P or P.k"),
+    ("prefix-c", "draw_data(perdraw=1,lift=c0.1)", "c0.1)", "lift item 'c0.1' is not P or P.k"),
+    ("prefix-r", "x(vertex_bits=16,perdraw=3,lift=0.0+r1)", "r1)", "lift item 'r1' is not P or P.k"),
+    ("negative", "draw_data(perdraw=1,lift=-1)", "-1)", "lift item '-1' is not P or P.k"),
+    ("empty-item", "draw_data(perdraw=1,lift=0.0++0.1)", "+0.1)", "lift list has an empty item"),
+    ("trailing-plus", "draw_data(perdraw=1,lift=0.0+)", ")", "lift list has an empty item"),
+    ("twice", "draw_data(perdraw=1,lift=0.1+0.1)", "0.1)", "lift item '0.1' is listed twice"),
+    ("twice-p-is-p0", "draw_data(perdraw=1,lift=0+0.0)", "0.0)", "lift item '0.0' is listed twice"),
+    ("names-perdraw", "draw_data(perdraw=1,lift=0.0+1)", "1)", "lift item '1' names the perdraw parameter"),
+    ("x-names-perdraw", "x(vertex_bits=16,perdraw=3,lift=3.0,base=none)", "3.0,",
+     "contract x: lift item '3.0' names the perdraw parameter"),
+    ("no-such-param", "draw_data(perdraw=1,lift=4)", "4)",
+     "lift item '4' does not name a root parameter other than perdraw ('main' has 4)"),
+    ("constants-word", "draw_data(perdraw=1,lift=0.4)", "0.4)",
+     "lift item '0.4': root parameter 0 (constants(4)) has no value 4"),
+    ("table-word", "draw_data(perdraw=1,lift=2.1)", "2.1)",
+     "lift item '2.1': root parameter 2 (table(srv,1)) has no value 1"),
+    ("view-word", "draw_data(perdraw=1,lift=3.2)", "3.2)", "lift item '3.2': root parameter 3 (cbv) has no value 2"),
+    ("second-clause", "x(vertex_bits=16,perdraw=3,lift=0.0),draw_data(perdraw=1,lift=0.0+2.1)", "2.1)",
+     "contract draw_data: lift item '2.1'"),
+    ("perdraw-range", "no_primitive_id,draw_data(perdraw=4,lift=0.0)", "4,",
+     "contract draw_data: perdraw=4 is not a root"),
+]
+
+
+def _lift_line(contract: str, root: bool = True) -> str:
+    return f"pipeline q vs=v{' root=main' if root else ''} contract={contract}\n"
+
+
+def _col_text(line: str, col: int) -> str:
+    return line[col - 1:]
+
+
+@pytest.mark.parametrize("contract,at,message", [c[1:] for c in LIFT_CASES], ids=[c[0] for c in LIFT_CASES])
+def test_bad_lift_list_text_cli(tmp_path, capsys, contract: str, at: str, message: str) -> None:
+    """A bad ``lift=`` list (or ``perdraw=``) is a load error: exit 2, ``file:3:col`` at the value."""
+    from drawopt.cli import main
+
+    line = _lift_line(contract)
+    src = tmp_path / "bad.dstream"
+    src.write_text(LIFT_HEAD + line)
+    assert main(["convert", str(src), str(tmp_path / "out.json")]) == 2
+    err = capsys.readouterr().err
+    loc, _, rest = err.partition(": error: ")
+    file, ln, col = loc.rsplit(":", 2)
+    assert (file, ln) == (str(src), "3") and message in rest and "Traceback" not in err, err
+    assert _col_text(line, int(col)).startswith(at), (err, _col_text(line, int(col)))
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_bad_lift_list_exact_location() -> None:
+    with pytest.raises(InputError, match=r"^t\.dstream:3:65: error: pipeline 'q': contract draw_data: "
+                                         r"lift item '0\.x' is not P or P\.k$"):
+        loads(LIFT_HEAD + _lift_line("draw_data(perdraw=1,lift=0.0+0.x)"), file="t.dstream")
+    with pytest.raises(InputError, match=r"^t:3:48: error: pipeline 'q': contract x: lift= needs root="):
+        loads(LIFT_HEAD + _lift_line("x(vertex_bits=16,lift=0)", root=False), file="t")
+
+
+def _lift_json(contract: str) -> tuple[str, str]:
+    """A JSON stream with the pipeline on line 4, and that line."""
+    line = f'  {{"kind": "pipeline", "name": "q", "vs": "v", "root": "main", "contract": "{contract}"}}'
+    return ('{"drawopt": 1,\n "decls": [\n  {"kind": "rootsig", "name": "main", '
+            '"params": ["constants(4)", "srv", "table(srv,1)", "cbv"]},\n' + line + '\n ],\n "commands": []}\n'), line
+
+
+@pytest.mark.parametrize("contract,at,message", [c[1:] for c in LIFT_CASES], ids=[c[0] for c in LIFT_CASES])
+def test_bad_lift_list_json_cli(tmp_path, capsys, contract: str, at: str, message: str) -> None:
+    from drawopt.cli import main
+
+    doc, line = _lift_json(contract)
+    src = tmp_path / "bad.json"
+    src.write_text(doc)
+    assert main(["convert", str(src), str(tmp_path / "out.dstream")]) == 2
+    err = capsys.readouterr().err
+    loc, _, rest = err.partition(": error: ")
+    file, ln, col = loc.rsplit(":", 2)
+    assert (file, ln) == (str(src), "4") and rest.startswith("declaration 1: ") and message in rest, err
+    assert _col_text(line, int(col)).startswith(at), (err, _col_text(line, int(col)))
+
+
+def test_bad_lift_list_json_with_escapes_points_at_the_member() -> None:
+    """Where the contract string is written with escapes, the error points at its member."""
+    doc, line = _lift_json("draw_data(perdraw=1,lift=0.0+0.x)")
+    doc = doc.replace("perdraw=1", "perdr\\u0061w=1")
+    with pytest.raises(InputError, match=r"^t\.json:4:64: error: declaration 1: .*lift item '0\.x'"):
+        loads(doc, "json", file="t.json")
+    assert _col_text(line, 64).startswith('"contract": ')
+
+
+@pytest.mark.parametrize("contract,message", [(c[1], c[3]) for c in LIFT_CASES], ids=[c[0] for c in LIFT_CASES])
+def test_bad_lift_list_npz(contract: str, message: str) -> None:
+    a = _arrays_of(dumps(loads(LIFT_HEAD + _lift_line("draw_data(perdraw=1,lift=0.0)")), "npz"))
+    m = json.loads(a["meta"].tobytes())
+    m["decls"][1]["contract"] = contract
+    a["meta"] = np.frombuffer(json.dumps(m).encode(), np.uint8)
+    b = io.BytesIO()
+    np.savez(b, **a)
+    with pytest.raises(InputError) as ei:
+        loads(b.getvalue(), "npz", file="t.npz")
+    assert str(ei.value).startswith("t.npz:1:1: error: meta: declaration 1: ") and message in str(ei.value)
+
+
+def _arrays_of(data: bytes) -> dict[str, np.ndarray]:
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def test_good_lift_lists_load_and_round_trip() -> None:
+    """The documented forms load, in every format, and keep their text."""
+    text = LIFT_HEAD + _lift_line("x(vertex_bits=16,perdraw=3,lift=0+0.1+1.1+2),draw_data(perdraw=1,lift=0.3+3.1)")
+    s = loads(text)
+    for fmt in ("text", "json", "npz"):
+        assert loads(dumps(s, fmt), fmt) == s
+    assert s.decls["q"].contract["x"]["lift"] == "0+0.1+1.1+2"

@@ -635,13 +635,14 @@ def test_bindless_table_slot_is_lifted() -> None:
     assert rec[:16].reshape(4, 4)[:, 2].tolist() == [3, 4, 4, 5]
     assert rec[:16].reshape(4, 4)[:, 3].tolist() == [100, 101, 102, 103]
     assert not verify(s, _planted(out, "mdi_perdraw0", 4 + 2)).equivalent   # slot 4 -> 5
-    # a lift list naming a table word other than 0, or the perdraw parameter: unusable
-    for bad in ("draw_data(perdraw=2,lift=0.1)", "draw_data(perdraw=2,lift=2)"):
+    # a lift list naming a table word other than 0, or the perdraw parameter: a load error
+    # (Decls.add; tests/test_format_errors.py has the file:line:col cases)
+    for bad, why in (("draw_data(perdraw=2,lift=0.1)", "has no value 1"),
+                     ("draw_data(perdraw=2,lift=2)", "names the perdraw parameter")):
         b2 = StreamBuilder()
         b2.rootsig("main", "table(srv,1)", "constants(2)", "srv")
-        b2.pipeline("obj", vs="v", ps="p", root="main", contract=bad)
-        d = b2.build().decls
-        assert draw_data_contracts(d)[d.index["obj"]] is None
+        with pytest.raises(ValueError, match=why):
+            b2.pipeline("obj", vs="v", ps="p", root="main", contract=bad)
 
 
 def test_input_layout_pipeline_with_draw_data() -> None:

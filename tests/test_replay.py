@@ -123,9 +123,10 @@ def test_content_is_deterministic_and_role_based() -> None:
 def test_lift_syntax_and_tape() -> None:
     from drawopt.replay.shaders import lift_sources
     from drawopt.replay.tape import Op, TapeBuilder
-    assert lift_sources("0.1+2+c3.4") == [(0, 1), (2, 0), (3, 4)]
-    with pytest.raises(ValueError):
-        lift_sources("x.y")
+    assert lift_sources("0.1+2+3.4") == [(0, 1), (2, 0), (3, 4)]   # docs/architecture.md: P or P.k
+    for bad in ("x.y", "c3.4", "r1", "0+", "1+1.0"):   # no c/r prefixes: the format's one grammar
+        with pytest.raises(ValueError):
+            lift_sources(bad)
     tb = TapeBuilder()
     for k in range(70_000):
         tb.emit(Op.DRAW_ARRAYS, 4, k, 6, 1, 0)

@@ -185,6 +185,35 @@ def test_generated_buffer_names_and_lift_lists() -> None:
     rs = RootSig("rs", (RootParam("table", ranges=(("srv", 1),)), RootParam("constants", 2), RootParam("srv")))
     assert resolve_lift("1.0+1.1+0", rs, 2) == (((1, 0), (1, 1), (0, 0)), ("constants", "constants", "table"))
     for bad, why in (("1.x", "is not P or P.k"), ("2", "other than perdraw"), ("1.2", "has no value 2"),
-                     ("0.1", "has no value 1"), ("1+1.0", "listed twice"), ("7", "other than perdraw")):
+                     ("0.1", "has no value 1"), ("1+1.0", "listed twice"), ("7", "other than perdraw"),
+                     ("c1.0", "is not P or P.k"), ("1.0++1.1", "empty item"), ("1.0+", "empty item")):
         with pytest.raises(ValueError, match=why):
             resolve_lift(bad, rs, 2)
+    assert resolve_lift("", rs, 2) == ((), ())   # no lift= list: no items
+
+
+def test_lift_lists_are_checked_when_a_pipeline_is_declared() -> None:
+    """``Decls.add`` resolves every per-draw clause's ``lift=`` list (and ``perdraw=``) against
+    the root signature: the error names the clause and, through ``ContractError``, where the
+    bad item is in the contract text; valid lists are unchanged."""
+    from drawopt.decls import ContractError, Decls, LiftError, Pipeline, RootParam, RootSig, lift_items
+
+    assert lift_items("0+1.3+2.0") == ((0, 0), (1, 3), (2, 0)) and lift_items("") == ()
+    with pytest.raises(LiftError) as ei:
+        lift_items("0+1.3+0.0")
+    assert ei.value.index == 2
+    d = Decls()
+    d.add(RootSig("rs", (RootParam("table", ranges=(("srv", 1),)), RootParam("constants", 2), RootParam("srv"))))
+    d.add(Pipeline("ok", vs="v", root="rs", contract="x(vertex_bits=16,perdraw=2,lift=1.1+0),draw_data(perdraw=2)"))
+    contract = "x(vertex_bits=16,perdraw=2,lift=1.0),draw_data(perdraw=2,lift=1.0+0.1)"
+    with pytest.raises(ContractError, match=r"^pipeline 'bad': contract draw_data: lift item '0\.1'") as ce:
+        d.add(Pipeline("bad", vs="v", root="rs", contract=contract))
+    assert (ce.value.clause, ce.value.key, ce.value.item) == ("draw_data", "lift", 1)
+    assert contract[ce.value.offset_in(contract):] == "0.1)"
+    with pytest.raises(ContractError, match="lift= needs root="):
+        d.add(Pipeline("noroot", vs="v", contract="x(vertex_bits=16,lift=0)"))
+    with pytest.raises(ContractError, match="perdraw=3 is not a root parameter"):
+        d.add(Pipeline("far", vs="v", root="rs", contract="draw_data(perdraw=3)"))
+    assert "bad" not in d and "noroot" not in d and "far" not in d and "ok" in d
+    with pytest.raises(ValueError, match="clause 'x' given twice"):   # which one would the error be in?
+        Pipeline("twice", vs="v", root="rs", contract="x(vertex_bits=16,lift=1.0),x(vertex_bits=16,lift=9)")

@@ -37,7 +37,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from .. import codec
-from ..decls import Decls, decl_from_json, decl_to_json
+from ..decls import ContractError, Decls, decl_from_json, decl_to_json
 from ..errors import InputError
 from ..ops import OPS, OpSpec
 from ..stream import FLAG_NAMES, Stream, StreamCheckError, encode_command
@@ -228,6 +228,9 @@ def loads_json(text: str, file: str = "<string>") -> Stream:
             d = decl_from_json(obj)
             check_decl_tokens(d)
             decls.add(d)
+        except ContractError as e:  # point at the clause's value (the lift item) in "contract"
+            off = doc.elem_off["decls"][i]
+            doc.error(f"declaration {i}: {e}", _contract_off(doc, off, obj, e))
         except (ValueError, TypeError, KeyError, OverflowError) as e:
             off = doc.elem_off["decls"][i]
             msg = str(e)
@@ -255,6 +258,17 @@ def loads_json(text: str, file: str = "<string>") -> Stream:
                 off = doc.member_off(doc.member_off(off, None, len(el) - 1), key)
         doc.error(str(e), off)
     return s
+
+
+def _contract_off(doc: _Doc, off: int, obj: dict[str, Any], e: ContractError) -> int:
+    """Offset of the value ``e`` blames inside the ``"contract"`` string of the declaration at
+    ``off`` (the member itself where the string is written with escapes)."""
+    koff, voff = doc.object_keys(off).get("contract", (off, off))
+    text = obj.get("contract")
+    pos = e.offset_in(text) if isinstance(text, str) else None
+    if pos is None or not doc.text.startswith(json.dumps(text), voff):
+        return koff
+    return voff + 1 + pos
 
 
 def _field_named(msg: str, obj: dict[str, Any]) -> str | None:

@@ -30,6 +30,7 @@ from .. import codec
 from ..decls import (
     PIPELINE_KEYS,
     Buffer,
+    ContractError,
     Decl,
     Decls,
     Depth,
@@ -68,11 +69,12 @@ _OPAQUE_CODE = OPAQUE.code
 
 
 class _LineError(Exception):
-    """An error at token ``tok`` (index in the line's tokens; ``len(tokens)`` = end of line)."""
+    """An error at token ``tok`` (index in the line's tokens; ``len(tokens)`` = end of line),
+    ``offset`` characters into it."""
 
-    def __init__(self, message: str, tok: int = 0):
+    def __init__(self, message: str, tok: int = 0, offset: int = 0):
         super().__init__(message)
-        self.message, self.tok = message, tok
+        self.message, self.tok, self.offset = message, tok, offset
 
 
 # ============================================================================ reader
@@ -105,10 +107,10 @@ class _Reader:
         self.plans = plans_for(self.decls, json_mode=False)
 
     # ------------------------------------------------------------------ errors
-    def fail(self, message: str, lineno: int, tok: int = 0) -> NoReturn:
+    def fail(self, message: str, lineno: int, tok: int = 0, offset: int = 0) -> NoReturn:
         raw = self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
         cols = _token_cols(_strip_comment(raw))
-        col = cols[min(max(tok, 0), len(cols) - 1)]
+        col = cols[min(max(tok, 0), len(cols) - 1)] + (offset if 0 <= tok < len(cols) - 1 else 0)
         raise InputError(message, self.file, lineno, col)
 
     # ------------------------------------------------------------------ main loop
@@ -164,7 +166,7 @@ class _Reader:
                 else:
                     raise _LineError(_unknown_command(name))
             except _LineError as e:
-                self.fail(e.message, lineno, e.tok)
+                self.fail(e.message, lineno, e.tok, e.offset)
         if self.header is None:
             raise InputError("empty stream: expected the header line 'drawopt 1 ...'", self.file,
                              max(len(self.lines), 1), 1)
@@ -324,6 +326,11 @@ class _Reader:
         try:
             check_decl_tokens(d)
             self.decls.add(d)
+        except ContractError as e:  # point at the clause's value (the lift item) in contract=...
+            i = next((i for i in range(2, len(toks)) if toks[i].startswith("contract=")), None)
+            off = e.offset_in(toks[i][len("contract="):]) if i is not None else None
+            raise _LineError(str(e), i if i is not None else _locate_decl_error(str(e), toks),
+                             0 if off is None else len("contract=") + off) from None
         except ValueError as e:
             raise _LineError(str(e), _locate_decl_error(str(e), toks)) from None
 

@@ -35,10 +35,9 @@ from __future__ import annotations
 __all__ = ["ProgramKey", "vertex_shader", "fragment_shader", "geometry_shader", "tess_shaders",
            "COPY_CS", "LIFT_MAX", "prim_class", "lift_sources", "lift_layout"]
 
-import re
 from dataclasses import dataclass
 
-from ..decls import Pipeline
+from ..decls import Pipeline, lift_items
 from .gl import GL
 
 LIFT_MAX = 16
@@ -78,13 +77,10 @@ class ProgramKey:
 
 
 def lift_sources(text: str) -> list[tuple[int, int]]:
-    """``lift=A+B``: each item ``P`` or ``P.k`` (``c``/``r`` prefixes allowed) -> (param, word)."""
-    out = []
-    for item in (t for t in text.split("+") if t):
-        m = re.fullmatch(r"[a-z]*(\d+)(?:\.(\d+))?", item.strip())
-        if not m:
-            raise ValueError(f"lift item {item!r}: expected P or P.k (root parameter P, value k)")
-        out.append((int(m.group(1)), int(m.group(2) or 0)))
+    """``lift=A+B``: each item ``P`` or ``P.k`` -> (param, word), read by the format's grammar
+    (:func:`drawopt.decls.lift_items`; the list was checked against the root signature when
+    the stream was loaded). ValueError on a malformed list or more than :data:`LIFT_MAX` items."""
+    out = list(lift_items(text))
     if len(out) > LIFT_MAX:
         raise ValueError(f"at most {LIFT_MAX} lifted values")
     return out
@@ -113,16 +109,12 @@ def _contract_consts(p: Pipeline) -> dict[str, int]:
     x = p.contract.get("x")
     if x is not None:
         out["XK"] = int(x["vertex_bits"])
-        out["XSTRIDE"] = 2 + len(_lift_items(x.get("lift", "")))
+        out["XSTRIDE"] = 2 + (len(lift_items(x["lift"])) if "lift" in x else 0)
         out["XBASE_IN_OFFSET"] = int(x.get("base", "none") == "vertex")
     ac = p.array_clause
     if ac is not None:
-        out["ASTRIDE"] = 2 + len(_lift_items(p.contract[ac].get("lift", "")))
+        out["ASTRIDE"] = 2 + (len(lift_items(p.contract[ac]["lift"])) if "lift" in p.contract[ac] else 0)
     return out
-
-
-def _lift_items(text: str) -> list[str]:
-    return [t for t in text.split("+") if t]
 
 
 def _maps(p: Pipeline, nlift: int) -> list[str]:

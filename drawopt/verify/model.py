@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..decls import Decls, Pipeline, RootSig
+from ..decls import Decls, Pipeline, RootSig, resolve_lift
 from ._hash import hash_cols
 
 NEVER = -1
@@ -198,14 +198,15 @@ def pipe_info(p: Pipeline, decls: Decls, canon: Canon) -> PipeInfo:
             continue
         if clause != "x" and any(cl.name != "x" for cl in clauses):
             continue  # instance_data and draw_data together: the first one governs
+        pd = int(c["perdraw"]) if "perdraw" in c else -1
         lift: tuple[tuple[int, int, str], ...] = ()
-        for item in filter(None, c.get("lift", "").split("+")):
-            q, _, k = item.partition(".")
-            if not q.isdigit() or (k and not k.isdigit()) or int(q) >= 16 or int(k or 0) >= 64:
-                continue
-            kind = rs.params[int(q)].kind if isinstance(rs, RootSig) and int(q) < len(rs.params) else "constants"
-            lift += ((int(q), int(k or 0), kind),)
-        clauses.append(Clause(clause, int(c.get("perdraw", -1)) if "perdraw" in c else -1, lift,
+        if "lift" in c and isinstance(rs, RootSig):
+            # The verifier stays independent of the passes, but not of the input format: lift
+            # lists are read by the format's one resolver (decls.resolve_lift), which already
+            # accepted this list when the stream was loaded (Decls.add).
+            items, kinds = resolve_lift(c["lift"], rs, pd)
+            lift = tuple((q, k, kind) for (q, k), kind in zip(items, kinds))
+        clauses.append(Clause(clause, pd, lift,
                               int(c.get("vertex_bits", 0)), int(c.get("max_index", 0)), c.get("base", "none")))
     prim = clauses[0] if clauses else Clause("", 0, ())
     contract = prim.name or None
