@@ -353,6 +353,57 @@ def test_frame_is_sorted_only_partly() -> None:
     assert len(tables) > 3 * len(set(tables))  # materials come back again and again
 
 
+def test_frame_sort_key_recording() -> None:
+    """``sort_bucket=0, sort_key=state``: the G-buffer arrives sorted by pipeline, index buffer and
+    material (a sort-key engine), each pipeline in one stretch; the default only sorts buckets of 32."""
+    def gbuffer_runs(s: Stream) -> tuple[int, int]:
+        seq = [p.name for _, p in draw_pipelines(s) if p.name.startswith("gb_")]
+        return sum(a != b for a, b in zip(seq, seq[1:])) + 1, len(set(seq))
+
+    runs, distinct = gbuffer_runs(generate("frame", 3000, seed=4, sort_bucket=0, sort_key="state"))
+    assert runs == distinct
+    runs, distinct = gbuffer_runs(generate("frame", 3000, seed=4, sort_bucket=0))
+    assert runs == distinct
+    runs, distinct = gbuffer_runs(generate("frame", 3000, seed=4))
+    assert runs > 2 * distinct
+    # under sort_key=state the material tables of one pipeline come in order, each once
+    s = generate("frame", 3000, seed=4, sort_bucket=0, sort_key="state", redundancy=0.0)
+    assert logical_draws(s) == 3000
+
+
+def test_frame_pass_shares() -> None:
+    def by_pass(s: Stream) -> Counter:
+        return Counter(p.name.split("_")[0] for _, p in draw_pipelines(s))
+
+    base = by_pass(generate("frame", 2000, seed=3))
+    assert base["ui"] == round(0.14 * 1999) and base["tr"] > 0
+    none = by_pass(generate("frame", 2000, seed=3, share_ui=0.0, share_transparent=0.0))
+    assert none["ui"] == 0 and none["tr"] == 0
+    assert sum(none.values()) == 2000
+    only = by_pass(generate("frame", 500, seed=3, share_prepass=0.0, share_opaque=0.0, share_alpha_tested=0.0,
+                            share_transparent=0.0))
+    assert set(only) == {"ui", "lighting"} and only["ui"] == 499
+
+
+def test_frame_sort_key_engine_reaches_5x() -> None:
+    """Issue 4's figures on a frame recorded the way sort-key engines record it (state-sorted G-buffer,
+    UI and transparent passes of a game's size): the default pipeline cuts draw calls and state changes
+    at least 5x and stays within 10% of the lower bound, and its output verifies. (The default frame's
+    own ceiling is about 2x; docs/passes.md "The frame benchmark".)"""
+    from drawopt.costmodel import lower_bound
+    from drawopt.passmanager import optimize
+    from drawopt.stats import compute_stats
+
+    s = generate("frame", 10000, seed=7, sort_bucket=0, sort_key="state", share_transparent=0.04, share_ui=0.02)
+    before = compute_stats(s)
+    for target in ("vulkan", "d3d12"):
+        out = optimize(s, None, target=target, reorder="declared", verify_each=True)
+        after = compute_stats(out)
+        assert before["draw_calls"] >= 5 * after["draw_calls"], target
+        assert before["state_changes"] >= 5 * after["state_changes"], target
+        assert after["draw_calls"] <= 1.10 * lower_bound(s, target, "declared"), target
+
+
 def test_frame_million_draws() -> None:
     t0 = time.perf_counter()
     s = generate("frame", 1_000_000, seed=1)

@@ -42,7 +42,8 @@ Passes, in order (each present when its share of ``draws`` is not empty):
    these pipelines are ``order_independent``.
 2. **G-buffer pass** into ``targets`` G-buffer targets + ``zbuf``: opaque objects in
    scene order, sorted by pipeline only within buckets of 32 draws (materials stay
-   interleaved), one draw per mesh section; per-draw root constants
+   interleaved; options ``sort_bucket`` and ``sort_key=state`` record it the way
+   sort-key engines do instead), one draw per mesh section; per-draw root constants
    (object id, transform index, material id, base vertex); material tables through
    ``SetGraphicsRootDescriptorTable``; some instanced draws, scatter runs (consecutive
    ``start_instance``), sections sharing a material (contiguous index ranges), GS
@@ -72,7 +73,7 @@ import numpy as np
 
 from ..decls import Buffer, Depth, Heap, Pipeline, RootParam, RootSig, Target, Texture, View
 from ..stream import FLAG_NOMERGE, Header, Stream
-from .common import DrawList, Option, Program, Slot, bool_opt, f32, float_opt, int_opt, split_budget
+from .common import DrawList, Option, Program, Slot, bool_opt, choice_opt, f32, float_opt, int_opt, split_budget
 from .scene import VERTEX_STRIDE, loguniform_int, make_meshes, markov, scene_draws
 
 OPTIONS: tuple[Option, ...] = (
@@ -95,13 +96,25 @@ OPTIONS: tuple[Option, ...] = (
     float_opt("redundancy", 0.15, 0.0, 1.0, "rate of redundant state re-sets"),
     float_opt("nomerge_fraction", 0.01, 0.0, 1.0, "share of opaque draws flagged @nomerge"),
     bool_opt("fast_semantics", False, "header fast_semantics"),
+    # how the engine orders the G-buffer (opaque, then alpha-tested) draws it records
+    int_opt("sort_bucket", 32, 0, 100_000_000,
+            "G-buffer draws are sorted by sort_key only within consecutive buckets of this many draws "
+            "(scene order between buckets); 0 = the whole pass is sorted (a sort-key engine)"),
+    choice_opt("sort_key", "pipeline", ("pipeline", "state"),
+               "what the G-buffer sort orders by: the pipeline only (materials stay interleaved), or "
+               "the state a draw binds (pipeline, then index buffer, then material table)"),
+    # the frame passes' shares of the draws (weights; the full-screen lighting draw is extra)
+    float_opt("share_prepass", 0.18, 0.0, 1.0, "weight of the depth prepass in the draw budget"),
+    float_opt("share_opaque", 0.48, 0.0, 1.0, "weight of the opaque G-buffer draws"),
+    float_opt("share_alpha_tested", 0.10, 0.0, 1.0, "weight of the alpha-tested G-buffer draws"),
+    float_opt("share_transparent", 0.10, 0.0, 1.0, "weight of the transparent pass (kept in back-to-front order)"),
+    float_opt("share_ui", 0.14, 0.0, 1.0, "weight of the UI pass (kept in recorded order)"),
 )
+SHARE_OPTIONS = ("share_prepass", "share_opaque", "share_alpha_tested", "share_transparent", "share_ui")
 
 W, H = 1920, 1080
 TRIANGLELIST, PATCHLIST_3 = 4, 10
 RENDER_TARGET, SHADER_RESOURCE = 1, 4
-# pass shares of the draws (prepass, opaque, alpha-tested, transparent, UI)
-SHARES = (0.18, 0.48, 0.10, 0.10, 0.14)
 
 # root signature "scene"
 P_MATERIAL, P_OBJECT, P_FRAME, P_PERDRAW, P_GEOMETRY, P_SAMPLERS, P_GBUFFER, P_DRAWDATA = range(8)
@@ -387,7 +400,8 @@ class _Frame:
     def build(self) -> Stream:
         rng, o, draws, lib = self.rng, self.o, self.draws, self.lib
         n_light = 1 if draws >= 16 else 0
-        n_pre, n_op, n_at, n_tr, n_ui = (int(x) for x in split_budget(draws - n_light, SHARES))
+        shares = [o[k] for k in SHARE_OPTIONS]
+        n_pre, n_op, n_at, n_tr, n_ui = (int(x) for x in split_budget(draws - n_light, shares))
         mats = o["materials"]
 
         # --- content ------------------------------------------------------
@@ -474,7 +488,7 @@ class _Frame:
             pipe[opaque.scatter] = self.pidx["gb_il_scatter"]
             pipe[is_gs] = np.where(m[is_gs] % 2 == 0, self.pidx["gb_gs_fur"], self.pidx["gb_gs_grass"])
             pipe[is_tess] = self.pidx["gb_tess_terrain"]
-            order = _bucket_sort(pipe, 32)
+            order = self.gbuffer_order(pipe, opaque)
             d = opaque.take(order)
             pipe = pipe[order]
             if d.scatter.any():
@@ -490,7 +504,7 @@ class _Frame:
             pulled = pulled_obj[alpha.obj - n_op]
             pipe = np.where(pulled, self.vp("at", lib.wide[alpha.mesh], alpha.material),
                             self.il("at_il", alpha.material))
-            order = _bucket_sort(pipe, 32)
+            order = self.gbuffer_order(pipe, alpha)
             d = alpha.take(order)
             pipe = pipe[order]
             flags = np.where(rng.random(n_at) < o["nomerge_fraction"], FLAG_NOMERGE, 0).astype(np.uint8)
@@ -522,6 +536,16 @@ class _Frame:
         for g in self.gbuf:
             p.cmd("ResourceBarrier", g, "SHADER_RESOURCE", "RENDER_TARGET")
         return p.build()
+
+    def gbuffer_order(self, pipe: np.ndarray, d) -> np.ndarray:
+        """The recorded order of G-buffer draws ``d`` (pipelines ``pipe``): ``sort_key`` sorted
+        within buckets of ``sort_bucket`` draws (0: one bucket), stable."""
+        n = pipe.shape[0]
+        key = pipe.astype(np.int64)
+        if self.o["sort_key"] == "state":
+            mats = self.o["materials"]
+            key = (key * 3 + self.lib.ib[d.mesh]) * mats + d.material
+        return _bucket_sort(key, self.o["sort_bucket"] or max(n, 1))
 
     def transparent(self, kind: np.ndarray, quads: np.ndarray, glass, q: float, first_obj: int) -> None:
         rng, lib, p = self.rng, self.lib, self.prog
