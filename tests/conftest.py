@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import settings
+
+# Property tests: ``HYPOTHESIS_PROFILE=ci`` (what .ci/run sets) derandomizes them, so a clean
+# clone with no example database runs the same examples every time and a CI failure reproduces
+# locally; the default profile explores new examples on every run.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("dev")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 pytest_plugins = ["drawopt.testing.golden"]
 
