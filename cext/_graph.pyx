@@ -3,15 +3,16 @@
 The model lives in :mod:`drawopt.graph`; this module only runs its sequential
 loops. Each public function fixes dtypes and contiguity and calls a typed
 kernel that runs without the GIL. The pure-Python twins are
-``drawopt.graph._assign_nodes_py`` and ``drawopt.graph._two_path_reduce_py``;
-the tests check that both give identical arrays.
+``drawopt.graph._assign_nodes_py``, ``drawopt.graph._two_path_reduce_py`` and
+``drawopt.graph._act_setter_events_py``; the tests check that both give
+identical arrays.
 """
 
 import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
-__all__ = ["assign_nodes", "two_path_reduce"]
+__all__ = ["assign_nodes", "two_path_reduce", "act_setter_events"]
 
 
 def assign_nodes(kind, solo, maxpred, wsig):
@@ -153,3 +154,62 @@ cdef void _two_path(const int64_t[::1] u, const int64_t[::1] v, const uint8_t[::
                             keep[hit] = 0
                     elif so[hit]:
                         keep[hit] = 0
+
+
+def act_setter_events(ev_cmd, ev_slot, slots, act_cmd, opq):
+    """For every slot of ``slots`` and every action: the index of the last event writing the
+    slot strictly before the action (``drawopt.graph._setter_events``), -1 for none or when
+    an Opaque command lies between them; and that event's command (-1 for none).
+
+    Parameters
+    ----------
+    ev_cmd, ev_slot : int64[E]
+        Events (command, slot), sorted by slot then command.
+    slots : int64[K]
+        The slots wanted.
+    act_cmd : int64[A]
+        Action commands, non-decreasing.
+    opq : int64[O]
+        Opaque commands, increasing.
+
+    Returns
+    -------
+    events, commands : int64[K, A]
+    """
+    ev_cmd = np.ascontiguousarray(ev_cmd, dtype=np.int64)
+    ev_slot = np.ascontiguousarray(ev_slot, dtype=np.int64)
+    slots = np.ascontiguousarray(slots, dtype=np.int64)
+    act_cmd = np.ascontiguousarray(act_cmd, dtype=np.int64)
+    opq = np.ascontiguousarray(opq, dtype=np.int64)
+    if ev_cmd.shape[0] != ev_slot.shape[0]:
+        raise ValueError("ev_cmd and ev_slot must have the same length")
+    if act_cmd.shape[0] > 1 and (np.diff(act_cmd) < 0).any():
+        raise ValueError("act_cmd must be non-decreasing")
+    lo = np.searchsorted(ev_slot, slots, side="left").astype(np.int64)
+    hi = np.searchsorted(ev_slot, slots, side="right").astype(np.int64)
+    out_e = np.empty((slots.shape[0], act_cmd.shape[0]), dtype=np.int64)
+    out_c = np.empty((slots.shape[0], act_cmd.shape[0]), dtype=np.int64)
+    _act_setter_events(ev_cmd, lo, hi, act_cmd, opq, out_e, out_c)
+    return out_e, out_c
+
+
+cdef void _act_setter_events(const int64_t[::1] ev_cmd, const int64_t[::1] lo, const int64_t[::1] hi,
+                             const int64_t[::1] act_cmd, const int64_t[::1] opq,
+                             int64_t[:, ::1] out_e, int64_t[:, ::1] out_c) noexcept nogil:
+    cdef Py_ssize_t j, a, p, q, e, nact = act_cmd.shape[0], nopq = opq.shape[0]
+    cdef int64_t x
+    for j in range(lo.shape[0]):
+        p = lo[j]
+        q = 0
+        for a in range(nact):
+            x = act_cmd[a]
+            while p < hi[j] and ev_cmd[p] < x:
+                p += 1
+            e = p - 1 if p > lo[j] else -1
+            if nopq:
+                while q < nopq and opq[q] < x:
+                    q += 1
+                if e >= 0 and q > 0 and opq[q - 1] >= ev_cmd[e]:
+                    e = -1
+            out_e[j, a] = e
+            out_c[j, a] = ev_cmd[e] if e >= 0 else -1

@@ -46,15 +46,20 @@ implied by a path of two others are dropped (hazard edges only through hazard
 paths). Commuting accesses (reads; order-independent draws) form one group.
 
 Implementation: everything is columnar (numpy) over segments, accesses and
-events; the two sequential steps, the node assignment and the two-path edge
-reduction, run in ``drawopt._graph`` (``cext/_graph.pyx``) with pure-Python twins
-(:func:`_assign_nodes_py`, :func:`_two_path_reduce_py`; ``DRAWOPT_PURE=1``).
+events; the sequential steps, the bindings every action sees, the node
+assignment and the two-path edge reduction, run in ``drawopt._graph``
+(``cext/_graph.pyx``) with pure-Python twins (:func:`_act_setter_events_py`,
+:func:`_assign_nodes_py`, :func:`_two_path_reduce_py`; ``DRAWOPT_PURE=1``).
+Accesses to resources that nothing writes are not kept (they can order nothing).
+:func:`hazard_graph` gives the nodes and the non-``state`` edges as arrays,
+without networkx, for passes that re-emit state.
 """
 
 from __future__ import annotations
 
 __all__ = [
-    "build_graph", "node_of_command", "hazard_view", "commute_class", "ordered_chains", "segments_are_chains",
+    "build_graph", "hazard_graph", "HazardGraph", "node_of_command", "hazard_view", "commute_class",
+    "ordered_chains", "segments_are_chains", "pack_columns",
     "EDGE_REASONS", "NODE_KINDS",
     "graph_summary", "to_dot", "to_json", "write_graph",
 ]
@@ -158,10 +163,15 @@ def segments_are_chains(stream: Stream, table: StateTable, pipe: np.ndarray, seg
     return bool(ordered_chains(stream, table, pipe, seg, reorder)[starts[multi]].all()) if multi.any() else True
 
 
-def node_of_command(G: nx.DiGraph) -> np.ndarray:
+def node_of_command(G: nx.DiGraph | HazardGraph) -> np.ndarray:
     """``out[i]``: the node holding command ``i`` (-1 outside the graph's range)."""
     n = int(G.graph.get("commands", 0))
     out = np.full(n, -1, np.int64)
+    if isinstance(G, HazardGraph):
+        if G.first.size:
+            lens = G.last - G.first + 1
+            out[ragged_index(G.first, lens)] = np.repeat(np.arange(G.first.shape[0], dtype=np.int64), lens)
+        return out
     for v, d in G.nodes(data=True):
         out[d["first"]:d["last"] + 1] = v
     return out
@@ -191,6 +201,9 @@ _SLOT_NAMES = {_S_PSO: "pipeline", _S_RSG: "graphics root signature", _S_RSC: "c
 _K_DRAWS, _K_DISPATCH, _K_COPY, _K_FLUSH, _K_BARRIER, _K_OPAQUE, _K_STATE = range(7)
 _KIND_OF_CAT = {int(Cat.DRAW): _K_DRAWS, int(Cat.DISPATCH): _K_DISPATCH, int(Cat.COPY): _K_COPY,
                 int(Cat.FLUSH): _K_FLUSH, int(Cat.BARRIER): _K_BARRIER, int(Cat.OPAQUE): _K_OPAQUE}
+_KIND_TABLE = np.full(256, _K_STATE, np.int64)
+for _c, _k in _KIND_OF_CAT.items():
+    _KIND_TABLE[_c] = _k
 _R_CODE = {r: i for i, r in enumerate(EDGE_REASONS)}
 _BIG = np.int64(1) << np.int64(40)
 _REDUCE_CAP = 4096
@@ -210,12 +223,14 @@ def _slot_name(slot: int) -> str:
 class _Builder:
     """Builds the graph with numpy; see the module docstring for what it means."""
 
-    def __init__(self, s: Stream, reorder: str, start: int, stop: int):
+    def __init__(self, s: Stream, reorder: str, start: int, stop: int, state_edges: bool = True):
         self.s, self.reorder, self.start, self.stop = s, reorder, start, stop
+        self.with_state = state_edges
         self.decls = s.decls
         self.res_names: list[str] = []
         self._cmd_seg: np.ndarray | None = None
         self._act_set: dict[int, np.ndarray] = {}
+        self._act_set_cmd: dict[int, np.ndarray] = {}
         self.res_ids: dict[str, int] = {}
         self.labels: dict[str, int] = {}
 
@@ -270,7 +285,8 @@ class _Builder:
                 cmds.append(ch)
                 slots.append(np.full(ch.size, base + p, np.int64))
         c, sl = np.concatenate(cmds).astype(np.int64), np.concatenate(slots).astype(np.int64)
-        o = np.lexsort((c, sl))
+        key = pack_columns([sl, c]) if c.size else np.zeros((0, 1), np.int64)
+        o = np.argsort(key[:, 0], kind="stable") if key.shape[1] == 1 else np.lexsort((c, sl))
         self.ev_cmd, self.ev_slot = c[o], sl[o]
         self.ev_key = self.ev_slot * _BIG + self.ev_cmd
         self.vb_slots = sorted(set(np.unique(sl[sl >= _S_VB]).tolist()) & set(range(_S_VB, _S_RG)))
@@ -282,16 +298,17 @@ class _Builder:
 
     def setter_event(self, slot: int, cmd: np.ndarray) -> np.ndarray:
         """Index in the event arrays of the last write of ``slot`` before each of ``cmd`` (-1: none)."""
-        cmd = np.asarray(cmd, np.int64)
-        lo, hi = np.searchsorted(self.ev_slot, (slot, slot + 1)).tolist()
-        if lo == hi or not cmd.size:
-            return np.full(cmd.size, -1, np.int64)
-        pos = np.searchsorted(self.ev_cmd[lo:hi], cmd, side="left") - 1
-        out = np.where(pos >= 0, lo + pos, -1)
-        if self.opq.size:  # a setter on the other side of an Opaque command does not count
-            c = self.ev_cmd[np.maximum(out, 0)]
-            out = np.where((out >= 0) & (self.epoch(c) == self.epoch(cmd)), out, -1)
-        return out
+        return _setter_events(self.ev_cmd, self.ev_slot, slot, cmd, self.opq)
+
+    def act_setter_events(self, slots: list[int]) -> None:
+        """Find :meth:`act_setter_event` of every slot of ``slots`` at once (into its cache)."""
+        todo = [x for x in dict.fromkeys(slots) if x not in self._act_set]
+        if not todo:
+            return
+        ev, cmd = _act_setter_events(self.ev_cmd, self.ev_slot, np.array(todo, np.int64), self.act_cmd, self.opq)
+        for j, x in enumerate(todo):
+            self._act_set[x] = ev[j]
+            self._act_set_cmd[x] = cmd[j]
 
     def _event_cmd(self, e: np.ndarray) -> np.ndarray:
         """The command of each event index in ``e`` (-1 stays -1; no events at all: all -1)."""
@@ -312,7 +329,8 @@ class _Builder:
 
     def act_setter(self, slot: int) -> np.ndarray:
         """:meth:`setter` of ``slot`` for every action."""
-        return self._event_cmd(self.act_setter_event(slot))
+        c = self._act_set_cmd.get(slot)
+        return c if c is not None else self._event_cmd(self.act_setter_event(slot))
 
     # ------------------------------------------------------------------ segments
     def _segments(self) -> None:
@@ -323,8 +341,7 @@ class _Builder:
         self.seg_cmd = ns   # the non-state command ending each segment
         self.seg_first = np.r_[self.start, ns[:-1] + 1].astype(np.int64) if ns.size else np.zeros(0, np.int64)
         self.seg_last = ns.copy()
-        kinds = np.array([_KIND_OF_CAT[int(c)] for c in s.cats()[ns]], np.int64) if ns.size else \
-            np.zeros(0, np.int64)
+        kinds = _KIND_TABLE[s.cats()[ns]] if ns.size else np.zeros(0, np.int64)
         if trailing:
             self.seg_first = np.r_[self.seg_first, ns[-1] + 1 if ns.size else self.start]
             self.seg_last = np.r_[self.seg_last, self.stop - 1]
@@ -348,6 +365,7 @@ class _Builder:
         acmd = self.seg_cmd[aseg] if aseg.size else np.zeros(0, np.int64)
         aop = s.op[acmd].astype(np.int64)
         self.act_seg, self.act_cmd, self.act_op = aseg, acmd, aop
+        self.act_setter_events([_S_PSO, _S_RTS, _S_IB, *self.vb_slots, *self.rg_slots, *self.rc_slots])
         pset = self.act_setter(_S_PSO)
         pso = np.where(pset >= 0, args[np.maximum(pset, 0), 0], -1)
         is_pipe = np.array([isinstance(d, Pipeline) for d in decls.items] + [False], bool)
@@ -356,43 +374,72 @@ class _Builder:
         # the bindings that decide what an action accesses
         cols: list[np.ndarray] = [aop, pso, self.act_setter(_S_RTS)]
         self.bind: dict[int, np.ndarray] = {_S_RTS: cols[-1]}
+        # what a binding contributes is (opcode, value) of the command that set it, ((-1, -1) when
+        # none): one column of ranks of those pairs (ordered as the pairs) per slot
+        crank = np.append(self._binding_ranks(), -1)  # the last entry: no setter (index -1)
         for slot in [_S_IB, *self.vb_slots, *self.rg_slots, *self.rc_slots]:
             c = self.act_setter(slot)
             self.bind[slot] = c
-            cc = np.maximum(c, 0)
-            o = s.op[cc].astype(np.int64)
-            val = np.where(o == _OP["IASetIndexBuffer"], args[cc, 0], args[cc, 1])
-            val = np.where(np.isin(o, [_OP["SetGraphicsRoot32BitConstants"], _OP["SetComputeRoot32BitConstants"],
-                                       _OP["DrawIndexedX"]]) | (c < 0), -1, val)
-            cols += [np.where(c < 0, -1, o), val]
+            cols.append(crank[c])
+        buf = np.isin(aop, _BUFFER_ARG_OPS)
         for k in range(NARGS):
-            cols.append(np.where(np.isin(aop, _BUFFER_ARG_OPS), args[acmd, k], 0))
-        sig = np.stack(cols, axis=1) if acmd.size else np.zeros((0, len(cols)), np.int64)
+            cols.append(np.where(buf, args[acmd, k], 0))
+        sig = pack_columns(cols) if acmd.size else np.zeros((0, len(cols)), np.int64)
         first, inv = _unique_rows(sig)
         per: list[list[tuple[int, int]]] = [self._resolve(int(a)) for a in first]
         counts = np.array([len(x) for x in per], np.int64)
         flat = np.array([x for lst in per for x in lst], np.int64).reshape(-1, 2)
-        offs = np.cumsum(counts) - counts
-        nper = counts[inv] if inv.size else np.zeros(0, np.int64)
-        k = ragged_index(offs[inv], nper) if inv.size else np.zeros(0, np.int64)
-        acc_seg = [np.repeat(aseg, nper)]
-        acc_res = [flat[k, 0] if k.size else np.zeros(0, np.int64)]
-        acc_cls = [flat[k, 1] if k.size else np.zeros(0, np.int64)]
-        # flushes and barriers
+        # flushes and barriers (they write)
         fe = self.rid(_FE_VIRTUAL)
         fl = np.flatnonzero(self.seg_kind == _K_FLUSH)
-        acc_seg.append(fl)
-        acc_res.append(np.full(fl.size, fe, np.int64))
-        acc_cls.append(np.ones(fl.size, np.int64))
         br = np.flatnonzero(self.seg_kind == _K_BARRIER)
         bcmd = self.seg_cmd[br]
         bres = np.array([self.rid(decls[int(args[c, 0])].name) for c in bcmd], np.int64)
-        acc_seg += [br, br[np.isin(args[bcmd, 2], list(_FE_STATES))]]
-        acc_res += [bres, np.full(int(np.isin(args[bcmd, 2], list(_FE_STATES)).sum()), fe, np.int64)]
-        acc_cls += [np.ones(br.size, np.int64), np.ones(acc_res[-1].size, np.int64)]
+        bfe = br[np.isin(args[bcmd, 2], list(_FE_STATES))]
+        # the actions' accesses, less those of resources nothing writes (reads alone order nothing:
+        # they give no edge, and the write signatures of the nodes do not see them)
+        written = np.zeros(len(self.res_names), bool)
+        written[flat[flat[:, 1] >= 1, 0]] = True
+        written[bres] = True
+        written[fe] |= bool(fl.size or bfe.size)
+        kept = written[flat[:, 0]]
+        cum = np.r_[0, np.cumsum(kept)]
+        offs = np.cumsum(counts) - counts
+        counts = cum[offs + counts] - cum[offs]
+        flat = flat[kept]
+        offs = np.cumsum(counts) - counts
+        nper = counts[inv] if inv.size else np.zeros(0, np.int64)
+        k = ragged_index(offs[inv], nper) if inv.size else np.zeros(0, np.int64)
+        acc_seg = [np.repeat(aseg, nper), fl, br, bfe]
+        acc_res = [flat[k, 0] if k.size else np.zeros(0, np.int64), np.full(fl.size, fe, np.int64), bres,
+                   np.full(bfe.size, fe, np.int64)]
+        acc_cls = [flat[k, 1] if k.size else np.zeros(0, np.int64), np.ones(fl.size, np.int64),
+                   np.ones(br.size, np.int64), np.ones(bfe.size, np.int64)]
         self.acc_seg = np.concatenate(acc_seg).astype(np.int64)
         self.acc_res = np.concatenate(acc_res).astype(np.int64)
         self.acc_cls = np.concatenate(acc_cls).astype(np.int64)
+
+    def _binding_ranks(self) -> np.ndarray:
+        """Per command (-1 where it sets no slot): the rank of its ``(opcode, value)`` among those
+        of every state event (the value: the buffer of an index buffer, the argument of a root
+        argument, -1 for root constants and ``DrawIndexedX``), ordered as the pairs are."""
+        s = self.s
+        out = np.full(len(s), -1, np.int64)
+        is_ev = np.zeros(len(s), bool)
+        is_ev[self.ev_cmd] = True
+        c = np.flatnonzero(is_ev)
+        if not c.size:
+            return out
+        o = s.op[c].astype(np.int64)
+        val = np.where(o == _OP["IASetIndexBuffer"], s.args[c, 0], s.args[c, 1])
+        val = np.where(np.isin(o, [_OP["SetGraphicsRoot32BitConstants"], _OP["SetComputeRoot32BitConstants"],
+                                   _OP["DrawIndexedX"]]), -1, val)
+        key = pack_columns([o, val])
+        order = np.argsort(key[:, 0], kind="stable") if key.shape[1] == 1 else np.lexsort((val, o))
+        o, val = o[order], val[order]
+        new = np.r_[True, (o[1:] != o[:-1]) | (val[1:] != val[:-1])]
+        out[c[order]] = np.cumsum(new) - 1
+        return out
 
     def _resolve(self, a: int) -> list[tuple[int, int]]:
         """Accesses of action ``a`` (an index into the action arrays) as (resource id, class)."""
@@ -474,15 +521,9 @@ class _Builder:
                 o = int(s.op[c])
                 if rp.kind == "table" and o in (_OP["SetGraphicsRootDescriptorTable"],
                                                  _OP["SetComputeRootDescriptorTable"]):
-                    href = int(s.args[c, 1])
-                    heap, slot = decls[href >> 32].name, href & 0xFFFFFFFF
-                    for kind, cnt in rp.ranges:
-                        for v in self._views(heap, slot, cnt):
-                            if kind == "uav" and v.view == "uav":
-                                uav_w.append(v.resource)
-                            else:
-                                acc.append((v.resource, "r", None))
-                        slot += cnt
+                    reads, writes = self._table(rp, int(s.args[c, 1]))
+                    acc += reads
+                    uav_w += writes
                 elif rp.kind in ("cbv", "srv", "uav") and o in (_OP["SetGraphicsRootConstantBufferView"],
                                                                  _OP["SetGraphicsRootShaderResourceView"]):
                     b = decls[int(s.args[c, 1])].name
@@ -492,14 +533,37 @@ class _Builder:
                 if r in self.fe_bufs:
                     acc.append((_FE_VIRTUAL, "w", "fe-writers"))
         out: dict[int, int] = {}
+        rid_of = self.res_ids.get
         for name, mode, label in acc:
-            r, c = self.rid(name), self.lab(label, mode)
+            r = rid_of(name)
+            if r is None:
+                r = self.rid(name)
+            c = 0 if mode == "r" else (1 if label is None else self.lab(label, mode))
             if r not in out:
                 out[r] = c
             elif out[r] != c:
                 a_, b_ = out[r], c
                 out[r] = max(a_, b_) if min(a_, b_) == 0 else (a_ if a_ == b_ else 1)
         return sorted(out.items())
+
+    def _table(self, rp: Any, href: int) -> tuple[list[tuple[str, str, None]], list[str]]:
+        """What a descriptor table ``rp`` bound at ``href`` (heap index << 32 | slot) gives access
+        to: its reads (accesses, in range order) and the resources its UAV ranges write."""
+        key = (id(rp), href)
+        got = self._table_cache.get(key)
+        if got is None:
+            reads: list[tuple[str, str, None]] = []
+            writes: list[str] = []
+            heap, slot = self.decls[href >> 32].name, href & 0xFFFFFFFF
+            for kind, cnt in rp.ranges:
+                for v in self._views(heap, slot, cnt):
+                    if kind == "uav" and v.view == "uav":
+                        writes.append(v.resource)
+                    else:
+                        reads.append((v.resource, "r", None))
+                slot += cnt
+            got = self._table_cache[key] = (reads, writes)
+        return got
 
     def _views(self, heap: str, slot: int, n: int) -> list[View]:
         key = (heap, slot, n)
@@ -520,7 +584,8 @@ class _Builder:
     def _hazard_edges(self) -> tuple[np.ndarray, ...]:
         seg, res, cls = self.acc_seg, self.acc_res, self.acc_cls
         ep = self.epoch(self.seg_cmd_or_first(seg))
-        o = np.lexsort((seg, res, ep))
+        key = pack_columns([ep, res, seg]) if seg.size else np.zeros((0, 1), np.int64)
+        o = np.argsort(key[:, 0], kind="stable") if key.shape[1] == 1 else np.lexsort((seg, res, ep))
         seg, res, cls, ep = seg[o], res[o], cls[o], ep[o]
         n = seg.size
         if n == 0:
@@ -676,7 +741,10 @@ class _Builder:
         solo = np.isin(self.seg_kind, (_K_FLUSH, _K_BARRIER, _K_OPAQUE))
         return _assign_nodes(self.seg_kind, solo, mhp, wsig)
 
-    def build(self) -> nx.DiGraph:
+    def arrays(self) -> tuple[np.ndarray, ...] | None:
+        """The graph as arrays: ``(nfirst, nlast, nkind, nact, eu, ev, er, eres, mask)`` (per node:
+        first and last command, kind code, actions; per edge: ends, strongest reason code,
+        its resource code, reason bit mask), or None for an empty range."""
         s = self.s
         self.fe_bufs = _frontend_buffers(s)
         self.views_by_heap: dict[str, list[View]] = {}
@@ -686,17 +754,20 @@ class _Builder:
         self.views_keys: dict[str, list[int]] = {}
         self._views_cache: dict[tuple[str, int, int], list[View]] = {}
         self._pipe_cache: dict[int, tuple] = {}
+        self._table_cache: dict[tuple[int, int], tuple[list[tuple[str, str, None]], list[str]]] = {}
         for h, lst in self.views_by_heap.items():
             lst.sort(key=lambda v: v.slot)
             self.views_keys[h] = [v.slot for v in lst]
         self._events()
         self._segments()
-        G = nx.DiGraph(reorder=self.reorder, start=self.start, stop=self.stop, commands=len(s))
         if self.nseg == 0:
-            return G
+            return None
         self._accesses()
         hu, hv, hr, hres = self._hazard_edges()
-        su, sv, sr, sres = self._state_edges()
+        if self.with_state:
+            su, sv, sr, sres = self._state_edges()
+        else:
+            su = sv = sr = sres = np.zeros(0, np.int64)
         ou, ov, orr, ores = self._opaque_edges()
         node = self._nodes(np.r_[hu, ou], np.r_[hv, ov])
         u = node[np.r_[hu, su, ou]]
@@ -723,6 +794,14 @@ class _Builder:
         nkind = np.zeros(nn, np.int64)
         nkind[node] = self.seg_kind
         nact = np.bincount(node[np.isin(self.seg_kind, (_K_DRAWS, _K_DISPATCH, _K_COPY))], minlength=nn)
+        return nfirst, nlast, nkind, nact, eu, ev, er, eres, mask
+
+    def build(self) -> nx.DiGraph:
+        G = nx.DiGraph(reorder=self.reorder, start=self.start, stop=self.stop, commands=len(self.s))
+        got = self.arrays()
+        if got is None:
+            return G
+        nfirst, nlast, nkind, nact, eu, ev, er, eres, mask = got
         nodes = [{"first": f, "last": la, "kind": NODE_KINDS[k], "commands": la - f + 1, "actions": a}
                  for f, la, k, a in zip(nfirst.tolist(), nlast.tolist(), nkind.tolist(), nact.tolist())]
         # the strings of each edge: one lookup per distinct reason mask and resource
@@ -766,6 +845,46 @@ def _assign_nodes_py(kind: np.ndarray, solo: np.ndarray, maxpred: np.ndarray, ws
     return np.array(node, np.int64)
 
 
+def _setter_events(ev_cmd: np.ndarray, ev_slot: np.ndarray, slot: int, cmd: np.ndarray,
+                   opq: np.ndarray) -> np.ndarray:
+    """Index of the last event writing ``slot`` strictly before each of ``cmd`` (-1: none, or an
+    Opaque command lies between them); events sorted by slot, then command."""
+    cmd = np.asarray(cmd, np.int64)
+    lo, hi = np.searchsorted(ev_slot, (slot, slot + 1)).tolist()
+    if lo == hi or not cmd.size:
+        return np.full(cmd.size, -1, np.int64)
+    pos = np.searchsorted(ev_cmd[lo:hi], cmd, side="left") - 1
+    out = np.where(pos >= 0, lo + pos, -1)
+    if opq.size:  # a setter on the other side of an Opaque command does not count
+        c = ev_cmd[np.maximum(out, 0)]
+        out = np.where((out >= 0) & (np.searchsorted(opq, c) == np.searchsorted(opq, cmd)), out, -1)
+    return out
+
+
+def _act_setter_events(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.ndarray, act_cmd: np.ndarray,
+                       opq: np.ndarray, pure: bool | None = None) -> np.ndarray:
+    """:func:`_setter_events` of every slot of ``slots`` for the actions ``act_cmd`` (non-decreasing),
+    one row per slot, and the events' commands (-1 for none): ``(events, commands)``, int64[K, A]
+    each (``drawopt._graph.act_setter_events``; twin :func:`_act_setter_events_py`)."""
+    mod = load_cext("_graph", pure)
+    if mod is not None and (act_cmd.shape[0] < 2 or bool((np.diff(act_cmd) >= 0).all())):
+        return mod.act_setter_events(ev_cmd, ev_slot, slots, act_cmd, opq)
+    return _act_setter_events_py(ev_cmd, ev_slot, slots, act_cmd, opq)
+
+
+def _act_setter_events_py(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.ndarray, act_cmd: np.ndarray,
+                          opq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pure-numpy twin of ``drawopt._graph.act_setter_events``."""
+    n = np.asarray(act_cmd).shape[0]
+    ev = np.empty((len(slots), n), np.int64)
+    cmd = np.full((len(slots), n), -1, np.int64)
+    for j, slot in enumerate(np.asarray(slots, np.int64).tolist()):
+        ev[j] = _setter_events(ev_cmd, ev_slot, slot, act_cmd, opq)
+        ok = ev[j] >= 0
+        cmd[j, ok] = ev_cmd[ev[j, ok]]
+    return ev, cmd
+
+
 def _fill_digraph(G: nx.DiGraph, nodes: list[dict[str, Any]], eu: list[int], ev: list[int],
                   edges: list[dict[str, Any]]) -> None:
     """Add nodes ``0 .. len(nodes)-1`` (attribute dicts ``nodes``) and edges ``eu[i] -> ev[i]``
@@ -804,6 +923,56 @@ def _unique_rows(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rank = np.empty(order.size, np.int64)
     rank[order] = np.arange(order.size)
     return first[order], rank[ids]
+
+
+def pack_columns(cols: list[np.ndarray]) -> np.ndarray:
+    """Integer columns (equal lengths) packed into as few int64 columns as fit: runs of
+    consecutive columns become one mixed-radix number each (the first column the most
+    significant digit), so rows compare equal, and in lexicographic order, exactly as
+    the rows of the unpacked columns do.
+
+    Returns
+    -------
+    int64[N, K]
+        ``K >= 1`` columns (one, of zeros, for no input column).
+
+    Examples
+    --------
+    >>> pack_columns([np.array([1, 0, 1]), np.array([5, 7, 5])]).ravel().tolist()
+    [2, 1, 2]
+    """
+    if not cols:
+        return np.zeros((0, 1), np.int64)
+    out: list[np.ndarray] = []
+    group: list[tuple[np.ndarray, int, int]] = []
+    total = 1
+
+    def flush() -> None:
+        word = np.zeros(cols[0].shape[0], np.int64)
+        mult = 1
+        for col, lo, span in reversed(group):
+            word += (col - lo) * mult
+            mult *= span
+        out.append(word)
+
+    for col in cols:
+        col = np.asarray(col, np.int64)
+        lo, hi = (int(col.min()), int(col.max())) if col.size else (0, 0)
+        span = hi - lo + 1  # Python ints: no wrap
+        if group and total * span >= 1 << 62:
+            flush()
+            group, total = [], 1
+        if span >= 1 << 62:  # too wide to offset safely: a column of its own, as it is
+            if group:
+                flush()
+                group, total = [], 1
+            out.append(col)
+            continue
+        group.append((col, lo, span))
+        total *= span
+    if group:
+        flush()
+    return np.stack(out, axis=1)
 
 
 def _unique_int(x: np.ndarray) -> np.ndarray:
@@ -938,13 +1107,93 @@ def build_graph(stream: Stream, reorder: str = "declared", start: int = 0, stop:
     >>> [(u, v, d["reason"], d["resource"]) for u, v, d in G.edges(data=True)]
     [(0, 1, 'order', 'rt')]
     """
+    stop = _check_range(stream, reorder, start, stop)
+    return _Builder(stream, reorder, start, stop).build()
+
+
+def _check_range(stream: Stream, reorder: str, start: int, stop: int | None) -> int:
     if reorder not in ("none", "declared", "opaque"):
         raise UsageError(f"unknown reorder policy '{reorder}' (use none, declared or opaque)")
     n = len(stream)
     stop = n if stop is None else stop
     if not (0 <= start <= stop <= n):
         raise UsageError(f"bad command range {start}:{stop} (the stream has {n} commands)")
-    return _Builder(stream, reorder, start, stop).build()
+    return stop
+
+
+class HazardGraph:
+    """The nodes and the hazard edges of the dependency graph, as arrays (:func:`hazard_graph`).
+
+    The nodes, and the edges whose reason is not ``state`` with their ``reason``, are
+    those of :func:`build_graph`'s graph (what :func:`hazard_view` shows of it). It
+    answers the part of the :class:`networkx.DiGraph` interface that
+    :func:`node_of_command` and :func:`drawopt.mergeclass.segment_units` use:
+    ``graph`` (the same attributes), ``number_of_nodes()``, ``number_of_edges()``,
+    ``nodes(data=True)`` and ``edges(data=...)``. Edges carry ``reason`` only (no
+    ``reasons``, no ``resource``).
+
+    Attributes
+    ----------
+    first, last : int64[V]
+        First and last command of each node.
+    kind : int64[V]
+        Index of each node's kind in :data:`NODE_KINDS`.
+    eu, ev : int64[E]
+        Edges ``eu[i] -> ev[i]``, sorted by ``(u, v)`` (the order networkx lists them in).
+    reason : int64[E]
+        Index of each edge's reason in :data:`EDGE_REASONS`.
+    """
+
+    def __init__(self, graph: dict[str, Any], first: np.ndarray, last: np.ndarray, kind: np.ndarray,
+                 eu: np.ndarray, ev: np.ndarray, reason: np.ndarray) -> None:
+        self.graph = graph
+        self.first, self.last, self.kind = first, last, kind
+        self.eu, self.ev, self.reason = eu, ev, reason
+
+    def number_of_nodes(self) -> int:
+        return int(self.first.shape[0])
+
+    def number_of_edges(self) -> int:
+        return int(self.eu.shape[0])
+
+    def nodes(self, data: bool = False) -> Any:
+        """Node ids, or ``(id, {"first", "last", "kind"})`` with ``data=True``."""
+        ids = range(self.number_of_nodes())
+        if not data:
+            return iter(ids)
+        return ((v, {"first": f, "last": la, "kind": NODE_KINDS[k]})
+                for v, f, la, k in zip(ids, self.first.tolist(), self.last.tolist(), self.kind.tolist()))
+
+    def edges(self, data: bool | str = False) -> Any:
+        """``(u, v)``, ``(u, v, reason)`` with ``data="reason"``, or ``(u, v, {"reason": ...})``
+        with ``data=True``; in ``(u, v)`` order."""
+        eu, ev = self.eu.tolist(), self.ev.tolist()
+        if data is False:
+            return zip(eu, ev)
+        names = [EDGE_REASONS[r] for r in self.reason.tolist()]
+        if data is True:
+            return ((u, v, {"reason": r}) for u, v, r in zip(eu, ev, names))
+        if data == "reason":
+            return zip(eu, ev, names)
+        return ((u, v, None) for u, v in zip(eu, ev))
+
+
+def hazard_graph(stream: Stream, reorder: str = "declared", start: int = 0, stop: int | None = None) -> HazardGraph:
+    """The dependency graph without its ``state`` edges, as arrays (:class:`HazardGraph`).
+
+    Same arguments and errors as :func:`build_graph`, whose graph has the same nodes and
+    the same non-``state`` edges; cheaper (no ``state`` edges to find, no networkx
+    objects), for passes that re-emit the state of every draw they move.
+    """
+    stop = _check_range(stream, reorder, start, stop)
+    b = _Builder(stream, reorder, start, stop, state_edges=False)
+    attrs = {"reorder": reorder, "start": start, "stop": stop, "commands": len(stream)}
+    got = b.arrays()
+    if got is None:
+        z = np.zeros(0, np.int64)
+        return HazardGraph(attrs, z, z, z, z, z, z)
+    nfirst, nlast, nkind, _nact, eu, ev, er, _eres, _mask = got
+    return HazardGraph(attrs, nfirst, nlast, nkind, eu, ev, er)
 
 
 def graph_summary(G: nx.DiGraph) -> dict[str, Any]:

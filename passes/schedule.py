@@ -12,11 +12,12 @@ merge": such draws often exist for a GPU query or a debug marker that brackets
 the draws around them).
 
 Inside a segment only draws remain (state commands are regenerated, see below),
-and the dependency graph (:func:`drawopt.graph.build_graph` under the
-``reorder`` policy) orders them: every edge between two draws of the segment
-whose reason is a hazard (``raw``, ``war``, ``waw``), observable ``order`` on a
-shared target, ``flush``, ``barrier`` or ``opaque`` is kept; ``state`` edges are
-not constraints, because the state each draw sees is re-created for it.
+and the dependency graph (under the ``reorder`` policy) orders them: every edge
+between two draws of the segment whose reason is a hazard (``raw``, ``war``,
+``waw``), observable ``order`` on a shared target, ``flush``, ``barrier`` or
+``opaque`` is kept; ``state`` edges are not constraints, because the state each
+draw sees is re-created for it, so the pass builds the graph without them
+(:func:`drawopt.graph.hazard_graph`).
 
 The order
 ---------
@@ -60,9 +61,12 @@ reads it. Setters are copies of input commands; partially updated root
 constants and vertex-buffer slots are re-emitted as the words / slots that
 differ. An observer whose input state cannot be re-created (it read an undefined
 or unknown value that a moved draw would now define) makes its segment keep its
-input order; if even that fails the pass leaves the stream unchanged. The
-result is checked against the input with the state tracker before it is
-returned.
+input order; if even that fails the pass leaves the stream unchanged. The emit
+loop runs in ``drawopt._schedule`` (``cext/_schedule.pyx``; its pure-Python twin
+is :meth:`Restater._emit_all_py`). The result is checked against the input with
+the state tracker before it is returned (:func:`check_restated`: every draw's
+state, slot by slot, values compared by content and decoded where that does not
+settle it); a difference leaves the stream unchanged.
 """
 
 from __future__ import annotations
@@ -71,14 +75,16 @@ __all__ = ["SchedulePass", "Restater", "CannotRestate", "schedule_order", "sort_
 
 import heapq
 from dataclasses import dataclass
+from functools import cached_property
 from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import numpy as np
 
+from drawopt._accel import load_cext
 from drawopt.costmodel import get_target
 from drawopt.decls import Pipeline
-from drawopt.graph import segments_are_chains
+from drawopt.graph import pack_columns, segments_are_chains
 from drawopt.mergeclass import (
     call_classes,
     draw_facts,
@@ -98,6 +104,8 @@ from drawopt.state import (
     MASKED,
     NROOT,
     NSLOTS,
+    OBS_DISPATCH,
+    OBS_DRAW,
     PIPELINE,
     ROOT0,
     SLOTS,
@@ -106,6 +114,7 @@ from drawopt.state import (
     VB,
     StateTable,
     intern_rows,
+    scan,
     track,
 )
 from drawopt.stream import FLAG_NOMERGE, CommandBuffer, Stream, concat
@@ -122,6 +131,8 @@ _ALL_ROOTS = _GFX_ROOTS + _CMP_ROOTS
 REORDER_POLICIES = ("none", "declared", "opaque")
 _CHUNK = 1 << 15
 _SLOT_RANGE = range(NSLOTS)
+_KERNEL_LAYOUT = np.array([GFX_RS, CRS, HEAPS, IB, VB, ROOT0, CROOT0, NROOT, MASKED, UNDEFINED, UNKNOWN], np.int64)
+"""Slot indices and markers, as ``drawopt._schedule.emit_run`` takes them."""
 
 
 class CannotRestate(Exception):
@@ -145,36 +156,27 @@ class Restater:
         Its state table (:func:`drawopt.state.track`).
     """
 
-    def __init__(self, stream: Stream, table: StateTable) -> None:
+    def __init__(self, stream: Stream, table: StateTable, pure: bool | None = None) -> None:
         assert table.scan is not None
         self.s = stream
         self.sc = sc = table.scan
         self.cats = stream.cats()
         n = len(stream)
+        self._kernel = load_cext("_schedule", pure)
         obs_of = np.full(n + 1, -1, np.int64)
         real = sc.obs >= 0
         obs_of[sc.obs[real]] = np.flatnonzero(real)
-        # the per-command lookups of the emit loop, as Python lists (one element read at a time)
-        self._obs_of: list[int] = obs_of.tolist()
-        self._op: list[int] = stream.op.tolist()
-        self._is_state: list[bool] = (self.cats == int(Cat.STATE)).tolist()
-        self._slot: list[int] = sc.slot.tolist()
-        self._cval: list[int] = sc.cval.tolist()
-        nobs = sc.obs.shape[0]
-        rows = np.empty((nobs, NSLOTS), np.int64)
-        for lo in range(0, nobs, _CHUNK):
-            sel = np.arange(lo, min(lo + _CHUNK, nobs))
-            rows[sel] = sc.normalised(sel)
-        self.oid, first = _intern(rows)
-        self.urows = rows[first]
-        self._oid: list[int] = self.oid.tolist()
+        self._obs_of_a = obs_of
+        self.oid, self.urows = _observer_states(table)
         init = sc.init_val.copy()
         if stream.header.kind == "bundle":
             unk = np.ones(NSLOTS, bool)
             unk[[PIPELINE, SLOTS.index("topology")]] = False
             init[unk] = UNKNOWN
-        self.inforce: list[int] = init.tolist()
-        self.is_table: list[bool] = [False] * NSLOTS
+        # the state in force: Python lists for the pure loop (one element read at a time), arrays
+        # the compiled loop updates in place (the Python methods below accept either)
+        self.inforce: Any = init.astype(np.int64) if self._kernel is not None else init.tolist()
+        self.is_table: Any = np.zeros(NSLOTS, np.uint8) if self._kernel is not None else [False] * NSLOTS
         self.out: list[int] = []
         self.synth = CommandBuffer()
         self.last = -1
@@ -187,14 +189,63 @@ class Restater:
         self._full = np.zeros(n, bool)
         cc = np.flatnonzero(np.isin(stream.op, _CONST_OPS))
         if cc.size:
-            width = np.array([self._const_width.get(int(k), 0) for k in sc.slot[cc]], np.int64)
+            wtab = np.zeros(NSLOTS + 1, np.int64)  # the last entry: no slot (index -1)
+            for k, w in self._const_width.items():
+                wtab[k] = w
+            width = wtab[sc.slot[cc]]
             self._full[cc] = (stream.args[cc, 2] == 0) & (stream.args[cc, 1] >= width)
-        self._full_l: list[bool] = self._full.tolist()
+        self._tables: tuple | None = None
+
+    # the per-command lookups of the Python emit loop, as lists (built when first used)
+    @cached_property
+    def _obs_of(self) -> list[int]:
+        return self._obs_of_a.tolist()
+
+    @cached_property
+    def _op(self) -> list[int]:
+        return self.s.op.tolist()
+
+    @cached_property
+    def _is_state(self) -> list[bool]:
+        return (self.cats == int(Cat.STATE)).tolist()
+
+    @cached_property
+    def _slot(self) -> list[int]:
+        return self.sc.slot.tolist()
+
+    @cached_property
+    def _cval(self) -> list[int]:
+        return self.sc.cval.tolist()
+
+    @cached_property
+    def _oid(self) -> list[int]:
+        return self.oid.tolist()
+
+    @cached_property
+    def _full_l(self) -> list[bool]:
+        return self._full.tolist()
+
+    def _kernel_tables(self) -> tuple:
+        """The arrays ``drawopt._schedule.emit_run`` reads (built once)."""
+        if self._tables is None:
+            k = self._kernel
+            op = self.s.op
+            flags = np.zeros(op.shape[0], np.uint8)
+            flags[np.isin(op, _CONST_OPS)] |= k.F_CONST
+            flags[np.isin(op, _TABLE_OPS)] |= k.F_TABLE
+            flags[op == _DX] |= k.F_DRAWX
+            flags[op == _OPAQUE] |= k.F_OPAQUE
+            flags[self.cats == int(Cat.STATE)] |= k.F_STATE
+            c64 = np.ascontiguousarray
+            self._tables = (c64(self._obs_of_a, np.int64), flags, c64(self.sc.slot, np.int64),
+                            c64(self.sc.cval, np.int64), self._full.astype(np.uint8), c64(self.oid, np.int64),
+                            c64(self.urows, np.int64), c64(self.sc.setter, np.int64))
+        return self._tables
 
     # ------------------------------------------------------------ public API
     def mark(self) -> tuple:
         """A snapshot to :meth:`rollback` to."""
-        return (len(self.out), len(self.synth), list(self.inforce), list(self.is_table), self.last,
+        return (len(self.out), len(self.synth), self.inforce.copy(), self.is_table.copy(), self.last,
                 self.emitted_state)
 
     def rollback(self, m: tuple) -> None:
@@ -204,7 +255,30 @@ class Restater:
         cb = self.synth
         for lst in (cb.op, cb.args, cb.var, cb.flags, cb.line):
             del lst[nsyn:]
-        self.inforce, self.is_table, self.last, self.emitted_state = list(inforce), list(is_table), last, emitted
+        self.inforce[:] = inforce  # in place: the compiled loop holds these arrays
+        self.is_table[:] = is_table
+        self.last, self.emitted_state = last, emitted
+
+    def emit_all(self, cmds: np.ndarray | list[int]) -> None:
+        """:meth:`emit` every input command of ``cmds`` in order (each with its own arguments).
+
+        Runs in ``drawopt._schedule.emit_run`` when it is built; :meth:`_emit_all_py` is
+        its pure-Python twin. Raises :class:`CannotRestate` as :meth:`emit` does (what
+        was emitted before the failing observer stays emitted).
+        """
+        if self._kernel is None:
+            self._emit_all_py(cmds)
+            return
+        err = self._kernel.emit_run(self, np.asarray(cmds, np.int64), self._kernel_tables(), self.inforce,
+                                    self.is_table, _KERNEL_LAYOUT)
+        if err is not None:
+            code, k, v = err
+            raise CannotRestate(_cannot_message(code, k, v))
+
+    def _emit_all_py(self, cmds: np.ndarray | list[int]) -> None:
+        """Pure-Python twin of ``drawopt._schedule.emit_run``."""
+        for c in np.asarray(cmds, np.int64).tolist():
+            self.emit(c)
 
     def emit(self, cmd: int, args: np.ndarray | None = None, observer: int | None = None) -> None:
         """Append input command ``cmd`` (with ``args`` instead of its own, if given).
@@ -227,8 +301,8 @@ class Restater:
             self.inforce[IB] = UNDEFINED
             self.last = -1
         elif op == _OPAQUE:
-            self.inforce = [UNKNOWN] * NSLOTS
-            self.is_table = [False] * NSLOTS
+            self.inforce[:] = [UNKNOWN] * NSLOTS
+            self.is_table[:] = [False] * NSLOTS
             self.last = -1
         elif self._is_state[cmd]:  # a state command kept in place
             self._effect_of_copy(int(cmd))
@@ -265,7 +339,7 @@ class Restater:
             if self.inforce[k] == v:
                 continue
             if v < 0:
-                raise CannotRestate(f"{SLOTS[k]} is {'undefined' if v == UNDEFINED else 'unknown'} there")
+                raise CannotRestate(_cannot_message(1, k, v))
             reset = self._set(o, k, v)
             if reset:  # the change lost later slots: look again at what is needed after k
                 inforce = self.inforce
@@ -276,7 +350,7 @@ class Restater:
         """Make slot ``k`` hold value ``v``; True if that reset other slots."""
         src = int(self.sc.setter[o, k])
         if src < 0:
-            raise CannotRestate(f"{SLOTS[k]}: no command sets it")
+            raise CannotRestate(_cannot_message(2, k, v))
         op = self._op[src]
         if op in _CONST_OPS:
             if self._full_l[src]:
@@ -443,6 +517,44 @@ class Restater:
             self.emitted_state += 1
 
 
+def _cannot_message(code: int, k: int, v: int) -> str:
+    """The :class:`CannotRestate` message for an error code of ``drawopt._schedule.emit_run``."""
+    if code == 1:
+        return f"{SLOTS[k]} is {'undefined' if v == UNDEFINED else 'unknown'} there"
+    return f"{SLOTS[k]}: no command sets it"
+
+
+def _observer_states(table: StateTable) -> tuple[np.ndarray, np.ndarray]:
+    """``(oid, urows)``: a state id for every observer of ``table.scan`` and each id's
+    normalised row. Equal ids have equal rows (the restater skips an observer whose id is
+    the last one re-created); draws and dispatches reuse the table's state ids and rows,
+    Opaque commands and the end of a bundle get one id each."""
+    sc = table.scan
+    assert sc is not None
+    nobs = sc.obs.shape[0]
+    kind = sc.obs_kind
+    dsel = np.flatnonzero(kind == OBS_DRAW)
+    xsel = np.flatnonzero(kind == OBS_DISPATCH)
+    if (table.rows.ndim != 2 or table.rows.shape[1] != NSLOTS or dsel.shape[0] != table.state.shape[0]
+            or xsel.shape[0] != table.dispatch_state.shape[0]):  # pragma: no cover - not a table of this scan
+        rows = np.empty((nobs, NSLOTS), np.int64)
+        for lo in range(0, nobs, _CHUNK):
+            sel = np.arange(lo, min(lo + _CHUNK, nobs))
+            rows[sel] = sc.normalised(sel)
+        oid, first = _intern(rows)
+        return oid, rows[first]
+    oid = np.empty(nobs, np.int64)
+    oid[dsel] = table.state
+    oid[xsel] = table.dispatch_state
+    other = np.flatnonzero((kind != OBS_DRAW) & (kind != OBS_DISPATCH))
+    base = table.rows.shape[0]
+    oid[other] = base + np.arange(other.shape[0])
+    urows = np.asarray(table.rows, np.int64)
+    if other.size:
+        urows = np.concatenate([urows, sc.normalised(other).astype(np.int64)])
+    return oid, urows
+
+
 def _intern(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Ids of equal rows (first-appearance order) and each id's first row."""
     if rows.shape[0] == 0:
@@ -469,44 +581,87 @@ def sort_keys(stream: Stream, table: StateTable, facts: Any = None) -> np.ndarra
     if d == 0:
         return np.zeros(0, np.int64)
     rows = facts.nrows  # per normalised state
+    ns = facts.nstate
     first_draw = np.zeros(rows.shape[0], np.int64)
-    first_draw[facts.nstate[::-1]] = np.arange(d)[::-1]
+    first_draw[ns[::-1]] = np.arange(d)[::-1]
     pipes = facts.pipe[first_draw]
-    transp = np.zeros(rows.shape[0], np.int64)
-    tail = np.full((rows.shape[0], 4), MASKED, np.int64)
-    main = rows.copy()
-    for p in np.unique(pipes):
-        decl = stream.decls[int(p)] if p >= 0 else None
-        sel = pipes == p
+    # the key columns per state: render targets, heaps, transparency, the fixed-function state,
+    # vertex buffers, root arguments, index buffer, then up to 4 per-draw root parameters
+    fixed = [SLOTS.index(x) for x in ("pipeline", "gfx_rootsig", "topology", "viewport", "scissor",
+                                      "blend_factor", "stencil_ref", "gs_params", "vertex_buffers")]
+    root = 3 + len(fixed)
+    key = np.full((rows.shape[0], root + NROOT + 1 + 4), MASKED, np.int64)
+    key[:, 0] = rows[:, SLOTS.index("render_targets")]
+    key[:, 1] = rows[:, SLOTS.index("heaps")]
+    key[:, 3:root] = rows[:, fixed]
+    key[:, root:root + NROOT] = rows[:, ROOT0:ROOT0 + NROOT]
+    key[:, root + NROOT] = rows[:, IB]
+    tail = root + NROOT + 1
+    key[:, 2] = 0
+    by_pipe = np.argsort(pipes, kind="stable")
+    bounds = np.flatnonzero(np.diff(pipes[by_pipe])) + 1
+    for sel in np.split(by_pipe, bounds):
+        p = int(pipes[sel[0]]) if sel.size else -1
+        decl = stream.decls[p] if p >= 0 else None
         if isinstance(decl, Pipeline):
-            transp[sel] = decl.blend != "opaque"
+            key[sel, 2] = decl.blend != "opaque"
             cols = [ROOT0 + q for q in perdraw_params(decl) if q < NROOT][:4]
             if cols:
-                tail[np.ix_(sel, np.arange(len(cols)))] = rows[np.ix_(sel, cols)]
-                main[np.ix_(sel, cols)] = MASKED
-    ns = facts.nstate
-    cols: list[np.ndarray] = [main[ns, SLOTS.index("render_targets")], main[ns, SLOTS.index("heaps")],
-                              transp[ns]]
-    cols += [main[ns, SLOTS.index(x)] for x in ("pipeline", "gfx_rootsig", "topology", "viewport", "scissor",
-                                                 "blend_factor", "stencil_ref", "gs_params", "vertex_buffers")]
-    cols += [main[ns, c] for c in range(ROOT0, ROOT0 + NROOT)]
-    cols.append(main[ns, IB])
-    cols += [tail[ns, j] for j in range(tail.shape[1])]
-    # each column ranked by first appearance along the stream: first-seen values first
-    keys = [np.arange(d)] + [_first_seen_rank(c) for c in reversed(cols)]
-    order = np.lexsort(keys)
+                key[sel[:, None], tail + np.arange(len(cols))] = rows[sel[:, None], cols]
+                key[sel[:, None], [root + c - ROOT0 for c in cols]] = MASKED
+    # a column constant over the states the draws have orders nothing: left out
+    has_draw = np.zeros(rows.shape[0], bool)
+    has_draw[ns] = True
+    used = key[has_draw]
+    varying = np.flatnonzero((used != used[:1]).any(axis=0))
+    # each column ranked by first appearance along the stream (first-seen values first), per
+    # state; the ranks packed into few words (lexicographic order kept), the draw index breaks ties
+    if not varying.size:
+        order = np.arange(d)
+    else:
+        fd = first_draw[has_draw]
+        words = pack_columns([_first_seen_rank(used[:, j], fd, d) for j in varying.tolist()])
+        per_state = np.zeros((rows.shape[0], words.shape[1]), np.int64)
+        per_state[has_draw] = words
+        w = per_state[ns]
+        if w.shape[1] == 1:
+            order = np.argsort(w[:, 0], kind="stable")
+        else:
+            order = np.lexsort([np.arange(d)] + [w[:, j] for j in range(w.shape[1] - 1, -1, -1)])
     rank = np.empty(d, np.int64)
     rank[order] = np.arange(d)
     return rank
 
 
-def _first_seen_rank(col: np.ndarray) -> np.ndarray:
-    """Each value replaced by the rank of its first appearance in ``col``."""
-    _, first, inv = np.unique(col, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
+def _first_seen_rank(col: np.ndarray, at: np.ndarray | None = None, n: int | None = None) -> np.ndarray:
+    """Each value replaced by the rank of its first appearance in ``col``.
+
+    With ``at`` (distinct positions in ``0 .. n-1``), ``col[i]`` stands at position ``at[i]``
+    of a sequence of length ``n`` (values of states, placed where each first occurs).
+    """
+    m = col.shape[0]
+    if m == 0:
+        return np.zeros(0, np.int64)
+    if at is None:
+        at, n = np.arange(m, dtype=np.int64), m
+    assert n is not None
+    lo, hi = int(col.min()), int(col.max())
+    if hi - lo < 4 * m + 1024:  # value ids: a lookup table instead of a sort
+        v = col - lo
+        first = np.full(hi - lo + 1, n, np.int64)
+        np.minimum.at(first, v, at)
+        starts = np.zeros(n, bool)
+        starts[first[v]] = True  # the first appearance of each value
+        seen = np.cumsum(starts) - 1
+        return seen[first[v]]
+    o = np.argsort(at, kind="stable")  # into sequence order
+    _, first_i, inv = np.unique(col[o], return_index=True, return_inverse=True)
+    order = np.argsort(first_i, kind="stable")
     rank = np.empty(order.shape[0], np.int64)
     rank[order] = np.arange(order.shape[0])
-    return rank[inv.reshape(-1)]
+    out = np.empty(m, np.int64)
+    out[o] = rank[inv.reshape(-1)]
+    return out
 
 
 def schedule_order(rank: np.ndarray, unit: np.ndarray, unit_edges: np.ndarray, sticky: list[np.ndarray]) -> np.ndarray:
@@ -590,34 +745,171 @@ def schedule_order(rank: np.ndarray, unit: np.ndarray, unit_edges: np.ndarray, s
 
 
 # ---------------------------------------------------------------------- the pass
-def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: StateTable | None = None) -> str | None:
+def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: StateTable | None = None, *,
+                   decode_all: bool = False) -> str | None:
     """None if draw ``j`` of ``after`` sees the state draw ``perm[j]`` of ``before`` saw.
 
     ``perm``: for every draw of ``after`` (in order), the index of the draw of
-    ``before`` it is. States are compared as canonical values (names, not ids).
+    ``before`` it is. States are compared as canonical values (names, not ids),
+    slot by slot over the whole stream: two value ids with equal contents
+    (:func:`_content_ids`: the arguments of a command that sets the value, or the
+    words a root-constants chain leaves) are equal without being decoded; every
+    other pair is decoded and compared (``decode_all``: every pair, the reference
+    the tests compare with). The first difference (slot order, then draw order) is
+    reported.
     """
     ta = table if table is not None else track(before)
-    tb = track(after)
-    if tb.state.shape[0] != perm.shape[0]:
-        return f"{tb.state.shape[0]} draws after, {perm.shape[0]} expected"
-    assert ta.scan is not None and tb.scan is not None
-    va = ta.rows[ta.state[perm]]
-    vb = tb.rows[tb.state]
-    for k in range(NSLOTS):
-        a, b = va[:, k], vb[:, k]
+    assert ta.scan is not None
+    sb = scan(after)
+    dsel = np.flatnonzero(sb.obs_kind == OBS_DRAW)
+    if dsel.shape[0] != perm.shape[0]:
+        return f"{dsel.shape[0]} draws after, {perm.shape[0]} expected"
+    vb = np.empty((dsel.shape[0], NSLOTS), np.int64)
+    for lo in range(0, dsel.shape[0], _CHUNK):
+        vb[lo:lo + _CHUNK] = sb.normalised(dsel[lo:lo + _CHUNK])
+    # a slot masked at every draw on both sides holds the same marker everywhere: leave it out
+    cols = np.flatnonzero((ta.rows != MASKED).any(axis=0) | (vb != MASKED).any(axis=0))
+    rows_a = ta.rows[:, cols]  # per state of the input
+    sid = ta.state[perm]
+    vb = vb[:, cols]
+    if not decode_all and _same_names(before, after):
+        # per value: its content id, _NO_CONTENT where unknown; a marker stays itself (negative
+        # indices reach the last three entries): equal codes other than _NO_CONTENT are equal values
+        cid_a, cid_b = _content_ids(ta.scan, before, sb, after)
+        ka = _with_markers(cid_a)[rows_a][sid]
+        kb = _with_markers(cid_b)[vb]
+        ask = (ka != kb) | (ka == _NO_CONTENT)
+    else:
+        va = rows_a[sid]
         # the same marker (masked, undefined, unknown: negative ids) on both sides is equal
-        ask = np.flatnonzero((a != b) | (a >= 0))
-        if not ask.size:
-            continue
-        key = ((a[ask] + 3) << 32) | (b[ask] + 3)  # value ids are >= -3 and < 2**31
-        uniq, inv = np.unique(key, return_inverse=True)
-        neq = np.fromiter((ta.scan.values.decode(int(x >> 32) - 3) != tb.scan.values.decode(int(x & 0xFFFFFFFF) - 3)
-                           for x in uniq.tolist()), bool, uniq.shape[0])
+        ask = (va != vb) | (va >= 0)
+    for c in np.flatnonzero(ask.any(axis=0)).tolist():
+        k = int(cols[c])
+        pick = np.flatnonzero(ask[:, c])
+        a, b = rows_a[sid[pick], c], vb[pick, c]
+        neq = _decoded_differ(a, b, ta.scan.values.decode, sb.values.decode)
         if neq.any():
-            j = int(ask[np.argmax(neq[inv.reshape(-1)])])
-            x, y = ta.scan.values.decode(int(va[j, k])), tb.scan.values.decode(int(vb[j, k]))
+            i = int(np.argmax(neq))
+            j = int(pick[i])
+            x, y = ta.scan.values.decode(int(a[i])), sb.values.decode(int(b[i]))
             return f"draw {j} (input draw {int(perm[j])}): {SLOTS[k]} {x!r} became {y!r}"
     return None
+
+
+_NO_CONTENT = -10
+
+
+def _with_markers(cid: np.ndarray) -> np.ndarray:
+    """``cid`` (content id per value id, -1 unknown) as a lookup table over value ids and markers:
+    unknown content becomes :data:`_NO_CONTENT`, and three entries are appended so that the
+    markers -3, -2, -1 (negative indices) map to themselves."""
+    return np.r_[np.where(cid >= 0, cid, _NO_CONTENT), UNKNOWN, MASKED, UNDEFINED]
+
+
+def _decoded_differ(a: np.ndarray, b: np.ndarray, dec_a: Any, dec_b: Any) -> np.ndarray:
+    """Per pair: whether value ``a[i]`` (decoded by ``dec_a``) differs from ``b[i]`` (``dec_b``).
+
+    Each distinct pair is decoded once. A value of ``a`` usually meets one value of
+    ``b``: the pair at its first occurrence stands for every pair equal to it, found
+    with a lookup table; the other pairs are deduplicated by sorting.
+    """
+    n = a.shape[0]
+    if not n:
+        return np.zeros(0, bool)
+    first = np.full(int(a.max()) + 4, -1, np.int64)  # value ids are >= -3
+    first[a[::-1] + 3] = np.arange(n - 1, -1, -1)
+    f = first[a + 3]
+    rep = f == np.arange(n)
+    same = b == b[f]
+    out = np.zeros(n, bool)
+    ri = np.flatnonzero(rep)
+    rd = np.fromiter((dec_a(x) != dec_b(y) for x, y in zip(a[ri].tolist(), b[ri].tolist())), bool, ri.shape[0])
+    out[ri] = rd
+    out[same] = out[f[same]]
+    other = np.flatnonzero(~same)
+    if other.size:
+        key = ((a[other] + 3) << 32) | (b[other] + 3)  # value ids are >= -3 and < 2**31
+        uniq, inv = np.unique(key, return_inverse=True)
+        neq = np.fromiter((dec_a(int(x >> 32) - 3) != dec_b(int(x & 0xFFFFFFFF) - 3) for x in uniq.tolist()),
+                          bool, uniq.shape[0])
+        out[other] = neq[inv.reshape(-1)]
+    return out
+
+
+def _same_names(a: Stream, b: Stream) -> bool:
+    """Whether declaration indices and string ids mean the same in ``a`` and ``b``."""
+    if a.strings is not b.strings and list(a.strings) != list(b.strings):
+        return False
+    return a.decls is b.decls or [d.name for d in a.decls.items] == [d.name for d in b.decls.items]
+
+
+def _content_rows(sc: Any, stream: Stream, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(vids, rows)``: the value ids of scan ``sc`` whose content is known, and that content
+    as integer rows of ``1 + width`` columns (``width`` >= the argument columns and every
+    root-constants chain's width).
+
+    A value left by a state command of a fixed-slot kind (no variadic tail, not a merge
+    slot) is a function of that command's opcode and arguments: its row is
+    ``(opcode, args..., 0...)``. A root-constants value is a function of the words its
+    partial-update chain leaves and of whether the chain started from an unknown value
+    (:attr:`drawopt.state.Scan.chains`, ``values.partial``): its row is
+    ``(-4 - unknown, words...)``, the words past the chain's width filled as the decoder
+    reads them (undefined, or unknown). Heaps, render targets, vertex buffers and values
+    no command leaves get no row (they are decoded).
+    """
+    cval = sc.cval
+    nargs = int(stream.args.shape[1])
+    nv = int(cval.max()) + 1 if cval.size else 0
+    rep = np.full(nv, -1, np.int64)  # one command leaving each value
+    set_cmds = np.flatnonzero(cval >= 0)
+    rep[cval[set_cmds]] = set_cmds
+    vids = np.flatnonzero(rep >= 0)
+    c = rep[vids]
+    fixed = (stream.var_len[c] == 0) & ~np.isin(stream.op[c], (*_CONST_OPS, _VB_OP))
+    vid_l = [vids[fixed]]
+    c = c[fixed]
+    rows = np.zeros((c.shape[0], 1 + width), np.int64)
+    rows[:, 0] = stream.op[c]
+    rows[:, 1:1 + nargs] = stream.args[c]
+    row_l = [rows]
+    partial = sc.values.partial_mask()
+    for k, ch in sc.chains.items():
+        if k == VB:
+            continue
+        filled = np.asarray(ch.matrices()[2], np.int64)
+        v = cval[ch.cmds]
+        last = np.full(nv, -1, np.int64)  # one chain position per value
+        last[v] = np.arange(v.shape[0])
+        pos = last[last >= 0]
+        v = v[pos]
+        unk = partial[np.minimum(v, partial.shape[0] - 1)]
+        r = np.empty((v.shape[0], 1 + width), np.int64)
+        r[:, 0] = -4 - unk.astype(np.int64)
+        r[:, 1:] = np.where(unk, UNKNOWN, UNDEFINED)[:, None]
+        r[:, 1:1 + filled.shape[1]] = filled[pos]
+        vid_l.append(v)
+        row_l.append(r)
+    return np.concatenate(vid_l), np.concatenate(row_l)
+
+
+def _content_ids(sa: Any, a: Stream, sb: Any, b: Stream) -> tuple[np.ndarray, np.ndarray]:
+    """Per value id of scans ``sa`` (of ``a``) and ``sb`` (of ``b``): an id of its content
+    (:func:`_content_rows`), equal across the two only for equal contents; -1 where the
+    content is not known (and in the last entry, past every value id). ``a`` and ``b`` must
+    give declarations and strings the same names (:func:`_same_names`): equal contents then
+    decode to equal values."""
+    widths = [int(a.args.shape[1])] + [ch.width for sc in (sa, sb) for k, ch in sc.chains.items() if k != VB]
+    w = max(widths)
+    va, ra = _content_rows(sa, a, w)
+    vb, rb = _content_rows(sb, b, w)
+    rows = np.concatenate([ra, rb])
+    ids = intern_rows(rows)[0] if rows.shape[0] else np.zeros(0, np.int64)
+    out = []
+    for sc, v, part in ((sa, va, ids[:va.shape[0]]), (sb, vb, ids[va.shape[0]:])):
+        c = np.full(max(int(sc.values.next), int(v.max()) + 1 if v.size else 0) + 1, -1, np.int64)
+        c[v] = part
+        out.append(c)
+    return out[0], out[1]
 
 
 @dataclass(frozen=True)
@@ -630,7 +922,7 @@ class SchedulePass(Pass):
     """
 
     name: ClassVar[str] = "schedule"
-    requires: ClassVar[tuple[str, ...]] = ("state", "graph")
+    requires: ClassVar[tuple[str, ...]] = ("state",)  # builds its own graph (hazard edges only)
     preserves: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = "reorder draws by state within the dependency graph; re-emit the state they need"
 
@@ -665,12 +957,11 @@ class SchedulePass(Pass):
         facts = draw_facts(stream, table)
         rank = sort_keys(stream, table, facts)
         if multi.any():
-            graph = am.get("graph", stream) if self.reorder == "declared" else _build_graph(stream, self.reorder)
+            graph = _build_graph(stream, self.reorder)
             unit, edges = segment_units(graph, draws, seg)
             # a cut (a unit nothing can move across) splits a segment into parts scheduled apart
             part = draw_parts(unit, edges, seg)
-            classes = call_classes(facts, mdi=bool(get_target(self.target).mdi))
-            sticky = [classes, facts.pipe]
+            sticky: list[np.ndarray] = []  # call classes, pipelines: found when a part needs them
             upart = np.zeros(int(unit.max()) + 1, np.int64)
             upart[unit] = part
             e_part = upart[edges[:, 0]]
@@ -692,6 +983,8 @@ class SchedulePass(Pass):
                     u = unit[a:b]
                     uniq, uloc = np.unique(u, return_inverse=True)
                     le = np.searchsorted(uniq, edges[lo_e:hi_e])
+                    if not sticky:
+                        sticky = [call_classes(facts, mdi=bool(get_target(self.target).mdi)), facts.pipe]
                     local = schedule_order(r, uloc.reshape(-1), le, [g[a:b] for g in sticky])
                 new[a:b] = a + local
         moved = int(np.count_nonzero(new != np.arange(draws.size)))
@@ -726,42 +1019,65 @@ def _draw_pipes(stream: Stream, table: StateTable) -> tuple[np.ndarray, np.ndarr
 
 
 def _build_graph(stream: Stream, reorder: str) -> Any:
-    from drawopt.graph import build_graph
-    return build_graph(stream, reorder=reorder)
+    """The dependency graph without its ``state`` edges (:func:`drawopt.graph.hazard_graph`):
+    they are no constraints here (the restater re-creates every draw's state), and the
+    scheduling units and constraints are those of the full graph."""
+    from drawopt.graph import hazard_graph
+    return hazard_graph(stream, reorder=reorder)
 
 
 def _rebuild(stream: Stream, table: StateTable, draws: np.ndarray, new: np.ndarray, seg: np.ndarray,
-             starts: np.ndarray, ends: np.ndarray) -> tuple[Stream | None, int]:
-    """Emit the stream with the draws of each segment in order ``new``; returns (stream, segments kept)."""
-    rs = Restater(stream, table)
+             starts: np.ndarray, ends: np.ndarray, pure: bool | None = None) -> tuple[Stream | None, int]:
+    """Emit the stream with the draws of each segment in order ``new``; returns (stream, segments kept).
+
+    The non-state commands are emitted in input order, except that the draws of a
+    segment are emitted together, in order ``new``, where its first draw was. A
+    segment whose draws moved and whose state cannot be re-created in the new order
+    is emitted in input order instead (``new`` is updated, the count returned); when
+    even the input order fails (the restater cannot re-create some observer's state)
+    the stream is None (and the count is not meaningful: a segment that did not move
+    is not retried).
+    """
+    rs = Restater(stream, table, pure)
     cats = stream.cats()
     keep_state = stream.op == _OP["CSEnableAutomaticGpuFlush"]
     nonstate = np.flatnonzero((cats != int(Cat.STATE)) | keep_state)
     is_draw = cats[nonstate] == int(Cat.DRAW)
+    if not np.array_equal(nonstate[is_draw], draws):
+        raise ValueError("the draws of the state table are not the draw commands of the stream")
+    # the output order of the non-state commands: a non-draw keeps its position p; every draw
+    # of a segment takes the position of the segment's first draw, in order ``new``
+    pos = np.arange(nonstate.shape[0])
+    dpos = pos[is_draw]
+    seg_len = ends - starts
+    first_pos = np.repeat(dpos[starts], seg_len)  # per index of ``new``: its segment's first position
+    key = np.r_[pos[~is_draw], first_pos]
+    sub = np.r_[np.zeros(int((~is_draw).sum()), np.int64), np.arange(draws.shape[0])]
+    order = np.lexsort((sub, key))
+    seq = np.r_[nonstate[~is_draw], draws[new]][order]
+    # the segments whose draws moved are emitted apart (with a fallback); the rest in runs.
+    # An unmoved segment that fails would fail again in the same order: no fallback needed.
+    where = np.empty(order.shape[0], np.int64)
+    where[order] = np.arange(order.shape[0])
+    moved_idx = new != np.arange(draws.shape[0])
+    seg_moved = np.add.reduceat(moved_idx, starts) > 0 if starts.size else np.zeros(0, bool)
+    nnd = int((~is_draw).sum())
     kept = 0
-    # walk non-state commands; a segment's draws are emitted at the position of its first draw
-    draw_pos = {int(c): i for i, c in enumerate(draws.tolist())}
-    seg_start_of = {int(a): (int(a), int(b)) for a, b in zip(starts.tolist(), ends.tolist())}
+    cur = 0
     try:
-        for c, isd in zip(nonstate.tolist(), is_draw.tolist()):
-            if not isd:
-                rs.emit(c)
-                continue
-            i = draw_pos[c]
-            span = seg_start_of.get(i)
-            if span is None:
-                continue  # emitted with its segment
-            a, b = span
+        for a, b in zip(starts[seg_moved].tolist(), ends[seg_moved].tolist()):
+            p = int(where[nnd + a])
+            rs.emit_all(seq[cur:p])
             m = rs.mark()
             try:
-                for j in new[a:b].tolist():
-                    rs.emit(int(draws[j]))
+                rs.emit_all(seq[p:p + b - a])
             except CannotRestate:
                 rs.rollback(m)
                 kept += 1
                 new[a:b] = np.arange(a, b)
-                for j in range(a, b):
-                    rs.emit(int(draws[j]))
+                rs.emit_all(draws[a:b])
+            cur = p + b - a
+        rs.emit_all(seq[cur:])
         rs.finish()
     except CannotRestate:
         return None, kept

@@ -392,3 +392,109 @@ def test_stream_without_any_state_set(reorder: str) -> None:
     g, s = G("GpuSendPipelinedEvent CS_PARTIAL_FLUSH\nDrawInstancedIndirect args 0\n", reorder)
     check_structure(g, s)
     assert g.number_of_nodes() >= 1
+
+
+# ---------------------------------------------------------------------- the hazard graph (arrays)
+def _same_as_hazard_view(s: Stream, pol: str) -> None:
+    from drawopt.graph import hazard_graph
+    g = build_graph(s, pol)
+    h = hazard_graph(s, pol)
+    assert h.graph == g.graph
+    assert h.number_of_nodes() == g.number_of_nodes()
+    assert [(v, d["first"], d["last"], d["kind"]) for v, d in g.nodes(data=True)] == \
+        [(v, d["first"], d["last"], d["kind"]) for v, d in h.nodes(data=True)]
+    hv = hazard_view(g)
+    assert list(hv.edges(data="reason")) == list(h.edges(data="reason"))  # same edges, same order
+    assert list(hv.edges()) == list(h.edges()) and h.number_of_edges() == hv.number_of_edges()
+    assert [(u, v, d) for u, v, d in h.edges(data=True)] == [(u, v, {"reason": r}) for u, v, r in
+                                                               hv.edges(data="reason")]
+    assert np.array_equal(node_of_command(h), node_of_command(g))
+    assert "state" not in {r for _, _, r in h.edges(data="reason")}
+
+
+@pytest.mark.parametrize("kind", ["frame", "gpu-driven", "bundle", "quads"])
+def test_hazard_graph_is_the_graph_without_state_edges(kind: str) -> None:
+    gen = pytest.importorskip("drawopt.gen")
+    s = gen.generate(kind, 1200, seed=8)
+    for pol in ("none", "declared", "opaque"):
+        _same_as_hazard_view(s, pol)
+
+
+@pytest.mark.skipif(streams is None, reason="tests/strategies.py not available")
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(streams(max_commands=50) if streams is not None else None)
+def test_hazard_graph_on_random_streams(s: Stream) -> None:
+    for pol in ("none", "declared", "opaque"):
+        _same_as_hazard_view(s, pol)
+
+
+def test_hazard_graph_ranges_and_errors() -> None:
+    from drawopt.graph import hazard_graph
+    g, s = G("OMSetRenderTargets a\nSetPipelineState al\nDrawInstanced 3 1 0 0\nDrawInstanced 3 1 3 0\n")
+    h = hazard_graph(s, start=1, stop=3)
+    assert h.graph["start"] == 1 and h.graph["stop"] == 3
+    assert hazard_graph(s, start=2, stop=2).number_of_nodes() == 0
+    with pytest.raises(UsageError):
+        hazard_graph(s, "sideways")
+    with pytest.raises(UsageError):
+        hazard_graph(s, start=3, stop=1)
+
+
+def test_segment_units_from_either_graph_agree() -> None:
+    from types import SimpleNamespace
+
+    from drawopt.graph import hazard_graph
+    from drawopt.mergeclass import draw_segments, segment_units
+    from drawopt.state import track
+    gen = pytest.importorskip("drawopt.gen")
+    from passes.schedule import _draw_pipes
+    for kind in ("frame", "gpu-driven"):
+        s = gen.generate(kind, 1500, seed=2)
+        t = track(s)
+        draws = t.draws.astype(np.int64)
+        pipe, pinned = _draw_pipes(s, t)
+        seg = draw_segments(s, SimpleNamespace(cmd=draws, pipe=pipe, pinned=pinned))
+        for pol in ("declared", "opaque"):
+            ua, ea = segment_units(build_graph(s, pol), draws, seg)
+            ub, eb = segment_units(hazard_graph(s, pol), draws, seg)
+            assert np.array_equal(ua, ub) and np.array_equal(ea, eb)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_act_setter_events_compiled_matches_pure(seed: int) -> None:
+    from drawopt.graph import _act_setter_events
+    _compiled_graph_module()
+    rng = np.random.default_rng(seed)
+    n = 400
+    m = int(rng.integers(0, 300))
+    ev_slot = rng.integers(0, 12, m)
+    ev_cmd = rng.integers(0, n, m)
+    o = np.lexsort((ev_cmd, ev_slot))
+    ev_slot, ev_cmd = ev_slot[o], ev_cmd[o]
+    act = np.sort(rng.integers(0, n, int(rng.integers(0, 120))))
+    opq = np.unique(rng.integers(0, n, int(rng.integers(0, 4))))
+    opq = opq[~np.isin(opq, ev_cmd)]
+    slots = np.array(sorted(set(rng.integers(0, 14, 6).tolist())), np.int64)
+    ea, ca = _act_setter_events(ev_cmd, ev_slot, slots, act, opq, pure=False)
+    eb, cb = _act_setter_events(ev_cmd, ev_slot, slots, act, opq, pure=True)
+    assert np.array_equal(ea, eb) and np.array_equal(ca, cb)
+    assert ea.shape == (slots.size, act.size)
+    ok = ea >= 0
+    assert np.array_equal(ca[ok], ev_cmd[ea[ok]]) and (ca[~ok] == -1).all()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pack_columns_keeps_equality_and_lexicographic_order(seed: int) -> None:
+    from drawopt.graph import pack_columns
+    rng = np.random.default_rng(seed)
+    n = 300
+    cols = [rng.integers(-3, 4, n), rng.integers(0, 1 << 20, n) * (rng.random(n) < 0.2),
+            rng.integers(-(1 << 62), 1 << 62, n) * (rng.random(n) < 0.1), rng.integers(0, 2, n),
+            rng.integers(-5, 70000, n), rng.integers(0, 3, n)]
+    mat = np.stack(cols, axis=1)
+    packed = pack_columns(cols)
+    assert packed.shape[0] == n and packed.shape[1] < mat.shape[1]
+    _, inv_a = np.unique(mat, axis=0, return_inverse=True)
+    _, inv_b = np.unique(packed, axis=0, return_inverse=True)
+    assert np.array_equal(inv_a.reshape(-1), inv_b.reshape(-1))  # same classes, same order
+    assert np.array_equal(np.lexsort(mat.T[::-1]), np.lexsort(packed.T[::-1]))
