@@ -908,7 +908,8 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
         idx = where("SetGraphicsRootDescriptorTable")
         if idx.size:
             buf_view = _buffer_views(decls)
-            binds_buf[idx] = [(int(h) >> 32, int(h) & 0xFFFFFFFF) in buf_view for h in a[idx, 1].tolist()]
+            keys = np.array([(h << 32) | v for h, v in buf_view], np.int64)  # heapref encoding
+            binds_buf[idx] = np.isin(a[idx, 1], keys)
     return Scan(s, kcode, slot, cval, prev, obs_all, kind, setter, unknown, pipe, epoch, init_val, values,
                 chains, heap_type, draw_mask, disp_mask, pidx, arr, binds_buf, vb_table)
 
