@@ -72,6 +72,12 @@ cdef bint _effect(int64_t src, const int64_t[::1] slot, const int64_t[::1] cval,
     return reset
 
 
+cdef inline bint _partly_unknown(int64_t x, const uint8_t[::1] partial, int64_t unknown) noexcept nogil:
+    """Whether value ``x`` (or the marker) is, or continues, a partial update of an unknown
+    value (``Restater._partial``)."""
+    return x == unknown or (x >= 0 and x < partial.shape[0] and partial[x] != 0)
+
+
 def emit_run(rs, cmds, tables, inforce, is_table, layout):
     """Emit input commands ``cmds`` in order, as ``for c in cmds: rs.emit(c)`` does.
 
@@ -85,7 +91,8 @@ def emit_run(rs, cmds, tables, inforce, is_table, layout):
         Input command indices.
     tables : tuple
         ``(obs_of int64[N+1], flags uint8[N], slot int64[N], cval int64[N], full uint8[N],
-        oid int64[O], urows int64[U, S], setter int64[O, S])``.
+        oid int64[O], urows int64[U, S], setter int64[O, S], partial uint8[V])`` (``partial``:
+        whether each value id is a partial update of an unknown value).
     inforce : int64[S]
         The value in force of every slot (updated in place; shared with ``rs``).
     is_table : uint8[S]
@@ -109,6 +116,7 @@ def emit_run(rs, cmds, tables, inforce, is_table, layout):
     cdef const int64_t[::1] oid = tables[5]
     cdef const int64_t[:, ::1] urows = tables[6]
     cdef const int64_t[:, ::1] setter = tables[7]
+    cdef const uint8_t[::1] partial = tables[8]
     cdef int64_t[::1] inf = inforce
     cdef uint8_t[::1] tab = is_table
     cdef const int64_t[::1] lay = np.ascontiguousarray(layout, dtype=np.int64)
@@ -150,7 +158,11 @@ def emit_run(rs, cmds, tables, inforce, is_table, layout):
                         return (2, k, v)
                     f = flags[src]
                     if f & C_CONST:
-                        if full[src]:
+                        # a write of every word leaves its words; copied alone it also keeps the
+                        # chain's unknown flag right only if that flag is the same in force
+                        if full[src] and (inf[k] == L.unknown or (_partly_unknown(inf[k], partial, L.unknown)
+                                                                  and not tab[k])) \
+                                == _partly_unknown(v, partial, L.unknown):
                             out.append(src)
                             emitted += 1
                             inf[k] = v

@@ -59,11 +59,15 @@ root signature loses the root arguments, new heaps lose the descriptor tables,
 undefined: a table lost to a heap change is set again before the next draw that
 reads it. Setters are copies of input commands; partially updated root
 constants and vertex-buffer slots are re-emitted as the words / slots that
-differ. An observer whose input state cannot be re-created (it read an undefined
-or unknown value that a moved draw would now define) makes its segment keep its
-input order; if even that fails the pass leaves the stream unchanged. The emit
-loop runs in ``drawopt._schedule`` (``cext/_schedule.pyx``; its pure-Python twin
-is :meth:`Restater._emit_all_py`). The result is checked against the input with
+differ (a chain of writes that started afresh in the input, after a descriptor
+table or a root view, is copied with that command where the value in force
+cannot be turned into its result word by word: over an unknown value, writing
+even every word leaves a partly unknown one). An observer whose input state
+cannot be re-created (it read an undefined or unknown value that a moved draw
+would now define) makes its segment keep its input order; if even that fails
+the pass leaves the stream unchanged. The emit loop runs in ``drawopt._schedule``
+(``cext/_schedule.pyx``; its pure-Python twin is :meth:`Restater._emit_all_py`).
+The result is checked against the input with
 the state tracker before it is returned (:func:`check_restated`: every draw's
 state, slot by slot, values compared by content and decoded where that does not
 settle it); a difference leaves the stream unchanged.
@@ -185,7 +189,8 @@ class Restater:
         self._partial_mask = sc.values.partial_mask()
         self._const_width = {k: ch.width for k, ch in sc.chains.items() if k != VB}
         # root-constant commands that write every word their slot ever has: copying one
-        # gives exactly the value it left, whatever was in force
+        # gives exactly the words it left, whatever was in force (and the value it left when
+        # the value in force is partly unknown exactly when that one is: _set_constants)
         self._full = np.zeros(n, bool)
         cc = np.flatnonzero(np.isin(stream.op, _CONST_OPS))
         if cc.size:
@@ -239,7 +244,8 @@ class Restater:
             c64 = np.ascontiguousarray
             self._tables = (c64(self._obs_of_a, np.int64), flags, c64(self.sc.slot, np.int64),
                             c64(self.sc.cval, np.int64), self._full.astype(np.uint8), c64(self.oid, np.int64),
-                            c64(self.urows, np.int64), c64(self.sc.setter, np.int64))
+                            c64(self.urows, np.int64), c64(self.sc.setter, np.int64),
+                            self._partial_mask.astype(np.uint8))
         return self._tables
 
     # ------------------------------------------------------------ public API
@@ -353,12 +359,7 @@ class Restater:
             raise CannotRestate(_cannot_message(2, k, v))
         op = self._op[src]
         if op in _CONST_OPS:
-            if self._full_l[src]:
-                self.out.append(src)
-                self.emitted_state += 1
-                self.inforce[k], self.is_table[k] = v, False
-            else:
-                self._set_constants(k, v, src)
+            self._set_constants(k, v, src)
             return False
         if k == VB:
             self._set_vb(v, src)
@@ -451,14 +452,52 @@ class Restater:
         self.emitted_state += int(cmds.shape[0])
 
     def _set_constants(self, k: int, v: int, src: int) -> None:
+        """Make root-constants slot ``k`` hold ``v`` (left in the input by ``src``).
+
+        A command that writes every word leaves its words, but the value also carries
+        whether its chain started from an unknown value (:meth:`_partial`): copying it
+        alone is right only when the value in force is partly unknown exactly when
+        ``v`` is (over an unknown value it leaves a partly unknown one).
+        """
         cur = int(self.inforce[k])
         cur_partial = cur == UNKNOWN or (self._partial(cur) and not self.is_table[k])
         if self._full_l[src] and cur_partial == self._partial(v):
             self.out.append(src)  # writes every word: the result is its words (and the chain's flag)
             self.emitted_state += 1
         elif not self._replay_chain(k, v, src):
-            self._write_constants(k, v, cur)
+            try:
+                self._write_constants(k, v, cur)
+            except CannotRestate:  # (raised before anything is emitted)
+                if not self._restart_chain(k, v, src):
+                    raise
         self.inforce[k], self.is_table[k] = v, False
+
+    def _restart_chain(self, k: int, v: int, src: int) -> bool:
+        """Emit the input's chain of writes that leaves ``v`` in slot ``k``, preceded by the
+        input command that held the slot before the chain (a descriptor table or a root
+        view): after it the chain starts afresh, as in the input, whatever was in force
+        (an unknown or partly unknown value, words ``v`` leaves undefined). False when
+        ``v`` is partly unknown, or its chain followed a reset (no such command), or is
+        longer than 64 commands."""
+        ch = self.sc.chains.get(k)
+        if ch is None or self._partial(v):
+            return False
+        p = int(np.searchsorted(ch.cmds, src))
+        if p >= ch.cmds.shape[0] or ch.cmds[p] != src:
+            return False
+        i = p
+        while i > 0 and not ch.start[i] and p - i < 64:
+            i -= 1
+        if not ch.start[i]:
+            return False
+        w = int(self.sc.prev[ch.cmds[i]])
+        if w < 0 or self._slot[w] != k or self._op[w] in _CONST_OPS:
+            return False
+        self.out.append(w)
+        self.emitted_state += 1
+        self._effect_of_copy(w)
+        self._copy_run(ch.cmds[i:p + 1])
+        return True
 
     def _write_constants(self, k: int, v: int, cur: int) -> None:
         """Write the words of ``v`` that differ from the value in force."""
