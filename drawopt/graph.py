@@ -59,7 +59,7 @@ from __future__ import annotations
 
 __all__ = [
     "build_graph", "hazard_graph", "HazardGraph", "node_of_command", "hazard_view", "commute_class",
-    "ordered_chains", "segments_are_chains", "pack_columns",
+    "ordered_chains", "segments_are_chains", "pack_columns", "lex_order",
     "EDGE_REASONS", "NODE_KINDS",
     "graph_summary", "to_dot", "to_json", "write_graph",
 ]
@@ -285,8 +285,7 @@ class _Builder:
                 cmds.append(ch)
                 slots.append(np.full(ch.size, base + p, np.int64))
         c, sl = np.concatenate(cmds).astype(np.int64), np.concatenate(slots).astype(np.int64)
-        key = pack_columns([sl, c]) if c.size else np.zeros((0, 1), np.int64)
-        o = np.argsort(key[:, 0], kind="stable") if key.shape[1] == 1 else np.lexsort((c, sl))
+        o = lex_order([sl, c])
         self.ev_cmd, self.ev_slot = c[o], sl[o]
         self.ev_key = self.ev_slot * _BIG + self.ev_cmd
         self.vb_slots = sorted(set(np.unique(sl[sl >= _S_VB]).tolist()) & set(range(_S_VB, _S_RG)))
@@ -434,8 +433,7 @@ class _Builder:
         val = np.where(o == _OP["IASetIndexBuffer"], s.args[c, 0], s.args[c, 1])
         val = np.where(np.isin(o, [_OP["SetGraphicsRoot32BitConstants"], _OP["SetComputeRoot32BitConstants"],
                                    _OP["DrawIndexedX"]]), -1, val)
-        key = pack_columns([o, val])
-        order = np.argsort(key[:, 0], kind="stable") if key.shape[1] == 1 else np.lexsort((val, o))
+        order = lex_order([o, val])
         o, val = o[order], val[order]
         new = np.r_[True, (o[1:] != o[:-1]) | (val[1:] != val[:-1])]
         out[c[order]] = np.cumsum(new) - 1
@@ -584,8 +582,7 @@ class _Builder:
     def _hazard_edges(self) -> tuple[np.ndarray, ...]:
         seg, res, cls = self.acc_seg, self.acc_res, self.acc_cls
         ep = self.epoch(self.seg_cmd_or_first(seg))
-        key = pack_columns([ep, res, seg]) if seg.size else np.zeros((0, 1), np.int64)
-        o = np.argsort(key[:, 0], kind="stable") if key.shape[1] == 1 else np.lexsort((seg, res, ep))
+        o = lex_order([ep, res, seg])
         seg, res, cls, ep = seg[o], res[o], cls[o], ep[o]
         n = seg.size
         if n == 0:
@@ -939,7 +936,7 @@ def pack_columns(cols: list[np.ndarray]) -> np.ndarray:
     Examples
     --------
     >>> pack_columns([np.array([1, 0, 1]), np.array([5, 7, 5])]).ravel().tolist()
-    [2, 1, 2]
+    [3, 2, 3]
     """
     if not cols:
         return np.zeros((0, 1), np.int64)
@@ -973,6 +970,20 @@ def pack_columns(cols: list[np.ndarray]) -> np.ndarray:
     if group:
         flush()
     return np.stack(out, axis=1)
+
+
+def lex_order(cols: list[np.ndarray]) -> np.ndarray:
+    """The stable order that sorts rows of integer columns ``cols`` (equal lengths; the first
+    column the most significant) lexicographically: ``np.lexsort(cols[::-1])``, sorted as
+    :func:`pack_columns` words (one ``argsort`` where they fit one).
+
+    Examples
+    --------
+    >>> lex_order([np.array([1, 0, 1]), np.array([5, 7, 4])]).tolist()
+    [1, 2, 0]
+    """
+    key = pack_columns(cols)
+    return np.argsort(key[:, 0], kind="stable") if key.shape[1] == 1 else np.lexsort(key.T[::-1])
 
 
 def _unique_int(x: np.ndarray) -> np.ndarray:

@@ -88,7 +88,7 @@ import numpy as np
 from drawopt._accel import load_cext
 from drawopt.costmodel import get_target
 from drawopt.decls import Pipeline
-from drawopt.graph import pack_columns, segments_are_chains
+from drawopt.graph import lex_order, pack_columns, segments_are_chains
 from drawopt.mergeclass import (
     call_classes,
     draw_facts,
@@ -662,11 +662,7 @@ def sort_keys(stream: Stream, table: StateTable, facts: Any = None) -> np.ndarra
         words = pack_columns([_first_seen_rank(used[:, j], fd, d) for j in varying.tolist()])
         per_state = np.zeros((rows.shape[0], words.shape[1]), np.int64)
         per_state[has_draw] = words
-        w = per_state[ns]
-        if w.shape[1] == 1:
-            order = np.argsort(w[:, 0], kind="stable")
-        else:
-            order = np.lexsort([np.arange(d)] + [w[:, j] for j in range(w.shape[1] - 1, -1, -1)])
+        order = lex_order(list(per_state[ns].T))  # stable: the draw index breaks ties
     rank = np.empty(d, np.int64)
     rank[order] = np.arange(d)
     return rank

@@ -498,3 +498,15 @@ def test_pack_columns_keeps_equality_and_lexicographic_order(seed: int) -> None:
     _, inv_b = np.unique(packed, axis=0, return_inverse=True)
     assert np.array_equal(inv_a.reshape(-1), inv_b.reshape(-1))  # same classes, same order
     assert np.array_equal(np.lexsort(mat.T[::-1]), np.lexsort(packed.T[::-1]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lex_order_is_lexsort(seed: int) -> None:
+    """One packed word (argsort) or several (lexsort over the words): the stable order of np.lexsort."""
+    from drawopt.graph import lex_order
+    rng = np.random.default_rng(seed)
+    n = 400
+    narrow = [rng.integers(-3, 4, n), rng.integers(0, 5, n), rng.integers(0, 2, n)]
+    wide = narrow + [rng.integers(-(1 << 62), 1 << 62, n) * (rng.random(n) < 0.1), rng.integers(0, 1 << 40, n)]
+    for cols in (narrow, wide, [np.zeros(0, np.int64)] * 2):
+        assert np.array_equal(lex_order(cols), np.lexsort(cols[::-1]))

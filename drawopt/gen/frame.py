@@ -543,8 +543,8 @@ class _Frame:
         n = pipe.shape[0]
         key = pipe.astype(np.int64)
         if self.o["sort_key"] == "state":
-            mats = self.o["materials"]
-            key = (key * 3 + self.lib.ib[d.mesh]) * mats + d.material
+            n_ib, mats = int(self.lib.ib.max(initial=0)) + 1, self.o["materials"]
+            key = (key * n_ib + self.lib.ib[d.mesh]) * mats + d.material
         return _bucket_sort(key, self.o["sort_bucket"] or max(n, 1))
 
     def transparent(self, kind: np.ndarray, quads: np.ndarray, glass, q: float, first_obj: int) -> None:
