@@ -18,4 +18,8 @@ SUBCOMMANDS: dict[str, str] = {
     "graph": "drawopt.commands.graph",
     "verify": "drawopt.commands.verify",
     "replay": "drawopt.commands.replay",
+    "import": "drawopt.commands.import_",
+    "report": "drawopt.commands.report",
+    "batch": "drawopt.commands.batch",
+    "calibrate": "drawopt.commands.calibrate",
 }
