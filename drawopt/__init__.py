@@ -37,7 +37,7 @@ def __getattr__(name: str):
     if name == "build_graph":
         from .graph import build_graph
         return build_graph
-    if name == "verify":
-        from .verify import verify
-        return verify
+    if name == "verify":  # the package is callable: drawopt.verify(a, b) however often it is imported
+        import importlib
+        return importlib.import_module(".verify", __name__)
     raise AttributeError(f"module 'drawopt' has no attribute {name!r}")
