@@ -50,7 +50,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     if isinstance(cam, str) and cam.isdigit():
         cam = int(cam)
     return {"camera": cam, "per_draw_transforms": args.per_draw_transforms, "bindless": args.bindless,
-            "no_primitive_id": args.no_primitive_id, "vertex_pulling": args.vertex_pulling, "json_only": args.json_only, "width": w, "height": h}
+            "no_primitive_id": args.no_primitive_id, "vertex_pulling": args.vertex_pulling,
+            "json_only": args.json_only, "width": w, "height": h}
 
 
 def what_flags_buy(path: str, options: dict[str, Any], target: str = "d3d12") -> dict[str, int]:

@@ -165,7 +165,6 @@ def _walk(doc: dict[str, Any], path: str, roots: list[int], where: str) -> list[
     seen: set[int] = set()
     stack: list[tuple[int, np.ndarray, str]] = [(r, np.eye(4), f"{where}.nodes[{j}]")
                                                 for j, r in reversed(list(enumerate(roots)))]
-    on_path: list[int] = []
     while stack:
         i, parent, w = stack.pop()
         if i in seen:
@@ -175,7 +174,6 @@ def _walk(doc: dict[str, Any], path: str, roots: list[int], where: str) -> list[
         out.append((i, world))
         for j, ch in reversed(list(enumerate(nodes[i].get("children") or []))):
             stack.append((ch, world, f"nodes[{i}].children[{j}]"))
-    del on_path
     return out
 
 
@@ -200,7 +198,8 @@ class _Draw:
 
 
 def _attr_format(acc: dict[str, Any]) -> str:
-    return f"{COMPONENT_NAMES[acc['componentType']]}x{TYPE_COMPONENTS[acc['type']]}{'n' if acc.get('normalized') else ''}"
+    norm = "n" if acc.get("normalized") else ""
+    return f"{COMPONENT_NAMES[acc['componentType']]}x{TYPE_COMPONENTS[acc['type']]}{norm}"
 
 
 class _Importer:
@@ -463,7 +462,8 @@ class _Importer:
             if e not in SUPPORTED_EXTENSIONS and e not in (doc.get("extensionsRequired") or []):
                 self.notes.append(f"extension {e} is not required and not implemented: ignored")
         if self.f.missing:
-            self.notes.append("buffers not read: " + ", ".join(f"buffers[{i}] '{u}'" for i, u in self.f.missing.items()))
+            unread = ", ".join(f"buffers[{i}] '{u}'" for i, u in self.f.missing.items())
+            self.notes.append(f"buffers not read: {unread}")
         used = {d.material for d in draws}
         contracts = tuple(k for k, v in self.flags.items() if v) + (("vertex_pulling",) if self.pulling else ())
         return SceneImport(stream, self.path, draws=len(draws), instances=inst, triangles=tri, indices=idx,
