@@ -22,7 +22,8 @@ array, and no vertex data is rewritten):
 Scenes where drawopt skips a primitive (``LINE_LOOP``, ``TRIANGLE_FAN``: no D3D12 topology) are
 not compared (``-``). Files drawopt rejects (bad input, glTF 1.0, required extensions it does not implement) are listed
 with the reason and take no part in the comparison. ``best`` is the fewest calls of a verified
-drawopt configuration; ``ok`` says whether it is at most gltfpack's best of default/-mm/-mi.
+drawopt configuration; ``ok`` says whether it is at most gltfpack's best of default/-mm/-mi; a row where a gltfpack
+output has fewer triangles (or no draw where drawopt has one) says that gltfpack dropped geometry.
 """
 
 from __future__ import annotations
@@ -137,8 +138,11 @@ def main(argv: list[str] | None = None) -> int:
             pack = [v["draws"] for v in g.values() if v and "draws" in v]
             best, pbest = (min(ok_calls) if ok_calls else None), (min(pack) if pack else None)
             skipped = next(iter(d.values()))["skipped"]
+            first = next(iter(d.values()))
+            dropped = [k for k, v in g.items() if v and "draws" in v
+                       and (v["triangles"] < first["triangles"] or (v["draws"] == 0 < first["draws_in"]))]
             rows.append({"file": rel, "drawopt": d, "gltfpack": g, "best": best, "gltfpack_best": pbest,
-                         "skipped": skipped,
+                         "skipped": skipped, "gltfpack_dropped": dropped,
                          "ok": None if best is None or pbest is None or skipped else best <= pbest})
     head = ["scene", "draws", "tris"] + list(CONFIGS) + list(GLTFPACK) + ["best", "ok"]
     print(" | ".join(head))
@@ -152,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
         cells += [f"{c['draw_calls']}{'' if c['verified'] else ' (NOT VERIFIED)'}" for c in d.values()]
         cells += [("-" if v is None else str(v["draws"]) if "draws" in v else "error") for v in r["gltfpack"].values()]
         cells += [str(r["best"]), {True: "yes", False: "NO", None: "-"}[r["ok"]]
-                  + (" (drawopt skipped: " + "; ".join(r["skipped"]) + ")" if r["skipped"] else "")]
+                  + (" (drawopt skipped: " + "; ".join(r["skipped"]) + ")" if r["skipped"] else "")
+                  + (" (gltfpack drops geometry: " + ", ".join(r["gltfpack_dropped"]) + ")"
+                     if r["gltfpack_dropped"] else "")]
         print(" | ".join(cells))
     compared = [r for r in rows if r.get("ok") is not None]
     print(f"{len(compared)} scenes compared, {sum(r['ok'] for r in compared)} with drawopt <= gltfpack's best; "

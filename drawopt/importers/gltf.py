@@ -15,7 +15,9 @@ The engine model (docs/asset-tools.md has the full mapping and the contracts):
   buffers;
 * the index buffer is bound at the start of its glTF buffer with ``StartIndexLocation`` at the
   accessor (the engine keeps one GPU buffer per glTF buffer); ``u8`` indices, which D3D12 has no
-  format for, are widened into the generated ``u8_indices`` buffer.
+  format for, are widened into the generated ``u8_indices`` buffer; ``TRIANGLE_FAN`` and
+  ``LINE_LOOP`` primitives (no D3D12 topology) are drawn from ``converted_indices`` as a triangle
+  list and a closed line strip.
 
 Contracts are declared only when asked for (the engine's shaders support them):
 ``per_draw_transforms`` (the vertex shader reads the world matrix from the per-draw array when one
@@ -69,7 +71,8 @@ MATERIAL_CONSTANT_BYTES = 256
 
 _MODES = {0: ("point", "POINTLIST"), 1: ("line", "LINELIST"), 3: ("line", "LINESTRIP"),
           4: ("triangle", "TRIANGLELIST"), 5: ("triangle", "TRIANGLESTRIP")}
-_MODE_NAMES = {2: "LINE_LOOP", 6: "TRIANGLE_FAN"}
+_CONVERTED = {2: ("LINE_LOOP", "line", "LINESTRIP", "a line strip closed by its first index"),
+              6: ("TRIANGLE_FAN", "triangle", "TRIANGLELIST", "a triangle list")}
 _INDEX_FORMATS = {5121: "R16_UINT", 5123: "R16_UINT", 5125: "R32_UINT"}
 _TEXTURE_SLOTS = ("baseColorTexture", "metallicRoughnessTexture", "normalTexture", "occlusionTexture",
                   "emissiveTexture")
@@ -213,13 +216,16 @@ class _Importer:
         self.nbuffers = len(f.doc.get("buffers") or [])
         params = ROOT_PARAMS
         if vertex_pulling:  # the glTF buffers as one SRV table, the vertex-fetch words as constants
-            params += (f"table(srv,{self.nbuffers + 2})", f"constants({2 * MAX_PULLED_ATTRIBUTES})")
+            params += (f"table(srv,{self.nbuffers + 1})", f"constants({2 * MAX_PULLED_ATTRIBUTES})")
         self.b.rootsig("gltf", *params)
         self.pipelines: dict[tuple[Any, ...], str] = {}
         self.u8_words: list[np.ndarray] = []
         self.u8_offsets: dict[int, int] = {}
         self.u8_size = 0
         self.zero_bytes = 0
+        self.converted: list[np.ndarray] = []
+        self.converted_len = 0
+        self.converted_at: dict[tuple[int | None, int, int], tuple[int, int]] = {}
 
     # ---- buffers
     def buffer_name(self, b: int) -> str:
@@ -236,7 +242,7 @@ class _Importer:
         return self.buffer_name(bv["buffer"]), (bv.get("byteOffset") or 0) + (acc.get("byteOffset") or 0), \
             bv.get("byteStride") or size
 
-    def index_binding(self, ai: int, where: str) -> tuple[tuple[str, str], int]:
+    def index_binding(self, ai: int) -> tuple[tuple[str, str], int]:
         acc = self.doc["accessors"][ai]
         ct = acc["componentType"]
         if ct == 5121 or acc.get("bufferView") is None:
@@ -247,20 +253,46 @@ class _Importer:
         buf, off, _ = self.accessor_binding(ai)
         return (buf, _INDEX_FORMATS[ct]), off // COMPONENT_BYTES[ct]
 
+    def index_values(self, ai: int) -> np.ndarray | None:
+        """The values of index accessor ``ai`` (uint32), or None when its buffer was not read."""
+        acc = self.doc["accessors"][ai]
+        if acc.get("bufferView") is None:
+            return np.zeros(acc["count"], np.uint32)
+        bv = self.doc["bufferViews"][acc["bufferView"]]
+        blob = self.f.buffers[bv["buffer"]] if bv["buffer"] < len(self.f.buffers) else None
+        if blob is None:
+            return None
+        dt = {5121: np.uint8, 5123: np.uint16, 5125: np.uint32}[acc["componentType"]]
+        off = (bv.get("byteOffset") or 0) + (acc.get("byteOffset") or 0)
+        return np.frombuffer(blob, dt, acc["count"], off).astype(np.uint32)
+
+    def converted_binding(self, ai: int | None, mode: int, vertices: int) -> tuple[tuple[str, str], int, int] | None:
+        """Fan or loop indices rewritten as a list / closed strip in ``converted_indices`` (R32):
+        ``(binding, start index, count)``, or None when the indices are not known (``--json-only``)."""
+        key = (ai, mode, vertices)
+        if key not in self.converted_at:
+            src = np.arange(vertices, dtype=np.uint32) if ai is None else self.index_values(ai)
+            if src is None:
+                return None
+            if mode == 6:
+                n = len(src)
+                out = np.stack([np.full(max(n - 2, 0), src[0], np.uint32), src[1:-1], src[2:]], 1).reshape(-1) \
+                    if n >= 3 else np.zeros(0, np.uint32)
+            else:
+                out = np.concatenate([src, src[:1]])
+            self.converted_at[key] = (self.converted_len, len(out))
+            self.converted.append(out)
+            self.converted_len += len(out)
+        start, count = self.converted_at[key]
+        return ("converted_indices", "R32_UINT"), start, count
+
     def check_indices(self, ai: int, vertices: int, where: str) -> None:
         """With the buffer's data at hand, every index must address a vertex (else the file is bad)."""
         acc = self.doc["accessors"][ai]
-        mx = None
-        if "max" in acc:
-            mx = int(acc["max"][0])
-        if acc.get("bufferView") is not None:
-            bv = self.doc["bufferViews"][acc["bufferView"]]
-            blob = self.f.buffers[bv["buffer"]] if bv["buffer"] < len(self.f.buffers) else None
-            if blob is not None:
-                dt = {5121: np.uint8, 5123: np.uint16, 5125: np.uint32}[acc["componentType"]]
-                off = (bv.get("byteOffset") or 0) + (acc.get("byteOffset") or 0)
-                idx = np.frombuffer(blob, dt, acc["count"], off)
-                mx = int(idx.max())
+        mx = int(acc["max"][0]) if "max" in acc else None
+        idx = self.index_values(ai)
+        if idx is not None:
+            mx = int(idx.max())
         if mx is not None and mx >= vertices:
             raise InputError(f"{where}: index {mx} is out of range (the primitive has {vertices} vertices)", self.path)
 
@@ -352,23 +384,33 @@ class _Importer:
             for pj, prim in enumerate(doc["meshes"][mi]["primitives"]):
                 w = f"meshes[{mi}].primitives[{pj}]"
                 mode = prim.get("mode", 4)
-                if mode not in _MODES:
-                    k = f"mode {_MODE_NAMES[mode]} (no D3D12 topology): primitive skipped"
-                    skipped[k] = skipped.get(k, 0) + 1
-                    continue
-                if prim.get("targets"):
-                    skipped.setdefault("morph targets (drawn at weight 0)", 0)
-                topo, iatopo = _MODES[mode]
-                mat = self.material_info(prim.get("material"))
-                pipe = self.pipeline_for(prim, mat, topo, inst_attrs)
                 attrs = sorted(prim["attributes"])
                 vcount = min(doc["accessors"][prim["attributes"][a]]["count"] for a in attrs)
+                if prim.get("indices") is not None:
+                    self.check_indices(prim["indices"], vcount, f"{w}.indices")
+                conv = None
+                if mode in _CONVERTED:  # no D3D12 topology: the engine rewrites the indices at load
+                    mname, topo, iatopo, what = _CONVERTED[mode]
+                    conv = self.converted_binding(prim.get("indices"), mode, vcount)
+                    k = f"mode {mname} converted to {what}" if conv else \
+                        f"mode {mname} (no D3D12 topology; indices not read with --json-only): primitive skipped"
+                    skipped[k] = skipped.get(k, 0) + 1
+                    if conv is None:
+                        continue
+                else:
+                    topo, iatopo = _MODES[mode]
+                if prim.get("targets"):
+                    skipped.setdefault("morph targets (drawn at weight 0)", 0)
+                mat = self.material_info(prim.get("material"))
+                pipe = self.pipeline_for(prim, mat, topo, inst_attrs)
                 vb = [self.accessor_binding(prim["attributes"][a]) for a in attrs]
                 vb += [self.accessor_binding(inst["attributes"][a]) for a in inst_attrs]
-                if prim.get("indices") is not None:
-                    ib, start = self.index_binding(prim["indices"], w)
+                if conv is not None:
+                    ib, start, count = conv
+                    indexed = True
+                elif prim.get("indices") is not None:
+                    ib, start = self.index_binding(prim["indices"])
                     count = doc["accessors"][prim["indices"]]["count"]
-                    self.check_indices(prim["indices"], vcount, f"{w}.indices")
                     indexed = True
                 else:
                     ib, start, count, indexed = None, 0, vcount, False
@@ -396,6 +438,8 @@ class _Importer:
             b.buffer(self.buffer_name(i), max(4, -(-buf["byteLength"] // 4) * 4))
         if self.u8_size:
             b.buffer("u8_indices", max(4, self.u8_size), cpu=True, data=self.u8_data())
+        if self.converted_len:
+            b.buffer("converted_indices", 4 * self.converted_len, cpu=True, data=np.concatenate(self.converted))
         if self.zero_bytes:
             b.buffer("zeros", -(-self.zero_bytes // 4) * 4, cpu=True, data=np.zeros(0, np.uint32))
         mats = doc.get("materials") or []
@@ -406,12 +450,11 @@ class _Importer:
         for t in range(len(doc.get("textures") or [])):
             b.texture(f"tex{t}", 1, 1, "R8G8B8A8_UNORM")
         vbase = SLOTS_PER_MATERIAL * nmat
-        b.heap("res", "CBV_SRV_UAV", vbase + (self.nbuffers + 2 if self.pulling else 0))
-        if self.pulling:  # the vertex-data table: every glTF buffer, the zero buffer, the widened u8 indices
+        b.heap("res", "CBV_SRV_UAV", vbase + (self.nbuffers + 1 if self.pulling else 0))
+        if self.pulling:  # the vertex-data table: every glTF buffer, then the zero buffer (else a filler view)
             for i in range(self.nbuffers):
                 b.view("res", vbase + i, "srv", self.buffer_name(i))
             b.view("res", vbase + self.nbuffers, "srv", "zeros" if self.zero_bytes else "materials")
-            b.view("res", vbase + self.nbuffers + 1, "srv", "u8_indices" if self.u8_size else "materials")
         for m in range(nmat):
             mat = mats[m] if m < len(mats) else {}
             pbr = mat.get("pbrMetallicRoughness") or {}
