@@ -190,7 +190,8 @@ def test_json_only_and_missing_buffer(tmp_path, capsys):
     out = tmp_path / "o.dstream"
     assert main(["import", path, "-o", str(out)]) == 2
     err = capsys.readouterr().err
-    assert f"{path}:1:1: error: buffers[0].uri: buffer file 's.bin' not found" in err and "indices" in err
+    assert err.startswith(f"{path}:") and "error: buffers[0].uri: buffer file 's.bin' not found" in err
+    assert "indices" in err
     assert not out.exists()
     assert main(["import", path, "-o", str(out), "--json-only", "-q"]) == 0
     assert stream_counts(__import__("drawopt").load(str(out)))["draws"] == 1
@@ -211,7 +212,7 @@ def test_bad_input_names_file_and_json_path(tmp_path, capsys):
     doc = json.loads(open(good).read())
     doc["meshes"][0]["primitives"][0]["indices"] = 7
     ref = tmp_path / "ref.gltf"
-    ref.write_text(json.dumps(doc))
+    ref.write_text(json.dumps(doc, indent=1))
     cases.append((str(ref), "meshes[0].primitives[0].indices: accessor 7 does not exist"))
     doc = json.loads(open(good).read())
     doc["nodes"] = [{"mesh": 0, "children": [0]}]
@@ -226,6 +227,10 @@ def test_bad_input_names_file_and_json_path(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.startswith(path + ":") and msg in err and "Traceback" not in err, err
         assert not out.exists()
+    # a .gltf error points at the value: line and column of the path in the text
+    assert main(["import", str(ref), "-o", str(out)]) == 2
+    line, col = (int(v) for v in capsys.readouterr().err.split(":")[1:3])
+    assert ref.read_text().splitlines()[line - 1][col - 1:].startswith("7") and line > 1
 
 
 def test_extension_not_required_is_a_note(tmp_path, capsys):

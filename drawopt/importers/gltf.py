@@ -161,8 +161,9 @@ def _quat(q: list[float]) -> np.ndarray:
     return r
 
 
-def _walk(doc: dict[str, Any], path: str, roots: list[int], where: str) -> list[tuple[int, np.ndarray]]:
+def _walk(f: GltfFile, roots: list[int], where: str) -> list[tuple[int, np.ndarray]]:
     """Nodes of the scene in depth-first order with their world matrices; a cycle is an error."""
+    doc = f.doc
     nodes = doc.get("nodes") or []
     out: list[tuple[int, np.ndarray]] = []
     seen: set[int] = set()
@@ -171,7 +172,7 @@ def _walk(doc: dict[str, Any], path: str, roots: list[int], where: str) -> list[
     while stack:
         i, parent, w = stack.pop()
         if i in seen:
-            raise InputError(f"{w}: node {i} is reached twice (a cycle or a node with two parents)", path)
+            raise f.error(w, f"node {i} is reached twice (a cycle or a node with two parents)")
         seen.add(i)
         world = parent @ _local_matrix(nodes[i])
         out.append((i, world))
@@ -294,7 +295,7 @@ class _Importer:
         if idx is not None:
             mx = int(idx.max())
         if mx is not None and mx >= vertices:
-            raise InputError(f"{where}: index {mx} is out of range (the primitive has {vertices} vertices)", self.path)
+            raise self.f.error(where, f"index {mx} is out of range (the primitive has {vertices} vertices)")
 
     # ---- pipelines and materials
     def material_info(self, m: int | None) -> dict[str, Any]:
@@ -366,7 +367,7 @@ class _Importer:
     def collect(self) -> tuple[list[_Draw], int, str, int]:
         doc = self.doc
         roots, where = self.scene_roots()
-        walk = _walk(doc, self.path, roots, where)
+        walk = _walk(self.f, roots, where)
         view, camera = self.view_matrix(walk)
         draws: list[_Draw] = []
         skipped: dict[str, int] = {}

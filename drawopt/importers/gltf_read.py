@@ -16,11 +16,12 @@ drawopt.errors.InputError: s.gltf:1:1: error: meshes[0].primitives[0].attributes
 
 from __future__ import annotations
 
-__all__ = ["GltfFile", "read_gltf", "check_document", "SUPPORTED_EXTENSIONS", "COMPONENT_BYTES",
+__all__ = ["GltfFile", "read_gltf", "check_document", "json_location", "SUPPORTED_EXTENSIONS", "COMPONENT_BYTES",
            "TYPE_COMPONENTS"]
 
 import json
 import os
+import re
 import struct
 import warnings
 from dataclasses import dataclass, field
@@ -59,10 +60,74 @@ class GltfFile:
     buffers: list[bytes | None]
     missing: dict[int, str] = field(default_factory=dict)
     binary: bool = False
+    text: str | None = None  # the JSON text of a .gltf (None for a .glb)
+
+    def error(self, where: str, message: str) -> InputError:
+        """An error at JSON path ``where``: its line and column in a .gltf, 1:1 in a .glb."""
+        return _located(_err(self.path, where, message), self.text)
 
 
 def _err(path: str, where: str, message: str, line: int = 1, col: int = 1) -> InputError:
-    return InputError(f"{where}: {message}" if where else message, path, line, col)
+    e = InputError(f"{where}: {message}" if where else message, path, line, col)
+    e.json_path = where  # type: ignore[attr-defined]
+    return e
+
+
+_PATH_STEP = re.compile(r"\.?([^.\[\]]+)|\[(\d+)\]")
+
+
+def json_location(text: str, where: str) -> tuple[int, int]:
+    r"""Line and column (1-based) of the value at JSON path ``where`` in ``text``; of the deepest
+    step found when the path goes further than the document.
+
+    >>> json_location('{"a": 1,\n "b": [0, {"c": true}]}', "b[1].c")
+    (2, 17)
+    """
+    dec = json.JSONDecoder()
+    ws = re.compile(r"[ \t\n\r]*")
+    pos = ws.match(text, 0).end()  # type: ignore[union-attr]
+    try:
+        for m in _PATH_STEP.finditer(where):
+            key, index = m.group(1), m.group(2)
+            opener, closer = ("[", "]") if index is not None else ("{", "}")
+            if text[pos:pos + 1] != opener:
+                break
+            p = ws.match(text, pos + 1).end()  # type: ignore[union-attr]
+            k = 0
+            found = None
+            while text[p:p + 1] != closer:
+                if index is None:
+                    name, p = dec.raw_decode(text, p)
+                    p = ws.match(text, p).end() + 1  # type: ignore[union-attr]  # the ':'
+                    p = ws.match(text, p).end()  # type: ignore[union-attr]
+                    hit = name == key
+                else:
+                    hit = k == int(index)
+                if hit:
+                    found = p
+                    break
+                _, p = dec.raw_decode(text, p)
+                p = ws.match(text, p).end()  # type: ignore[union-attr]
+                if text[p:p + 1] == ",":
+                    p = ws.match(text, p + 1).end()  # type: ignore[union-attr]
+                k += 1
+            if found is None:
+                break
+            pos = found
+    except (ValueError, IndexError):
+        pass
+    line = text.count("\n", 0, pos) + 1
+    return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
+
+
+def _located(e: InputError, text: str | None) -> InputError:
+    where = getattr(e, "json_path", "")
+    if text is None or not where:
+        return e
+    line, col = json_location(text, where)
+    out = InputError(e.message, e.loc.file, line, col)
+    out.json_path = where  # type: ignore[attr-defined]
+    return out
 
 
 def _split_glb(data: bytes, path: str) -> tuple[bytes, bytes | None]:
@@ -322,7 +387,6 @@ def read_gltf(path: str, json_only: bool = False) -> GltfFile:
     message names the buffer's ``uri``, the accessor and ``--json-only``); with ``json_only``
     nothing but the JSON is read and counts and formats come from the accessors.
     """
-    import pygltflib
 
     try:
         with open(path, "rb") as f:
@@ -336,6 +400,17 @@ def read_gltf(path: str, json_only: bool = False) -> GltfFile:
     else:
         text = data
     doc = _parse_json(text, path)
+    jtext = None if binary else text.decode("utf-8-sig")
+    try:
+        return _read_checked(path, doc, jtext, binary, binchunk, json_only)
+    except InputError as e:
+        raise _located(e, jtext) from None
+
+
+def _read_checked(path: str, doc: dict[str, Any], jtext: str | None, binary: bool, binchunk: bytes | None,
+                  json_only: bool) -> GltfFile:
+    import pygltflib
+
     check_document(doc, path)
     try:
         with warnings.catch_warnings():
@@ -375,4 +450,4 @@ def read_gltf(path: str, json_only: bool = False) -> GltfFile:
         if user is not None:
             raise _err(path, f"buffers[{i}].uri", f"buffer file '{uri}' not found; {user} reads it "
                                                    "(--json-only imports from the JSON alone)")
-    return GltfFile(path, doc, gltf, buffers, missing, binary)
+    return GltfFile(path, doc, gltf, buffers, missing, binary, jtext)
