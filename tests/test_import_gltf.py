@@ -239,7 +239,7 @@ def test_extension_not_required_is_a_note(tmp_path, capsys):
     assert main(["import", path, "-o", str(out)]) == 0
     text = capsys.readouterr().out
     assert "note: extension KHR_materials_sheen is not required and not implemented: ignored" in text
-    assert "contracts: none" in text and "+--per-draw-transforms" in text
+    assert "contracts: none" in text.splitlines()[0]
 
 
 def test_contracts_only_on_request(tmp_path):

@@ -15,6 +15,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("input", help="scene file (.gltf, .glb)")
     p.add_argument("-o", "--output", help="output stream (format by extension; - for stdout)")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    p.add_argument("-v", "--verbose", action="store_true", help="print the details (camera, what each flag buys)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_scene_arguments(p.add_argument_group("scenes (.gltf, .glb)"))
 

@@ -1,14 +1,16 @@
 """``drawopt import SCENE.gltf|SCENE.glb -o OUT``: the scene half of the ``import`` subcommand.
 
 ``add_scene_arguments`` adds the scene options to the ``import`` parser (or an argument group of
-it); ``run_scene`` imports, saves atomically and prints the import summary: draws, materials,
-triangles, the contracts declared and, for each contract flag not given, what it would buy (the
-lower bound on draw calls of the d3d12 default pipeline with the flag added, docs/passes.md).
+it); ``run_scene`` imports, saves atomically and prints a one-line verdict (``-q``: nothing), the
+import's notes, and -- when a contract flag is missing -- the draw calls the flags would allow:
+the lower bound of the d3d12 default pipeline (docs/passes.md, "The lower bound") with each
+missing flag added and with all of them (``-v`` lists each). ``--json`` prints it all as JSON.
+Everything goes to stdout, or to stderr when the stream is written to stdout (``-o -``).
 """
 
 from __future__ import annotations
 
-__all__ = ["add_scene_arguments", "run_scene", "scene_summary"]
+__all__ = ["add_scene_arguments", "run_scene", "scene_summary", "what_flags_buy", "FLAG_OPTIONS"]
 
 import argparse
 import json
@@ -17,7 +19,7 @@ from typing import Any
 
 from ..errors import UsageError
 
-#: command-line flag -> import_scene option
+#: command-line flag -> import_scene option (docs/asset-tools.md, "Contracts")
 FLAG_OPTIONS = {"--per-draw-transforms": "per_draw_transforms", "--bindless": "bindless",
                 "--no-primitive-id": "no_primitive_id", "--vertex-pulling": "vertex_pulling"}
 
@@ -49,60 +51,70 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     cam: int | str | None = args.camera
     if isinstance(cam, str) and cam.isdigit():
         cam = int(cam)
-    return {"camera": cam, "per_draw_transforms": args.per_draw_transforms, "bindless": args.bindless,
-            "no_primitive_id": args.no_primitive_id, "vertex_pulling": args.vertex_pulling,
-            "json_only": args.json_only, "width": w, "height": h}
+    opts = {"camera": cam, "width": w, "height": h}
+    opts.update({o: bool(getattr(args, o)) for o in FLAG_OPTIONS.values()})
+    return opts
 
 
-def what_flags_buy(path: str, options: dict[str, Any], target: str = "d3d12") -> dict[str, int]:
-    """Lower bound on draw calls (``target``'s default pipeline) now, with each flag not given added, and all."""
+def what_flags_buy(f: Any, options: dict[str, Any], target: str = "d3d12") -> dict[str, int]:
+    """Lower bound on draw calls of ``target``'s default pipeline for the read file ``f``: as declared,
+    with each flag not given added, and with all of them (keys ``as declared``, ``+--FLAG``, ``all flags``)."""
     from ..costmodel import lower_bound
-    from ..importers.gltf import import_scene
+    from ..importers.gltf import import_read
 
     def bound(opts: dict[str, Any]) -> int:
-        return lower_bound(import_scene(path, **opts).stream, target)
+        return lower_bound(import_read(f, **opts).stream, target)
 
     out = {"as declared": bound(options)}
-    off = [o for o in FLAG_OPTIONS.values() if not options.get(o)]
-    for o in off:
-        out["+" + next(k for k, v in FLAG_OPTIONS.items() if v == o)] = bound({**options, o: True})
+    off = [(flag, o) for flag, o in FLAG_OPTIONS.items() if not options.get(o)]
+    for flag, o in off:
+        out["+" + flag] = bound({**options, o: True})
     if len(off) > 1:
-        out["all flags"] = bound({**options, **{o: True for o in off}})
+        out["all flags"] = bound({**options, **{o: True for _, o in off}})
     return out
 
 
-def scene_summary(figures: dict[str, Any], buys: dict[str, int] | None) -> str:
-    """The human-readable import summary."""
-    c = ", ".join(figures["contracts"]) or "none (no flag given)"
-    lines = [f"{figures['file']}: {figures['draws']} draws ({figures['instances']} instances), "
-             f"{figures['materials']} materials, {figures['pipelines']} pipelines, {figures['indices']:,} indices, "
-             f"{figures['triangles']:,} triangles, {figures['nodes']} nodes",
-             f"  camera: {figures['camera']}", f"  contracts: {c}"]
-    if buys:
-        lines.append("  draw-call lower bound on d3d12 (default pipeline): "
-                     + ", ".join(f"{k} {v}" for k, v in buys.items()))
-    lines += [f"  note: {n}" for n in figures["notes"]]
+def scene_summary(figures: dict[str, Any], output: str, buys: dict[str, int] | None, verbose: bool = False) -> str:
+    """The verdict line, the notes and what the missing flags would buy (``verbose``: each flag)."""
+    from ..importers.gltf import CONTRACT_FLAGS
+
+    f = figures["file"]
+    contracts = ", ".join(figures["contracts"]) or "none"
+    lines = [f"{f}: {figures['draws']} draws ({figures['materials']} materials, {figures['pipelines']} pipelines, "
+             f"{figures['indices']:,} indices, {figures['triangles']:,} triangles) -> {output}; contracts: {contracts}"]
+    lines += [f"{f}: note: {n}" for n in figures["notes"]]
+    if buys and "all flags" in buys and buys["all flags"] < buys["as declared"]:
+        missing = " ".join(k[1:] for k in buys if k.startswith("+"))
+        lines.append(f"{f}: note: with {missing} the d3d12 default pipeline can reach {buys['all flags']} draw calls "
+                     f"(lower bound; {buys['as declared']} as declared)")
+    if verbose:
+        lines.append(f"  camera: {figures['camera']}")
+        for k, v in (buys or {}).items():
+            why = CONTRACT_FLAGS.get(FLAG_OPTIONS.get(k[1:], ""), "")
+            lines.append(f"  {k:<24} lower bound {v:>6}" + (f"  ({why})" if why else ""))
     return "\n".join(lines)
 
 
 def run_scene(args: argparse.Namespace) -> int:
-    """Import ``args.input`` (a .gltf/.glb) to ``args.output``; print the summary (stderr when -o -)."""
+    """Import ``args.input`` (a .gltf/.glb) to ``args.output`` and print the summary."""
     from .. import formats
-    from ..importers.gltf import import_scene
+    from ..importers.gltf import import_read
+    from ..importers.gltf_read import read_gltf
 
     if not getattr(args, "output", None):
         raise UsageError("import needs -o OUT (use -o - for stdout)")
     fmt = formats.format_for(args.output) if args.output != "-" else "text"
     opts = _options(args)
-    result = import_scene(args.input, **opts)
+    f = read_gltf(args.input, json_only=args.json_only)
+    result = import_read(f, **opts)
     formats.save(result.stream, args.output, fmt)
     if getattr(args, "quiet", False):
         return 0
-    buys = what_flags_buy(args.input, opts)
-    figures = {**result.figures(), "lower_bound": buys}
+    buys = what_flags_buy(f, opts)
     out = sys.stderr if args.output == "-" else sys.stdout
     if getattr(args, "json", False):
-        print(json.dumps(figures, sort_keys=True), file=out)
+        print(json.dumps({**result.figures(), "output": args.output, "lower_bound_d3d12": buys}, sort_keys=True),
+              file=out)
     else:
-        print(scene_summary(result.figures(), buys), file=out)
+        print(scene_summary(result.figures(), args.output, buys, getattr(args, "verbose", False)), file=out)
     return 0

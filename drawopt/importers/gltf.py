@@ -43,7 +43,7 @@ too: ``+1.0``), ``no_primitive_id``.
 
 from __future__ import annotations
 
-__all__ = ["import_gltf", "import_scene", "SceneImport", "CONTRACT_FLAGS", "contract_for"]
+__all__ = ["import_gltf", "import_scene", "import_read", "SceneImport", "CONTRACT_FLAGS", "contract_for"]
 
 import math
 from dataclasses import dataclass, field
@@ -55,12 +55,13 @@ from ..errors import InputError, UsageError
 from ..stream import Stream, StreamBuilder
 from .gltf_read import COMPONENT_BYTES, COMPONENT_NAMES, SUPPORTED_EXTENSIONS, TYPE_COMPONENTS, GltfFile, read_gltf
 
-#: contract flags of the engine's shaders -> what each lets a rewrite do (the import summary prints this)
+#: import options that declare what the engine's shaders support -> what each lets a rewrite do
+#: (the import summary prints this next to the draw calls each would allow)
 CONTRACT_FLAGS: dict[str, str] = {
-    "per_draw_transforms": "the vertex shader reads the world matrix from a per-draw array when one is bound "
-                           "(mdi batches draws of one pipeline and material whatever their nodes)",
-    "bindless": "the material textures are read by index from the per-draw array (mdi batches across materials)",
-    "no_primitive_id": "the shaders do not read SV_PrimitiveID (merge-instances joins contiguous index ranges)",
+    "per_draw_transforms": "world matrices read from a per-draw array: mdi batches draws whatever their nodes",
+    "bindless": "material tables read by index: mdi batches across materials",
+    "no_primitive_id": "no SV_PrimitiveID: merge-instances joins contiguous index ranges",
+    "vertex_pulling": "the vertex-pulling engine: draws of different meshes can share a multi-draw",
 }
 
 ROOT_PARAMS = ("constants(16)", "table(cbv,1,srv,5)", "srv")
@@ -534,7 +535,8 @@ class _Importer:
         return out.view(np.uint32)
 
     def material_constants(self, mats: list[dict[str, Any]]) -> np.ndarray:
-        """Per material, 64 words: base colour RGBA, metallic, roughness, alpha cutoff, emissive RGB (float32)."""
+        """Per material, 64 words (float32): base colour RGBA, metallic, roughness, alpha cutoff, emissive RGB,
+        then the base colour texture's ``KHR_texture_transform`` (offset XY, rotation, scale XY)."""
         out = np.zeros((len(mats) + 1, MATERIAL_CONSTANT_BYTES // 4), np.float32)
         for m, mat in enumerate([*mats, {}]):
             pbr = mat.get("pbrMetallicRoughness") or {}
@@ -543,6 +545,10 @@ class _Importer:
             out[m, 5] = pbr.get("roughnessFactor", 1.0)
             out[m, 6] = mat.get("alphaCutoff", 0.5)
             out[m, 7:10] = mat.get("emissiveFactor", [0, 0, 0])
+            tt = ((pbr.get("baseColorTexture") or {}).get("extensions") or {}).get("KHR_texture_transform") or {}
+            out[m, 10:12] = tt.get("offset", [0, 0])
+            out[m, 12] = tt.get("rotation", 0)
+            out[m, 13:15] = tt.get("scale", [1, 1])
         return out.reshape(-1).view(np.uint32)
 
 
@@ -557,7 +563,16 @@ def import_scene(path: str, camera: int | str | None = None, bindless: bool = Fa
     constants 4). ``json_only``: read nothing but the JSON (counts and formats from the accessors).
     Raises :class:`~drawopt.errors.InputError` (file and JSON path) for bad input.
     """
-    f = read_gltf(path, json_only=json_only)
+    return import_read(read_gltf(path, json_only=json_only), camera=camera, bindless=bindless,
+                       per_draw_transforms=per_draw_transforms, no_primitive_id=no_primitive_id,
+                       vertex_pulling=vertex_pulling, width=width, height=height)
+
+
+def import_read(f: GltfFile, camera: int | str | None = None, bindless: bool = False,
+                per_draw_transforms: bool = False, no_primitive_id: bool = False, vertex_pulling: bool = False,
+                width: int = 1920, height: int = 1080) -> SceneImport:
+    """:func:`import_scene` of a file already read (:func:`~drawopt.importers.gltf_read.read_gltf`):
+    several engine configurations of one scene without reading it again."""
     flags = {"per_draw_transforms": per_draw_transforms, "bindless": bindless, "no_primitive_id": no_primitive_id}
     return _Importer(f, camera, width, height, flags, vertex_pulling).build()
 

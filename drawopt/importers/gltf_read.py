@@ -1,11 +1,15 @@
 """Reading a glTF 2.0 file for :mod:`drawopt.importers.gltf`: the document, its buffers, its diagnostics.
 
-pygltflib parses the container (GLB chunks, data URIs, the typed document); this module adds what
-drawopt needs on top: every problem is an :class:`~drawopt.errors.InputError` naming the file and
-the JSON path of the offending value (``meshes[0].primitives[1].indices``), never a traceback.
+pygltflib builds the typed document (``GLTF2.from_dict``, which rejects what its dataclasses cannot
+hold); this module adds what drawopt needs on top: every problem is an
+:class:`~drawopt.errors.InputError` naming the file and the JSON path of the offending value
+(``meshes[0].primitives[1].indices``, at its line and column in a ``.gltf``), never a traceback.
 Before pygltflib sees the JSON, :func:`check_document` checks the types and cross-references of
 every field the importer reads, so a malformed file fails here with its path instead of deep in a
-dataclass constructor.
+dataclass constructor. The GLB container's header and chunk lengths are checked here too:
+pygltflib 1.16 reads a truncated ``.glb`` without complaint (a short BIN chunk) and fails on a bad
+one with ``struct.error``; and its data-URI decoder knows only ``application/octet-stream``, not
+glTF's ``application/gltf-buffer``.
 
 >>> doc = {"asset": {"version": "2.0"}, "meshes": [{"primitives": [{"attributes": {"POSITION": 3}}]}]}
 >>> check_document(doc, "s.gltf")  # doctest: +ELLIPSIS
