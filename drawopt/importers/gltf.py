@@ -78,6 +78,7 @@ _INDEX_FORMATS = {5121: "R16_UINT", 5123: "R16_UINT", 5125: "R32_UINT"}
 _TEXTURE_SLOTS = ("baseColorTexture", "metallicRoughnessTexture", "normalTexture", "occlusionTexture",
                   "emissiveTexture")
 _INSTANCE_ATTRS = ("TRANSLATION", "ROTATION", "SCALE")
+NO_CAMERA = "none (view from the origin down -Z)"
 
 
 @dataclass
@@ -93,7 +94,7 @@ class SceneImport:
     materials: int = 0
     pipelines: int = 0
     nodes: int = 0
-    camera: str = "none (view from the origin down -Z)"
+    camera: str = NO_CAMERA
     contracts: tuple[str, ...] = ()
     notes: list[str] = field(default_factory=list)
 
@@ -185,9 +186,6 @@ def _walk(f: GltfFile, roots: list[int], where: str) -> list[tuple[int, np.ndarr
 # --------------------------------------------------------------------------------------------- import
 @dataclass
 class _Draw:
-    node: int
-    mesh: int
-    prim: int
     world: np.ndarray
     pipeline: str
     topology: str
@@ -221,7 +219,6 @@ class _Importer:
             params += (f"table(srv,{self.nbuffers + 1})", f"constants({2 * MAX_PULLED_ATTRIBUTES})")
         self.b.rootsig("gltf", *params)
         self.pipelines: dict[tuple[Any, ...], str] = {}
-        self.u8_words: list[np.ndarray] = []
         self.u8_offsets: dict[int, int] = {}
         self.u8_size = 0
         self.zero_bytes = 0
@@ -305,7 +302,8 @@ class _Importer:
         return {"alpha": mat.get("alphaMode", "OPAQUE"), "double": bool(mat.get("doubleSided", False)),
                 "unlit": "KHR_materials_unlit" in ext}
 
-    def pipeline_for(self, prim: dict[str, Any], mat: dict[str, Any], topo: str, inst_attrs: list[str]) -> str:
+    def pipeline_for(self, prim: dict[str, Any], mat: dict[str, Any], topo: str, inst_attrs: list[str],
+                     where: str) -> str:
         accs = self.doc["accessors"]
         attrs = sorted(prim["attributes"])
         layout = "gltf." + ".".join(f"{a}-{_attr_format(accs[prim['attributes'][a]])}" for a in attrs)
@@ -313,8 +311,8 @@ class _Importer:
             layout += ".inst-" + "-".join(a[0] for a in inst_attrs)
         npulled = len(attrs) + len(inst_attrs) if self.pulling else 0
         if npulled > MAX_PULLED_ATTRIBUTES:
-            raise InputError(f"{layout}: {npulled} vertex attributes, the vertex-pulling engine reads at most "
-                             f"{MAX_PULLED_ATTRIBUTES}", self.path)
+            raise self.f.error(f"{where}.attributes", f"{npulled} vertex attributes (with the instance ones); the "
+                                                      f"vertex-pulling engine reads at most {MAX_PULLED_ATTRIBUTES}")
         key = (layout, mat["alpha"], mat["double"], mat["unlit"], topo, bool(inst_attrs))
         name = self.pipelines.get(key)
         if name is None:
@@ -361,11 +359,12 @@ class _Importer:
                 have = ", ".join(f"{nodes[i]['camera']} (node {nodes[i].get('name', i)!s})" for i, _ in cams) or "none"
                 raise UsageError(f"{self.path}: no camera {self.camera!r} in the scene (cameras placed: {have})")
         if pick is None:
-            return np.eye(4), "none (view from the origin down -Z)"
+            return np.eye(4), NO_CAMERA
         i, w = pick
         return np.linalg.inv(w), f"cameras[{nodes[i]['camera']}] at nodes[{i}]"
 
-    def collect(self) -> tuple[list[_Draw], int, str, int]:
+    def collect(self) -> tuple[list[_Draw], int, str]:
+        """The draws in scene order, the number of scene nodes and the camera used."""
         doc = self.doc
         roots, where = self.scene_roots()
         walk = _walk(self.f, roots, where)
@@ -404,7 +403,7 @@ class _Importer:
                 if prim.get("targets"):
                     skipped.setdefault("morph targets (drawn at weight 0)", 0)
                 mat = self.material_info(prim.get("material"))
-                pipe = self.pipeline_for(prim, mat, topo, inst_attrs)
+                pipe = self.pipeline_for(prim, mat, topo, inst_attrs, w)
                 vb = [self.accessor_binding(prim["attributes"][a]) for a in attrs]
                 vb += [self.accessor_binding(inst["attributes"][a]) for a in inst_attrs]
                 if conv is not None:
@@ -420,15 +419,15 @@ class _Importer:
                 lo = np.asarray(pa.get("min", [0, 0, 0]), float)
                 hi = np.asarray(pa.get("max", [0, 0, 0]), float)
                 center = world @ np.array([*((lo + hi) / 2), 1.0])
-                draws.append(_Draw(ni, mi, pj, world, pipe, iatopo, prim.get("material", -1), indexed, count, ninst,
+                draws.append(_Draw(world, pipe, iatopo, prim.get("material", -1), indexed, count, ninst,
                                    ib, start, vb, mat["alpha"], view @ center))
         for k, n in skipped.items():
             self.notes.append(f"{k}" + (f": {n}" if n else ""))
-        return draws, len(walk), camera, len(roots)
+        return draws, len(walk), camera
 
     def build(self) -> SceneImport:
         doc, b = self.doc, self.b
-        draws, nnodes, camera, _ = self.collect()
+        draws, nnodes, camera = self.collect()
         order = {"OPAQUE": 0, "MASK": 1, "BLEND": 2}
         keyed = sorted(range(len(draws)), key=lambda i: (order[draws[i].alpha],
                                                          draws[i].center[2] if draws[i].alpha == "BLEND" else 0, i))
@@ -439,7 +438,7 @@ class _Importer:
         for i, buf in enumerate(doc.get("buffers") or []):
             b.buffer(self.buffer_name(i), max(4, -(-buf["byteLength"] // 4) * 4))
         if self.u8_size:
-            b.buffer("u8_indices", max(4, self.u8_size), cpu=True, data=self.u8_data())
+            b.buffer("u8_indices", max(4, self.u8_size), cpu=True, data=self.u8_data())  # None: contents unknown
         if self.converted_len:
             b.buffer("converted_indices", 4 * self.converted_len, cpu=True, data=np.concatenate(self.converted))
         if self.zero_bytes:
@@ -519,19 +518,14 @@ class _Importer:
         """The index of vertex buffer ``name`` in the vertex-pulling table."""
         return self.nbuffers if name == "zeros" else int(name[3:])
 
-    def u8_data(self) -> np.ndarray:
-        """The widened ``u8`` indices (zeros where the buffer is absent or the accessor has no view)."""
-        out = np.zeros(self.u8_size // 2 + (self.u8_size // 2) % 2, np.uint16)
+    def u8_data(self) -> np.ndarray | None:
+        """The widened ``u8`` indices, or None when a source buffer was not read (contents unknown)."""
+        out = np.zeros(self.u8_size // 2, np.uint16)
         for ai, off in self.u8_offsets.items():
-            acc = self.doc["accessors"][ai]
-            if acc.get("bufferView") is None:
-                continue
-            bv = self.doc["bufferViews"][acc["bufferView"]]
-            blob = self.f.buffers[bv["buffer"]]
-            if blob is None:
-                continue
-            start = (bv.get("byteOffset") or 0) + (acc.get("byteOffset") or 0)
-            out[off // 2: off // 2 + acc["count"]] = np.frombuffer(blob, np.uint8, acc["count"], start)
+            values = self.index_values(ai)
+            if values is None:
+                return None
+            out[off // 2: off // 2 + len(values)] = values
         return out.view(np.uint32)
 
     def material_constants(self, mats: list[dict[str, Any]]) -> np.ndarray:
