@@ -299,3 +299,22 @@ def test_engine_beats_gltfpack_with_every_node_kept(tmp_path):
         assert compute_stats(out)["draw_calls"] <= gltfpack_draws < 115
         assert {d.name for d in out.decls if d.kind == "buffer"} - {d.name for d in s.decls if d.kind == "buffer"} \
             <= {"mdi_args0", "mdi_perdraw0"}
+
+
+def test_verifier_sees_a_node_that_lost_its_transform(tmp_path):
+    """The per-draw records carry each node's matrix: change one word of one record and verify fails."""
+    from drawopt.costmodel import default_pipeline
+    from drawopt.passmanager import optimize
+    from drawopt.verify import verify
+
+    nodes = [{"mesh": 0, "translation": [i, 0, 0]} for i in range(4)]
+    path = write_scene(tmp_path, nodes, [tri_mesh()])
+    s = import_gltf(path, per_draw_transforms=True)
+    out = optimize(s, default_pipeline("vulkan"), target="vulkan")
+    arr = out.decls[out.decls.ref("mdi_perdraw0", ("buffer",))]
+    assert verify(s, out).equivalent
+    stride = 2 + 16  # [base_vertex, start_instance, 16 matrix words]
+    assert np.asarray(arr.data).view(np.float32)[stride + 2 + 12] == 1.0  # node 1's x translation
+    arr.data = np.array(arr.data, np.uint32)
+    arr.data[stride + 2 + 12] = np.float32(5.0).view(np.uint32)
+    assert not verify(s, out).equivalent
