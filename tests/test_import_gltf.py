@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from drawopt.cli import main
+from drawopt.formats import load
 from drawopt.importers import importer_kind
 from drawopt.importers.gltf import import_gltf, import_scene
 
@@ -147,14 +148,20 @@ def test_small_scene_counts_and_order(tmp_path):
     assert r.contracts == () and all(not d.contract for d in r.stream.decls if d.kind == "pipeline")
 
 
-def test_camera_orders_blended_draws(tmp_path):
+def test_camera_orders_blended_draws(tmp_path, capsys):
+    cam = {"type": "perspective", "perspective": {"yfov": 1, "znear": 0.1}}
     nodes = [{"mesh": 0, "translation": [0, 0, -1]}, {"mesh": 0, "translation": [0, 0, -9]},
-             {"camera": 0, "translation": [0, 0, -10], "rotation": [0, 1, 0, 0], "name": "back"}]
-    path = write_scene(tmp_path, nodes, [tri_mesh(0)], [{"alphaMode": "BLEND"}],
-                       cameras=[{"type": "perspective", "perspective": {"yfov": 1, "znear": 0.1}}])
-    # the camera at z=-10 looking toward +Z: the node at z=-1 is the farther one
+             {"camera": 0, "translation": [0, 0, -10], "rotation": [0, 1, 0, 0], "name": "back"},
+             {"camera": 1, "translation": [0, 0, 10], "name": "front"}]
+    path = write_scene(tmp_path, nodes, [tri_mesh(0)], [{"alphaMode": "BLEND"}], cameras=[cam, cam])
+    # the first camera placed: at z=-10 looking toward +Z, so the node at z=-1 is the farther one
     assert [m[2] for m in draw_matrices(import_gltf(path))] == [-1, -9]
-    assert [m[2] for m in draw_matrices(import_gltf(path, camera=None))] == [-1, -9]
+    # --camera (an index or a node name): at z=+10 looking down -Z
+    assert [m[2] for m in draw_matrices(import_gltf(path, camera=1))] == [-9, -1]
+    assert [m[2] for m in draw_matrices(import_gltf(path, camera="front"))] == [-9, -1]
+    out = tmp_path / "o.dstream"
+    assert main(["import", path, "-o", str(out), "--camera", "side"]) == 2
+    assert "no camera 'side' in the scene" in capsys.readouterr().err and not out.exists()
 
 
 def test_instancing_extension_gives_instanced_draws(tmp_path):
@@ -194,7 +201,7 @@ def test_json_only_and_missing_buffer(tmp_path, capsys):
     assert "indices" in err
     assert not out.exists()
     assert main(["import", path, "-o", str(out), "--json-only", "-q"]) == 0
-    assert stream_counts(__import__("drawopt").load(str(out)))["draws"] == 1
+    assert stream_counts(load(str(out)))["draws"] == 1
 
 
 def test_bad_input_names_file_and_json_path(tmp_path, capsys):
