@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from drawopt.cli import main
+from drawopt.errors import InputError
 from drawopt.formats import load
 from drawopt.importers import importer_kind
 from drawopt.importers.gltf import import_gltf, import_scene
@@ -325,3 +326,72 @@ def test_verifier_sees_a_node_that_lost_its_transform(tmp_path):
     arr.data = np.array(arr.data, np.uint32)
     arr.data[stride + 2 + 12] = np.float32(5.0).view(np.uint32)
     assert not verify(s, out).equivalent
+
+
+RICH = {"nodes": [{"mesh": 0, "rotation": [0, 0, 0, 1], "scale": [1, 1, 1], "children": [1], "name": "a"},
+                  {"mesh": 1, "matrix": [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]},
+                  {"camera": 0, "translation": [0, 0, 5]}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0, "NORMAL": 2}, "indices": 1, "material": 0,
+                                    "mode": 4}]},
+                   {"primitives": [{"attributes": {"POSITION": 0}, "mode": 6, "material": 1}]}],
+        "materials": [{"alphaMode": "BLEND", "doubleSided": True, "alphaCutoff": 0.5, "emissiveFactor": [0, 0, 0],
+                       "extensions": {"KHR_materials_unlit": {}},
+                       "pbrMetallicRoughness": {"baseColorFactor": [1, 1, 1, 1], "metallicFactor": 0,
+                                                "roughnessFactor": 1, "baseColorTexture": {
+                                                    "index": 0, "extensions": {"KHR_texture_transform": {
+                                                        "offset": [0, 0], "rotation": 0, "scale": [1, 1]}}}}},
+                      {"alphaMode": "MASK", "normalTexture": {"index": 0}}],
+        "accessors": [{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3",
+                       "min": [0, 0, 0], "max": [1, 1, 0]},
+                      {"bufferView": 1, "componentType": 5123, "count": 3, "type": "SCALAR"},
+                      {"componentType": 5126, "count": 3, "type": "VEC3"}],
+        "textures": [{}], "cameras": [{"type": "perspective", "perspective": {"yfov": 1, "znear": 0.1}}],
+        "extensionsUsed": ["KHR_materials_unlit", "KHR_texture_transform"]}
+
+
+def _leaves(obj, path=()):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield path + (k,)
+            yield from _leaves(v, path + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield path + (i,)
+            yield from _leaves(v, path + (i,))
+
+
+@pytest.mark.parametrize("bad", ["x", -1, 1 << 40, 1 << 70, 0.5, [], {}, None, True])
+def test_any_bad_value_is_an_input_error(tmp_path, bad):
+    """Every field of a scene that uses every feature, replaced by a wrong value: an import or an
+    InputError (never another exception)."""
+    from drawopt.errors import DrawoptError
+
+    path = write_scene(tmp_path, RICH["nodes"][:2], RICH["meshes"], RICH["materials"], extra=RICH,
+                       cameras=RICH["cameras"])
+    base = json.loads(open(path).read())
+    base["scenes"] = [{"nodes": [0, 2]}]
+    for leaf in list(_leaves(base)):
+        doc = json.loads(json.dumps(base))
+        obj = doc
+        for k in leaf[:-1]:
+            obj = obj[k]
+        obj[leaf[-1]] = bad
+        p = tmp_path / "bad.gltf"
+        p.write_text(json.dumps(doc))
+        try:
+            import_scene(str(p))
+        except DrawoptError:
+            pass
+        except Exception as e:  # noqa: BLE001 - the point of the test
+            pytest.fail(f"{'.'.join(map(str, leaf))} = {bad!r}: {type(e).__name__}: {e}")
+
+
+def test_count_past_a_draw_argument_is_an_input_error(tmp_path):
+    """An accessor without a buffer view (zeros) may claim any count: past 2^32-1 no draw can hold it."""
+    doc = {"asset": {"version": "2.0"}, "scenes": [{"nodes": [0]}], "nodes": [{"mesh": 0}],
+           "meshes": [{"primitives": [{"attributes": {"POSITION": 0}}]}],
+           "accessors": [{"componentType": 5126, "count": 1 << 40, "type": "VEC3"}]}
+    p = tmp_path / "z.gltf"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=r"accessors\[0\]\.count: must be in 1\.\.2\^32-1"):
+        import_scene(str(p))

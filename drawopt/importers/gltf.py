@@ -498,10 +498,7 @@ class _Importer:
             elif d.topology == "TRIANGLESTRIP":
                 tri += max(d.count - 2, 0) * d.instances
             inst += d.instances
-        try:
-            stream = b.build()
-        except ValueError as e:  # a range the glTF's own checks let through (should not happen)
-            raise InputError(f"the imported stream is invalid: {e}", self.path) from None
+        stream = b.build()
         for e in doc.get("extensionsUsed") or []:
             if e not in SUPPORTED_EXTENSIONS and e not in (doc.get("extensionsRequired") or []):
                 self.notes.append(f"extension {e} is not required and not implemented: ignored")
@@ -568,7 +565,10 @@ def import_read(f: GltfFile, camera: int | str | None = None, bindless: bool = F
     """:func:`import_scene` of a file already read (:func:`~drawopt.importers.gltf_read.read_gltf`):
     several engine configurations of one scene without reading it again."""
     flags = {"per_draw_transforms": per_draw_transforms, "bindless": bindless, "no_primitive_id": no_primitive_id}
-    return _Importer(f, camera, width, height, flags, vertex_pulling).build()
+    try:
+        return _Importer(f, camera, width, height, flags, vertex_pulling).build()
+    except (ValueError, OverflowError) as e:  # a value past a stream limit the document checks let through
+        raise InputError(f"the scene cannot be recorded: {e}", f.path) from None
 
 
 def import_gltf(path: str, **options: Any) -> Stream:

@@ -234,6 +234,9 @@ def check_document(doc: dict[str, Any], path: str) -> None:
         for i, item in enumerate(arr or []):
             if not isinstance(item, dict):
                 raise c.fail(f"{a}[{i}]", "must be an object")
+    for i, e in enumerate(c.typed(doc, "extensionsUsed", list, "") or []):
+        if not isinstance(e, str):
+            raise c.fail(f"extensionsUsed[{i}]", "must be a string")
     for i, e in enumerate(c.typed(doc, "extensionsRequired", list, "") or []):
         if not isinstance(e, str):
             raise c.fail(f"extensionsRequired[{i}]", "must be a string")
@@ -243,8 +246,8 @@ def check_document(doc: dict[str, Any], path: str) -> None:
     for i, b in enumerate(doc.get("buffers") or []):
         w = f"buffers[{i}]"
         n = c.typed(b, "byteLength", int, w, required=True)
-        if n < 0:
-            raise c.fail(f"{w}.byteLength", "must be >= 0")
+        if not 0 <= n < 2**62:
+            raise c.fail(f"{w}.byteLength", f"must be in 0..2^62-1, got {n}")
         c.typed(b, "uri", str, w)
     for i, bv in enumerate(doc.get("bufferViews") or []):
         w = f"bufferViews[{i}]"
@@ -264,8 +267,8 @@ def check_document(doc: dict[str, Any], path: str) -> None:
         if ct not in COMPONENT_BYTES:
             raise c.fail(f"{w}.componentType", f"unknown component type {ct}")
         count = c.typed(a, "count", int, w, required=True)
-        if count < 1:
-            raise c.fail(f"{w}.count", f"must be >= 1, got {count}")
+        if not 1 <= count <= 0xFFFFFFFF:
+            raise c.fail(f"{w}.count", f"must be in 1..2^32-1 (a D3D12 draw count), got {count}")
         typ = c.typed(a, "type", str, w, required=True)
         if typ not in TYPE_COMPONENTS:
             raise c.fail(f"{w}.type", f"unknown accessor type {typ!r}")
@@ -309,14 +312,26 @@ def check_document(doc: dict[str, Any], path: str) -> None:
             raise c.fail(f"{w}.alphaMode", f"must be OPAQUE, MASK or BLEND, got {mode!r}")
         c.typed(mat, "doubleSided", bool, w)
         c.typed(mat, "alphaCutoff", (int, float), w)
+        c.typed(mat, "extensions", dict, w)
+        c.numbers(mat, "emissiveFactor", 3, w)
+        pw = f"{w}.pbrMetallicRoughness"
         pbr = c.typed(mat, "pbrMetallicRoughness", dict, w) or {}
-        c.numbers(pbr, "baseColorFactor", 4, f"{w}.pbrMetallicRoughness")
-        for tk, owner, ow in (("baseColorTexture", pbr, f"{w}.pbrMetallicRoughness"),
-                              ("metallicRoughnessTexture", pbr, f"{w}.pbrMetallicRoughness"),
+        c.numbers(pbr, "baseColorFactor", 4, pw)
+        c.typed(pbr, "metallicFactor", (int, float), pw)
+        c.typed(pbr, "roughnessFactor", (int, float), pw)
+        for tk, owner, ow in (("baseColorTexture", pbr, pw), ("metallicRoughnessTexture", pbr, pw),
                               ("normalTexture", mat, w), ("occlusionTexture", mat, w), ("emissiveTexture", mat, w)):
             t = c.typed(owner, tk, dict, ow)
             if t is not None:
-                c.index(t, "index", "textures", f"{ow}.{tk}", required=True)
+                tw = f"{ow}.{tk}"
+                c.index(t, "index", "textures", tw, required=True)
+                tt = (c.typed(t, "extensions", dict, tw) or {}).get("KHR_texture_transform")
+                if tt is not None:
+                    xw = f"{tw}.extensions.KHR_texture_transform"
+                    c.typed(t["extensions"], "KHR_texture_transform", dict, f"{tw}.extensions")
+                    c.numbers(tt, "offset", 2, xw)
+                    c.typed(tt, "rotation", (int, float), xw)
+                    c.numbers(tt, "scale", 2, xw)
     for i, n in enumerate(doc.get("nodes") or []):
         w = f"nodes[{i}]"
         c.index(n, "mesh", "meshes", w)
