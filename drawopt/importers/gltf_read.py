@@ -406,7 +406,6 @@ def read_gltf(path: str, json_only: bool = False) -> GltfFile:
     message names the buffer's ``uri``, the accessor and ``--json-only``); with ``json_only``
     nothing but the JSON is read and counts and formats come from the accessors.
     """
-
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -421,13 +420,14 @@ def read_gltf(path: str, json_only: bool = False) -> GltfFile:
     doc = _parse_json(text, path)
     jtext = None if binary else text.decode("utf-8-sig")
     try:
-        return _read_checked(path, doc, jtext, binary, binchunk, json_only)
+        f = _read_checked(path, doc, binary, binchunk, json_only)
     except InputError as e:
         raise _located(e, jtext) from None
+    f.text = jtext
+    return f
 
 
-def _read_checked(path: str, doc: dict[str, Any], jtext: str | None, binary: bool, binchunk: bytes | None,
-                  json_only: bool) -> GltfFile:
+def _read_checked(path: str, doc: dict[str, Any], binary: bool, binchunk: bytes | None, json_only: bool) -> GltfFile:
     import pygltflib
 
     check_document(doc, path)
@@ -469,4 +469,4 @@ def _read_checked(path: str, doc: dict[str, Any], jtext: str | None, binary: boo
         if user is not None:
             raise _err(path, f"buffers[{i}].uri", f"buffer file '{uri}' not found; {user} reads it "
                                                    "(--json-only imports from the JSON alone)")
-    return GltfFile(path, doc, gltf, buffers, missing, binary, jtext)
+    return GltfFile(path, doc, gltf, buffers, missing, binary)
