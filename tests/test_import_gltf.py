@@ -395,3 +395,26 @@ def test_count_past_a_draw_argument_is_an_input_error(tmp_path):
     p.write_text(json.dumps(doc))
     with pytest.raises(InputError, match=r"accessors\[0\]\.count: must be in 1\.\.2\^32-1"):
         import_scene(str(p))
+
+
+def test_bench_rows_on_a_written_folder(tmp_path, capsys):
+    """bench/gltf_vs_gltfpack.py on a folder of two written scenes (one bad): every drawopt
+    configuration verified, the bad file listed as rejected, the JSON has the table's fields."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "gltf_bench", Path(__file__).resolve().parent.parent / "bench" / "gltf_vs_gltfpack.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    nodes = [{"mesh": i % 2, "translation": [i, 0, 0]} for i in range(6)]
+    write_scene(tmp_path, nodes, [tri_mesh(0), tri_mesh(1)], [{}, {}], bin_file=False)
+    (tmp_path / "bad.glb").write_bytes(b"nope")
+    out = tmp_path / "rows.json"
+    bench.main([str(tmp_path), "--json", str(out)])
+    rows = {r["file"]: r for r in json.loads(out.read_text())}
+    assert "corrupt .glb" in rows["bad.glb"]["rejected"]
+    cfgs = rows["s.gltf"]["drawopt"]
+    assert set(cfgs) == set(bench.CONFIGS) and all(c["verified"] for c in cfgs.values())
+    assert cfgs["pull+b vulkan"]["draw_calls"] == 1 and cfgs["pull+b vulkan"]["draws_in"] == 6
+    assert "s.gltf" in capsys.readouterr().out
