@@ -1,10 +1,10 @@
-"""Writes repro/two-meshes-one-view.gltf (drawopt's own file, MIT like the project).
+"""Writes examples/gltf/two-meshes-one-view.gltf (drawopt's own file, MIT like the project).
 
 Two meshes stored like the Khronos sample 2CylinderEngine: one buffer view with stride 12 holding,
 per mesh, its NORMAL then its POSITION stream; drawn at four nodes.
 
-    python repro/make_two_meshes.py
-    drawopt import repro/two-meshes-one-view.gltf -o repro/two-meshes-one-view.dstream \
+    python examples/gltf/make_two_meshes.py
+    drawopt import examples/gltf/two-meshes-one-view.gltf -o examples/gltf/two-meshes-one-view.dstream \
         --per-draw-transforms --bindless --no-primitive-id
 """
 
@@ -23,7 +23,7 @@ for m in range(2):
             {"bufferView": 0, "byteOffset": 72 * m + 36, "componentType": 5126, "count": 3, "type": "VEC3",
              "min": [0, 0, 0], "max": [1, 1, 0]}]
 acc.append({"bufferView": 1, "componentType": 5123, "count": 3, "type": "SCALAR"})
-doc = {"asset": {"version": "2.0", "generator": "drawopt repro/make_two_meshes.py"},
+doc = {"asset": {"version": "2.0", "generator": "drawopt examples/gltf/make_two_meshes.py"},
        "scene": 0, "scenes": [{"nodes": [0, 1, 2, 3]}],
        "nodes": [{"mesh": m % 2, "translation": [i, 0, 0]} for i, m in enumerate([0, 1, 0, 1])],
        "meshes": [{"primitives": [{"attributes": {"NORMAL": 2 * m, "POSITION": 2 * m + 1}, "indices": 4}]}
