@@ -4,8 +4,9 @@ The library API::
 
     import drawopt
     s = drawopt.load("frame.dstream")
-    out = drawopt.optimize(s, passes="dedupe-state")
-    drawopt.save(out, "frame.opt.dstream")
+    res = drawopt.optimize(s, passes="dedupe-state")   # an OptimizeResult
+    drawopt.save(res.stream, "frame.opt.dstream")
+    print(res.report.verdict("frame.dstream"))
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from .stream import Command, Header, Stream, StreamBuilder
 __all__ = [
     "Buffer", "Decls", "Depth", "Heap", "Pipeline", "RootParam", "RootSig", "Target", "Texture", "View",
     "DrawoptError", "InputError", "UsageError", "Command", "Header", "Stream", "StreamBuilder",
-    "load", "save", "optimize", "track", "build_graph", "verify",
+    "load", "save", "optimize", "track", "build_graph", "verify", "OptimizeResult", "OptimizeReport",
 ]
 
 
@@ -31,6 +32,9 @@ def __getattr__(name: str):
     if name == "optimize":
         from .passmanager import optimize
         return optimize
+    if name in ("OptimizeResult", "OptimizeReport"):
+        from . import result
+        return getattr(result, name)
     if name == "track":
         from .state import track
         return track

@@ -22,8 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from typing import TYPE_CHECKING
+
 from .errors import DrawoptError, UsageError
 from .stream import Stream
+
+if TYPE_CHECKING:
+    from .result import OptimizeResult
 
 PASSES: dict[str, str] = {
     "dedupe-state": "drawopt.passes.dedupe_state:DedupeStatePass",
@@ -210,16 +215,20 @@ class PassManager:
     """
 
     def __init__(self, passes: list[Pass], verify_each: bool = False,
-                 on_pass: Callable[[Pass, PassResult], None] | None = None, reorder: str = "declared") -> None:
+                 on_pass: Callable[[Pass, PassResult], None] | None = None, reorder: str = "declared",
+                 on_start: Callable[[Pass], None] | None = None) -> None:
         self.passes = passes
         self.verify_each = verify_each
         self.on_pass = on_pass
+        self.on_start = on_start
         self.reorder = reorder
         self.records: list[PassRecord] = []
 
     def run(self, stream: Stream) -> Stream:
         am = AnalysisManager()
         for i, p in enumerate(self.passes):
+            if self.on_start:
+                self.on_start(p)
             t0 = time.perf_counter()
             try:
                 res = p.apply(stream, am)
@@ -267,14 +276,31 @@ def verify_streams(before: Stream, after: Stream, reorder: str = "declared") -> 
 
 
 def optimize(stream: Stream, passes: str | list[Pass] | None = None, *, target: str = "d3d12",
-             reorder: str = "declared", verify_each: bool = False, **options: Any) -> Stream:
-    """Run a pass pipeline over ``stream`` and return the optimized stream.
+             reorder: str = "declared", verify_each: bool = False,
+             on_start: Callable[[Pass], None] | None = None,
+             on_pass: Callable[[Pass, PassResult], None] | None = None, **options: Any) -> OptimizeResult:
+    """Run a pass pipeline over ``stream``; the result holds the optimized stream and a report.
 
     ``passes``: a pipeline string, a list of passes, or None for the default
-    pipeline of ``target``. Extra ``options`` set pass options by field name.
+    pipeline of ``target``. Extra ``options`` set pass options by field name; one
+    that no pass of the pipeline has, an unknown ``target`` or ``reorder`` raise
+    :class:`~drawopt.errors.UsageError`. ``on_start(pass)`` / ``on_pass(pass,
+    result)`` are called before / after each pass (the CLI's progress line).
+
+    >>> import drawopt
+    >>> from drawopt.gen import generate
+    >>> res = drawopt.optimize(generate("quads", 32), passes="merge-instances", target="xbox-one")
+    >>> len(res.stream), res.report.after["draw_calls"]
+    (10, 1)
+    >>> drawopt.optimize(generate("quads", 4), pases="weld")
+    Traceback (most recent call last):
+    ...
+    drawopt.errors.UsageError: optimize: unknown option 'pases' (no pass of the pipeline has it; ...)
     """
-    if passes is None:
-        passes = default_pipeline(target)
-    if isinstance(passes, str):
-        passes = parse_pipeline(passes, target=target, reorder=reorder, **options)
-    return PassManager(passes, verify_each=verify_each, reorder=reorder).run(stream)
+    from .result import check_optimize_args, optimize_result
+
+    pipeline = check_optimize_args(passes, target, reorder, options)
+    if isinstance(pipeline, str):
+        pipeline = parse_pipeline(pipeline, target=target, reorder=reorder, **options)
+    pm = PassManager(pipeline, verify_each=verify_each, reorder=reorder, on_start=on_start, on_pass=on_pass)
+    return optimize_result(stream, pm, target, reorder)

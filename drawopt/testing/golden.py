@@ -83,7 +83,7 @@ def run_case(case: GoldenCase) -> str:
     verify_each = o.pop("verify-each", "1") not in ("0", "false", "off")
     stream = formats.load(case.input)
     out = optimize(stream, passes, target=target, reorder=reorder, verify_each=verify_each,
-                   **{k.replace("-", "_"): v for k, v in o.items()})
+                   **{k.replace("-", "_"): v for k, v in o.items()}).stream
     text = formats.dumps(out, "text")
     assert isinstance(text, str)
     return text
