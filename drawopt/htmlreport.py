@@ -230,7 +230,12 @@ def _pass_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 def render_html(report: dict[str, Any], stream: Stream | None = None, graph_range: str | None = None) -> str:
     """The page for ``report`` (a JSON report with :func:`add_details`); ``stream``: the output, for the graph."""
-    import jinja2
+    try:
+        import jinja2
+        import matplotlib  # noqa: F401
+    except ImportError as e:
+        from .errors import UsageError
+        raise UsageError(f"the HTML report needs {e.name}: pip install 'drawopt[report]'") from None
 
     from .result import verdict_line
 
