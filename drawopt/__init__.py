@@ -11,11 +11,21 @@ The library API::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
 from .decls import Buffer, Decls, Depth, Heap, Pipeline, RootParam, RootSig, Target, Texture, View
 from .errors import DrawoptError, InputError, UsageError
 from .stream import Command, Header, Stream, StreamBuilder
+
+if TYPE_CHECKING:  # what the lazy names below are, for mypy and editors
+    from .formats import dumps, load, loads, save
+    from .graph import build_graph
+    from .passmanager import optimize
+    from .result import OptimizeReport, OptimizeResult
+    from .state import track
+    from .verify import verify
 
 __all__ = [
     "Buffer", "Decls", "Depth", "Heap", "Pipeline", "RootParam", "RootSig", "Target", "Texture", "View",
@@ -24,7 +34,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     """Lazily exposed entry points (keeps ``import drawopt`` light)."""
     if name in ("load", "save", "loads", "dumps"):
         from . import formats
