@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for mypy and editors
 __all__ = [
     "Buffer", "Decls", "Depth", "Heap", "Pipeline", "RootParam", "RootSig", "Target", "Texture", "View",
     "DrawoptError", "InputError", "UsageError", "Command", "Header", "Stream", "StreamBuilder",
-    "load", "save", "optimize", "track", "build_graph", "verify", "OptimizeResult", "OptimizeReport",
+    "load", "save", "loads", "dumps", "optimize", "track", "build_graph", "verify", "OptimizeResult", "OptimizeReport",
 ]
 
 

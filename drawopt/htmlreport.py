@@ -262,8 +262,9 @@ def render_html(report: dict[str, Any], stream: Stream | None = None, graph_rang
     graph_svg, graph_caption = _plot_graph(stream, graph_range)
 
     ex = report.get("explain", {"items": [], "by_category": {}, "pairs": 0})
+    verdict = verdict_line(report["before"], report["after"], report.get("verified"), report.get("input", ""))
     return env.from_string(_TEMPLATE).render(
-        r=report, verdict=verdict_line(report["before"], report["after"], report.get("verified"), report.get("input", "")),
+        r=report, verdict=verdict,
         rows=_rows(report), passes=_pass_rows(report), ex=ex,
         plots=[jinja2.utils.markupsafe.Markup(s) for s in (_plot_passes(report), _plot_runs(report),
                                                             _plot_reasons(report))],

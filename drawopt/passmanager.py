@@ -20,9 +20,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .errors import DrawoptError, UsageError
 from .stream import Stream
@@ -300,7 +298,5 @@ def optimize(stream: Stream, passes: str | list[Pass] | None = None, *, target: 
     from .result import check_optimize_args, optimize_result
 
     pipeline = check_optimize_args(passes, target, reorder, options)
-    if isinstance(pipeline, str):
-        pipeline = parse_pipeline(pipeline, target=target, reorder=reorder, **options)
     pm = PassManager(pipeline, verify_each=verify_each, reorder=reorder, on_start=on_start, on_pass=on_pass)
     return optimize_result(stream, pm, target, reorder)

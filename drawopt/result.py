@@ -265,13 +265,20 @@ def report_to_json(report: dict[str, Any], indent: int | None = 2) -> str:
 REORDER_POLICIES = ("none", "declared", "opaque")
 
 
-def check_optimize_args(passes: Any, target: str, reorder: str, options: dict[str, Any]) -> Any:
-    """:func:`drawopt.optimize`'s argument checks; returns the pipeline (the target's default for None).
+def check_optimize_args(passes: Any, target: str, reorder: str, options: dict[str, Any]) -> list[Any]:
+    """:func:`drawopt.optimize`'s argument checks; returns the passes (the target's default pipeline for None).
+
+    A pass may not reorder more than the run's policy allows (``schedule{reorder=opaque}``
+    under ``reorder="declared"``): its output would not verify under that policy.
 
     >>> check_optimize_args("weld", "ps5", "declared", {})
     Traceback (most recent call last):
     ...
     drawopt.errors.UsageError: unknown target 'ps5' (known: xbox-one, xbox-series, d3d12, vulkan, gl)
+    >>> check_optimize_args("schedule{reorder=opaque}", "d3d12", "declared", {})
+    Traceback (most recent call last):
+    ...
+    drawopt.errors.UsageError: pass 'schedule{reorder=opaque}' reorders more than the policy 'declared' allows ...
     """
     import dataclasses
 
@@ -284,21 +291,28 @@ def check_optimize_args(passes: Any, target: str, reorder: str, options: dict[st
         raise UsageError(f"unknown reorder policy '{reorder}' (known: {', '.join(REORDER_POLICIES)})")
     pipeline = default_pipeline(target) if passes is None else passes
     if isinstance(pipeline, str):
-        classes = [type(p) for p in parse_pipeline(pipeline)]
+        found = parse_pipeline(pipeline)
     elif isinstance(pipeline, list) and all(isinstance(p, Pass) for p in pipeline):
-        classes = [type(p) for p in pipeline]
+        found = list(pipeline)
         if options:
             raise UsageError(f"optimize: options ({', '.join(options)}) apply to a pipeline string, "
                              f"not to a list of passes (set them on the pass objects)")
     else:
         raise UsageError(f"optimize: passes must be a pipeline string or a list of passes, not {type(passes).__name__}")
-    known = {f.name for c in classes for f in dataclasses.fields(c)}
+    known = {f.name for p in found for f in dataclasses.fields(p)}
     for k in options:
         if k not in known:
             owners = [n for n in _pass_names() if k in {f.name for f in dataclasses.fields(get_pass(n))}]
             hint = f"it is an option of {', '.join(owners)}" if owners else "no registered pass has it either"
             raise UsageError(f"optimize: unknown option '{k}' (no pass of the pipeline has it; {hint})")
-    return pipeline
+    if isinstance(pipeline, str):
+        found = parse_pipeline(pipeline, target=target, reorder=reorder, **options)
+    for p in found:
+        own = getattr(p, "reorder", reorder)
+        if REORDER_POLICIES.index(own) > REORDER_POLICIES.index(reorder):
+            raise UsageError(f"pass '{p}' reorders more than the policy '{reorder}' allows: its output would "
+                             f"not verify under it (run with reorder '{own}' for the whole pipeline)")
+    return found
 
 
 def _pass_names() -> list[str]:

@@ -62,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     sm = graph_summary(G)
     kinds = ", ".join(f"{k} {v}" for k, v in sorted(sm["node_kinds"].items()))
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(sm["edge_reasons"].items()))
-    (sys.stderr if args.output == "-" else sys.stdout).write(f"{args.output}: {sm['nodes']} nodes ({kinds or 'none'}), {sm['edges']} edges "
-                     f"({reasons or 'none'})\n")
+    out = sys.stderr if args.output == "-" else sys.stdout  # stdout holds the graph itself with -o -
+    out.write(f"{args.output}: {sm['nodes']} nodes ({kinds or 'none'}), {sm['edges']} edges "
+              f"({reasons or 'none'})\n")
     return 0
