@@ -39,7 +39,7 @@ from .stream import Stream
 if TYPE_CHECKING:
     from .result import OptimizeResult
 
-EXPLAIN_ITEMS = 2000
+EXPLAIN_ITEMS = 500
 """At most this many explain items are kept in a report (every pair is still counted)."""
 
 DEFAULT_GRAPH_COMMANDS = 200
@@ -264,7 +264,7 @@ def render_html(report: dict[str, Any], stream: Stream | None = None, graph_rang
     ex = report.get("explain", {"items": [], "by_category": {}, "pairs": 0})
     verdict = verdict_line(report["before"], report["after"], report.get("verified"), report.get("input", ""))
     return env.from_string(_TEMPLATE).render(
-        r=report, verdict=verdict,
+        r=report, verdict=verdict, source=report.get("input", "(stream)"), dest=report.get("output", "(stream)"),
         rows=_rows(report), passes=_pass_rows(report), ex=ex,
         plots=[jinja2.utils.markupsafe.Markup(s) for s in (_plot_passes(report), _plot_runs(report),
                                                             _plot_reasons(report))],
@@ -274,7 +274,7 @@ def render_html(report: dict[str, Any], stream: Stream | None = None, graph_rang
 _TEMPLATE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>drawopt report: {{ r.input }}</title>
+<title>drawopt report: {{ source }}</title>
 <style>
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em auto;max-width:70em;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0}td,th{padding:2px 10px;border-bottom:1px solid #ddd;text-align:right}
@@ -284,7 +284,7 @@ padding:.5em}svg.plot{max-width:100%;height:auto;display:block;margin:.5em 0}#ex
 </style></head><body>
 <h1>drawopt report</h1>
 <p class="verdict">{{ verdict }}</p>
-<p>input <code>{{ r.input }}</code> &rarr; output <code>{{ r.output }}</code>; target <b>{{ r.target }}</b>,
+<p>input <code>{{ source }}</code> &rarr; output <code>{{ dest }}</code>; target <b>{{ r.target }}</b>,
 reorder policy <b>{{ r.reorder }}</b>; pipeline <code>{{ r.pipeline | join(",") }}</code>;
 passes took {{ "%.3f" | format(r.total_seconds) }} s;
 verified: {{ "yes" if r.verified else ("NO" if r.verified is false else "not checked") }}.</p>

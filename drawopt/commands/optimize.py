@@ -99,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
     with Progress("optimize", len(passes), log=args.verbose) as prog:
         res = optimize(stream, passes, target=args.target, reorder=args.reorder, verify_each=args.verify_each,
                        on_start=on_start, on_pass=on_pass)
-        rep = res.report  # the whole-stream figures: part of the run, so inside the progress line
+        prog.start("before/after figures")
+        rep = res.report  # the whole-stream figures (state tracking, lower bound) are part of the run
     name = "<stdin>" if args.input == "-" else args.input
     report = {"input": args.input, "output": args.output, **rep.to_json()}
     page = None

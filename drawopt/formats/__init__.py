@@ -108,6 +108,10 @@ def loads(data: str | bytes, fmt: str = "text", file: str = "<string>") -> Strea
     ------
     InputError
         For any bad input, located as described in the module docstring.
+
+    >>> from drawopt.gen import generate
+    >>> loads(dumps(generate("quads", 2))) == generate("quads", 2)
+    True
     """
     fmt = _fmt(fmt)
     try:

@@ -121,7 +121,7 @@ def match_golden(input_stream: Any, got: str, golden: str | Path, update: bool =
     >>> g = Path(tempfile.mkdtemp()) / "q.dstream"
     >>> match_golden(s, formats.dumps(s), g, update=True)
     >>> match_golden(s, formats.dumps(s), g)
-    >>> match_golden(s, formats.dumps(s).replace("DrawInstanced 4", "DrawInstanced 3", 1), g)
+    >>> match_golden(s, formats.dumps(s).replace("DrawInstanced 6", "DrawInstanced 3", 1), g)
     Traceback (most recent call last):
     ...
     drawopt.testing.golden.GoldenMismatch: output differs from ...
