@@ -119,8 +119,8 @@ def _workdir(tmp: Path) -> dict[str, str]:
     env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.pop("PYTEST_ADDOPTS", None)
-    from importlib.metadata import entry_points
-    if not any(ep.value == "drawopt.testing.pytest_plugin" for ep in entry_points(group="pytest11")):
+    from drawopt.testing import autoloads
+    if not autoloads(env):
         # a source tree on PYTHONPATH: no installed entry point, so load the plugin as an install would
         env["PYTEST_PLUGINS"] = "drawopt.testing.pytest_plugin"
     return env

@@ -14,13 +14,13 @@ import os
 import shutil
 import subprocess
 import sys
-from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 
 from drawopt import formats
 from drawopt.gen import generate
+from drawopt.testing import autoloads
 from drawopt.testing.golden import GoldenMismatch, match_golden
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,15 +32,11 @@ TEST = '''def test_frame(drawopt_golden):
 '''
 
 
-def _entry_point_installed() -> bool:
-    return any(ep.value == "drawopt.testing.pytest_plugin" for ep in entry_points(group="pytest11"))
-
-
 def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("PYTEST_ADDOPTS", None)
     env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
-    plugin = [] if _entry_point_installed() else ["-p", "drawopt.testing.pytest_plugin"]
+    plugin = [] if autoloads(env) else ["-p", "drawopt.testing.pytest_plugin"]
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, *args],
                           cwd=project, env=env, capture_output=True, text=True, timeout=600)
 
