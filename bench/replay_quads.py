@@ -96,7 +96,7 @@ def _optimize(s: Stream, timeout_s: int, passes: str | None, target: str) -> Str
     old = signal.signal(signal.SIGALRM, on_alarm)
     signal.alarm(timeout_s)
     try:
-        out = drawopt.optimize(s, passes, target=target)
+        out = drawopt.optimize(s, passes, target=target).stream
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)

@@ -4,11 +4,14 @@ The library API::
 
     import drawopt
     s = drawopt.load("frame.dstream")
-    out = drawopt.optimize(s, passes="dedupe-state")
-    drawopt.save(out, "frame.opt.dstream")
+    res = drawopt.optimize(s, passes="dedupe-state")   # an OptimizeResult
+    drawopt.save(res.stream, "frame.opt.dstream")
+    print(res.report.verdict("frame.dstream"))
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -16,14 +19,24 @@ from .decls import Buffer, Decls, Depth, Heap, Pipeline, RootParam, RootSig, Tar
 from .errors import DrawoptError, InputError, UsageError
 from .stream import Command, Header, Stream, StreamBuilder
 
+if TYPE_CHECKING:  # what the lazy names below are, for mypy and editors
+    from .formats import dumps, load, loads, save
+    from .graph import build_graph
+    from .importers.gltf import import_gltf
+    from .passmanager import optimize
+    from .result import OptimizeReport, OptimizeResult
+    from .state import track
+    from .verify import verify
+
 __all__ = [
     "Buffer", "Decls", "Depth", "Heap", "Pipeline", "RootParam", "RootSig", "Target", "Texture", "View",
     "DrawoptError", "InputError", "UsageError", "Command", "Header", "Stream", "StreamBuilder",
-    "load", "save", "optimize", "track", "build_graph", "verify", "import_gltf",
+    "load", "save", "loads", "dumps", "optimize", "track", "build_graph", "verify", "import_gltf",
+    "OptimizeResult", "OptimizeReport",
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     """Lazily exposed entry points (keeps ``import drawopt`` light)."""
     if name in ("load", "save", "loads", "dumps"):
         from . import formats
@@ -31,6 +44,9 @@ def __getattr__(name: str):
     if name == "optimize":
         from .passmanager import optimize
         return optimize
+    if name in ("OptimizeResult", "OptimizeReport"):
+        from . import result
+        return getattr(result, name)
     if name == "track":
         from .state import track
         return track

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 __all__ = [
     "build_graph", "hazard_graph", "HazardGraph", "node_of_command", "hazard_view", "commute_class",
-    "ordered_chains", "segments_are_chains", "pack_columns", "lex_order",
+    "ordered_chains", "segments_are_chains", "pack_columns", "lex_order", "graph_bytes",
     "EDGE_REASONS", "NODE_KINDS",
     "graph_summary", "to_dot", "to_json", "write_graph",
 ]
@@ -1250,18 +1250,27 @@ def to_json(G: nx.DiGraph) -> dict[str, Any]:
     return nx.node_link_data(G, edges="links")
 
 
+GRAPH_FORMATS = {".dot": "dot", ".gv": "dot", ".graphml": "graphml", ".json": "json"}
+"""Graph file extension -> format."""
+
+
+def graph_bytes(G: nx.DiGraph, fmt: str, stream: Stream | None = None) -> bytes:
+    """``G`` encoded as ``dot``, ``graphml`` or ``json``."""
+    if fmt == "dot":
+        return to_dot(G, stream).encode()
+    if fmt == "graphml":
+        return "\n".join(nx.generate_graphml(G)).encode()
+    if fmt == "json":
+        return (json.dumps(to_json(G), indent=1) + "\n").encode()
+    raise UsageError(f"unknown graph format '{fmt}' (use dot, graphml or json)")
+
+
 def write_graph(G: nx.DiGraph, path: str | os.PathLike[str], stream: Stream | None = None) -> None:
     """Write ``G`` as ``.dot``, ``.graphml`` or ``.json`` (by extension), atomically."""
     from .formats.atomic import write_atomic
     p = os.fspath(path)
-    ext = os.path.splitext(p)[1].lower()
-    if ext in (".dot", ".gv"):
-        data = to_dot(G, stream).encode()
-    elif ext == ".graphml":
-        data = "\n".join(nx.generate_graphml(G)).encode()
-    elif ext == ".json":
-        data = (json.dumps(to_json(G), indent=1) + "\n").encode()
-    else:
+    fmt = GRAPH_FORMATS.get(os.path.splitext(p)[1].lower())
+    if fmt is None:
         raise UsageError(f"cannot tell the graph format of '{p}' (use .dot, .graphml or .json)")
-    write_atomic(p, data)
+    write_atomic(p, graph_bytes(G, fmt, stream))
 

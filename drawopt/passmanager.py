@@ -19,7 +19,7 @@ from __future__ import annotations
 __all__ = [
     "Pass", "PassResult", "AnalysisManager", "PassManager", "PASSES", "ANALYSES",
     "parse_pipeline", "get_pass", "optimize", "PassError", "DEFAULT_PIPELINE", "default_pipeline",
-    "option", "check_options", "PassRecord", "widest_policy", "record_provenance",
+    "option", "check_options", "PassRecord", "check_policy", "record_provenance",
 ]
 
 import dataclasses
@@ -29,10 +29,13 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .errors import DrawoptError, UsageError
 from .stream import Stream
+
+if TYPE_CHECKING:
+    from .result import OptimizeResult
 
 PASSES: dict[str, str] = {
     "dedupe-state": "drawopt.passes.dedupe_state:DedupeStatePass",
@@ -281,12 +284,13 @@ class PassManager:
 
     def __init__(self, passes: list[Pass], verify_each: bool = False,
                  on_pass: Callable[[Pass, PassResult], None] | None = None, reorder: str = "declared",
-                 target: str = "", verify: bool = True) -> None:
+                 target: str = "", verify: bool = True,
+                 on_start: Callable[[Pass], None] | None = None) -> None:
         self.passes = passes
         self.verify_each = verify_each
         self.on_pass = on_pass
-        self.reorder = widest_policy(reorder, *(getattr(p, "reorder", "none") for p in passes))
-        """The pipeline's policy: the widest of ``reorder`` and any pass's own ``reorder`` option."""
+        self.on_start = on_start
+        self.reorder = check_policy(passes, reorder)
         self.target = target
         self.verify = verify
         self.records: list[PassRecord] = []
@@ -322,6 +326,8 @@ class PassManager:
         am = AnalysisManager()
         counts = _finding_counts(stream, am)
         for i, p in enumerate(self.passes):
+            if self.on_start:
+                self.on_start(p)
             t0 = time.perf_counter()
             try:
                 res = p.apply(stream, am)
@@ -381,15 +387,29 @@ class PassManager:
             raise PassError(f"after pass '{p}': {verdict} (passes before it: {self._before(i)})")
 
 
-def widest_policy(*policies: str) -> str:
-    """The most permissive of reorder ``policies`` (none < declared < opaque).
+def check_policy(passes: list[Pass], reorder: str) -> str:
+    """``reorder``, checked: a known policy that no pass's own ``reorder`` option exceeds.
 
-    >>> widest_policy("declared", "opaque", "none")
-    'opaque'
+    A pass may reorder less than the run's policy, never more (``schedule{reorder=opaque}``
+    under ``declared``): its output would not verify under the run's policy.
+
+    >>> check_policy(parse_pipeline("schedule{reorder=none}"), "declared")
+    'declared'
+    >>> check_policy(parse_pipeline("schedule{reorder=opaque}"), "declared")
+    Traceback (most recent call last):
+    ...
+    drawopt.errors.UsageError: pass 'schedule{reorder=opaque}' reorders more than the policy 'declared' allows: ...
     """
     from .stream import REORDER_POLICIES
 
-    return max(policies, key=REORDER_POLICIES.index)
+    if reorder not in REORDER_POLICIES:
+        raise UsageError(f"unknown reorder policy '{reorder}' (known: {', '.join(REORDER_POLICIES)})")
+    for p in passes:
+        own = getattr(p, "reorder", reorder)
+        if REORDER_POLICIES.index(own) > REORDER_POLICIES.index(reorder):
+            raise UsageError(f"pass '{p}' reorders more than the policy '{reorder}' allows: its output would "
+                             f"not verify under it (run with reorder '{own}' for the whole pipeline)")
+    return reorder
 
 
 def _finding_counts(stream: Stream, am: AnalysisManager) -> Counter[str]:
@@ -436,16 +456,32 @@ def verify_streams(before: Stream, after: Stream, reorder: str = "declared") -> 
 
 
 def optimize(stream: Stream, passes: str | list[Pass] | None = None, *, target: str = "d3d12",
-             reorder: str = "declared", verify_each: bool = False, verify: bool = True, **options: Any) -> Stream:
-    """Run a pass pipeline over ``stream`` and return the optimized stream.
+             reorder: str = "declared", verify_each: bool = False, verify: bool = True,
+             on_start: Callable[[Pass], None] | None = None,
+             on_pass: Callable[[Pass, PassResult], None] | None = None, **options: Any) -> OptimizeResult:
+    """Run a pass pipeline over ``stream``; the result holds the optimized stream and a report.
 
     ``passes``: a pipeline string, a list of passes, or None for the default
-    pipeline of ``target``. Extra ``options`` set pass options by field name.
-    ``verify`` (default on) checks the output against the input at the end and
-    drops the passes that broke it; the output never adds a finding.
+    pipeline of ``target``. Extra ``options`` set pass options by field name; one
+    that no pass of the pipeline has, an unknown ``target`` or ``reorder`` raise
+    :class:`~drawopt.errors.UsageError`. ``verify`` (default on) checks the output
+    against the input at the end and drops the passes that broke it; no pass may add
+    a finding (module docstring). ``on_start(pass)`` / ``on_pass(pass, result)`` are
+    called before / after each pass (the CLI's progress line).
+
+    >>> import drawopt
+    >>> from drawopt.gen import generate
+    >>> res = drawopt.optimize(generate("quads", 32), passes="merge-instances", target="xbox-one")
+    >>> len(res.stream), res.report.after["draw_calls"], res.report.verified
+    (10, 1, True)
+    >>> drawopt.optimize(generate("quads", 4), pases="weld")
+    Traceback (most recent call last):
+    ...
+    drawopt.errors.UsageError: optimize: unknown option 'pases' (no pass of the pipeline has it; ...)
     """
-    if passes is None:
-        passes = default_pipeline(target)
-    if isinstance(passes, str):
-        passes = parse_pipeline(passes, target=target, reorder=reorder, **options)
-    return PassManager(passes, verify_each=verify_each, reorder=reorder, target=target, verify=verify).run(stream)
+    from .result import check_optimize_args, optimize_result
+
+    pipeline = check_optimize_args(passes, target, reorder, options)
+    pm = PassManager(pipeline, verify_each=verify_each, reorder=reorder, target=target, verify=verify,
+                     on_start=on_start, on_pass=on_pass)
+    return optimize_result(stream, pm, target, reorder)

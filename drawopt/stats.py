@@ -42,7 +42,7 @@ Definitions
 
 from __future__ import annotations
 
-__all__ = ["compute_stats", "format_stats"]
+__all__ = ["compute_stats", "format_stats", "call_counts"]
 
 from typing import Any
 
@@ -56,6 +56,20 @@ from .validate import RULES, Finding, findings
 
 def _code(name: str) -> int:
     return BY_NAME[name].code
+
+
+def call_counts(stream: Stream) -> dict[str, int]:
+    """The cheap counts (no state tracking): ``commands``, ``draw_calls``, ``state_changes``, ``flushes``.
+
+    The pass manager takes them after every pass for the report's per-pass figures.
+
+    >>> from drawopt.gen import generate
+    >>> call_counts(generate("quads", 4))["draw_calls"]
+    4
+    """
+    cats = stream.cats()
+    return {"commands": len(stream), "draw_calls": int((cats == int(Cat.DRAW)).sum()),
+            "state_changes": int((cats == int(Cat.STATE)).sum()), "flushes": int((cats == int(Cat.FLUSH)).sum())}
 
 
 def compute_stats(stream: Stream, state: StateTable | None = None,
@@ -112,15 +126,16 @@ def compute_stats(stream: Stream, state: StateTable | None = None,
     by_rule = dict.fromkeys(RULES, 0)
     for f in found:
         by_rule[f.rule] = by_rule.get(f.rule, 0) + 1
+    counts = call_counts(s)
     return {
-        "commands": len(s),
-        "draw_calls": int(draw_mask.sum()),
+        "commands": counts["commands"],
+        "draw_calls": counts["draw_calls"],
         "draws": draws,
         "dispatches": int((cats == int(Cat.DISPATCH)).sum()),
-        "state_changes": int((cats == int(Cat.STATE)).sum()),
+        "state_changes": counts["state_changes"],
         "distinct_states": int(np.unique(st.state).shape[0]),
         "distinct_pack_classes": int(np.unique(st.pack).shape[0]),
-        "flushes": int((cats == int(Cat.FLUSH)).sum()),
+        "flushes": counts["flushes"],
         "gpu_batches": int(draw_mask.sum()) - int(joined.sum()),
         "packed_fraction": packed / draws if draws else 0.0,
         "by_command": dict(sorted(by_command.items())),

@@ -7,6 +7,8 @@ import os
 import pytest
 from hypothesis import settings
 
+from drawopt.testing import autoloads
+
 # Property tests: ``HYPOTHESIS_PROFILE=ci`` (what .ci/run sets) derandomizes them, so a clean
 # clone with no example database runs the same examples every time and a CI failure reproduces
 # locally; the default profile explores new examples on every run.
@@ -14,7 +16,9 @@ settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("dev")
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
-pytest_plugins = ["drawopt.testing.golden"]
+# the golden-file fixture (drawopt_golden): through the entry point when drawopt is installed with it,
+# else (a source tree on PYTHONPATH, an install that predates the entry point) loaded here
+pytest_plugins = [] if autoloads() else ["drawopt.testing.pytest_plugin"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

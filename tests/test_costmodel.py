@@ -184,7 +184,7 @@ def test_lower_bound_is_not_beaten_by_the_default_pipeline(kind: str) -> None:
     s = generate(kind, 600, seed=5)
     for target in ("d3d12", "xbox-one"):
         lb = lower_bound(s, target, "declared")
-        out = optimize(s, None, target=target, reorder="declared")
+        out = optimize(s, None, target=target, reorder="declared").stream
         assert compute_stats(out)["draw_calls"] >= lb
         assert lb <= compute_stats(s)["draw_calls"]
 

@@ -397,7 +397,7 @@ def test_frame_sort_key_engine_reaches_5x() -> None:
     s = generate("frame", 10000, seed=7, sort_bucket=0, sort_key="state", share_transparent=0.04, share_ui=0.02)
     before = compute_stats(s)
     for target in ("vulkan", "d3d12"):
-        out = optimize(s, None, target=target, reorder="declared", verify_each=True)
+        out = optimize(s, None, target=target, reorder="declared", verify_each=True).stream
         after = compute_stats(out)
         assert before["draw_calls"] >= 5 * after["draw_calls"], target
         assert before["state_changes"] >= 5 * after["state_changes"], target

@@ -510,3 +510,21 @@ def test_lex_order_is_lexsort(seed: int) -> None:
     wide = narrow + [rng.integers(-(1 << 62), 1 << 62, n) * (rng.random(n) < 0.1), rng.integers(0, 1 << 40, n)]
     for cols in (narrow, wide, [np.zeros(0, np.int64)] * 2):
         assert np.array_equal(lex_order(cols), np.lexsort(cols[::-1]))
+
+
+def test_cli_writes_stdout_with_dash(tmp_path, capsys) -> None:
+    """``graph -o -`` (as the README says): the graph on stdout, the counts on stderr, no file named '-'."""
+    import json as _json
+    from pathlib import Path
+
+    from drawopt.cli import main
+    example = Path(__file__).resolve().parent.parent / "examples" / "frame.dstream"
+    assert main(["graph", str(example), "--range", "0:200", "-o", "-"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("digraph drawopt {") and out.rstrip().endswith("}")
+    assert err.startswith("-: ") and " nodes " in err
+    assert main(["graph", str(example), "--range", "0:50", "-o", "-", "--format", "json"]) == 0
+    assert _json.loads(capsys.readouterr().out)["directed"] is True
+    assert main(["graph", str(example), "--range", "0:50", "-o", str(tmp_path / "g.txt"), "--format", "graphml"]) == 0
+    assert "<graphml" in (tmp_path / "g.txt").read_text()
+    assert not Path("-").exists()

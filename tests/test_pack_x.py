@@ -265,7 +265,7 @@ def test_golden_inputs_decode_to_the_same_instances(case: str) -> None:
     text = (GOLDEN / f"{case}.in.dstream").read_text()
     opts = parse_run_line(text)
     s = load(text)
-    out = optimize(s, opts["passes"], target=opts["target"])
+    out = optimize(s, opts["passes"], target=opts["target"]).stream
     check_all(s, out)
 
 
@@ -662,13 +662,13 @@ def test_targets_follow_the_cost_model() -> None:
     s = formats.load(GOLDEN / "r16-lifted.in.dstream")
     for target, changed in (("d3d12", False), ("vulkan", False), ("gl", False), ("xbox-series", False),
                             ("xbox-one", True)):
-        out = optimize(s, "pack-x", target=target)
+        out = optimize(s, "pack-x", target=target).stream
         assert (out is not s) == changed, target
     (p,) = parse_pipeline("pack-x{force=1,max-instances=2}", target="xbox-series")
     assert p.force and p.max_instances == 2 and p.target == "xbox-series"
-    assert optimize(s, [p]) is not s
+    assert optimize(s, [p]).stream is not s
     (p,) = parse_pipeline("pack-x{force=1}", target="d3d12")
-    assert optimize(s, [p]) is s  # force cannot add DrawIndexedX to a target without it
+    assert optimize(s, [p]).stream is s  # force cannot add DrawIndexedX to a target without it
     links = px.pack_links(s, target="xbox-series")
     assert links and all(w.startswith("cost model: target 'xbox-series' runs DrawIndexedX like") for w in links)
     with pytest.raises(Exception, match="unknown target"):
@@ -839,7 +839,7 @@ def test_generated_frame_packs_most_eligible_draws() -> None:
     segments), >= 90% of the eligible draws end in packed runs of 2 or more."""
     from drawopt.gen import generate
     s = generate("frame", 3000, seed=7, vertex_pulling_fraction=0.5, nomerge_fraction=0.0)
-    pre = optimize(s, "dedupe-state,schedule", target="xbox-one", reorder="opaque")
+    pre = optimize(s, "dedupe-state,schedule", target="xbox-one", reorder="opaque").stream
     out, rep = packed(pre)
     assert rep["packed_of_eligible"] >= 0.9, rep
     st = compute_stats(out)

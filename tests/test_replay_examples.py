@@ -38,7 +38,7 @@ def test_every_example_is_covered() -> None:
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_optimized_example_renders_the_same(path: Path, target: str) -> None:
     s = load(path)
-    out = optimize(s, target=target, verify_each=True)
+    out = optimize(s, target=target, verify_each=True).stream
     before, after = compute_stats(s)["draw_calls"], compute_stats(out)["draw_calls"]
     if path.name in REDUCED:
         assert after < before, (before, after)

@@ -71,5 +71,4 @@ def run(args: argparse.Namespace) -> int:
         stream.check()
         prog.step(f"writing {args.output}")
         save(stream, args.output, fmt)
-        prog.step("done")
     return 0

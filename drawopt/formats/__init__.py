@@ -108,6 +108,10 @@ def loads(data: str | bytes, fmt: str = "text", file: str = "<string>") -> Strea
     ------
     InputError
         For any bad input, located as described in the module docstring.
+
+    >>> from drawopt.gen import generate
+    >>> loads(dumps(generate("quads", 2))) == generate("quads", 2)
+    True
     """
     fmt = _fmt(fmt)
     try:
@@ -129,7 +133,12 @@ def loads(data: str | bytes, fmt: str = "text", file: str = "<string>") -> Strea
 
 
 def dumps(stream: Stream, fmt: str = "text") -> str | bytes:
-    """The stream in format ``fmt``: ``str`` for text and JSON, ``bytes`` for npz."""
+    """The stream in format ``fmt``: ``str`` for text and JSON, ``bytes`` for npz.
+
+    >>> from drawopt.gen import generate
+    >>> dumps(generate("quads", 2)).splitlines()[0]
+    'drawopt 1 context=graphics kind=list fast_semantics=off auto_gpu_flush=on'
+    """
     fmt = _fmt(fmt)
     if fmt == "npz":
         from .npz import dumps_npz
@@ -146,6 +155,13 @@ def load(path: str | os.PathLike[str], fmt: str | None = None) -> Stream:
 
     The format is ``fmt`` if given, else the extension of ``path``
     (:func:`format_for`), else -- for standard input -- sniffed (:func:`sniff`).
+
+    >>> import os, tempfile
+    >>> from drawopt.gen import generate
+    >>> path = os.path.join(tempfile.mkdtemp(), "q.npz")
+    >>> save(generate("quads", 8), path)
+    >>> load(path) == generate("quads", 8)
+    True
     """
     p = os.fspath(path)
     if p == "-":
@@ -172,6 +188,13 @@ def save(stream: Stream, path: str | os.PathLike[str], fmt: str | None = None) -
 
     The format is ``fmt`` if given, else the extension of ``path`` (text for
     ``'-'``). Nothing is written if encoding fails; a failed write leaves no file.
+
+    >>> import os, tempfile
+    >>> from drawopt.gen import generate
+    >>> path = os.path.join(tempfile.mkdtemp(), "q.dstream")
+    >>> save(generate("quads", 2), path)
+    >>> open(path).readline().split()[:2]
+    ['drawopt', '1']
     """
     p = os.fspath(path)
     fmt = _fmt(fmt) if fmt is not None else ("text" if p == "-" else format_for(p))

@@ -1,0 +1,356 @@
+"""What :func:`drawopt.optimize` returns: the optimized stream and a report of the run.
+
+>>> import drawopt
+>>> from drawopt.gen import generate
+>>> res = drawopt.optimize(generate("quads", 64), passes="dedupe-state,merge-instances")
+>>> res.report.before["draw_calls"], res.report.after["draw_calls"]
+(64, 1)
+>>> [p.name for p in res.report.passes]
+['dedupe-state', 'merge-instances']
+
+The report's figures of the whole streams (``before`` / ``after``: the rows of
+``drawopt stats`` plus the cost model's ``cpu_cost`` and ``lower_bound``) are
+computed when first read, so a caller that only needs ``res.stream`` pays nothing
+for them. Per-pass figures (calls, state changes, commands after each pass, and
+its time) are counted while the passes run.
+"""
+
+from __future__ import annotations
+
+__all__ = ["OptimizeResult", "OptimizeReport", "PassFigures", "ROWS", "SMALLER_IS_BETTER", "verdict_line",
+           "summary_table", "report_to_json"]
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from .stream import Stream
+
+if TYPE_CHECKING:
+    from .explain import Explanation
+
+ROWS = ("commands", "draw_calls", "draws", "state_changes", "distinct_states", "flushes", "gpu_batches",
+        "packed_fraction", "cpu_cost", "lower_bound", "findings")
+"""The rows of the before/after table, in order."""
+
+SMALLER_IS_BETTER = frozenset({"commands", "draw_calls", "state_changes", "distinct_states", "flushes",
+                               "gpu_batches", "cpu_cost", "findings"})
+"""Rows whose drop is the optimizer's gain; ``draws`` and ``lower_bound`` should not change."""
+
+
+@dataclass(frozen=True)
+class PassFigures:
+    """One pass's run: its name with options, time, and the stream's counts after it.
+
+    >>> PassFigures("weld", 0.25, True, 10, 3, 2).state_changes
+    2
+    """
+
+    name: str
+    seconds: float
+    modified: bool
+    commands: int
+    draw_calls: int
+    state_changes: int
+    verified: bool | None = None
+    report: dict[str, Any] = field(default_factory=dict)
+    rejected: str | None = None
+    """Why the pass manager discarded the pass's output (it added a finding or failed verify), else None."""
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict of the fields.
+
+        >>> PassFigures("weld", 0.25, True, 10, 3, 2).to_json()["draw_calls"]
+        3
+        """
+        return {"name": self.name, "seconds": round(self.seconds, 6), "modified": self.modified,
+                "commands": self.commands, "draw_calls": self.draw_calls, "state_changes": self.state_changes,
+                "verified": self.verified, "report": self.report}
+
+
+@dataclass
+class OptimizeReport:
+    """Before/after figures of an optimize run, per-pass figures and times, target, policy, findings.
+
+    ``verified`` is True when the output was checked against the input by the
+    translation validator, False if that check failed, None if it was not run.
+
+    >>> import drawopt
+    >>> from drawopt.gen import generate
+    >>> rep = drawopt.optimize(generate("quads", 16), passes="merge-instances").report
+    >>> rep.target, rep.reorder, rep.lower_bound
+    ('d3d12', 'declared', 1)
+    >>> rep.verdict("q.dstream")
+    'q.dstream: 16 draws -> 1 call (bound 1), 23 -> 9 state changes'
+    """
+
+    target: str
+    reorder: str
+    pipeline: list[str]
+    before: dict[str, Any]
+    after: dict[str, Any]
+    passes: list[PassFigures]
+    verified: bool | None = None
+
+    @property
+    def lower_bound(self) -> int:
+        """The fewest draw calls any pipeline of drawopt's passes could reach from the input."""
+        return int(self.before["lower_bound"])
+
+    @property
+    def findings(self) -> dict[str, int]:
+        """Validator findings of the input and the output: ``{"before": n, "after": m}``."""
+        return {"before": int(self.before["findings"]), "after": int(self.after["findings"])}
+
+    @property
+    def total_seconds(self) -> float:
+        """The passes' time, summed."""
+        return sum(p.seconds for p in self.passes)
+
+    def verdict(self, name: str = "") -> str:
+        """The one-line verdict ``drawopt optimize`` prints (see :func:`verdict_line`)."""
+        return verdict_line(self.before, self.after, self.verified, name)
+
+    def table(self) -> str:
+        """The before/after table of ``drawopt optimize -v``."""
+        return summary_table(self.before, self.after)
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything, JSON-able (what ``--report R.json`` writes, less the file names).
+
+        >>> import drawopt
+        >>> from drawopt.gen import generate
+        >>> j = drawopt.optimize(generate("quads", 4), passes="merge-instances").report.to_json()
+        >>> sorted(j)[:4]
+        ['after', 'before', 'lower_bound', 'passes']
+        """
+        return {"target": self.target, "reorder": self.reorder, "pipeline": list(self.pipeline),
+                "before": self.before, "after": self.after, "lower_bound": self.lower_bound,
+                "passes": [p.to_json() for p in self.passes], "total_seconds": round(self.total_seconds, 6),
+                "verified": self.verified}
+
+
+class OptimizeResult:
+    """The optimized ``stream``, the ``input`` it came from, and the ``report`` of the run.
+
+    >>> import drawopt
+    >>> from drawopt.gen import generate
+    >>> res = drawopt.optimize(generate("quads", 8), passes="merge-instances")
+    >>> len(res.stream) < len(res.input)
+    True
+    >>> res.explain().pairs          # adjacent draw calls left unmerged in the output
+    0
+    """
+
+    def __init__(self, stream: Stream, input: Stream, *, target: str, reorder: str, pipeline: list[str],
+                 passes: list[PassFigures], verified: bool | None = None) -> None:
+        self.stream = stream
+        self.rejected = [p.rejected for p in passes if p.rejected]
+        """Why passes were rolled back (one line each; empty when every pass's output was kept)."""
+        self.input = input
+        self.target = target
+        self.reorder = reorder
+        self.pipeline = pipeline
+        self._passes = passes
+        self.verified = verified
+
+    @cached_property
+    def report(self) -> OptimizeReport:
+        """The :class:`OptimizeReport` (the whole-stream figures are computed on first access)."""
+        return OptimizeReport(self.target, self.reorder, self.pipeline, stream_figures(self.input, self.target,
+                              self.reorder), stream_figures(self.stream, self.target, self.reorder),
+                              self._passes, self.verified)
+
+    def explain(self, limit: int | None = None) -> Explanation:
+        """Why adjacent draw calls of the output were left unmerged (:func:`drawopt.explain.explain`)."""
+        from .explain import explain
+
+        return explain(self.stream, self.target, self.reorder, limit=limit)
+
+    def __repr__(self) -> str:
+        return (f"OptimizeResult({len(self.input)} -> {len(self.stream)} commands, target={self.target}, "
+                f"reorder={self.reorder}, pipeline={','.join(self.pipeline)!r})")
+
+
+def stream_figures(stream: Stream, target: str, reorder: str) -> dict[str, Any]:
+    """The report figures of one stream: ``drawopt stats`` plus the cost model's CPU cost and lower bound.
+
+    >>> from drawopt.gen import generate
+    >>> f = stream_figures(generate("quads", 4), "d3d12", "declared")
+    >>> f["draw_calls"], f["lower_bound"]
+    (4, 1)
+    """
+    from .costmodel import report_figures
+    from .state import track
+    from .stats import compute_stats
+
+    table = track(stream)
+    figures = compute_stats(stream, state=table, target=target)
+    figures.update(report_figures(stream, target, reorder, table=table))
+    return figures
+
+
+def _n(k: int, one: str, many: str) -> str:
+    return f"{k:,} {one if k == 1 else many}"
+
+
+def verdict_line(before: dict[str, Any], after: dict[str, Any], verified: bool | None, name: str = "") -> str:
+    """``frame.dstream: 200 draws -> 107 calls (bound 101), 541 -> 224 state changes, verified``.
+
+    "verified" is said only when the output was checked (``verified`` is True).
+
+    >>> verdict_line({"draws": 2, "draw_calls": 2, "state_changes": 3, "lower_bound": 1},
+    ...              {"draws": 2, "draw_calls": 1, "state_changes": 3}, True, "a.dstream")
+    'a.dstream: 2 draws -> 1 call (bound 1), 3 -> 3 state changes, verified'
+    """
+    b, a = before, after
+    line = (f"{name + ': ' if name else ''}{_n(b['draws'], 'draw', 'draws')} -> "
+            f"{_n(a['draw_calls'], 'call', 'calls')} (bound {b['lower_bound']:,}), "
+            f"{b['state_changes']:,} -> {_n(a['state_changes'], 'state change', 'state changes')}")
+    if verified is True:
+        line += ", verified"
+    elif verified is False:
+        line += ", NOT VERIFIED"
+    return line
+
+
+def _change(k: str, b: Any, a: Any) -> str:
+    """How a row changed, phrased so that a smaller-is-better drop reads as a gain."""
+    if not isinstance(b, (int, float)) or not isinstance(a, (int, float)) or k == "lower_bound":
+        return ""
+    if k == "packed_fraction":
+        return f"{(a - b) * 100:+.0f} pts" if a != b else "same"
+    if a == b:
+        return "same"
+    if k in SMALLER_IS_BETTER:
+        if a < b:
+            return f"{b / a:.2f}x fewer" if a else "all gone"
+        return f"+{a - b:,} more" if isinstance(a, int) else f"{a / b:.2f}x more" if b else "more"
+    return f"{a - b:+,}"
+
+
+def summary_table(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """The before/after table (``drawopt optimize -v``): a "change" column reads "3.00x fewer" for gains.
+
+    >>> print(summary_table({"draw_calls": 6, "draws": 6}, {"draw_calls": 2, "draws": 6}))
+                              before         after        change
+    draw_calls                     6             2   3.00x fewer
+    draws                          6             6          same
+    """
+    lines = [f"{'':<18}{'before':>14}{'after':>14}{'change':>14}"]
+    for k in ROWS:
+        if k not in before or k not in after:
+            continue
+        b, a = before[k], after[k]
+        if isinstance(b, float) or isinstance(a, float):
+            cells = f"{b:>14.3f}{a:>14.3f}"
+        else:
+            cells = f"{b:>14,}{a:>14,}"
+        lines.append(f"{k:<18}{cells}{_change(k, b, a):>14}".rstrip())
+    return "\n".join(lines)
+
+
+def _jsonable(x: Any) -> Any:
+    if hasattr(x, "tolist"):
+        return x.tolist()
+    return str(x)
+
+
+def report_to_json(report: dict[str, Any], indent: int | None = 2) -> str:
+    """A report dict as sorted JSON text (numpy values become lists).
+
+    >>> report_to_json({"b": 1, "a": [2]}, indent=None)
+    '{"a": [2], "b": 1}'
+    """
+    return json.dumps(report, indent=indent, sort_keys=True, default=_jsonable)
+
+
+def check_optimize_args(passes: Any, target: str, reorder: str, options: dict[str, Any]) -> list[Any]:
+    """:func:`drawopt.optimize`'s argument checks; returns the passes (the target's default pipeline for None).
+
+    A pass may not reorder more than the run's policy allows (``schedule{reorder=opaque}``
+    under ``reorder="declared"``): its output would not verify under that policy.
+
+    >>> check_optimize_args("weld", "ps5", "declared", {})
+    Traceback (most recent call last):
+    ...
+    drawopt.errors.UsageError: unknown target 'ps5' (known: xbox-one, xbox-series, d3d12, vulkan, gl)
+    >>> check_optimize_args("schedule{reorder=opaque}", "d3d12", "declared", {})
+    Traceback (most recent call last):
+    ...
+    drawopt.errors.UsageError: pass 'schedule{reorder=opaque}' reorders more than the policy 'declared' allows: ...
+    """
+    import dataclasses
+
+    from .costmodel import get_target
+    from .errors import UsageError
+    from .passmanager import Pass, check_policy, default_pipeline, get_pass, parse_pipeline
+
+    get_target(target)
+    check_policy([], reorder)
+    pipeline = default_pipeline(target) if passes is None else passes
+    if isinstance(pipeline, str):
+        found = parse_pipeline(pipeline)
+    elif isinstance(pipeline, list) and all(isinstance(p, Pass) for p in pipeline):
+        found = list(pipeline)
+        if options:
+            raise UsageError(f"optimize: options ({', '.join(options)}) apply to a pipeline string, "
+                             f"not to a list of passes (set them on the pass objects)")
+    else:
+        raise UsageError(f"optimize: passes must be a pipeline string or a list of passes, not {type(passes).__name__}")
+    known = {f.name for p in found for f in dataclasses.fields(p)}
+    for k in options:
+        if k not in known:
+            owners = [n for n in _pass_names() if k in {f.name for f in dataclasses.fields(get_pass(n))}]
+            hint = f"it is an option of {', '.join(owners)}" if owners else "no registered pass has it either"
+            raise UsageError(f"optimize: unknown option '{k}' (no pass of the pipeline has it; {hint})")
+    if isinstance(pipeline, str):
+        found = parse_pipeline(pipeline, target=target, reorder=reorder, **options)
+    check_policy(found, reorder)
+    return found
+
+
+def _pass_names() -> list[str]:
+    from .passmanager import PASSES
+
+    return list(PASSES)
+
+
+def optimize_result(stream: Stream, pm: Any, target: str, reorder: str) -> OptimizeResult:
+    """Run the pass manager ``pm`` over ``stream``, counting calls and state changes after each pass."""
+    from .stats import call_counts
+
+    counts: list[dict[str, int]] = []
+    user_cb = pm.on_pass
+
+    def on_pass(p: Any, res: Any) -> None:
+        counts.append(call_counts(res.stream))
+        if user_cb:
+            user_cb(p, res)
+
+    pm.on_pass = on_pass
+    try:
+        out = pm.run(stream)
+    finally:
+        pm.on_pass = user_cb
+    counts = counts[len(counts) - len(pm.records):]   # a re-run (the final verify failed) reported twice
+    figures = [PassFigures(str(p), r.seconds, r.modified, c["commands"], c["draw_calls"], c["state_changes"],
+                           r.verified, r.report, r.rejected) for p, r, c in zip(pm.passes, pm.records, counts)]
+    return OptimizeResult(out, stream, target=target, reorder=reorder, pipeline=[str(p) for p in pm.passes],
+                          passes=figures, verified=_verified(pm, out is stream))
+
+
+def _verified(pm: Any, unchanged: bool) -> bool | None:
+    """True when every pass that changed the stream was verified (``verify_each``), or nothing changed.
+
+    The pass manager's own final check, when it has one (``pm.verified``), decides.
+    """
+    final = getattr(pm, "verified", None)
+    if final is not None:
+        return bool(final)
+    if unchanged:
+        return True
+    if pm.verify_each and all(r.verified for r in pm.records if r.modified):
+        return True
+    return None
