@@ -1,0 +1,148 @@
+"""``drawopt import FILE [-o OUT]``: real frames into drawopt streams.
+
+Dispatch is by the file's importer kind (:func:`drawopt.importers.importer_kind`):
+
+- a capture (``.gfxr``, ``.jsonl``, ``.jsonl.gz``, ``.jsonl.xz``): one stream per frame
+  (:mod:`drawopt.importers.capture`); with several frames OUT is a folder with one file per frame;
+- a scene (``.gltf``, ``.glb``): :mod:`drawopt.importers.gltf` (scene options in their own group).
+
+Exit status 0, or 2 with ``file:line:col: error: ...`` and nothing written.
+"""
+
+from __future__ import annotations
+
+__all__ = ["HELP", "add_arguments", "run"]
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from typing import Any
+
+from ..errors import UsageError
+from ..importers import importer_kind
+
+HELP = "import a GFXReconstruct capture (.gfxr, .jsonl[.gz|.xz]) or a glTF scene as drawopt streams"
+
+FORMAT_EXT = {"text": ".dstream", "json": ".json", "npz": ".npz"}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("input", metavar="FILE", help="capture (.gfxr, .jsonl, .jsonl.gz, .jsonl.xz) or scene (.gltf, .glb)")
+    p.add_argument("-o", "--output", metavar="OUT",
+                   help="output stream (format by extension; '-' = standard output); with several frames a folder")
+    p.add_argument("--format", choices=tuple(FORMAT_EXT), default="text",
+                   help="format of the per-frame files when OUT is a folder (default text)")
+    p.add_argument("--json", action="store_true", help="print the import summary as JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    p.add_argument("-v", "--verbose", action="store_true", help="print per-frame figures and what became Opaque")
+    cap = p.add_argument_group("capture options")
+    sel = cap.add_mutually_exclusive_group()
+    sel.add_argument("--frame", metavar="N|all", help="import frame N (from 1), or all frames (default all)")
+    sel.add_argument("--frames", metavar="A:B", help="import frames A to B (inclusive)")
+    cap.add_argument("--list", action="store_true", help="list the frames with their draw and command counts")
+    cap.add_argument("--split", choices=("auto", "present", "submit"), default="auto",
+                     help="where a frame ends: at vkQueuePresentKHR, at each vkQueueSubmit, or auto "
+                          "(present when the capture presents; default)")
+    cap.add_argument("--shaders", metavar="DIR",
+                     help="the SPIR-V of the shader modules (gfxrecon-extract --dir DIR CAPTURE: files sh<handle>); "
+                          "a .gfxr input is extracted itself")
+    p.add_argument_group("scene options (glTF)")
+    # the glTF importer's options go in the group above (drawopt.importers.gltf; see _run_scene)
+
+
+def run(args: argparse.Namespace) -> int:
+    kind = importer_kind(args.input)
+    if kind == "capture":
+        return _run_capture(args)
+    if kind == "scene":
+        return _run_scene(args)
+    raise UsageError(f"cannot import '{args.input}': not a capture (.gfxr, .jsonl, .jsonl.gz, .jsonl.xz) "
+                     "or a scene (.gltf, .glb)")
+
+
+def _run_scene(args: argparse.Namespace) -> int:
+    """Scenes: the glTF importer's command (dispatch point for drawopt.importers.gltf)."""
+    try:
+        gltf = importlib.import_module("drawopt.importers.gltf")
+    except ModuleNotFoundError as e:
+        if e.name == "drawopt.importers.gltf":
+            raise UsageError("importing glTF scenes is not available in this build (drawopt.importers.gltf)") from None
+        raise
+    run_scene = getattr(gltf, "run_import", None)
+    if run_scene is None:
+        raise UsageError("drawopt.importers.gltf has no command entry point (run_import)")
+    return int(run_scene(args) or 0)
+
+
+def _out_name(base: str, frame: int, fmt: str) -> str:
+    stem = os.path.basename(base)
+    for suffix in (".jsonl.gz", ".jsonl.xz", ".jsonl", ".gfxr"):
+        if stem.lower().endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    return f"{stem}.frame{frame:04d}{FORMAT_EXT[fmt]}"
+
+
+def _run_capture(args: argparse.Namespace) -> int:
+    from .. import formats
+    from ..importers.capture import import_capture_summary, list_frames
+
+    if args.list:
+        if args.output:
+            raise UsageError("--list writes nothing: drop -o")
+        frames = list_frames(args.input, split=args.split, shaders=args.shaders)
+        if args.json:
+            print(json.dumps([f.__dict__ for f in frames], default=list))
+        elif not args.quiet:
+            print(f"{'frame':>6} {'draws':>8} {'commands':>9} {'vk calls':>9} {'submits':>8} {'opaque':>7}  lines")
+            for f in frames:
+                print(f"{f.frame:>6} {f.draws:>8} {f.commands:>9} {f.calls:>9} {f.submits:>8} {f.opaque:>7}  "
+                      f"{f.lines[0]}-{f.lines[1]}")
+        return 0
+    sel: Any = args.frames if args.frames is not None else args.frame
+    out, summary = import_capture_summary(args.input, sel, shaders=args.shaders, split=args.split)
+    targets: list[tuple[str, Any]] = []
+    if args.output:
+        if len(out) == 1 and not os.path.isdir(args.output):
+            targets = [(args.output, next(iter(out.values())))]
+        else:
+            if args.output == "-":
+                raise UsageError(f"{len(out)} frames cannot go to standard output: give a folder, or --frame N")
+            if os.path.exists(args.output) and not os.path.isdir(args.output):
+                raise UsageError(f"'{args.output}' is a file: with {len(out)} frames OUT is a folder")
+            targets = [(os.path.join(args.output, _out_name(args.input, n, args.format)), s)
+                       for n, s in sorted(out.items())]
+        for path, _ in targets:  # decide every format before writing anything
+            if path != "-" and len(targets) == 1:
+                formats.format_for(path)
+        if len(targets) > 1:
+            os.makedirs(args.output, exist_ok=True)
+        for path, s in targets:
+            formats.save(s, path, None if len(targets) == 1 else args.format)
+    report = summary.to_json()
+    report["written"] = [p for p, _ in targets]
+    stream_out = sys.stderr if args.output == "-" else sys.stdout
+    if args.json:
+        print(json.dumps(report, sort_keys=True), file=stream_out)
+        return 0
+    if args.quiet:
+        return 0
+    kept = [f for f in summary.frames if f.frame in out]
+    draws = sum(f.draws for f in kept)
+    opq = sum(sum(f.opaque.values()) for f in kept)
+    unk = sum(f.unknown_tables for f in kept)
+    shaders = f"{summary.shaders_read} of {summary.shaders_read + len(summary.shaders_missing)} shaders read"
+    print(f"{args.input}: {len(out)} of {summary.frames_total} frames, {draws} draws, {opq} opaque, "
+          f"{unk} unknown tables, {shaders} (split at {summary.split})", file=stream_out)
+    if args.verbose:
+        for f in kept:
+            ops = ", ".join(f"{k} x{v}" for k, v in sorted(f.opaque.items())) or "none"
+            print(f"  frame {f.frame}: {f.calls} vk calls -> {f.commands} commands, {f.draws} draws; "
+                  f"opaque: {ops}", file=stream_out)
+        for m, why in sorted(summary.shaders_missing.items()):
+            print(f"  {m}: no contract clause ({why})", file=stream_out)
+        for p, _ in targets:
+            print(f"  wrote {p}", file=stream_out)
+    return 0

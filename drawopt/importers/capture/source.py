@@ -1,0 +1,128 @@
+"""Reading a capture: ``.gfxr`` (through ``gfxrecon-convert``) or its JSON Lines (``.jsonl``, ``.gz``, ``.xz``).
+
+The records are read one line at a time (the file is never held in memory). Every error names
+the file and line: ``capture.jsonl:17:1: error: ...``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["JSON_VERSIONS", "open_lines", "convert_gfxr", "extract_shaders", "has_present", "tool"]
+
+import gzip
+import io
+import lzma
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ...errors import InputError, UsageError
+
+JSON_VERSIONS = ("0.8",)
+"""``json-version`` majors.minors of ``gfxrecon-convert`` output this reader knows (GFXReconstruct 0.9.18
+writes 0.8.0)."""
+
+_PACKAGE = "gfxreconstruct"
+
+
+def tool(name: str) -> str:
+    """The path of GFXReconstruct tool ``name``, or a UsageError naming the Debian package."""
+    path = shutil.which(name)
+    if path is None:
+        raise UsageError(f"{name} is not installed: it comes with the Debian package '{_PACKAGE}' "
+                         f"(apt-get install {_PACKAGE}); or pass the capture's JSON Lines "
+                         f"(gfxrecon-convert CAPTURE.gfxr) instead")
+    return path
+
+
+def convert_gfxr(path: str, out_dir: str) -> str:
+    """Run ``gfxrecon-convert`` on ``path``; the JSON Lines file it wrote (in ``out_dir``)."""
+    exe = tool("gfxrecon-convert")
+    out = os.path.join(out_dir, os.path.basename(path)[: -len(".gfxr")] + ".jsonl")
+    r = subprocess.run([exe, "--output", out, path], capture_output=True, text=True)
+    if r.returncode != 0 or not os.path.exists(out):
+        msg = (r.stderr or r.stdout or "").strip().splitlines()
+        raise InputError(f"gfxrecon-convert failed: {msg[-1] if msg else 'exit status ' + str(r.returncode)}",
+                         path, 1, 1)
+    return out
+
+
+def extract_shaders(path: str, out_dir: str) -> str:
+    """Run ``gfxrecon-extract --dir out_dir path``: one SPIR-V file ``sh<handle>`` per shader module."""
+    exe = tool("gfxrecon-extract")
+    r = subprocess.run([exe, "--dir", out_dir, path], capture_output=True, text=True)
+    if r.returncode != 0:
+        msg = (r.stderr or r.stdout or "").strip().splitlines()
+        raise InputError(f"gfxrecon-extract failed: {msg[-1] if msg else 'exit status ' + str(r.returncode)}",
+                         path, 1, 1)
+    return out_dir
+
+
+def _open_binary(path: str) -> io.BufferedIOBase:
+    low = path.lower()
+    try:
+        if low.endswith(".gz"):
+            return gzip.open(path, "rb")  # type: ignore[return-value]
+        if low.endswith(".xz"):
+            return lzma.open(path, "rb")  # type: ignore[return-value]
+        return open(path, "rb")
+    except OSError as e:
+        raise InputError(f"cannot read file: {e.strerror or e}", path, 1, 1) from None
+
+
+@contextmanager
+def open_lines(path: str, name: str | None = None) -> Iterator[Iterator[tuple[int, str]]]:
+    """``(line number, text)`` of every line of a JSON Lines capture (decompressed as its name says).
+
+    Decompression and decoding errors become InputError at the line reached."""
+    name = name or path
+    f = _open_binary(path)
+
+    def gen() -> Iterator[tuple[int, str]]:
+        n = 0
+        try:
+            for raw in f:
+                n += 1
+                try:
+                    yield n, raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise InputError(f"not UTF-8 text: {e.reason}", name, n, e.start + 1) from None
+        except (OSError, EOFError, lzma.LZMAError, gzip.BadGzipFile) as e:
+            raise InputError(f"corrupt or truncated compressed capture: {e}", name, n + 1, 1) from None
+
+    try:
+        yield gen()
+    finally:
+        f.close()
+
+
+def has_present(path: str) -> bool:
+    """Whether the capture calls ``vkQueuePresentKHR`` (stops at the first one)."""
+    needle = b'"vkQueuePresentKHR"'
+    f = _open_binary(path)
+    try:
+        tail = b""
+        while True:
+            try:
+                chunk = f.read(1 << 22)
+            except (OSError, EOFError, lzma.LZMAError):
+                return False  # the record reader reports the corruption where it finds it
+            if not chunk:
+                return False
+            if needle in tail + chunk[: len(needle)] or needle in chunk:
+                return True
+            tail = chunk[-len(needle):]
+    finally:
+        f.close()
+
+
+@contextmanager
+def temp_dir() -> Iterator[str]:
+    """A temporary directory removed afterwards."""
+    d = tempfile.mkdtemp(prefix="drawopt-capture-")
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
