@@ -20,6 +20,7 @@ from typing import Any
 from ...decls import Buffer, Depth, Heap, Pipeline, RootParam, RootSig, Target, Texture, View
 from ...stream import StreamBuilder
 from .objects import Objects, PipeInfo, Recorded, SetLayout
+from .source import decode_record
 from .spirv import Reflection
 from .vkmap import (
     DYNAMIC_DESCRIPTORS,
@@ -41,12 +42,12 @@ _STAGES = {
     "VK_SHADER_STAGE_FRAGMENT_BIT": "ps", "VK_SHADER_STAGE_COMPUTE_BIT": "cs",
 }
 # dynamic states the emitter models itself (the others fold into the pipeline variant)
-_MODELLED = {dynamic_state_key(s) for s in (
+_MODELLED = frozenset(dynamic_state_key(s) for s in (
     "VK_DYNAMIC_STATE_VIEWPORT", "VK_DYNAMIC_STATE_SCISSOR", "VK_DYNAMIC_STATE_VIEWPORT_WITH_COUNT",
     "VK_DYNAMIC_STATE_SCISSOR_WITH_COUNT", "VK_DYNAMIC_STATE_BLEND_CONSTANTS",
     "VK_DYNAMIC_STATE_PRIMITIVE_TOPOLOGY", "VK_DYNAMIC_STATE_VERTEX_INPUT_EXT",
     "VK_DYNAMIC_STATE_VERTEX_INPUT_BINDING_STRIDE", "VK_DYNAMIC_STATE_DEPTH_TEST_ENABLE",
-    "VK_DYNAMIC_STATE_DEPTH_WRITE_ENABLE", "VK_DYNAMIC_STATE_DEPTH_COMPARE_OP")}
+    "VK_DYNAMIC_STATE_DEPTH_WRITE_ENABLE", "VK_DYNAMIC_STATE_DEPTH_COMPARE_OP"))
 _STENCIL = dynamic_state_key("VK_DYNAMIC_STATE_STENCIL_REFERENCE")
 _DROPPED = {"vkCmdBeginDebugUtilsLabelEXT", "vkCmdEndDebugUtilsLabelEXT", "vkCmdInsertDebugUtilsLabelEXT",
             "vkCmdDebugMarkerBeginEXT", "vkCmdDebugMarkerEndEXT", "vkCmdDebugMarkerInsertEXT",
@@ -115,6 +116,9 @@ class FrameEmitter:
 
     def __init__(self, frame: int, obj: Objects, shaders: Shaders, variants: dict[Any, str], keep: bool) -> None:
         self.obj, self.shaders, self.variants, self.keep = obj, shaders, variants, keep
+        self.file = "<capture>"
+        self.variant_count: dict[int, int] = variants.setdefault("count", {})  # type: ignore[assignment]
+        self._params_cache: dict[int, tuple[list[tuple[str, Any]], str]] = {}
         self.stats = FrameStats(frame)
         self.cmds: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
         self.fence_writes: list[int] = []   # indices in cmds of GPU writes (copies; uav draws)
@@ -161,6 +165,8 @@ class FrameEmitter:
         return name
 
     def image(self, h: int) -> str:
+        if ("i", h) in self.declared:
+            return f"i{h}"
         got = self.obj.images.get(h)
         if got is None:
             raise _Unmodelled(f"unknown image {h}")
@@ -346,7 +352,7 @@ class FrameEmitter:
                 vi = dyn.get("vertex_input", ((), ()))
             else:
                 vi = (p.bindings, p.attributes)
-            layout = "none" if not vi[1] else "vi" + format(abs(hash(json.dumps(vi, sort_keys=True))) % 16**8, "08x")
+            layout = "none" if not vi[1] else self._layout_name(vi)
             d = list(p.depth)
             for i, st in enumerate(("VK_DYNAMIC_STATE_DEPTH_TEST_ENABLE", "VK_DYNAMIC_STATE_DEPTH_WRITE_ENABLE",
                                     "VK_DYNAMIC_STATE_DEPTH_COMPARE_OP")):
@@ -359,22 +365,30 @@ class FrameEmitter:
             if ce in p.dynamic and ce in dyn:
                 att["blendEnable"] = dyn[ce]
             if eq in p.dynamic and eq in dyn:
-                att.update(dyn[eq])
+                att.update(dict(dyn[eq]))
             blend = blend_key(att)
-            other = tuple(sorted((k, v if isinstance(v, str) else json.dumps(v, sort_keys=True))
-                                 for k, v in dyn.items()
-                                 if isinstance(k, str) and k in p.dynamic and k not in _MODELLED
-                                 and (k != _STENCIL or not isinstance(v, tuple) or v[0] != v[1])))
+            st = dyn.get(_STENCIL)
+            other = tuple(dyn.get(k) if k != _STENCIL or not isinstance(st, tuple) or st[0] != st[1] else None
+                          for k in p.other_dynamic(_MODELLED))
             key = (p.handle, rs, layout, vk_topo, depth, blend, other)
         name = self.variants.get(key)
         if name is None:
-            n = sum(1 for k in self.variants if k[0] == p.handle)
+            n = self.variant_count.get(p.handle, 0)
+            self.variant_count[p.handle] = n + 1
             name = f"p{p.handle}" + (f"_{n}" if n else "")
             self.variants[key] = name
         if name not in self.pipes:
             self.pipes[name] = self._pipeline_decl(name, p, rs, layout, depth, blend, topo_class)
             self._declare(("p", name), lambda: self.pipes[name])
         return name, nomerge
+
+    def _layout_name(self, vi: Any) -> str:
+        """The input layout's name: ``vi<k>``, numbered in order of first use in the capture."""
+        key = ("layout", vi)
+        got = self.variants.get(key)
+        if got is None:
+            got = self.variants[key] = f"vi{sum(1 for k in self.variants if k[0] == 'layout')}"
+        return got
 
     def _pipeline_decl(self, name: str, p: PipeInfo, rs: str, layout: str, depth: str, blend: str,
                        topo: str) -> Pipeline:
@@ -406,7 +420,10 @@ class FrameEmitter:
     def run(self, cmds: list[Recorded], ex: _Exec | None = None) -> None:
         """Execute one command buffer's recorded commands."""
         ex = ex or _Exec()
-        for name, a, line in cmds:
+        for i, (name, a, line) in enumerate(cmds):
+            if isinstance(a, str):  # recorded as read: decode once, keep the arguments
+                a = decode_record(a, self.file, line)
+                cmds[i] = (name, a, line)
             self.stats.calls += 1
             self.stats.last_line = max(self.stats.last_line, line)
             if name in _DROPPED:
@@ -439,8 +456,11 @@ class FrameEmitter:
         p = self.obj.pipelines[h]
         if p.unsupported:
             raise _Unmodelled(p.unsupported)
-        params = self._params(p)
-        rs = self._rootsig(p, params)
+        got = self._params_cache.get(p.handle)
+        if got is None:
+            params = self._params(p)
+            got = self._params_cache[p.handle] = (params, self._rootsig(p, params))
+        params, rs = got
         pname, nomerge = self._variant(p, ex, rs)
         g = bp == "g"
         if g:
@@ -944,7 +964,7 @@ _HANDLERS: dict[str, Any] = {
     "vkCmdSetColorBlendEnableEXT": lambda fe, ex, a: ex.dyn.__setitem__(
         dynamic_state_key("vkCmdSetColorBlendEnableEXT"), int(a["pColorBlendEnables"][0])),
     "vkCmdSetColorBlendEquationEXT": lambda fe, ex, a: ex.dyn.__setitem__(
-        dynamic_state_key("vkCmdSetColorBlendEquationEXT"), dict(a["pColorBlendEquations"][0])),
+        dynamic_state_key("vkCmdSetColorBlendEquationEXT"), tuple(sorted(a["pColorBlendEquations"][0].items()))),
     "vkCmdBeginRenderPass": _begin_render_pass,
     "vkCmdBeginRenderPass2": lambda fe, ex, a: _begin_render_pass(fe, ex, a),
     "vkCmdBeginRenderPass2KHR": lambda fe, ex, a: _begin_render_pass(fe, ex, a),

@@ -69,6 +69,13 @@ class PipeInfo:
     def is_dynamic(self, state: str) -> bool:
         return dynamic_state_key(state) in self.dynamic
 
+    def other_dynamic(self, modelled: frozenset[str]) -> tuple[str, ...]:
+        """Its dynamic states the importer does not model (sorted; computed once)."""
+        got = self.__dict__.get("_other")
+        if got is None:
+            got = self.__dict__["_other"] = tuple(sorted(k for k in self.dynamic if k not in modelled))
+        return got
+
 
 @dataclass
 class RenderPass:

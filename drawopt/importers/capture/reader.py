@@ -12,7 +12,6 @@ from __future__ import annotations
 
 __all__ = ["read_capture", "FrameInfo", "Summary"]
 
-import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from typing import Any
 from ...errors import InputError, UsageError
 from .emit import FrameEmitter, FrameStats, Shaders, decode_writes
 from .objects import Objects, PipeInfo, PipeLayout, RenderPass, SetLayout
-from .source import JSON_VERSIONS, convert_gfxr, extract_shaders, has_present, open_lines, temp_dir
+from .source import _CB, JSON_VERSIONS, _loads, convert_gfxr, extract_shaders, has_present, open_lines, temp_dir
 from .spirv import reflect_file
 from .vkmap import dynamic_state_key
 
@@ -91,6 +90,7 @@ class _Reader:
     def _emitter(self) -> FrameEmitter:
         if self.fe is None:
             self.fe = FrameEmitter(self.frame, self.obj, self.shaders, self.variants, self.keep(self.frame))
+            self.fe.file = self.name
             self.fe.stats.first_line = self.line
         return self.fe
 
@@ -409,7 +409,7 @@ def read_capture(path: str, frames: Callable[[int], bool] | None = None, *, buil
 
 
 def _loop(r: _Reader, src: str, name: str) -> None:
-    loads = json.loads
+    loads = _loads
     with open_lines(src, name) as lines:
         header_seen = False
         for n, text in lines:
@@ -431,15 +431,24 @@ def _loop(r: _Reader, src: str, name: str) -> None:
                 continue
             r.summary.records += 1
             call = _name_of(text)
-            if call is not None and call.startswith(_SKIP_PREFIX) and call not in _NEEDED:
-                if not text.rstrip().endswith("}"):
-                    raise InputError("truncated record", name, n, len(text.rstrip()) + 1)
-                continue
+            if call is not None and (call.startswith("vkCmd") or call.startswith(_SKIP_PREFIX)):
+                # commands are decoded when a kept frame executes them; others are not needed
+                end = text.rstrip()
+                if not end.endswith("}"):
+                    raise InputError("truncated record", name, n, len(end) + 1)
+                if call.startswith("vkCmd"):
+                    m = _CB.search(text, 0, 200)
+                    if m is None:
+                        raise InputError(f"{call}: no commandBuffer argument", name, n, 1)
+                    r.obj.cmdbufs.setdefault(int(m.group(1)), []).append((call, end, n))
+                    continue
+                if call not in _NEEDED:
+                    continue
             try:
                 rec = loads(text)
             except ValueError as e:
                 col = getattr(e, "colno", 1)
-                raise InputError(f"corrupt record: {getattr(e, 'msg', e)}", name, n, col) from None
+                raise InputError(f"corrupt record: {getattr(e, 'msg', e)}", name, n, col or 1) from None
             f = rec.get("vkFunc") if isinstance(rec, dict) else None
             if f is None:
                 if isinstance(rec, dict) and ("meta" in rec or "header" in rec):

@@ -18,6 +18,7 @@ __all__ = [
     "TABLE_KIND", "SAMPLER_PART", "DYNAMIC_DESCRIPTORS", "dynamic_state_key", "flag_names",
 ]
 
+from functools import cache
 from typing import Any
 
 _TOPO = {
@@ -196,6 +197,7 @@ def _norm(text: str) -> str:
     return t.replace("_", "")
 
 
+@cache
 def dynamic_state_key(name: str) -> str:
     """The key shared by a ``vkCmdSet*`` command and its ``VK_DYNAMIC_STATE_*`` enumerant.
 
