@@ -8,8 +8,10 @@ keeping one frame (streaming: memory bounded by the frames kept) and once keepin
 
     python bench/import_capture.py [--records 550000] [--json out.json]
 
-Prints records per second for both runs, the peak memory (ru_maxrss) and the file size; the
-issue's figure is >= 100,000 records/s (a 190 MB capture of ~550,000 calls in under 6 s).
+Prints records per second (wall clock, and per CPU second of the process: on a shared machine
+the wall clock also counts the time other processes had the cores) for both runs, the peak
+memory (ru_maxrss) and the file size. The issue asks for >= 100,000 records/s (a 190 MB capture
+of ~550,000 calls in under 6 s).
 """
 
 from __future__ import annotations
@@ -65,11 +67,12 @@ def make_capture(path: Path, records: int) -> int:
 
 
 def run(path: Path, frames: object) -> dict[str, float]:
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     out, summary = import_capture_summary(str(path), frames, shaders=str(FIXTURE.parent / "shaders"))
-    dt = time.perf_counter() - t
-    return {"seconds": round(dt, 3), "records": summary.records, "frames_total": summary.frames_total,
-            "frames_kept": len(out), "records_per_s": round(summary.records / dt),
+    dt, dc = time.perf_counter() - t, time.process_time() - c
+    return {"seconds": round(dt, 3), "cpu_seconds": round(dc, 3), "records": summary.records,
+            "frames_total": summary.frames_total, "frames_kept": len(out),
+            "records_per_s": round(summary.records / dt), "records_per_cpu_s": round(summary.records / dc),
             "draws_kept": sum(f.draws for f in summary.frames if f.frame in out)}
 
 
@@ -92,7 +95,8 @@ def main() -> int:
     print(f"capture: {n:,} records, {size / 2**20:.1f} MB (glmark2-ideas frame repeated)")
     for k in ("one_frame", "all_frames"):
         r = res[k]
-        print(f"  {k:<10}: {r['seconds']:6.2f} s  {r['records_per_s']:>9,} records/s  "
+        print(f"  {k:<10}: {r['seconds']:6.2f} s wall ({r['records_per_s']:>9,} records/s), "
+              f"{r['cpu_seconds']:6.2f} s CPU ({r['records_per_cpu_s']:>9,} records/CPU-s)  "
               f"({r['frames_kept']} of {r['frames_total']} frames kept, {r['draws_kept']:,} draws)")
     print(f"  peak RSS: {rss_one} MB after the one-frame run, {rss_all} MB after the all-frames run")
     if args.json:

@@ -7,4 +7,7 @@ cd "$(dirname "$0")/.."
 if [ -f .ci/install-gl.sh ]; then
   bash .ci/install-gl.sh || echo "tests/run.sh: could not install OpenGL packages; replay tests will be skipped" >&2
 fi
+if [ -f .ci/install-capture.sh ]; then
+  bash .ci/install-capture.sh || echo "tests/run.sh: could not install spirv-tools/orjson; capture contract tests will be skipped" >&2
+fi
 exec python3 -m pytest -q "$@"

@@ -48,8 +48,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     cap.add_argument("--shaders", metavar="DIR",
                      help="the SPIR-V of the shader modules (gfxrecon-extract --dir DIR CAPTURE: files sh<handle>); "
                           "a .gfxr input is extracted itself")
-    p.add_argument_group("scene options (glTF)")
-    # the glTF importer's options go in the group above (drawopt.importers.gltf; see _run_scene)
+    _add_scene_arguments(p.add_argument_group("scene options (glTF)"))
+
+
+def _add_scene_arguments(g: argparse._ArgumentGroup) -> None:
+    """The glTF importer's options (drawopt.importers.gltf): add them here; _scene_options() passes
+    them to ``import_gltf``."""
+
+
+def _scene_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword arguments for ``import_gltf`` from the options _add_scene_arguments() declared."""
+    return {}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,17 +72,28 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_scene(args: argparse.Namespace) -> int:
-    """Scenes: the glTF importer's command (dispatch point for drawopt.importers.gltf)."""
+    """Scenes: ``drawopt.importers.gltf.import_gltf(path, **options) -> Stream``, saved to OUT."""
+    from .. import formats
+
     try:
         gltf = importlib.import_module("drawopt.importers.gltf")
     except ModuleNotFoundError as e:
         if e.name == "drawopt.importers.gltf":
             raise UsageError("importing glTF scenes is not available in this build (drawopt.importers.gltf)") from None
         raise
-    run_scene = getattr(gltf, "run_import", None)
-    if run_scene is None:
-        raise UsageError("drawopt.importers.gltf has no command entry point (run_import)")
-    return int(run_scene(args) or 0)
+    if args.list or args.frame is not None or args.frames is not None or args.shaders or args.split != "auto":
+        raise UsageError("--list, --frame(s), --split and --shaders are capture options; a scene is one stream")
+    if args.output and args.output != "-":
+        formats.format_for(args.output)  # a usage error must not cost an import
+    stream = gltf.import_gltf(args.input, **_scene_options(args))
+    if args.output:
+        formats.save(stream, args.output)
+    if not args.quiet:
+        out = sys.stderr if args.output == "-" else sys.stdout
+        from ..stats import compute_stats
+        st = compute_stats(stream)
+        print(f"{args.input}: {st['draws']} draws, {len(stream)} commands", file=out)
+    return 0
 
 
 def _out_name(base: str, frame: int, fmt: str) -> str:
@@ -102,25 +122,25 @@ def _run_capture(args: argparse.Namespace) -> int:
                       f"{f.lines[0]}-{f.lines[1]}")
         return 0
     sel: Any = args.frames if args.frames is not None else args.frame
+    # OUT is a stream file when it is '-' or has a stream extension, else a folder (decided
+    # before the import, so that a usage error costs nothing)
+    as_file = bool(args.output) and (args.output == "-" or (
+        not os.path.isdir(args.output) and os.path.splitext(args.output)[1].lower() in formats.EXTENSIONS))
+    if args.output and not as_file and os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise UsageError(f"cannot tell the format of '{args.output}' (use .dstream, .json or .npz, or a folder)")
     out, summary = import_capture_summary(args.input, sel, shaders=args.shaders, split=args.split)
     targets: list[tuple[str, Any]] = []
     if args.output:
-        if len(out) == 1 and not os.path.isdir(args.output):
+        if as_file:
+            if len(out) > 1:
+                raise UsageError(f"{len(out)} frames need a folder for OUT (or --frame N), not '{args.output}'")
             targets = [(args.output, next(iter(out.values())))]
         else:
-            if args.output == "-":
-                raise UsageError(f"{len(out)} frames cannot go to standard output: give a folder, or --frame N")
-            if os.path.exists(args.output) and not os.path.isdir(args.output):
-                raise UsageError(f"'{args.output}' is a file: with {len(out)} frames OUT is a folder")
+            os.makedirs(args.output, exist_ok=True)
             targets = [(os.path.join(args.output, _out_name(args.input, n, args.format)), s)
                        for n, s in sorted(out.items())]
-        for path, _ in targets:  # decide every format before writing anything
-            if path != "-" and len(targets) == 1:
-                formats.format_for(path)
-        if len(targets) > 1:
-            os.makedirs(args.output, exist_ok=True)
         for path, s in targets:
-            formats.save(s, path, None if len(targets) == 1 else args.format)
+            formats.save(s, path, None if as_file else args.format)
     report = summary.to_json()
     report["written"] = [p for p, _ in targets]
     stream_out = sys.stderr if args.output == "-" else sys.stdout

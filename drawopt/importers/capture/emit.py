@@ -421,7 +421,7 @@ class FrameEmitter:
         """Execute one command buffer's recorded commands."""
         ex = ex or _Exec()
         for i, (name, a, line) in enumerate(cmds):
-            if isinstance(a, str):  # recorded as read: decode once, keep the arguments
+            if isinstance(a, (bytes, str)):  # recorded as read: decode once, keep the arguments
                 a = decode_record(a, self.file, line)
                 cmds[i] = (name, a, line)
             self.stats.calls += 1

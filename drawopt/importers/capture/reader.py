@@ -12,6 +12,8 @@ from __future__ import annotations
 
 __all__ = ["read_capture", "FrameInfo", "Summary"]
 
+import gzip
+import lzma
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -20,7 +22,7 @@ from typing import Any
 from ...errors import InputError, UsageError
 from .emit import FrameEmitter, FrameStats, Shaders, decode_writes
 from .objects import Objects, PipeInfo, PipeLayout, RenderPass, SetLayout
-from .source import _CB, JSON_VERSIONS, _loads, convert_gfxr, extract_shaders, has_present, open_lines, temp_dir
+from .source import JSON_VERSIONS, _loads, convert_gfxr, extract_shaders, has_present, open_binary, temp_dir
 from .spirv import reflect_file
 from .vkmap import dynamic_state_key
 
@@ -408,70 +410,97 @@ def read_capture(path: str, frames: Callable[[int], bool] | None = None, *, buil
     return r.out, r.summary
 
 
+_SKIP_B = tuple(p.encode() for p in _SKIP_PREFIX)
+_NEEDED_B = tuple(p.encode() for p in _NEEDED)
+_CALL = b'"vkFunc":{"name":"'
+_CBARG = b'"args":{"commandBuffer":'
+
+
+def _header(r: _Reader, raw: bytes, name: str) -> None:
+    try:
+        head = _loads(raw)
+    except ValueError as e:
+        raise InputError(f"not a gfxrecon-convert JSON Lines capture: {e}", name, 1, 1) from None
+    ver = (head.get("header") or {}).get("json-version") if isinstance(head, dict) else None
+    if not isinstance(ver, str):
+        raise InputError("not a gfxrecon-convert JSON Lines capture (no header with a json-version)", name, 1, 1)
+    if ".".join(ver.split(".")[:2]) not in JSON_VERSIONS:
+        raise InputError(f"unknown JSON version {ver} (this importer reads {', '.join(JSON_VERSIONS)}.x, "
+                         "written by GFXReconstruct 0.9.18)", name, 1, 1)
+    r.summary.json_version = ver
+
+
 def _loop(r: _Reader, src: str, name: str) -> None:
+    """The record loop. Command records (most of a capture) are only framed here: their name and
+    command buffer are found by byte search and the record is kept undecoded until a kept frame
+    executes it; the calls the mapping does not need are skipped; the rest is decoded."""
     loads = _loads
-    with open_lines(src, name) as lines:
-        header_seen = False
-        for n, text in lines:
-            r.line = n
-            if not header_seen:
-                header_seen = True
+    cmdbufs = r.obj.cmdbufs
+    names: dict[bytes, str] = {}
+    n = 0
+    with open_binary(src, name) as f:
+        try:
+            for raw in f:
+                n += 1
+                if n == 1:
+                    _header(r, raw, name)
+                    continue
+                i = raw.find(_CALL, 0, 64)
+                if i >= 0:
+                    j = i + 18
+                    k = raw.find(b'"', j, j + 96)
+                    cb = raw[j:k]
+                    if cb.startswith(b"vkCmd"):
+                        if not raw.rstrip().endswith(b"}"):
+                            raise InputError("truncated record", name, n, len(raw.rstrip()) + 1)
+                        c = raw.find(_CBARG, k, k + 48)
+                        e = raw.find(b",", c + 24, c + 48) if c >= 0 else -1
+                        if e < 0:
+                            e = raw.find(b"}", c + 24, c + 48) if c >= 0 else -1
+                        if e < 0 or not raw[c + 24:e].isdigit():
+                            raise InputError("command record without a commandBuffer argument", name, n, 1)
+                        call = names.get(cb)
+                        if call is None:
+                            call = names[cb] = cb.decode("ascii", "replace")
+                        cmdbufs.setdefault(int(raw[c + 24:e]), []).append((call, raw, n))
+                        continue
+                    if cb.startswith(_SKIP_B) and cb not in _NEEDED_B:
+                        if not raw.rstrip().endswith(b"}"):
+                            raise InputError("truncated record", name, n, len(raw.rstrip()) + 1)
+                        continue
+                r.line = n
                 try:
-                    head = loads(text)
+                    rec = loads(raw)
                 except ValueError as e:
-                    raise InputError(f"not a gfxrecon-convert JSON Lines capture: {e}", name, n, 1) from None
-                ver = (head.get("header") or {}).get("json-version") if isinstance(head, dict) else None
-                if not isinstance(ver, str):
-                    raise InputError("not a gfxrecon-convert JSON Lines capture (no header with a json-version)",
-                                     name, n, 1)
-                if ".".join(ver.split(".")[:2]) not in JSON_VERSIONS:
-                    raise InputError(f"unknown JSON version {ver} (this importer reads {', '.join(JSON_VERSIONS)}.x, "
-                                     "written by GFXReconstruct 0.9.18)", name, n, 1)
-                r.summary.json_version = ver
-                continue
-            r.summary.records += 1
-            call = _name_of(text)
-            if call is not None and (call.startswith("vkCmd") or call.startswith(_SKIP_PREFIX)):
-                # commands are decoded when a kept frame executes them; others are not needed
-                end = text.rstrip()
-                if not end.endswith("}"):
-                    raise InputError("truncated record", name, n, len(end) + 1)
-                if call.startswith("vkCmd"):
-                    m = _CB.search(text, 0, 200)
-                    if m is None:
-                        raise InputError(f"{call}: no commandBuffer argument", name, n, 1)
-                    r.obj.cmdbufs.setdefault(int(m.group(1)), []).append((call, end, n))
-                    continue
-                if call not in _NEEDED:
-                    continue
-            try:
-                rec = loads(text)
-            except ValueError as e:
-                col = getattr(e, "colno", 1)
-                raise InputError(f"corrupt record: {getattr(e, 'msg', e)}", name, n, col or 1) from None
-            f = rec.get("vkFunc") if isinstance(rec, dict) else None
-            if f is None:
-                if isinstance(rec, dict) and ("meta" in rec or "header" in rec):
-                    continue  # metadata blocks (memory fills, state markers): not API calls
-                raise InputError("record is neither an API call nor metadata", name, n, 1)
-            call = f.get("name")
-            args = f.get("args") or {}
-            try:
-                if call == "vkQueueSubmit":
-                    r._submit(args)
-                elif call in ("vkQueueSubmit2", "vkQueueSubmit2KHR"):
-                    r._submit2(args)
-                elif call == "vkQueuePresentKHR":
-                    if r.split == "present":
-                        r._end_frame()
-                else:
-                    r.record(call, args)
-            except InputError:
-                raise
-            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-                raise InputError(f"{call}: unexpected arguments ({type(e).__name__}: {e})", name, n, 1) from None
-        if not header_seen:
-            raise InputError("empty capture", name, 1, 1)
+                    col = getattr(e, "colno", 1)
+                    raise InputError(f"corrupt record: {getattr(e, 'msg', e)}", name, n, col or 1) from None
+                fn = rec.get("vkFunc") if isinstance(rec, dict) else None
+                if fn is None:
+                    if isinstance(rec, dict) and ("meta" in rec or "header" in rec):
+                        continue  # metadata blocks (memory fills, state markers): not API calls
+                    raise InputError("record is neither an API call nor metadata", name, n, 1)
+                call = fn.get("name")
+                args = fn.get("args") or {}
+                try:
+                    if call == "vkQueueSubmit":
+                        r._submit(args)
+                    elif call in ("vkQueueSubmit2", "vkQueueSubmit2KHR"):
+                        r._submit2(args)
+                    elif call == "vkQueuePresentKHR":
+                        if r.split == "present":
+                            r._end_frame()
+                    else:
+                        r.record(call, args)
+                except InputError:
+                    raise
+                except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+                    raise InputError(f"{call}: unexpected arguments ({type(e).__name__}: {e})", name, n, 1) from None
+        except (OSError, EOFError, lzma.LZMAError, gzip.BadGzipFile) as e:
+            raise InputError(f"corrupt or truncated compressed capture: {e}", name, n + 1, 1) from None
+    r.line = n
+    r.summary.records = max(n - 1, 0)
+    if n == 0:
+        raise InputError("empty capture", name, 1, 1)
     if r.fe is not None and (r.fe.stats.submits or r.fe.cmds):
         r._end_frame()
     r.summary.frames_total = r.frame - 1

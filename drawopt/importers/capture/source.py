@@ -6,14 +6,14 @@ the file and line: ``capture.jsonl:17:1: error: ...``.
 
 from __future__ import annotations
 
-__all__ = ["JSON_VERSIONS", "open_lines", "convert_gfxr", "extract_shaders", "has_present", "tool", "decode_record"]
+__all__ = ["JSON_VERSIONS", "open_binary", "convert_gfxr", "extract_shaders", "has_present", "tool",
+           "decode_record"]
 
 import gzip
 import io
 import json
 import lzma
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -28,10 +28,7 @@ try:  # orjson (a maintained C JSON parser) reads records ~4x faster than the st
 except ImportError:  # pragma: no cover - the optional dependency is missing
     _loads = json.loads
 
-_CB = re.compile(r'"args":\{"commandBuffer":(\d+)[,}]')
-
-
-def decode_record(text: str, name: str, line: int) -> dict[str, Any]:
+def decode_record(text: str | bytes, name: str, line: int) -> dict[str, Any]:
     """The ``args`` of the API-call record ``text`` (InputError at ``name:line`` if it is corrupt)."""
     try:
         return _loads(text)["vkFunc"]["args"] or {}
@@ -93,27 +90,11 @@ def _open_binary(path: str) -> io.BufferedIOBase:
 
 
 @contextmanager
-def open_lines(path: str, name: str | None = None) -> Iterator[Iterator[tuple[int, str]]]:
-    """``(line number, text)`` of every line of a JSON Lines capture (decompressed as its name says).
-
-    Decompression and decoding errors become InputError at the line reached."""
-    name = name or path
+def open_binary(path: str, name: str | None = None) -> Iterator[io.BufferedIOBase]:
+    """The capture file as binary lines (decompressed as its name says)."""
     f = _open_binary(path)
-
-    def gen() -> Iterator[tuple[int, str]]:
-        n = 0
-        try:
-            for raw in f:
-                n += 1
-                try:
-                    yield n, raw.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    raise InputError(f"not UTF-8 text: {e.reason}", name, n, e.start + 1) from None
-        except (OSError, EOFError, lzma.LZMAError, gzip.BadGzipFile) as e:
-            raise InputError(f"corrupt or truncated compressed capture: {e}", name, n + 1, 1) from None
-
     try:
-        yield gen()
+        yield f
     finally:
         f.close()
 
