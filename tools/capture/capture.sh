@@ -13,19 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${1:-tests/data/captures}"
-PKGS="gfxreconstruct mesa-vulkan-drivers vulkan-tools vkd3d-demos glmark2-x11 xvfb xauth spirv-tools"
-
-missing=""
-for p in $PKGS; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-    echo "capture: apt-get install$missing"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    # shellcheck disable=SC2086
-    apt-get install -y -qq --no-install-recommends $missing
-fi
+# the Debian packages (gfxreconstruct, lavapipe, vkcube, vkd3d-demos, glmark2, Xvfb, spirv-tools)
+DRAWOPT_CAPTURE_TOOLS=1 sh .ci/install-capture.sh
 
 WORK="$(mktemp -d /tmp/drawopt-capture.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT

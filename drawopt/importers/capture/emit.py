@@ -287,6 +287,8 @@ class FrameEmitter:
         got = self.tables.get(full)
         if got is not None:
             return got
+        if key and key[0][0] == "unknown":
+            self.stats.unknown_tables += 1
         if sampler:
             base = self.smp_slots
             self.smp_slots += len(key)
@@ -306,18 +308,14 @@ class FrameEmitter:
     def _set_key(self, bound: Any, si: int, ranges: Any, sampler: bool, dyn: tuple[int, ...]) -> tuple[Any, ...]:
         """The content key of set ``si`` as bound (``bound``: ("set", handle) or ("push", content))."""
         kind, src = bound
-        if kind == "unknown":
-            self.stats.unknown_tables += 1
+        if kind == "unknown" or (kind == "set" and self.obj.set_unknown.get(src)):
+            # contents the capture does not decode: a table of its own per update (a push, or a
+            # set's version), never equal to another
             self.unknown_reads = True
-            self.unknown_counter += 1
             n = sum(r[2] if sampler else r[1] for r in ranges)
-            return tuple(("unknown", src, self.unknown_counter, j) for j in range(max(n, 1)))
+            uid = src if kind == "unknown" else ("set", src, self.obj.set_version.get(src, 0))
+            return tuple(("unknown", uid, si, j) for j in range(max(n, 1)))
         content = src if kind == "push" else self.obj.set_content.get(src, {})
-        if kind == "set" and self.obj.set_unknown.get(src):
-            self.stats.unknown_tables += 1
-            self.unknown_reads = True
-            n = sum(r[2] if sampler else r[1] for r in ranges)
-            return tuple(("unknown", src, self.obj.set_version.get(src, 0), j) for j in range(max(n, 1)))
         out = []
         if sampler:
             for b, _t, n in ranges:
@@ -675,7 +673,8 @@ def _push_set(fe: FrameEmitter, ex: _Exec, a: dict[str, Any]) -> None:
 def _push_set_template(fe: FrameEmitter, ex: _Exec, a: dict[str, Any]) -> None:
     tpl = fe.obj.templates.get(a["descriptorUpdateTemplate"], {})
     bp = "c" if tpl.get("pipelineBindPoint") == "VK_PIPELINE_BIND_POINT_COMPUTE" else "g"
-    ex.sets[bp][int(tpl.get("set", 0))] = (("unknown", a["descriptorUpdateTemplate"]), ())
+    fe.unknown_counter += 1  # every push is an update of its own
+    ex.sets[bp][int(tpl.get("set", 0))] = (("unknown", ("push", fe.unknown_counter)), ())
 
 
 def _push_constants(fe: FrameEmitter, ex: _Exec, a: dict[str, Any]) -> None:
