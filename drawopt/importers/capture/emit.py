@@ -121,7 +121,6 @@ class FrameEmitter:
         self._params_cache: dict[int, tuple[list[tuple[str, Any]], str]] = {}
         self.stats = FrameStats(frame)
         self.cmds: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
-        self.fence_writes: list[int] = []   # indices in cmds of GPU writes (copies; uav draws)
         self.decl_order: list[tuple[str, Any]] = []
         self.declared: set[Any] = set()
         self.tables: dict[Any, int] = {}      # table content key -> first slot in the heap
@@ -130,7 +129,7 @@ class FrameEmitter:
         self.views: list[View] = []
         self.rootsigs: dict[Any, str] = {}
         self.pipes: dict[str, Pipeline] = {}
-        self.unknown_reads = False
+        self.unknown_reads = False  # set by the reader: the capture has undecoded descriptor contents
         self.unknown_counter = 0
         self._reset_emitted()
 
@@ -311,7 +310,6 @@ class FrameEmitter:
         if kind == "unknown" or (kind == "set" and self.obj.set_unknown.get(src)):
             # contents the capture does not decode: a table of its own per update (a push, or a
             # set's version), never equal to another
-            self.unknown_reads = True
             n = sum(r[2] if sampler else r[1] for r in ranges)
             uid = src if kind == "unknown" else ("set", src, self.obj.set_version.get(src, 0))
             return tuple(("unknown", uid, si, j) for j in range(max(n, 1)))
@@ -461,6 +459,10 @@ class FrameEmitter:
         params, rs = got
         pname, nomerge = self._variant(p, ex, rs)
         g = bp == "g"
+        writes = any((k == "table" and any(r[0] == "uav" for r in w[1])) or (k == "dyntable" and w[3] == "uav")
+                     for k, w in params)
+        if writes and self.unknown_reads:
+            self.opaque(_FENCE, "fence")
         if g:
             cols, dep = ex.targets
             names = [self.image(c) for c in cols] + ([self.image(dep)] if dep is not None else [])
@@ -472,7 +474,6 @@ class FrameEmitter:
             self.em = {k: v for k, v in self.em.items() if not (isinstance(k, tuple) and k[0] == "root" + bp)}
         self._set(("rs", bp), rs, "SetGraphicsRootSignature" if g else "SetComputeRootSignature", rs)
         self._set("pso", pname, "SetPipelineState", pname)
-        writes = False
         sets = ex.sets[bp]
         for i, (kind, where) in enumerate(params):
             rk = ("root" + bp, i)
@@ -483,8 +484,6 @@ class FrameEmitter:
                     raise _Unmodelled(f"descriptor set {si} not bound")
                 key = self._set_key(bound[0], si, ranges, kind == "samplers", bound[1])
                 slot = self._table_slot(key, kind == "samplers")
-                if kind == "table" and any(r[0] == "uav" for r in ranges):
-                    writes = True
                 heap = "smp" if kind == "samplers" else "res"
                 self._set(rk, (heap, slot), "SetGraphicsRootDescriptorTable" if g else "SetComputeRootDescriptorTable",
                           i, f"{heap}[{slot}]")
@@ -497,7 +496,6 @@ class FrameEmitter:
                 if kind == "dyntable":
                     vk = where[3]
                     slot = self._table_slot(((vk, "b", buf, off, 0),), False)
-                    writes = writes or vk == "uav"
                     self._set(rk, ("res", slot), "SetGraphicsRootDescriptorTable" if g else
                               "SetComputeRootDescriptorTable", i, f"res[{slot}]")
                 else:
@@ -575,10 +573,10 @@ class FrameEmitter:
         writes, nomerge = self._prepare(ex, "g")
         if indexed:
             self._index(ex)
-        if writes:
-            self.fence_writes.append(len(self.cmds))
         self.cmds.append((op, args, {"flags": "nomerge"} if nomerge else {}))
         self.stats.draws += n
+        if writes and self.unknown_reads:
+            self.opaque(_FENCE, "fence")
 
     # ------------------------------------------------------------------ build
     def build(self) -> Any:
@@ -594,18 +592,7 @@ class FrameEmitter:
             b.declare(Heap("smp", "SAMPLER", max(1, min(self.smp_slots, 1_000_000))))
             for v in self.views:
                 b.declare(v)
-        fence = set(self.fence_writes) if self.unknown_reads else set()
-        for i, (name, args, kw) in enumerate(self.cmds):
-            if i in fence:
-                if name == "CopyBufferRegion":
-                    b.cmd("Opaque", f"vkCmdCopyBuffer {' '.join(map(str, args))} (reads not all known)")
-                    self.stats.opaque["vkCmdCopyBuffer"] += 1
-                    continue
-                b.cmd("Opaque", "fence: a GPU write in a frame whose reads are not all known")
-                b.cmd(name, *args, **kw)
-                b.cmd("Opaque", "fence: a GPU write in a frame whose reads are not all known")
-                self.stats.opaque["fence"] += 2
-                continue
+        for name, args, kw in self.cmds:
             b.cmd(name, *args, **kw)
         s = b.build()
         self.stats.commands = len(s)
@@ -613,6 +600,7 @@ class FrameEmitter:
 
 
 _NONE = object()
+_FENCE = "fence: a GPU write, and the capture's descriptor reads are not all known"
 
 
 # ---------------------------------------------------------------------- command handlers
@@ -769,6 +757,8 @@ def _begin_render_pass(fe: FrameEmitter, ex: _Exec, a: dict[str, Any]) -> None:
 
 def _enter_subpass(fe: FrameEmitter, ex: _Exec, rp: Any, k: int, call: str) -> None:
     cols, dep, resolves = rp.subpasses[k]
+    if fe.unknown_reads and k == 0:
+        fe.opaque(f"{call} (subpass dependencies; the capture's descriptor reads are not all known)", call)
     if resolves:
         fe.opaque(f"{call}: subpass {k} resolves", call)
     imgs = [fe.view_image(ex.fb_views[c]) for c in cols if c < len(ex.fb_views)]
@@ -796,6 +786,8 @@ def _next_subpass(fe: FrameEmitter, ex: _Exec, a: dict[str, Any]) -> None:
 
 def _begin_rendering(fe: FrameEmitter, ex: _Exec, a: dict[str, Any]) -> None:
     info = a["pRenderingInfo"]
+    if fe.unknown_reads:
+        fe.opaque("vkCmdBeginRendering (the capture's descriptor reads are not all known)", "vkCmdBeginRendering")
     cols, cleared = [], []
     for att in info.get("pColorAttachments") or ():
         v = att.get("imageView")
@@ -894,13 +886,17 @@ def _indirect_count(indexed: bool) -> Any:
 
 def _dispatch(fe: FrameEmitter, ex: _Exec, a: dict[str, Any]) -> None:
     writes, _ = fe._prepare(ex, "c")
-    if writes:
-        fe.fence_writes.append(len(fe.cmds))
     fe.cmds.append(("Dispatch", (int(a["groupCountX"]), int(a["groupCountY"]), int(a["groupCountZ"])), {}))
+    if writes and fe.unknown_reads:
+        fe.opaque(_FENCE, "fence")
 
 
 def _barrier(fe: FrameEmitter, ex: _Exec, a: dict[str, Any], v2: bool = False) -> None:
     info = a["pDependencyInfo"] if v2 else a
+    if fe.unknown_reads:  # the reads this barrier orders are not all known: nothing may cross it
+        fe.opaque("vkCmdPipelineBarrier (the capture's descriptor reads are not all known)",
+                  "vkCmdPipelineBarrier" + ("2" if v2 else ""))
+        return
     if info.get("memoryBarrierCount"):
         fe.opaque("vkCmdPipelineBarrier: global memory barrier", "vkCmdPipelineBarrier" + ("2" if v2 else ""))
         return
@@ -920,11 +916,12 @@ def _barrier(fe: FrameEmitter, ex: _Exec, a: dict[str, Any], v2: bool = False) -
 
 def _copy_buffer(fe: FrameEmitter, ex: _Exec, a: dict[str, Any]) -> None:
     src, dst = fe.buffer(a["srcBuffer"]), fe.buffer(a["dstBuffer"])
+    if fe.unknown_reads:
+        raise _Unmodelled("the capture's descriptor reads are not all known")
     for r in a["pRegions"]:
         s_off, d_off, size = int(r["srcOffset"]), int(r["dstOffset"]), int(r["size"])
         if s_off + size > fe.obj.buffers[a["srcBuffer"]][0] or d_off + size > fe.obj.buffers[a["dstBuffer"]][0]:
             raise _Unmodelled("copy outside the buffers")
-        fe.fence_writes.append(len(fe.cmds))
         fe.cmds.append(("CopyBufferRegion", (dst, d_off, src, s_off, size), {}))
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from ...errors import InputError, UsageError
 from .emit import FrameEmitter, FrameStats, Shaders, decode_writes
 from .objects import Objects, PipeInfo, PipeLayout, RenderPass, SetLayout
-from .source import JSON_VERSIONS, _loads, convert_gfxr, extract_shaders, has_present, open_binary, temp_dir
+from .source import JSON_VERSIONS, _loads, convert_gfxr, extract_shaders, open_binary, scan, temp_dir
 from .spirv import reflect_file
 from .vkmap import dynamic_state_key
 
@@ -87,12 +87,14 @@ class _Reader:
         self.fe: FrameEmitter | None = None
         self.out: dict[int, Any] = {}
         self.line = 0
+        self.unknown_reads = False  # descriptor contents the capture does not decode
 
     # ---------------------------------------------------------------- frames
     def _emitter(self) -> FrameEmitter:
         if self.fe is None:
             self.fe = FrameEmitter(self.frame, self.obj, self.shaders, self.variants, self.keep(self.frame))
             self.fe.file = self.name
+            self.fe.unknown_reads = self.unknown_reads
             self.fe.stats.first_line = self.line
         return self.fe
 
@@ -403,9 +405,11 @@ def read_capture(path: str, frames: Callable[[int], bool] | None = None, *, buil
                 shaders = extract_shaders(path, os.path.join(tmp, "shaders"))
         if shaders is not None and not os.path.isdir(shaders):
             raise UsageError(f"--shaders: '{shaders}' is not a folder")
+        present, templates = scan(src)
         if split == "auto":
-            split = "present" if has_present(src) else "submit"
+            split = "present" if present else "submit"
         r = _Reader(name, frames or (lambda n: True), build, split, shaders)
+        r.unknown_reads = templates
         _loop(r, src, name)
     return r.out, r.summary
 

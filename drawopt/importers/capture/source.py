@@ -6,7 +6,7 @@ the file and line: ``capture.jsonl:17:1: error: ...``.
 
 from __future__ import annotations
 
-__all__ = ["JSON_VERSIONS", "open_binary", "convert_gfxr", "extract_shaders", "has_present", "tool",
+__all__ = ["JSON_VERSIONS", "open_binary", "convert_gfxr", "extract_shaders", "scan", "tool",
            "decode_record"]
 
 import gzip
@@ -99,24 +99,30 @@ def open_binary(path: str, name: str | None = None) -> Iterator[io.BufferedIOBas
         f.close()
 
 
-def has_present(path: str) -> bool:
-    """Whether the capture calls ``vkQueuePresentKHR`` (stops at the first one)."""
-    needle = b'"vkQueuePresentKHR"'
+def scan(path: str) -> tuple[bool, bool]:
+    """Whether the capture calls ``vkQueuePresentKHR``, and whether it updates descriptors through
+    update templates (whose data ``gfxrecon-convert`` does not decode): one pass of byte search."""
+    needles = {b'"vkQueuePresentKHR"': False, b'DescriptorSetWithTemplate': False}
+    width = max(len(k) for k in needles)
     f = _open_binary(path)
     try:
         tail = b""
-        while True:
+        while not all(needles.values()):
             try:
                 chunk = f.read(1 << 22)
             except (OSError, EOFError, lzma.LZMAError):
-                return False  # the record reader reports the corruption where it finds it
+                break  # the record reader reports the corruption where it finds it
             if not chunk:
-                return False
-            if needle in tail + chunk[: len(needle)] or needle in chunk:
-                return True
-            tail = chunk[-len(needle):]
+                break
+            window = tail + chunk
+            for k in needles:
+                if not needles[k] and k in window:
+                    needles[k] = True
+            tail = chunk[-width:]
     finally:
         f.close()
+    present, templates = needles.values()
+    return present, templates
 
 
 @contextmanager
