@@ -570,13 +570,27 @@ class FrameEmitter:
         self._set("ib", ex.ib, "IASetIndexBuffer", name, fmt, off)
 
     def draw(self, ex: _Exec, op: str, *args: Any, indexed: bool = False, n: int = 1) -> None:
+        self.draws(ex, op, [args], indexed=indexed, n=n)
+
+    def draws(self, ex: _Exec, op: str, rows: list[tuple[Any, ...]], indexed: bool = False, n: int = 1) -> None:
+        """Draws ``op(*row)`` for each row under the same state (a multi-draw's expansion); each
+        row counts as ``n`` draws. A fenced writer gets its fences around every draw."""
+        if not rows:
+            return
         writes, nomerge = self._prepare(ex, "g")
         if indexed:
             self._index(ex)
-        self.cmds.append((op, args, {"flags": "nomerge"} if nomerge else {}))
-        self.stats.draws += n
-        if writes and self.unknown_reads:
-            self.opaque(_FENCE, "fence")
+        kw = {"flags": "nomerge"} if nomerge else {}
+        fence = writes and self.unknown_reads
+        for j, args in enumerate(rows):
+            if fence and j:
+                self._prepare(ex, "g")
+                if indexed:
+                    self._index(ex)
+            self.cmds.append((op, args, kw))
+            self.stats.draws += n
+            if fence:
+                self.opaque(_FENCE, "fence")
 
     # ------------------------------------------------------------------ build
     def build(self) -> Any:
@@ -832,19 +846,17 @@ def _draw_indexed(fe: FrameEmitter, ex: _Exec, a: dict[str, Any]) -> None:
 
 def _draw_multi(fe: FrameEmitter, ex: _Exec, a: dict[str, Any]) -> None:
     inst, fi = int(a["instanceCount"]), int(a["firstInstance"])
-    for v in a.get("pVertexInfo") or ():
-        if int(v["vertexCount"]) and inst:
-            fe.draw(ex, "DrawInstanced", int(v["vertexCount"]), inst, int(v["firstVertex"]), fi)
+    fe.draws(ex, "DrawInstanced", [(int(v["vertexCount"]), inst, int(v["firstVertex"]), fi)
+                                   for v in a.get("pVertexInfo") or () if int(v["vertexCount"]) and inst])
 
 
 def _draw_multi_indexed(fe: FrameEmitter, ex: _Exec, a: dict[str, Any]) -> None:
     inst, fi = int(a["instanceCount"]), int(a["firstInstance"])
     common = a.get("pVertexOffset")
-    for v in a.get("pIndexInfo") or ():
-        vo = int(common) if isinstance(common, int) else int(v["vertexOffset"])
-        if int(v["indexCount"]) and inst:
-            fe.draw(ex, "DrawIndexedInstanced", int(v["indexCount"]), inst, int(v["firstIndex"]), vo, fi,
-                    indexed=True)
+    fe.draws(ex, "DrawIndexedInstanced",
+             [(int(v["indexCount"]), inst, int(v["firstIndex"]),
+               int(common) if isinstance(common, int) else int(v["vertexOffset"]), fi)
+              for v in a.get("pIndexInfo") or () if int(v["indexCount"]) and inst], indexed=True)
 
 
 def _indirect(indexed: bool) -> Any:
