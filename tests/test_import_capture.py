@@ -108,6 +108,15 @@ def test_unknown_descriptor_contents_are_never_equal(imported) -> None:
     assert len({c["table"] for c in table_rows}) == len(table_rows)
 
 
+def test_barriers_are_full_barriers_where_reads_are_unknown(imported) -> None:
+    # desktop samples its render-to-texture passes through undecoded descriptor templates: its
+    # barriers must stop every move (Opaque); gears' descriptors are all known: resource barriers
+    names = {n: {c.spec.name for c in imported[n][0][1].commands()} for n in ("glmark2-desktop", "vkd3d-gears")}
+    assert "ResourceBarrier" not in names["glmark2-desktop"] and "Opaque" in names["glmark2-desktop"]
+    assert imported["glmark2-desktop"][1].frames[0].opaque["vkCmdPipelineBarrier2"] > 0
+    assert "ResourceBarrier" in names["vkd3d-gears"]
+
+
 def test_list_frames() -> None:
     path, sh = capture("vkd3d-gears")
     frames = list_frames(path, shaders=sh)

@@ -119,6 +119,9 @@ class _Reader:
         fe = self._emitter()
         if fe.keep:
             for s in a.get("pSubmits") or ():
+                if self.unknown_reads and s.get("waitSemaphoreCount") and (fe.cmds or fe.stats.submits):
+                    fe.opaque("vkQueueSubmit: semaphore wait (the capture's descriptor reads are not all known)",
+                              "vkQueueSubmit")
                 for cb in s.get("pCommandBuffers") or ():
                     fe.run(self.obj.cmdbufs.get(cb, []))
         fe.stats.submits += 1
@@ -128,7 +131,8 @@ class _Reader:
     def _submit2(self, a: dict[str, Any]) -> None:
         subs = []
         for s in a.get("pSubmits") or ():
-            subs.append({"pCommandBuffers": [c["commandBuffer"] for c in s.get("pCommandBufferInfos") or ()]})
+            subs.append({"pCommandBuffers": [c["commandBuffer"] for c in s.get("pCommandBufferInfos") or ()],
+                         "waitSemaphoreCount": s.get("waitSemaphoreInfoCount", 0)})
         self._submit({"pSubmits": subs})
 
     # ---------------------------------------------------------------- objects
