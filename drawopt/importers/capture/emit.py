@@ -9,22 +9,20 @@ assumed set. Declarations are made for the objects a frame uses only.
 
 from __future__ import annotations
 
-__all__ = ["FrameEmitter", "FrameStats", "Shaders"]
+__all__ = ["FrameEmitter", "FrameStats", "Shaders", "decode_writes"]
 
 import json
-import struct
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...decls import Buffer, Depth, Heap, Pipeline, RootParam, RootSig, Target, Texture, View
 from ...stream import StreamBuilder
-from .objects import Objects, PipeInfo, Recorded, SetLayout
+from .objects import Objects, PipeInfo, Recorded
 from .source import decode_record
 from .spirv import Reflection
 from .vkmap import (
     DYNAMIC_DESCRIPTORS,
-    SAMPLER_PART,
     TABLE_KIND,
     access_state,
     blend_key,
@@ -36,11 +34,6 @@ from .vkmap import (
     vk_format,
 )
 
-_STAGES = {
-    "VK_SHADER_STAGE_VERTEX_BIT": "vs", "VK_SHADER_STAGE_TESSELLATION_CONTROL_BIT": "hs",
-    "VK_SHADER_STAGE_TESSELLATION_EVALUATION_BIT": "ds", "VK_SHADER_STAGE_GEOMETRY_BIT": "gs",
-    "VK_SHADER_STAGE_FRAGMENT_BIT": "ps", "VK_SHADER_STAGE_COMPUTE_BIT": "cs",
-}
 # dynamic states the emitter models itself (the others fold into the pipeline variant)
 _MODELLED = frozenset(dynamic_state_key(s) for s in (
     "VK_DYNAMIC_STATE_VIEWPORT", "VK_DYNAMIC_STATE_SCISSOR", "VK_DYNAMIC_STATE_VIEWPORT_WITH_COUNT",
@@ -55,10 +48,6 @@ _DROPPED = {"vkCmdBeginDebugUtilsLabelEXT", "vkCmdEndDebugUtilsLabelEXT", "vkCmd
             "vkCmdEndRenderPass2KHR"}
 """Calls with no effect on what the GPU renders (debug labels; the end of a render pass, whose
 store ops drawopt does not model and whose resolves are handled at its start)."""
-
-
-def _f32(x: Any) -> int:
-    return struct.unpack("<I", struct.pack("<f", float(x)))[0]
 
 
 @dataclass
@@ -937,10 +926,6 @@ def _copy_buffer(fe: FrameEmitter, ex: _Exec, a: dict[str, Any]) -> None:
         fe.cmds.append(("CopyBufferRegion", (dst, d_off, src, s_off, size), {}))
 
 
-def _begin_cb(fe: FrameEmitter, ex: _Exec, a: dict[str, Any]) -> None:
-    pass
-
-
 _HANDLERS: dict[str, Any] = {
     "vkCmdBindPipeline": _bind_pipeline,
     "vkCmdBindDescriptorSets": _bind_sets,
@@ -1000,5 +985,3 @@ dropped) becomes an Opaque full barrier."""
 
 # the vkCmdSet* calls above whose value the handler keeps under its own key are modelled; the
 # others (line width, depth bias, cull mode ...) are kept by run() under dynamic_state_key(name)
-__all__ += ["decode_writes"]
-_ = (SetLayout, SAMPLER_PART)
