@@ -19,7 +19,7 @@ from .stream import Command, Header, Stream, StreamBuilder
 __all__ = [
     "Buffer", "Decls", "Depth", "Heap", "Pipeline", "RootParam", "RootSig", "Target", "Texture", "View",
     "DrawoptError", "InputError", "UsageError", "Command", "Header", "Stream", "StreamBuilder",
-    "load", "save", "optimize", "track", "build_graph", "verify",
+    "load", "save", "optimize", "track", "build_graph", "verify", "import_gltf",
 ]
 
 
@@ -37,7 +37,10 @@ def __getattr__(name: str):
     if name == "build_graph":
         from .graph import build_graph
         return build_graph
-    if name == "verify":
-        from .verify import verify
-        return verify
+    if name == "import_gltf":
+        from .importers.gltf import import_gltf
+        return import_gltf
+    if name == "verify":  # the package is callable: drawopt.verify(a, b) however often it is imported
+        import importlib
+        return importlib.import_module(".verify", __name__)
     raise AttributeError(f"module 'drawopt' has no attribute {name!r}")

@@ -5,6 +5,13 @@ fields, so ``schedule{reorder=opaque}`` sets ``reorder: str = "declared"``.
 It declares the analyses it ``requires`` and the ones it ``preserves`` (as in
 LLVM's new pass manager); the manager caches analyses and drops those a pass
 did not preserve. ``apply`` returns a :class:`PassResult`.
+
+Two post-conditions hold for every run (docs/passes.md, "What the pass manager
+guarantees"): no pass adds a finding of any rule (checked after every pass that
+changed the stream; a pass that adds one is rolled back and named), and the
+output verifies against the input (checked once at the end; when it does not,
+the pipeline is re-run verifying every pass and the passes whose output fails
+are rolled back).
 """
 
 from __future__ import annotations
@@ -12,12 +19,14 @@ from __future__ import annotations
 __all__ = [
     "Pass", "PassResult", "AnalysisManager", "PassManager", "PASSES", "ANALYSES",
     "parse_pipeline", "get_pass", "optimize", "PassError", "DEFAULT_PIPELINE", "default_pipeline",
+    "option", "check_options", "PassRecord", "widest_policy", "record_provenance",
 ]
 
 import dataclasses
 import importlib
 import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -82,6 +91,9 @@ class Pass:
     preserves: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = ""
 
+    def __post_init__(self) -> None:
+        check_options(self)
+
     def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
         raise NotImplementedError
 
@@ -89,6 +101,53 @@ class Pass:
         opts = [f"{f.name.replace('_', '-')}={getattr(self, f.name)}" for f in dataclasses.fields(self)
                 if getattr(self, f.name) != f.default]
         return self.name + ("{" + ",".join(opts) + "}" if opts else "")
+
+
+def option(default: Any, *, min: float | None = None, max: float | None = None,
+           choices: tuple[str, ...] | None = None, target: bool = False, kind: type | None = None) -> Any:
+    """A pass option field with its valid range, checked by :func:`check_options` when the pass is made.
+
+    ``min``/``max`` bound a number (inclusive), ``choices`` a string, ``target=True`` names
+    a cost-model target. A ``None`` default means "unset" (the pass chooses); ``kind`` is
+    then the type a pipeline string's value is read as.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class P(Pass):
+    ...     name = "p"
+    ...     count: int = option(4, min=1)
+    >>> P(count=0)
+    Traceback (most recent call last):
+    ...
+    drawopt.errors.UsageError: pass 'p': option count must be >= 1, got 0
+    """
+    meta = {"min": min, "max": max, "choices": choices, "target": target, "kind": kind}
+    return field(default=default, metadata={"drawopt": meta})
+
+
+def check_options(p: Pass) -> None:
+    """Raise :class:`UsageError` for an option of ``p`` outside the range its field declares.
+
+    Checked however the pass is made (pipeline string or constructor) and on every
+    target, also where the pass would do nothing.
+    """
+    for f in dataclasses.fields(p):
+        meta = f.metadata.get("drawopt")
+        if not meta:
+            continue
+        v = getattr(p, f.name)
+        if v is None and f.default is None:
+            continue
+        key = f.name.replace("_", "-")
+        if meta["target"]:
+            from .costmodel import get_target
+            get_target(v)
+        if meta["choices"] is not None and v not in meta["choices"]:
+            raise UsageError(f"pass '{p.name}': option {key} must be one of {', '.join(meta['choices'])}, got '{v}'")
+        if meta["min"] is not None and v < meta["min"]:
+            raise UsageError(f"pass '{p.name}': option {key} must be >= {meta['min']:g}, got {v}")
+        if meta["max"] is not None and v > meta["max"]:
+            raise UsageError(f"pass '{p.name}': option {key} must be <= {meta['max']:g}, got {v}")
 
 
 def _load(spec: str) -> Any:
@@ -182,6 +241,8 @@ def parse_pipeline(text: str, **overrides: Any) -> list[Pass]:
                 raise UsageError(f"pass '{cls.name}': unknown option '{item}'"
                                  f" (options: {', '.join(f.replace('_', '-') for f in fields) or 'none'})")
             default = fields[key].default
+            if default is None:  # an unset-by-default option: read the value as its declared kind
+                default = (fields[key].metadata.get("drawopt") or {}).get("kind", str)()
             kw[key] = _convert(value.strip(), default, cls.name, key)
         passes.append(cls(**kw))
     return passes
@@ -198,27 +259,68 @@ class PassRecord:
     commands_after: int
     report: dict[str, Any]
     verified: bool | None = None
+    rejected: str | None = None
+    """Why the pass's output was discarded (it added a finding, or failed verify), else None."""
 
 
 class PassManager:
-    """Runs passes in order, optionally verifying after each one.
+    """Runs passes in order and guards their results.
 
     ``verify_each``: after every pass that modified the stream, check the IR
     (``Stream.check``) and run the translation validator against the stream
     before the pass; a failure raises :class:`PassError` naming the pass and the
-    passes before it.
+    passes before it. The same mode turns a pass that adds a finding into a
+    :class:`PassError` (debugging: stop at the first bad pass).
+
+    Always (the module docstring): a pass that adds a finding of any rule is rolled
+    back (its record says why) and, with ``verify=True`` (the default), the output is
+    verified against the input at the end; if it fails, the pipeline is re-run with
+    every pass verified and the failing ones rolled back. ``target``/``reorder`` are
+    the pipeline's context and are recorded in the output's header.
     """
 
     def __init__(self, passes: list[Pass], verify_each: bool = False,
-                 on_pass: Callable[[Pass, PassResult], None] | None = None, reorder: str = "declared") -> None:
+                 on_pass: Callable[[Pass, PassResult], None] | None = None, reorder: str = "declared",
+                 target: str = "", verify: bool = True) -> None:
         self.passes = passes
         self.verify_each = verify_each
         self.on_pass = on_pass
-        self.reorder = reorder
+        self.reorder = widest_policy(reorder, *(getattr(p, "reorder", "none") for p in passes))
+        """The pipeline's policy: the widest of ``reorder`` and any pass's own ``reorder`` option."""
+        self.target = target
+        self.verify = verify
         self.records: list[PassRecord] = []
+        self.verified: bool | None = None
+        """True when the output was verified against the input, None when not checked."""
 
     def run(self, stream: Stream) -> Stream:
+        """The optimized stream; its header records the target and reorder policy.
+
+        A pipeline that changed nothing returns ``stream`` itself (header untouched).
+        """
+        source = stream
+        out = self._run_passes(source, verify_each=self.verify_each)
+        if self.verify and out is not source:
+            reason = verify_streams(source, out, reorder=self.reorder)
+            if reason is not None:
+                # a pass wrote a wrong rewrite that its own checks missed: find and drop it
+                first = self.records
+                out = self._run_passes(source, verify_each=True, roll_back=True)
+                self.records = _merge_records(first, self.records)
+                reason = verify_streams(source, out, reorder=self.reorder) if out is not source else None
+                if reason is not None:  # the chain of verified steps did not compose: keep the input
+                    self.records.append(PassRecord("(pipeline)", 0.0, False, len(out), len(source), {},
+                                                   False, f"output failed verify: {reason}"))
+                    out = source
+            self.verified = True
+        elif self.verify_each or out is source:
+            self.verified = True
+        return out if out is source else record_provenance(out, self.target, self.reorder)
+
+    def _run_passes(self, stream: Stream, verify_each: bool, roll_back: bool = False) -> Stream:
+        self.records = []
         am = AnalysisManager()
+        counts = _finding_counts(stream, am)
         for i, p in enumerate(self.passes):
             t0 = time.perf_counter()
             try:
@@ -226,29 +328,96 @@ class PassManager:
             except DrawoptError:
                 raise
             except Exception as e:  # name the failing pass, as torch.fx's pass manager does
-                done = ", ".join(str(q) for q in self.passes[:i]) or "none"
-                raise PassError(f"pass '{p}' failed: {type(e).__name__}: {e} (passes before it: {done})") from e
+                raise PassError(f"pass '{p}' failed: {type(e).__name__}: {e} (passes before it: "
+                                f"{self._before(i)})") from e
             rec = PassRecord(p.name, time.perf_counter() - t0, res.modified, len(stream), len(res.stream),
                              res.report)
-            if self.verify_each and res.modified:
-                self._verify(stream, res.stream, p, i)
-                rec.verified = True
             am.invalidate(res)
+            if res.modified:
+                rejected, after = self._check(stream, res, p, i, am, counts, verify_each, roll_back)
+                if rejected is not None:  # keep the stream before the pass
+                    rec.rejected, rec.commands_after = rejected, len(stream)
+                    res = PassResult.unchanged(stream, **res.report)
+                else:
+                    rec.verified = True if verify_each else None
+                    counts = after
             self.records.append(rec)
             if self.on_pass:
                 self.on_pass(p, res)
             stream = res.stream
         return stream
 
+    def _check(self, before: Stream, res: PassResult, p: Pass, i: int, am: AnalysisManager,
+               counts: Counter[str], verify_each: bool, roll_back: bool) -> tuple[str | None, Counter[str]]:
+        """Why the pass's output must be discarded (None: keep it), and its findings per rule.
+
+        Raises :class:`PassError` instead in strict mode (``verify_each`` without ``roll_back``).
+        """
+        after = _finding_counts(res.stream, am)
+        added = {r: n - counts.get(r, 0) for r, n in after.items() if n > counts.get(r, 0)}
+        why = None
+        if added:
+            why = (f"pass '{p}' added findings: " + ", ".join(f"{n} {r}" for r, n in sorted(added.items()))
+                   + f" (passes before it: {self._before(i)})")
+        elif verify_each:
+            try:
+                self._verify(before, res.stream, p, i)
+            except PassError as e:
+                why = str(e)
+        if why is not None and verify_each and not roll_back:
+            raise PassError(why)
+        return why, (counts if why else after)
+
+    def _before(self, i: int) -> str:
+        return ", ".join(str(q) for q in self.passes[:i]) or "none"
+
     def _verify(self, before: Stream, after: Stream, p: Pass, i: int) -> None:
-        done = ", ".join(str(q) for q in self.passes[:i]) or "none"
         try:
             after.check()
         except ValueError as e:
-            raise PassError(f"after pass '{p}': invalid stream: {e} (passes before it: {done})") from None
+            raise PassError(f"after pass '{p}': invalid stream: {e} (passes before it: {self._before(i)})") from None
         verdict = verify_streams(before, after, reorder=self.reorder)
         if verdict is not None:
-            raise PassError(f"after pass '{p}': {verdict} (passes before it: {done})")
+            raise PassError(f"after pass '{p}': {verdict} (passes before it: {self._before(i)})")
+
+
+def widest_policy(*policies: str) -> str:
+    """The most permissive of reorder ``policies`` (none < declared < opaque).
+
+    >>> widest_policy("declared", "opaque", "none")
+    'opaque'
+    """
+    from .stream import REORDER_POLICIES
+
+    return max(policies, key=REORDER_POLICIES.index)
+
+
+def _finding_counts(stream: Stream, am: AnalysisManager) -> Counter[str]:
+    """Findings per rule of ``stream`` (its state analysis is cached for the next pass)."""
+    from .validate import findings
+
+    return Counter(f.rule for f in findings(stream, am.get("state", stream)))
+
+
+def _merge_records(first: list[PassRecord], second: list[PassRecord]) -> list[PassRecord]:
+    """The re-run's records, with the first run's times (the re-run also verified)."""
+    for a, b in zip(first, second):
+        b.seconds += a.seconds
+    return second
+
+
+def record_provenance(stream: Stream, target: str, reorder: str) -> Stream:
+    """``stream`` with ``target``/``reorder`` recorded in its header (a shallow copy when they change).
+
+    >>> from drawopt.stream import StreamBuilder
+    >>> record_provenance(StreamBuilder().build(), "vulkan", "opaque").header.target
+    'vulkan'
+    """
+    h = stream.header
+    if (h.target, h.reorder) == (target or h.target, reorder or h.reorder):
+        return stream
+    header = dataclasses.replace(h, target=target or h.target, reorder=reorder or h.reorder)
+    return dataclasses.replace(stream, header=header)
 
 
 def verify_streams(before: Stream, after: Stream, reorder: str = "declared") -> str | None:
@@ -267,14 +436,16 @@ def verify_streams(before: Stream, after: Stream, reorder: str = "declared") -> 
 
 
 def optimize(stream: Stream, passes: str | list[Pass] | None = None, *, target: str = "d3d12",
-             reorder: str = "declared", verify_each: bool = False, **options: Any) -> Stream:
+             reorder: str = "declared", verify_each: bool = False, verify: bool = True, **options: Any) -> Stream:
     """Run a pass pipeline over ``stream`` and return the optimized stream.
 
     ``passes``: a pipeline string, a list of passes, or None for the default
     pipeline of ``target``. Extra ``options`` set pass options by field name.
+    ``verify`` (default on) checks the output against the input at the end and
+    drops the passes that broke it; the output never adds a finding.
     """
     if passes is None:
         passes = default_pipeline(target)
     if isinstance(passes, str):
         passes = parse_pipeline(passes, target=target, reorder=reorder, **options)
-    return PassManager(passes, verify_each=verify_each, reorder=reorder).run(stream)
+    return PassManager(passes, verify_each=verify_each, reorder=reorder, target=target, verify=verify).run(stream)

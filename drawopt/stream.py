@@ -20,9 +20,10 @@ from __future__ import annotations
 
 __all__ = [
     "Header", "Stream", "Command", "CommandBuffer", "Emitter", "StreamBuilder",
-    "StreamCheckError", "FLAG_NOMERGE", "FLAG_NAMES", "ARGS_SIZE", "ragged_index",
+    "StreamCheckError", "FLAG_NOMERGE", "FLAG_NAMES", "ARGS_SIZE", "ragged_index", "REORDER_POLICIES",
 ]
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,9 @@ ARGS_SIZE = {"DrawInstancedIndirect": 16, "DrawIndexedInstancedIndirect": 20,
 
 CONTEXTS = ("graphics", "compute")
 KINDS = ("list", "bundle")
+REORDER_POLICIES = ("none", "declared", "opaque")
+"""Which draws writing a common target may commute (docs/verification.md)."""
+_TARGET_NAME = re.compile(r"[a-z][a-z0-9_.-]*")
 
 
 @dataclass
@@ -51,6 +55,14 @@ class Header:
     ``fast_semantics``: the context was created with FAST_SEMANTICS, so a CS writer
     needs a CS_PARTIAL_FLUSH before the L2 flush. ``auto_gpu_flush``: the initial
     CSEnableAutomaticGpuFlush setting (FALSE has the same consequence).
+
+    ``target`` and ``reorder``: how an optimized stream was made (the cost-model
+    target and the reorder policy it was optimized under; ``""`` = not recorded,
+    as in every input). They are provenance, not semantics: ``verify`` and
+    ``explain`` default to them, and neither ``==`` nor the verifier compares them.
+
+    >>> Header(target="xbox-one", reorder="opaque").reorder
+    'opaque'
     """
 
     version: int = 1
@@ -58,6 +70,8 @@ class Header:
     kind: str = "list"
     fast_semantics: bool = False
     auto_gpu_flush: bool = True
+    target: str = field(default="", compare=False)
+    reorder: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if self.version != 1:
@@ -69,6 +83,10 @@ class Header:
         for k in ("fast_semantics", "auto_gpu_flush"):
             if not isinstance(getattr(self, k), bool):
                 raise ValueError(f"{k} must be on or off")
+        if not isinstance(self.target, str) or (self.target and not _TARGET_NAME.fullmatch(self.target)):
+            raise ValueError(f"target must be a target name, got '{self.target}'")
+        if self.reorder and self.reorder not in REORDER_POLICIES:
+            raise ValueError(f"reorder must be one of {', '.join(REORDER_POLICIES)}, got '{self.reorder}'")
 
 
 @dataclass(frozen=True)

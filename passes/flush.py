@@ -81,7 +81,7 @@ from drawopt.flushrules import (
     required_sequence,
 )
 from drawopt.ops import BY_NAME, INDEXED_DRAW_OPS
-from drawopt.passmanager import AnalysisManager, Pass, PassResult
+from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
 from drawopt.stream import CommandBuffer, Stream, concat
 
 _IA = BY_NAME["IASetIndexBuffer"].code
@@ -322,7 +322,7 @@ class FlushPass(Pass):
 
     drop_redundant_flushes: bool = False
     coalesce: bool = True
-    target: str = "d3d12"
+    target: str = option("d3d12", target=True)
 
     def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
         rebinds = index_rebinds(stream)

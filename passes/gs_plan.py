@@ -226,6 +226,7 @@ class GsPlanPass(Pass):
     mode: str = "auto"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not (1 <= int(self.lds_limit) <= LDS_MAX):
             raise UsageError(f"pass 'gs-plan': lds-limit must be 1..{LDS_MAX} bytes, got {self.lds_limit}")
         if not (1 <= int(self.min_prims) <= MAX_PRIMS_PER_SUBGROUP):

@@ -126,7 +126,7 @@ from drawopt.decls import Buffer, Decls, Pipeline, RootSig, lift_items, resolve_
 from drawopt.flushrules import flush_access, forward_fill
 from drawopt.mergeclass import fence_mask
 from drawopt.ops import BY_NAME
-from drawopt.passmanager import AnalysisManager, Pass, PassResult
+from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
 from drawopt.state import MASKED, NSLOTS, OBS_DRAW, ROOT0, UNDEFINED, StateTable, intern_rows
 from drawopt.stream import ARGS_SIZE, FLAG_NOMERGE, Stream
 
@@ -1017,8 +1017,8 @@ def apply_plan(stream: Stream, plan: MdiPlan, args_name: str, perdraw_name: str)
 class MdiPass(Pass):
     """Turn same-state draws into multi-draw-indirect batches (see the module docstring).
 
-    Options: ``target`` (cost model and limits), ``max_count`` (0 = the target's
-    limit; otherwise the smaller of the two), ``min_batch`` (fewest direct draws
+    Options: ``target`` (cost model and limits), ``max_count`` (at least 1; unset =
+    the target's limit; otherwise the smaller of the two), ``min_batch`` (fewest direct draws
     per batch; the cost model may ask for more), ``lift`` (per-draw data under
     ``draw_data`` contracts).
     """
@@ -1028,14 +1028,14 @@ class MdiPass(Pass):
     preserves: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = "batch same-state draws into MultiDraw*Indirect calls"
 
-    target: str = "d3d12"
-    max_count: int = 0
-    min_batch: int = 2
+    target: str = option("d3d12", target=True)
+    max_count: int | None = option(None, min=1, kind=int)
+    min_batch: int = option(2, min=1)
     lift: bool = True
 
     def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
         table = am.get("state", stream)
-        plan = plan_mdi(stream, table, target=self.target, max_count=self.max_count,
+        plan = plan_mdi(stream, table, target=self.target, max_count=self.max_count or 0,
                         min_batch=self.min_batch, lift=self.lift)
         report: dict[str, Any] = {
             "direct_batches": plan.direct_batches, "direct_draws_batched": plan.direct_draws,

@@ -81,7 +81,7 @@ from drawopt.costmodel import get_target, pack_x_pays_off
 from drawopt.decls import Buffer, Decls, Pipeline, RootSig, View, resolve_lift
 from drawopt.errors import UsageError
 from drawopt.ops import BY_NAME, INDEX_FORMATS, INDEXED_DRAW_OPS, NARGS, Cat
-from drawopt.passmanager import AnalysisManager, Pass, PassResult
+from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
 from drawopt.state import (
     CROOT0,
     IB,
@@ -1172,9 +1172,9 @@ class PackXPass(Pass):
     preserves: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = "rewrite runs of compatible draws into wave-packed DrawIndexedX calls"
 
-    target: str = "d3d12"
+    target: str = option("d3d12", target=True)
     force: bool = False
-    max_instances: int = 16
+    max_instances: int = option(16, min=1)
 
     def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
         if not pack_x_pays_off(self.target, self.force):

@@ -98,7 +98,7 @@ from drawopt.mergeclass import (
     segment_units,
 )
 from drawopt.ops import BY_NAME, Cat
-from drawopt.passmanager import AnalysisManager, Pass, PassResult
+from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
 from drawopt.state import (
     CROOT0,
     CRS,
@@ -121,7 +121,7 @@ from drawopt.state import (
     scan,
     track,
 )
-from drawopt.stream import FLAG_NOMERGE, CommandBuffer, Stream, concat
+from drawopt.stream import FLAG_NOMERGE, REORDER_POLICIES, CommandBuffer, Stream, concat
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
 _CONST_OPS = (_OP["SetGraphicsRoot32BitConstants"], _OP["SetComputeRoot32BitConstants"])
@@ -132,7 +132,6 @@ _OPAQUE = _OP["Opaque"]
 _GFX_ROOTS = list(range(ROOT0, ROOT0 + NROOT))
 _CMP_ROOTS = list(range(CROOT0, CROOT0 + NROOT))
 _ALL_ROOTS = _GFX_ROOTS + _CMP_ROOTS
-REORDER_POLICIES = ("none", "declared", "opaque")
 _CHUNK = 1 << 15
 _SLOT_RANGE = range(NSLOTS)
 _KERNEL_LAYOUT = np.array([GFX_RS, CRS, HEAPS, IB, VB, ROOT0, CROOT0, NROOT, MASKED, UNDEFINED, UNKNOWN], np.int64)
@@ -961,14 +960,8 @@ class SchedulePass(Pass):
     preserves: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = "reorder draws by state within the dependency graph; re-emit the state they need"
 
-    reorder: str = "declared"
-    target: str = "d3d12"
-
-    def __post_init__(self) -> None:
-        if self.reorder not in REORDER_POLICIES:
-            from drawopt.errors import UsageError
-            raise UsageError(f"schedule: reorder must be one of {', '.join(REORDER_POLICIES)}, not '{self.reorder}'")
-        get_target(self.target)
+    reorder: str = option("declared", choices=REORDER_POLICIES)
+    target: str = option("d3d12", target=True)
 
     def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
         table: StateTable = am.get("state", stream)

@@ -71,7 +71,7 @@ from drawopt.decls import Buffer, Pipeline, View
 from drawopt.errors import UsageError
 from drawopt.flushrules import flush_access, forward_fill
 from drawopt.ops import BY_NAME, INDEXED_DRAW_OPS, U32_MAX
-from drawopt.passmanager import AnalysisManager, Pass, PassResult
+from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
 from drawopt.state import PIPELINE, TOPOLOGY, VB, StateTable
 from drawopt.stream import FLAG_NOMERGE, Stream
 
@@ -491,12 +491,15 @@ class WeldPass(Pass):
     summary: ClassVar[str] = "weld byte-equal vertices: non-indexed triangle lists become indexed draws"
 
     min_saving: float = 0.25
-    target: str = "d3d12"
+    target: str = option("d3d12", target=True)
     force: bool = False
 
-    def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if not 0.0 <= self.min_saving < 1.0:
             raise UsageError(f"pass 'weld': min-saving must be in [0, 1), got {self.min_saving}")
+
+    def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
         table: StateTable = am.get("state", stream)
         plan = plan_weld(stream, table, self.min_saving, self.target, self.force)
         report: dict[str, Any] = {

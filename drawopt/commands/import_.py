@@ -14,7 +14,6 @@ from __future__ import annotations
 __all__ = ["HELP", "add_arguments", "run"]
 
 import argparse
-import importlib
 import json
 import os
 import sys
@@ -22,6 +21,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..importers import importer_kind
+from .import_scene import add_scene_arguments, run_scene
 
 HELP = "import a GFXReconstruct capture (.gfxr, .jsonl[.gz|.xz]) or a glTF scene as drawopt streams"
 
@@ -48,17 +48,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     cap.add_argument("--shaders", metavar="DIR",
                      help="the SPIR-V of the shader modules (gfxrecon-extract --dir DIR CAPTURE: files sh<handle>); "
                           "a .gfxr input is extracted itself")
-    _add_scene_arguments(p.add_argument_group("scene options (glTF)"))
-
-
-def _add_scene_arguments(g: argparse._ArgumentGroup) -> None:
-    """The glTF importer's options (drawopt.importers.gltf): add them here; _scene_options() passes
-    them to ``import_gltf``."""
-
-
-def _scene_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Keyword arguments for ``import_gltf`` from the options _add_scene_arguments() declared."""
-    return {}
+    # the scene importer's options (drawopt.commands.import_scene, the glTF half of this command)
+    add_scene_arguments(p.add_argument_group("scene options (.gltf, .glb)"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,28 +63,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_scene(args: argparse.Namespace) -> int:
-    """Scenes: ``drawopt.importers.gltf.import_gltf(path, **options) -> Stream``, saved to OUT."""
-    from .. import formats
-
-    try:
-        gltf = importlib.import_module("drawopt.importers.gltf")
-    except ModuleNotFoundError as e:
-        if e.name == "drawopt.importers.gltf":
-            raise UsageError("importing glTF scenes is not available in this build (drawopt.importers.gltf)") from None
-        raise
+    """Scenes: drawopt.commands.import_scene (drawopt.importers.gltf) imports and saves."""
     if args.list or args.frame is not None or args.frames is not None or args.shaders or args.split != "auto":
         raise UsageError("--list, --frame(s), --split and --shaders are capture options; a scene is one stream")
-    if args.output and args.output != "-":
-        formats.format_for(args.output)  # a usage error must not cost an import
-    stream = gltf.import_gltf(args.input, **_scene_options(args))
-    if args.output:
-        formats.save(stream, args.output)
-    if not args.quiet:
-        out = sys.stderr if args.output == "-" else sys.stdout
-        from ..stats import compute_stats
-        st = compute_stats(stream)
-        print(f"{args.input}: {st['draws']} draws, {len(stream)} commands", file=out)
-    return 0
+    if args.format != "text":
+        raise UsageError("--format is for a capture's per-frame files; a scene's format comes from -o")
+    return run_scene(args)
 
 
 def _out_name(base: str, frame: int, fmt: str) -> str:

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ..errors import UsageError
-from ..passmanager import PASSES, PassManager, default_pipeline, parse_pipeline
+from ..passmanager import PASSES, PassManager, default_pipeline, parse_pipeline, record_provenance
 from ..progress import Progress
 
 HELP = "optimize a stream with a pass pipeline and print a before/after summary"
@@ -29,6 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reorder", choices=REORDER, default="declared",
                    help="which draws on a shared target may commute (default declared)")
     p.add_argument("--verify-each", action="store_true", help="verify the stream after every pass")
+    p.add_argument("--no-verify", action="store_true",
+                   help="skip the final check of the output against the input (faster; the output is then unproven)")
     p.add_argument("--report", metavar="R.json", help="write the full report as JSON")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.add_argument("--print-passes", action="store_true", help="list the registered passes and exit")
@@ -62,17 +64,20 @@ def run(args: argparse.Namespace) -> int:
     passes = parse_pipeline(pipeline, target=args.target, reorder=args.reorder)
     before = _stats(stream, args.target, args.reorder)
     with Progress("optimize", len(passes)) as prog:
-        pm = PassManager(passes, verify_each=args.verify_each, reorder=args.reorder,
-                         on_pass=lambda p, r: prog.step(p.name))
-        result = pm.run(stream)
+        pm = PassManager(passes, verify_each=args.verify_each, reorder=args.reorder, target=args.target,
+                         verify=not args.no_verify, on_pass=lambda p, r: prog.step(p.name))
+        result = record_provenance(pm.run(stream), args.target, pm.reorder)
+    for r in pm.records:
+        if r.rejected:
+            print(f"{args.input}: warning: {r.rejected}; its output was discarded", file=sys.stderr)
     after = _stats(result, args.target, args.reorder)
     formats.save(result, args.output, out_fmt)
     report = {
         "input": args.input, "output": args.output, "target": args.target, "reorder": args.reorder,
-        "pipeline": [str(p) for p in passes], "before": before, "after": after,
+        "pipeline": [str(p) for p in passes], "before": before, "after": after, "verified": pm.verified,
         "passes": [{"name": r.name, "seconds": round(r.seconds, 6), "modified": r.modified,
                     "commands_before": r.commands_before, "commands_after": r.commands_after,
-                    "verified": r.verified, "report": r.report} for r in pm.records],
+                    "verified": r.verified, "rejected": r.rejected, "report": r.report} for r in pm.records],
     }
     if args.report:
         formats.write_text_atomic(args.report, json.dumps(report, indent=2, sort_keys=True, default=_jsonable) + "\n")

@@ -21,21 +21,23 @@ HELP = "check that an optimized stream renders what the original does (translati
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("original", metavar="ORIGINAL", help="the stream before the rewrite ('-' = standard input)")
     p.add_argument("optimized", metavar="OPTIMIZED", help="the stream after the rewrite")
-    p.add_argument("--reorder", choices=REORDER_POLICIES, default="declared",
-                   help="which draws on a common target may change order (default: declared)")
+    p.add_argument("--reorder", choices=REORDER_POLICIES, default=None,
+                   help="which draws on a common target may change order (default: the policy recorded in "
+                        "OPTIMIZED's header, else declared)")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
     a = load(args.original)
     b = load(args.optimized)
-    res = verify(a, b, reorder=args.reorder)
+    reorder = args.reorder or b.header.reorder or "declared"
+    res = verify(a, b, reorder=reorder)
     if args.json:
         sys.stdout.write(json.dumps(res.to_json(), sort_keys=True, indent=2, default=str) + "\n")
     elif res.equivalent:
         st = res.details.get("stats", {})
         recs = st.get("records", [0, 0])
-        sys.stdout.write(f"equivalent ({recs[0]} records compared, reorder={args.reorder})\n")
+        sys.stdout.write(f"equivalent ({recs[0]} records compared, reorder={reorder})\n")
     else:
         where_a = f"{args.original}:{res.line_a}" if res.line_a is not None else args.original
         where_b = f"{args.optimized}:{res.line_b}" if res.line_b is not None else args.optimized

@@ -94,13 +94,18 @@ def suggest(word: str, choices: Iterable[str]) -> str:
 
 
 # ---------------------------------------------------------------------------- header
-_HEADER_KEYS = ("context", "kind", "fast_semantics", "auto_gpu_flush")
+HEADER_KEYS = ("context", "kind", "fast_semantics", "auto_gpu_flush", "target", "reorder")
+"""Header keys in the order every format writes them; ``target``/``reorder`` only when recorded."""
 
 
 def header_to_json(h: Header) -> dict[str, Any]:
-    """The header as a JSON object (every key, version excluded)."""
-    return {"context": h.context, "kind": h.kind, "fast_semantics": h.fast_semantics,
-            "auto_gpu_flush": h.auto_gpu_flush}
+    """The header as a JSON object (every key, version excluded; provenance keys only when recorded)."""
+    obj: dict[str, Any] = {"context": h.context, "kind": h.kind, "fast_semantics": h.fast_semantics,
+                           "auto_gpu_flush": h.auto_gpu_flush}
+    for k in ("target", "reorder"):
+        if getattr(h, k):
+            obj[k] = getattr(h, k)
+    return obj
 
 
 def header_from_json(obj: object) -> Header:
@@ -108,12 +113,24 @@ def header_from_json(obj: object) -> Header:
     if not isinstance(obj, dict):
         raise ValueError("header must be an object")
     for k, v in obj.items():
-        if k not in _HEADER_KEYS:
-            raise ValueError(f"unknown header key '{k}'{suggest(str(k), _HEADER_KEYS)}")
+        if k not in HEADER_KEYS:
+            raise ValueError(f"unknown header key '{k}'{suggest(str(k), HEADER_KEYS)}")
         want = bool if k in ("fast_semantics", "auto_gpu_flush") else str
         if not isinstance(v, want):
             raise ValueError(f"header key '{k}' must be {'true or false' if want is bool else 'a string'}")
     return Header(1, **obj)
+
+
+def header_text(h: Header) -> str:
+    """The ``.dstream`` header line of ``h``.
+
+    >>> header_text(Header(target="vulkan", reorder="declared"))
+    'drawopt 1 context=graphics kind=list fast_semantics=off auto_gpu_flush=on target=vulkan reorder=declared'
+    """
+    words = [f"drawopt {h.version}"]
+    for k, v in header_to_json(h).items():
+        words.append(f"{k}={('on' if v else 'off') if isinstance(v, bool) else v}")
+    return " ".join(words)
 
 
 # ---------------------------------------------------------------------------- fast encoders

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..decls import BLENDS, DEPTH_FUNCS, HEAP_TYPES, PIPELINE_KEYS, SHADER_STAGES, VIEW_KINDS
 from ..ops import OPS, Arg, OpSpec
-from ..stream import CONTEXTS, FLAG_NAMES, KINDS
+from ..stream import CONTEXTS, FLAG_NAMES, KINDS, REORDER_POLICIES
 
 _ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schema" / "stream.schema.json"
@@ -178,7 +178,9 @@ def json_schema() -> dict[str, Any]:
         "flags": {"type": "array", "items": {"enum": list(FLAG_NAMES)}},
         "header": {"type": "object", "additionalProperties": False, "properties": {
             "context": {"enum": list(CONTEXTS)}, "kind": {"enum": list(KINDS)},
-            "fast_semantics": {"type": "boolean"}, "auto_gpu_flush": {"type": "boolean"}}},
+            "fast_semantics": {"type": "boolean"}, "auto_gpu_flush": {"type": "boolean"},
+            "target": {"type": "string", "pattern": "^[a-z][a-z0-9_.-]*$"},
+            "reorder": {"enum": list(REORDER_POLICIES)}}},
         "decl": {"type": "object", "required": ["kind"],
                  "properties": {"kind": {"enum": list(decls)}},
                  "allOf": [{"if": {"properties": {"kind": {"const": k}}}, "then": {"$ref": f"#/$defs/decl_{k}"}}

@@ -48,9 +48,11 @@ from ..errors import InputError
 from ..ops import NARGS, OPS, OpSpec
 from ..stream import FLAG_NAMES, Header, Stream, StreamCheckError, encode_command
 from .common import (
+    HEADER_KEYS,
     OPAQUE,
     Fallback,
     check_decl_tokens,
+    header_text,
     opaque_text_error,
     plans_for,
     suggest,
@@ -59,7 +61,6 @@ from .common import (
 )
 
 DECL_KEYWORDS = ("buffer", "data", "texture", "target", "depth", "heap", "view", "rootsig", "pipeline")
-_HEADER_KEYS = ("context", "kind", "fast_semantics", "auto_gpu_flush")
 _ONOFF = {"on": True, "off": False}
 _VIEW_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_.\-]*)\[([0-9]+)\]\Z")
 _DIMS = re.compile(r"([0-9]+)x([0-9]+)\Z")
@@ -202,9 +203,9 @@ class _Reader:
             k, sep, val = t.partition("=")
             if not sep:
                 self.fail(f"expected key=value in the header, got '{t}'", lineno, i)
-            if k not in _HEADER_KEYS:
-                self.fail(f"unknown header key '{k}'{suggest(k, _HEADER_KEYS)} "
-                          f"(known: {', '.join(_HEADER_KEYS)})", lineno, i)
+            if k not in HEADER_KEYS:
+                self.fail(f"unknown header key '{k}'{suggest(k, HEADER_KEYS)} "
+                          f"(known: {', '.join(HEADER_KEYS)})", lineno, i)
             if k in kw:
                 self.fail(f"header key '{k}' given twice", lineno, i)
             if k in ("fast_semantics", "auto_gpu_flush"):
@@ -677,9 +678,7 @@ def _pipeline_keys(p: Pipeline) -> str:
 def dumps_text(s: Stream) -> str:
     """The canonical ``.dstream`` text of ``s`` (header, declarations, a blank line, commands)."""
     h = s.header
-    out = [f"drawopt {h.version} context={h.context} kind={h.kind} "
-           f"fast_semantics={'on' if h.fast_semantics else 'off'} "
-           f"auto_gpu_flush={'on' if h.auto_gpu_flush else 'off'}"]
+    out = [header_text(h)]
     for d in s.decls:
         out += _decl_lines(d)
     names = [d.name for d in s.decls]

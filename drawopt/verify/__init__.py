@@ -26,7 +26,9 @@ from __future__ import annotations
 
 __all__ = ["VerifyResult", "verify", "REORDER_POLICIES"]
 
+import sys
 import time
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,14 +37,13 @@ import numpy as np
 from ..decls import Buffer
 from ..errors import UsageError
 from ..ops import BARRIER_STATES, BY_NAME
-from ..stream import Stream
+from ..stream import REORDER_POLICIES, Stream
 from .compare import canonical, compare_records
 from .model import Canon
 from .records import Records, expand
 from .rules import check_rules, first_new_violation
 from .slots import column_universe
 
-REORDER_POLICIES = ("none", "declared", "opaque")
 """``none``: no two draws on a common target commute; ``declared``: only pipelines
 declared ``order_independent``; ``opaque``: also opaque depth-tested draws."""
 
@@ -230,3 +231,14 @@ def _barrier_match(A: Records, B: Records) -> tuple[VerifyResult | None, np.ndar
                 f"{BARRIER_STATES[p[1]]} at {A.where(p[2])} is missing from the optimized stream",
                 p[2], None, kind="barrier", resource=A.canon.name(r))
     return res, np.zeros(0, np.int64)
+
+
+class _CallableModule(types.ModuleType):
+    """``drawopt.verify`` is both this package and the function: importing the package
+    rebinds the name on :mod:`drawopt`, so the package itself calls :func:`verify`."""
+
+    def __call__(self, original: Stream, optimized: Stream, reorder: str = "declared") -> VerifyResult:
+        return verify(original, optimized, reorder=reorder)
+
+
+sys.modules[__name__].__class__ = _CallableModule
