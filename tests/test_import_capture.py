@@ -161,6 +161,28 @@ def test_unknown_command_is_a_counted_opaque_barrier(tmp_path: Path) -> None:
     assert sum(t.startswith("vkCmdFrobnicateEXT") for t in texts) == 2
 
 
+def test_static_viewport_comes_from_the_pipeline(tmp_path: Path) -> None:
+    lines = _lines("vkcube")
+    out = []
+    for t in lines:
+        rec = json.loads(t)
+        f = rec.get("vkFunc", {})
+        if f.get("name") == "vkCmdSetViewport":
+            continue
+        if f.get("name") == "vkCreateGraphicsPipelines":
+            ci = f["args"]["pCreateInfos"][0]
+            ds = ci["pDynamicState"]
+            ds["pDynamicStates"] = [d for d in ds["pDynamicStates"] if d != "VK_DYNAMIC_STATE_VIEWPORT"]
+            ds["dynamicStateCount"] = len(ds["pDynamicStates"])
+            ci["pViewportState"]["pViewports"] = [{"x": 1.0, "y": 2.0, "width": 30.0, "height": 40.0,
+                                                   "minDepth": 0.0, "maxDepth": 1.0}]
+            t = json.dumps(rec)
+        out.append(t)
+    s = import_capture(_write(tmp_path, out), 1)[1]
+    vps = [c for c in s.commands() if c.spec.name == "RSSetViewports"]
+    assert len(vps) == 1 and vps[0]["width"] == 30.0 and vps[0]["y"] == 2.0
+
+
 def test_bad_input_truncated(tmp_path: Path) -> None:
     lines = _lines("vkcube")
     k = len(lines) // 2

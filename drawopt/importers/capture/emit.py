@@ -30,6 +30,7 @@ from .vkmap import (
     dynamic_state_key,
     is_depth_format,
     layout_state,
+    rect,
     topology,
     vk_format,
 )
@@ -614,11 +615,18 @@ def _bind_pipeline(fe: FrameEmitter, ex: _Exec, a: dict[str, Any]) -> None:
     ex.pipe[bp] = a["pipeline"]
     p = fe.obj.pipelines.get(a["pipeline"])
     if p is not None and bp == "g":
-        # a pipeline with static viewport / scissor sets them itself (drawopt: they are unknown)
+        # a pipeline with a static viewport / scissor sets it itself
         if not p.is_dynamic("VK_DYNAMIC_STATE_VIEWPORT") and not p.is_dynamic("VK_DYNAMIC_STATE_VIEWPORT_WITH_COUNT"):
-            ex.dyn.pop("viewport", None)
+            _put(ex.dyn, "viewport", p.viewport)
         if not p.is_dynamic("VK_DYNAMIC_STATE_SCISSOR") and not p.is_dynamic("VK_DYNAMIC_STATE_SCISSOR_WITH_COUNT"):
-            ex.dyn.pop("scissor", None)
+            _put(ex.dyn, "scissor", p.scissor)
+
+
+def _put(d: dict[str, Any], key: str, value: Any) -> None:
+    if value is None:
+        d.pop(key, None)
+    else:
+        d[key] = value
 
 
 def _bind_sets(fe: FrameEmitter, ex: _Exec, a: dict[str, Any]) -> None:
@@ -709,10 +717,7 @@ def _viewport(fe: FrameEmitter, ex: _Exec, a: dict[str, Any]) -> None:
 def _scissor(fe: FrameEmitter, ex: _Exec, a: dict[str, Any]) -> None:
     if int(a.get("firstScissor", 0)) != 0:
         raise _Unmodelled("scissor other than the first")
-    s = a["pScissors"][0]
-    x, y = int(s["offset"]["x"]), int(s["offset"]["y"])
-    w, h = int(s["extent"]["width"]), int(s["extent"]["height"])
-    ex.dyn["scissor"] = (x, y, min(x + w, 2**31 - 1), min(y + h, 2**31 - 1))
+    ex.dyn["scissor"] = rect(a["pScissors"][0])
 
 
 def _blend_constants(fe: FrameEmitter, ex: _Exec, a: dict[str, Any]) -> None:

@@ -65,6 +65,8 @@ class PipeInfo:
     blend: dict[str, Any] | None = None
     dynamic: frozenset[str] = frozenset()               # dynamic_state_key() of each dynamic state
     unsupported: str = ""                                # why drawopt cannot declare it ("" = it can)
+    viewport: tuple[float, ...] | None = None            # static viewport 0 (x, y, w, h, min, max)
+    scissor: tuple[int, int, int, int] | None = None      # static scissor 0 (left, top, right, bottom)
 
     def is_dynamic(self, state: str) -> bool:
         return dynamic_state_key(state) in self.dynamic

@@ -24,7 +24,7 @@ from .emit import FrameEmitter, FrameStats, Shaders, decode_writes
 from .objects import Objects, PipeInfo, PipeLayout, RenderPass, SetLayout
 from .source import JSON_VERSIONS, _loads, convert_gfxr, extract_shaders, open_binary, scan, temp_dir
 from .spirv import reflect_file
-from .vkmap import dynamic_state_key
+from .vkmap import dynamic_state_key, rect
 
 SPLITS = ("auto", "present", "submit")
 
@@ -247,12 +247,17 @@ def _create_graphics(r: _Reader, a: dict[str, Any]) -> None:
         ds = ci.get("pDepthStencilState") or {}
         cb = ci.get("pColorBlendState") or {}
         atts = cb.get("pAttachments") or [None]
+        vp = ci.get("pViewportState") or {}
+        v0 = (vp.get("pViewports") or [None])[0]
+        s0 = (vp.get("pScissors") or [None])[0]
         r.obj.pipelines[h] = PipeInfo(
             h, False, stages, ci["layout"], ia.get("topology", "VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST"),
             int(ts.get("patchControlPoints", 3) or 3), binds, attrs,
             (ds.get("depthTestEnable", 0), ds.get("depthWriteEnable", 0),
              ds.get("depthCompareOp", "VK_COMPARE_OP_ALWAYS")),
-            atts[0], dyn, why)
+            atts[0], dyn, why,
+            tuple(float(v0[k]) for k in ("x", "y", "width", "height", "minDepth", "maxDepth")) if v0 else None,
+            rect(s0) if s0 else None)
 
 
 def _create_compute(r: _Reader, a: dict[str, Any]) -> None:

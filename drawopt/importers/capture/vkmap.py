@@ -15,7 +15,7 @@ from __future__ import annotations
 
 __all__ = [
     "topology", "depth_key", "blend_key", "vk_format", "is_depth_format", "layout_state", "access_state",
-    "TABLE_KIND", "SAMPLER_PART", "DYNAMIC_DESCRIPTORS", "dynamic_state_key", "flag_names",
+    "TABLE_KIND", "SAMPLER_PART", "DYNAMIC_DESCRIPTORS", "dynamic_state_key", "flag_names", "rect",
 ]
 
 from functools import cache
@@ -195,6 +195,16 @@ def _norm(text: str) -> str:
             t = t[: -len(suffix)]
             break
     return t.replace("_", "")
+
+
+def rect(r: dict[str, Any]) -> tuple[int, int, int, int]:
+    """A ``VkRect2D`` as ``RSSetScissorRects``' (left, top, right, bottom).
+
+    >>> rect({"offset": {"x": 8, "y": 0}, "extent": {"width": 100, "height": 50}})
+    (8, 0, 108, 50)
+    """
+    x, y = int(r["offset"]["x"]), int(r["offset"]["y"])
+    return x, y, min(x + int(r["extent"]["width"]), 2**31 - 1), min(y + int(r["extent"]["height"]), 2**31 - 1)
 
 
 @cache
