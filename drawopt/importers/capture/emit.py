@@ -263,6 +263,8 @@ class FrameEmitter:
             return ("none",)
         t, info = d
         if "buffer" in info:
+            if not isinstance(info["buffer"], int):  # a null descriptor (VK_NULL_HANDLE): reads nothing
+                return ("none",)
             return (kind, "b", info["buffer"], info.get("offset", 0), info.get("range", 0))
         if "texel" in info:
             buf = self.obj.buffer_views.get(info["texel"])
