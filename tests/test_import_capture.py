@@ -358,3 +358,22 @@ def test_optimized_frames_render_the_same(name: str, imported) -> None:
         c = compare(ra, rb)
         assert c.same, (name, n, c.summary())
         assert ra.draw_calls == compute_stats(s)["draw_calls"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(shutil.which(t) for t in _TOOLS),
+                    reason="needs the Debian capture tools (tools/capture/capture.sh installs them)")
+def test_gfxr_is_converted_and_extracted(tmp_path: Path) -> None:
+    """A .gfxr goes through gfxrecon-convert and gfxrecon-extract inside the importer."""
+    xdg = tmp_path / "xdg"
+    xdg.mkdir(mode=0o700)
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(xdg)}
+    subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 640x480x24", "env",
+                    "VK_INSTANCE_LAYERS=VK_LAYER_LUNARG_gfxreconstruct", f"GFXRECON_CAPTURE_FILE={tmp_path}/c.gfxr",
+                    "GFXRECON_CAPTURE_FILE_TIMESTAMP=false", "GFXRECON_CAPTURE_FRAMES=3-4", "GFXRECON_LOG_LEVEL=error",
+                    "vkcube", "--c", "6"], env=env, capture_output=True, timeout=300)
+    (gfxr,) = tmp_path.glob("c_frames_*.gfxr")
+    frames, summary = import_capture_summary(str(gfxr))
+    assert sorted(frames) == [1, 2] and [f.draws for f in summary.frames] == [1, 1]
+    if HAVE_DIS:
+        assert summary.shaders_read == 2 and "no_primitive_id" in frames[1].decls.of_kind("pipeline")[0].contract
