@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 if [ -f .ci/install-gl.sh ]; then
   bash .ci/install-gl.sh || echo "tests/run.sh: could not install OpenGL packages; replay tests will be skipped" >&2
 fi
+if [ -f .ci/install-capture.sh ]; then
+  bash .ci/install-capture.sh || echo "tests/run.sh: could not install spirv-tools/orjson; capture contract tests will be skipped" >&2
+fi
 if [ -f .ci/install-scenes.sh ]; then
   bash .ci/install-scenes.sh || echo "tests/run.sh: could not install the glTF scenes; real-scene tests will be skipped" >&2
 fi
