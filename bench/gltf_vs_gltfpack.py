@@ -106,7 +106,7 @@ def run_drawopt(path: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, (opts, target) in CONFIGS.items():
         imp = import_scene(path, **opts)
-        res = optimize(imp.stream, default_pipeline(target), target=target)
+        res = optimize(imp.stream, default_pipeline(target), target=target).stream
         v = verify(imp.stream, res)
         st = compute_stats(res, target=target)
         generated = sorted(d.name for d in res.decls if d.kind == "buffer"

@@ -71,7 +71,7 @@ def test_every_frame_imports_with_no_findings(name: str, imported) -> None:
 @pytest.mark.parametrize("name", FIXTURES)
 def test_optimize_verify_each_and_explain(name: str, imported) -> None:
     for s in imported[name][0].values():
-        out = optimize(s, target="vulkan", verify_each=True)
+        out = optimize(s, target="vulkan", verify_each=True).stream
         assert verify(s, out).equivalent
         assert compute_stats(out)["draw_calls"] <= compute_stats(s)["draw_calls"]
         ex = explain(out, "vulkan")
@@ -297,9 +297,9 @@ def test_no_pass_moves_or_merges_across_opaque(pipeline: str, reorder: str) -> N
     s = _mergeable_with_opaque()
     before = _segments(s)
     if pipeline.startswith("default:"):
-        out = optimize(s, target=pipeline.split(":")[1], reorder=reorder, verify_each=True)
+        out = optimize(s, target=pipeline.split(":")[1], reorder=reorder, verify_each=True).stream
     else:
-        out = optimize(s, parse_pipeline(pipeline, reorder=reorder), reorder=reorder, verify_each=True)
+        out = optimize(s, parse_pipeline(pipeline, reorder=reorder), reorder=reorder, verify_each=True).stream
     after = _segments(out)
     assert len(after) == len(before) == 3
     assert [_covered(a) for a in after] == [_covered(b) for b in before]
@@ -308,7 +308,7 @@ def test_no_pass_moves_or_merges_across_opaque(pipeline: str, reorder: str) -> N
 
 def test_merging_happens_within_segments() -> None:
     s = _mergeable_with_opaque()
-    out = optimize(s, target="vulkan", reorder="opaque", verify_each=True)
+    out = optimize(s, target="vulkan", reorder="opaque", verify_each=True).stream
     assert compute_stats(out)["draw_calls"] < compute_stats(s)["draw_calls"]  # the test above is not vacuous
 
 
@@ -352,7 +352,7 @@ def test_optimized_frames_render_the_same(name: str, imported) -> None:
     from drawopt.replay import compare, replay
 
     for n, s in imported[name][0].items():
-        out = optimize(s, target="vulkan", verify_each=True)
+        out = optimize(s, target="vulkan", verify_each=True).stream
         ra = replay(s, size=(64, 64), frames=1, warmup=False)
         rb = replay(out, size=(64, 64), frames=1, warmup=False)
         c = compare(ra, rb)

@@ -269,9 +269,9 @@ def test_default_pipeline_batches_every_node_and_verifies(tmp_path, target):
     nodes = [{"mesh": i % 2, "translation": [i, 0, 0]} for i in range(3)]
     path = write_scene(tmp_path, nodes, [tri_mesh(0), tri_mesh(1)], [{}, {"doubleSided": False}])
     plain = import_gltf(path)
-    assert compute_stats(optimize(plain, default_pipeline(target), target=target))["draw_calls"] == 3
+    assert compute_stats(optimize(plain, default_pipeline(target), target=target).stream)["draw_calls"] == 3
     s = import_gltf(path, per_draw_transforms=True, bindless=True, vertex_pulling=True)
-    out = optimize(s, default_pipeline(target), target=target, verify_each=True)
+    out = optimize(s, default_pipeline(target), target=target, verify_each=True).stream
     assert compute_stats(out)["draw_calls"] == 1
     assert verify(s, out).equivalent
     # the nodes keep their transforms: they travel in the per-draw array, the glTF buffers are untouched
@@ -302,7 +302,7 @@ def test_engine_beats_gltfpack_with_every_node_kept(tmp_path):
     gltfpack_draws = expected_counts(read_json(str(packed)))["draws"]
     s = import_gltf(path, per_draw_transforms=True, bindless=True, no_primitive_id=True, vertex_pulling=True)
     for target in ("d3d12", "vulkan"):
-        out = optimize(s, default_pipeline(target), target=target)
+        out = optimize(s, default_pipeline(target), target=target).stream
         assert verify(s, out).equivalent
         assert compute_stats(out)["draw_calls"] <= gltfpack_draws < 115
         assert {d.name for d in out.decls if d.kind == "buffer"} - {d.name for d in s.decls if d.kind == "buffer"} \
@@ -318,7 +318,7 @@ def test_verifier_sees_a_node_that_lost_its_transform(tmp_path):
     nodes = [{"mesh": 0, "translation": [i, 0, 0]} for i in range(4)]
     path = write_scene(tmp_path, nodes, [tri_mesh()])
     s = import_gltf(path, per_draw_transforms=True)
-    out = optimize(s, default_pipeline("vulkan"), target="vulkan")
+    out = optimize(s, default_pipeline("vulkan"), target="vulkan").stream
     arr = out.decls[out.decls.ref("mdi_perdraw0", ("buffer",))]
     assert verify(s, out).equivalent
     stride = 2 + 16  # [base_vertex, start_instance, 16 matrix words]

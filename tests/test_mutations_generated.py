@@ -52,7 +52,7 @@ def outputs() -> list[tuple[str, Stream, Stream, str]]:
     res = []
     for name, s in inputs().items():
         for target in TARGETS:
-            out = optimize(s, target=target)
+            out = optimize(s, target=target).stream
             if out is not s:
                 res.append((f"{name} / {target}", s, out, out.header.reorder or "declared"))
     return res

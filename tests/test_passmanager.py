@@ -156,7 +156,7 @@ def test_unset_and_valid_options() -> None:
 @pytest.mark.parametrize("fmt", ["text", "json", "npz"])
 def test_outputs_record_target_and_policy_in_every_format(fmt, tmp_path) -> None:
     s = S()
-    out = drawopt.optimize(s, target="xbox-one", reorder="opaque")
+    out = drawopt.optimize(s, target="xbox-one", reorder="opaque").stream
     assert (out.header.target, out.header.reorder) == ("xbox-one", "opaque")
     assert (s.header.target, s.header.reorder) == ("", "")         # the input is not touched
     path = tmp_path / f"o.{ {'text': 'dstream', 'json': 'json', 'npz': 'npz'}[fmt] }"
@@ -216,7 +216,7 @@ def test_verify_can_be_called_any_number_of_times() -> None:
     s = S()
     for _ in range(3):
         assert drawopt.verify(s, s).equivalent
-    out = drawopt.optimize(s, verify_each=True)          # imports the verifier package on the way
+    out = drawopt.optimize(s, verify_each=True).stream       # imports the verifier package on the way
     assert len(out) < len(s)
     for _ in range(3):
         assert drawopt.verify(s, out).equivalent
