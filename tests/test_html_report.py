@@ -1,7 +1,7 @@
 """The HTML report: ``optimize --report R.html`` and ``drawopt report R.json -o R.html``.
 
 The browser test renders the page in headless Chromium (Debian's ``chromium``,
-driven by Playwright at ``/usr/bin/chromium``; ``.ci/install-chromium.sh``
+driven by Playwright at ``/usr/bin/chromium``; ``.ci/install-system.sh``
 installs both, no browser is ever downloaded) and checks that every plot is drawn
 (non-white pixels inside each SVG's box) and that the page logs no console error.
 It is skipped when chromium or playwright is missing.
@@ -73,7 +73,7 @@ def test_report_rejects_a_non_report(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 def test_page_renders_in_headless_chromium(page_files: dict[str, Path]) -> None:
     if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
-        pytest.skip(f"no chromium at {CHROMIUM} (sh .ci/install-chromium.sh)")
+        pytest.skip(f"no chromium at {CHROMIUM} (sh .ci/install-system.sh)")
     sync_api = pytest.importorskip("playwright.sync_api")
     from PIL import Image
 

@@ -2,7 +2,7 @@
 
 The fixtures (tests/data/captures/NAME/: gzipped JSON Lines and the extracted SPIR-V) were made
 by tools/capture/capture.sh; these tests read them and need neither GFXReconstruct nor a GPU.
-Contract clauses need ``spirv-dis`` (Debian spirv-tools; .ci/install-capture.sh installs it):
+Contract clauses need ``spirv-dis`` (Debian spirv-tools; .ci/install-system.sh installs it):
 without it the import still works and says that no shader was read.
 """
 

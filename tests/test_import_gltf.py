@@ -1,7 +1,7 @@
 """glTF import (drawopt.importers.gltf): counts against the JSON, the engine model's order, contracts,
 the rewrite they allow, and bad input.
 
-Real scenes come from Debian's ``assimp-testmodels`` (``.ci/install-scenes.sh``) and are skipped
+Real scenes come from Debian's ``assimp-testmodels`` (``.ci/install-system.sh``) and are skipped
 when it is not installed; the small scenes written here keep CI's coverage without it. The expected
 counts are computed from the JSON by this file's own reader, not by the importer's code.
 """
@@ -87,7 +87,7 @@ def stream_counts(stream) -> dict:
 def test_real_scene_counts_match_the_json(rel):
     path = os.path.join(MODELS, rel)
     if not os.path.exists(path):
-        pytest.skip("assimp-testmodels not installed (sh .ci/install-scenes.sh)")
+        pytest.skip("assimp-testmodels not installed (sh .ci/install-system.sh)")
     s = import_gltf(path)
     assert stream_counts(s) == expected_counts(read_json(path))
 
@@ -296,7 +296,7 @@ def test_engine_beats_gltfpack_with_every_node_kept(tmp_path):
 
     path = os.path.join(MODELS, "2CylinderEngine-glTF-Binary/2CylinderEngine.glb")
     if not os.path.exists(path) or shutil.which("gltfpack") is None:
-        pytest.skip("assimp-testmodels or gltfpack not installed (sh .ci/install-scenes.sh)")
+        pytest.skip("assimp-testmodels or gltfpack not installed (sh .ci/install-system.sh)")
     packed = tmp_path / "mm.gltf"
     subprocess.run(["gltfpack", "-i", path, "-o", str(packed), "-mm"], check=True, capture_output=True)
     gltfpack_draws = expected_counts(read_json(str(packed)))["draws"]

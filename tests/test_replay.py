@@ -1,7 +1,7 @@
 """Replay through OpenGL (EGL): equivalent rewrites render the same pixels, wrong ones do not.
 
 Every test renders on whatever EGL gives (Mesa llvmpipe on CI) and is skipped, with
-the reason, when no OpenGL 4.3 context can be made (``.ci/install-gl.sh`` installs
+the reason, when no OpenGL 4.3 context can be made (``.ci/install-system.sh`` installs
 what is needed). Rewrites are built by hand here (the optimizer's own outputs are
 compared in the passes' tests); each equivalence test has planted wrong twins that
 must show a difference, so none of them can pass by rendering nothing.

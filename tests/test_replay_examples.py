@@ -4,7 +4,7 @@ Issue 7's CI criterion: on llvmpipe (or whatever EGL gives) the original and the
 output of every ``examples/*.dstream`` produce identical targets. The optimizer runs with
 ``verify_each`` as well, so a failure here is a rewrite the verifier accepted but the
 replayer shows — or a replayer bug; both are worth a red test. Skipped without an EGL
-OpenGL 4.3 context (``.ci/install-gl.sh`` installs Mesa's).
+OpenGL 4.3 context (``.ci/install-system.sh`` installs Mesa's).
 """
 
 from __future__ import annotations

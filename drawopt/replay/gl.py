@@ -200,7 +200,7 @@ def get_context() -> tuple[Any, GLFunctions, GLInfo]:
         try:
             import moderngl
         except ImportError as e:
-            _state["error"] = f"moderngl is not installed ({e}); run .ci/install-gl.sh"
+            _state["error"] = f"moderngl is not installed ({e}); run .ci/install-system.sh"
             raise RuntimeError(_state["error"]) from None
         libegl = os.environ.get("GLCONTEXT_LINUX_LIBEGL") or ctypes.util.find_library("EGL")
         try:

@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${1:-tests/data/captures}"
 # the Debian packages (gfxreconstruct, lavapipe, vkcube, vkd3d-demos, glmark2, Xvfb, spirv-tools)
-DRAWOPT_CAPTURE_TOOLS=1 sh .ci/install-capture.sh
+DRAWOPT_CAPTURE_TOOLS=1 sh .ci/install-system.sh
 
 WORK="$(mktemp -d /tmp/drawopt-capture.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
