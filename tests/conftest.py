@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import importlib.abc
 import os
+import sys
 
 import pytest
 from hypothesis import settings
 
 from drawopt.testing import autoloads
+
+
+class PlainPassesGuard(importlib.abc.MetaPathFinder):
+    """Fails any import of the top-level ``passes`` folder under its plain name: it is installed as
+    ``drawopt.passes``, and loading the same file under two names gives two distinct sets of classes."""
+
+    def find_spec(self, name, path=None, target=None):  # noqa: ANN001 - the importlib protocol
+        if name == "passes" or name.startswith("passes."):
+            raise ImportError(f"import drawopt.{name}, not {name} (the pass modules are installed as drawopt.passes)")
+        return None
+
+
+assert "passes" not in sys.modules, "a module named plain 'passes' was imported before the test suite"
+sys.meta_path.insert(0, PlainPassesGuard())
 
 # Property tests: ``HYPOTHESIS_PROFILE=ci`` (what .ci/run sets) derandomizes them, so a clean
 # clone with no example database runs the same examples every time and a CI failure reproduces

@@ -447,7 +447,7 @@ def test_segment_units_from_either_graph_agree() -> None:
     from drawopt.mergeclass import draw_segments, segment_units
     from drawopt.state import track
     gen = pytest.importorskip("drawopt.gen")
-    from passes.schedule import _draw_pipes
+    from drawopt.passes.schedule import _draw_pipes
     for kind in ("frame", "gpu-driven"):
         s = gen.generate(kind, 1500, seed=2)
         t = track(s)

@@ -12,7 +12,7 @@ from drawopt.state import track
 from drawopt.stats import compute_stats
 from drawopt.stream import Stream, StreamBuilder
 from drawopt.verify import verify
-from passes.merge_instances import plan_merges
+from drawopt.passes.merge_instances import plan_merges
 
 
 def run(stream: Stream, verify_each: bool = True, passes: str = "merge-instances"):

@@ -15,7 +15,7 @@ from drawopt.stats import compute_stats
 from drawopt.stream import StreamBuilder
 from drawopt.validate import findings
 from drawopt.verify import verify
-from passes.schedule import Restater, SchedulePass, _rebuild, check_restated, schedule_order
+from drawopt.passes.schedule import Restater, SchedulePass, _rebuild, check_restated, schedule_order
 
 
 def run(stream, reorder="declared", target="d3d12", verify_each=True):
@@ -279,7 +279,7 @@ def test_ordered_chains_agree_with_the_graph(kind: str, seed: int, reorder: str)
     """Where the cheap test says a segment is a chain, the graph makes every draw a part of its own."""
     from drawopt.graph import build_graph, ordered_chains
     from drawopt.mergeclass import draw_parts, draw_segments, segment_units
-    from passes.schedule import _draw_pipes
+    from drawopt.passes.schedule import _draw_pipes
     s = generate(kind, 600, seed=seed)
     t = track(s)
     draws = t.draws.astype(np.int64)
@@ -314,7 +314,7 @@ def _segments(s):
     from types import SimpleNamespace
 
     from drawopt.mergeclass import draw_segments
-    from passes.schedule import _draw_pipes
+    from drawopt.passes.schedule import _draw_pipes
     t = track(s)
     draws = t.draws.astype(np.int64)
     pipe, pinned = _draw_pipes(s, t)
@@ -336,7 +336,7 @@ def _reference_rebuild(s, t, draws, new, starts, ends):
     input order, each segment's draws emitted where its first draw was (one command at a time,
     pure Python), a segment that cannot be re-created in the new order kept in input order."""
     from drawopt.ops import BY_NAME, Cat
-    from passes.schedule import CannotRestate
+    from drawopt.passes.schedule import CannotRestate
     rs = Restater(s, t, pure=True)
     cats = s.cats()
     keep = s.op == BY_NAME["CSEnableAutomaticGpuFlush"].code
@@ -386,7 +386,7 @@ def _check_rebuild_and_restated(s, seed: int) -> tuple[int, bool]:
     """_rebuild (compiled and pure) against the reference walk for a random in-segment order, and
     check_restated's fast path and its decoding of every pair: both find the restatement right,
     and the same first difference for a wrong permutation; returns (segments kept, failed)."""
-    from passes.schedule import check_restated
+    from drawopt.passes.schedule import check_restated
     t, draws, seg, starts, ends = _segments(s)
     if not draws.size:
         return 0, False
@@ -475,7 +475,7 @@ def test_restater_compiled_and_pure_agree_step_by_step() -> None:
     """emit_all (compiled) and emit one command at a time (pure) leave the same output, the
     same state in force and raise the same errors, chunk after chunk, with rollbacks."""
     from drawopt.ops import Cat
-    from passes.schedule import CannotRestate
+    from drawopt.passes.schedule import CannotRestate
     _compiled_schedule_kernel()
     for kind, n, seed in (("frame", 600, 1), ("bundle", 300, 2), ("gpu-driven", 500, 3)):
         s = generate(kind, n, seed=seed)
@@ -520,7 +520,7 @@ def test_check_restated_catches_a_corrupted_restatement() -> None:
 
     from drawopt.ops import BY_NAME
     from drawopt.stream import concat
-    from passes.schedule import check_restated
+    from drawopt.passes.schedule import check_restated
     s = generate("frame", 1500, seed=6)
     seen = {}
     real = sched.check_restated
@@ -595,7 +595,7 @@ def test_a_failed_self_check_leaves_the_stream_unchanged(monkeypatch) -> None:
 
 
 def test_first_seen_rank_lookup_and_sort_paths_agree() -> None:
-    from passes.schedule import _first_seen_rank
+    from drawopt.passes.schedule import _first_seen_rank
     rng = np.random.default_rng(2)
     for span in (3, 100, 10**6, 2**40):
         col = rng.integers(-3, span, 3000)
