@@ -63,12 +63,12 @@ def _base(b: StreamBuilder, layout: bool = False) -> None:
         b.pipeline("pl", vs="v_l", ps="ps", root="rs", params=(0, 1, 2), layout="pos")
     b.OMSetRenderTargets("rt0")
     b.SetGraphicsRootSignature("rs")
-    b.SetGraphicsRoot32BitConstants(0, 4, 0, [1, 2, 3, 4])
+    b.SetGraphicsRoot32BitConstants(0, 4, 1, 2, 3, 4)
     b.SetGraphicsRootConstantBufferView(1, "cb", 0)
     b.SetGraphicsRootDescriptorTable(2, "res[0]")
     b.SetPipelineState("pl" if layout else "p0")
     b.IASetPrimitiveTopology("TRIANGLELIST")
-    b.IASetIndexBuffer("ib0", 0, "R16_UINT")
+    b.IASetIndexBuffer("ib0", "R16_UINT", 0)
 
 
 def case_stream(case: str, n: int) -> Stream:
@@ -83,13 +83,13 @@ def case_stream(case: str, n: int) -> Stream:
         if case == "SetPipelineState":
             b.SetPipelineState(f"p{k}")
         elif case == "SetGraphicsRoot32BitConstants":
-            b.SetGraphicsRoot32BitConstants(0, 1, 0, [i + 7])
+            b.SetGraphicsRoot32BitConstants(0, 1, i + 7)
         elif case == "SetGraphicsRootDescriptorTable":
             b.SetGraphicsRootDescriptorTable(2, f"res[{k}]")
         elif case == "SetGraphicsRootConstantBufferView":
             b.SetGraphicsRootConstantBufferView(1, "cb", 256 * k)
         elif case == "IASetIndexBuffer":
-            b.IASetIndexBuffer(f"ib{k}", 0, "R16_UINT")
+            b.IASetIndexBuffer(f"ib{k}", "R16_UINT", 0)
         elif case == "IASetVertexBuffers":
             b.IASetVertexBuffers(0, "vb", 16 * k, 16)
         elif case == "OMSetRenderTargets":
@@ -228,8 +228,9 @@ def measure_pipelines(profile: dict[str, Any], draws: int = 10000, frames: int =
     register_target(model)
     cost_default = default_pipeline(model)
     cands = [cost_default,
+             "dedupe-state,merge-instances,weld,mdi,flush,dedupe-state",
              "dedupe-state,schedule,merge-instances,weld,flush,dedupe-state",
-             "dedupe-state,merge-instances,mdi,flush,dedupe-state",
+             "dedupe-state,merge-instances,weld,flush,dedupe-state",
              "dedupe-state"]
     src = generate("frame", draws, seed=7)
     opts = ReplayOptions(size=(1280, 720))
