@@ -5,8 +5,9 @@ default 10k and 100k, seed ``--seed``) and every capture fixture found under
 ``--captures`` (default ``tests/data/captures/*``; skipped when absent), it optimizes the
 stream with the default pipeline of every ``--targets`` (default ``d3d12,gl``; ``gl`` is the
 measured profile committed as ``drawopt/targets/gl.json``, or ``--target-profile``),
-replays original and output through OpenGL (light content, docs/replay.md; the output
-under the original's squeeze factor), compares every image and prints a table of CPU
+replays original and outputs through OpenGL (light content, docs/replay.md; every output
+under the original's squeeze factor; all streams prepared first and their timed frames
+interleaved, so that drifts of the machine weigh on all alike), compares every image and prints a table of CPU
 submit and GPU time (medians of ``--frames`` frames after a warm-up frame and
 ``--warmup-s`` seconds of untimed replay). ``--profile`` adds the per-command-kind
 profile of the original and the output of the largest frame.
@@ -35,7 +36,8 @@ from drawopt import formats  # noqa: E402
 from drawopt.costmodel import default_pipeline, load_target_profile, register_target  # noqa: E402
 from drawopt.gen import KINDS, generate  # noqa: E402
 from drawopt.passmanager import optimize  # noqa: E402
-from drawopt.replay import ReplayOptions, available, compare, replay  # noqa: E402
+from drawopt.replay import ReplayOptions, available, compare, replay_interleaved  # noqa: E402
+from drawopt.replay.executor import PRIM_BUDGET, index_scale_for  # noqa: E402
 from drawopt.replay.gl import get_context  # noqa: E402
 
 
@@ -99,20 +101,24 @@ def main(argv: list[str] | None = None) -> int:
         src = make()
         gen_s = time.perf_counter() - t0
         prof = args.profile and label.startswith("frame") and label.endswith(f"{biggest // 1000}k")
-        budget = {"prim_budget": args.prim_budget} if args.prim_budget else {}
-        opts = ReplayOptions(size=args.size, content=args.content, **budget)
-        ra = replay(src, frames=args.frames, options=opts, warmup_s=args.warmup_s, profile=prof)
+        scale = index_scale_for(src, args.prim_budget or PRIM_BUDGET) if args.content == "light" else 1
+        opts = ReplayOptions(size=args.size, content=args.content, index_scale=scale)
+        extra = [(targets[0], p) for p in args.pipelines.split(";") if p]
+        plan = [(t, default_pipeline(t)) for t in targets] + extra
+        outs, opt_times = [], []
+        for tgt, pipe in plan:
+            t0 = time.perf_counter()
+            outs.append(optimize(src, pipe, target=tgt))
+            opt_times.append(time.perf_counter() - t0)
+        # every stream prepared, then their timed frames interleaved (same machine conditions)
+        res = replay_interleaved([src, *outs], [opts] * (1 + len(outs)), frames=args.frames,
+                                 warmup_s=args.warmup_s, profile=prof)
+        ra = res[0]
         base = {"input": label, "gen_s": gen_s}
         rows.append({**base, "target": "", "pipeline": "", **_row("original", ra)})
         print(f"{label}: original {ra.draw_calls} draws, CPU {ra.cpu_submit_s * 1e3:.3f} ms, "
               f"GPU {ra.gpu_s * 1e3:.3f} ms (1/{ra.index_scale})", flush=True)
-        extra = [(targets[0], p) for p in args.pipelines.split(";") if p]
-        for tgt, pipe in [(t, default_pipeline(t)) for t in targets] + extra:
-            t0 = time.perf_counter()
-            out = optimize(src, pipe, target=tgt)
-            opt_s = time.perf_counter() - t0
-            ob = ReplayOptions(size=args.size, content=args.content, index_scale=ra.index_scale)
-            rb = replay(out, frames=args.frames, options=ob, warmup_s=args.warmup_s, profile=prof)
+        for (tgt, pipe), rb, opt_s in zip(plan, res[1:], opt_times):
             cmp = compare(ra, rb)
             row = {**base, "target": tgt, "pipeline": pipe, "optimize_s": opt_s, **_row("optimized", rb),
                    "same": cmp.same, "diff": [d.name for d in cmp.diffs if not d.same],
@@ -133,8 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         ratio = (f"{r['cpu_ratio']:.3f} | {r['gpu_ratio']:.3f}" if r["target"] else " | ")
         same = ("identical" if r.get("same") else "differ") if r["target"] else ""
-        print(f"| {r['input']} | {r['target'] or 'original'} | {r['pipeline'] or '-'} | {r['draw_calls']} | {r['gl_calls']} | "
-              f"{r['cpu_ms']:.3f} | {r['gpu_ms']:.3f} | {ratio} | {same} |")
+        print(f"| {r['input']} | {r['target'] or 'original'} | {r['pipeline'] or '-'} | {r['draw_calls']} | "
+              f"{r['gl_calls']} | {r['cpu_ms']:.3f} | {r['gpu_ms']:.3f} | {ratio} | {same} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": {**info.as_dict(), "python": platform.python_version(),

@@ -220,7 +220,7 @@ def measure_pipelines(profile: dict[str, Any], draws: int = 10000, frames: int =
     from .costmodel import target_from_profile
     from .gen import generate
     from .passmanager import optimize
-    from .replay import ReplayOptions, compare, replay
+    from .replay import ReplayOptions, compare
 
     say = say or (lambda _m: None)
     from .costmodel import default_pipeline, register_target
@@ -232,17 +232,21 @@ def measure_pipelines(profile: dict[str, Any], draws: int = 10000, frames: int =
              "dedupe-state,schedule,merge-instances,weld,flush,dedupe-state",
              "dedupe-state,merge-instances,weld,flush,dedupe-state",
              "dedupe-state"]
+    from .replay import replay_interleaved
+    from .replay.executor import index_scale_for
     src = generate("frame", draws, seed=7)
-    opts = ReplayOptions(size=(1280, 720))
-    say("reference frame")
-    ra = replay(src, frames=frames, options=opts, warmup_s=0.5)
+    cands = list(dict.fromkeys(cands))
+    outs = []
+    for p in cands:
+        say(f"optimizing: {p}")
+        outs.append(optimize(src, p, target=model.name))
+    opts = ReplayOptions(size=(1280, 720), index_scale=index_scale_for(src))
+    say("replaying the reference frame and the candidates (interleaved)")
+    res = replay_interleaved([src, *outs], [opts] * (1 + len(outs)), frames=frames, warmup_s=0.5)
+    ra = res[0]
     rows = [{"pipeline": "", "cpu_ms": ra.cpu_submit_s * 1e3, "gpu_ms": ra.gpu_s * 1e3, "same": True}]
     best = rows[0]
-    for p in dict.fromkeys(cands):
-        say(f"candidate {p}")
-        out = optimize(src, p, target=model.name)
-        rb = replay(out, frames=frames, options=ReplayOptions(size=(1280, 720), index_scale=ra.index_scale),
-                    warmup_s=0.5)
+    for p, rb in zip(cands, res[1:]):
         row = {"pipeline": p, "cpu_ms": rb.cpu_submit_s * 1e3, "gpu_ms": rb.gpu_s * 1e3,
                "same": compare(ra, rb).same, "draw_calls": rb.draw_calls, "gl_calls": rb.gl_calls}
         rows.append(row)

@@ -58,8 +58,9 @@ def _load(path: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..replay import ReplayOptions, available, call_overhead, compare, replay, write_pngs
+    from ..replay import ReplayOptions, available, call_overhead, compare, replay_interleaved, write_pngs
     from ..replay.api import machine_defaults
+    from ..replay.executor import index_scale_for
     from ..replay.gl import get_context
 
     if args.frames is not None and not 1 <= args.frames <= 10000:
@@ -86,15 +87,13 @@ def run(args: argparse.Namespace) -> int:
     frames = args.frames or dflt["frames"]
     warmup_s = dflt["warmup_s"] if args.warmup_s is None else args.warmup_s
     native = False if args.no_native else None
-    opts = ReplayOptions(size=size, native=native, content=args.content, index_scale=args.index_scale,
-                         prim_budget=dflt["prim_budget"])
-    kw = dict(size=size, frames=frames, warmup=dflt["warmup"], warmup_s=warmup_s, profile=args.profile or False)
-    with _Status() as st:
-        ra = replay(sa, options=opts, progress=st.prefix("A"), **kw)
-        rb = None
-        if sb is not None:
-            opts_b = ReplayOptions(size=size, native=native, content=args.content, index_scale=ra.index_scale)
-            rb = replay(sb, options=opts_b, progress=st.prefix("B"), **kw)
+    scale = args.index_scale or (index_scale_for(sa, dflt["prim_budget"]) if args.content == "light" else 1)
+    opts = ReplayOptions(size=size, native=native, content=args.content, index_scale=scale)
+    streams = [sa] if sb is None else [sa, sb]
+    with _Status() as st:  # A's and B's timed frames interleaved: both under the same conditions
+        got = replay_interleaved(streams, [opts] * len(streams), frames=frames, warmup=dflt["warmup"],
+                                 warmup_s=warmup_s, profile=args.profile or False, progress=st.say)
+    ra, rb = got[0], (got[1] if sb is not None else None)
     out: dict[str, Any] = {"gl": info.as_dict(), "size": list(size), "a": {"file": args.a, **ra.summary()}}
     if rb is not None:
         out["b"] = {"file": args.b, **rb.summary()}
@@ -126,12 +125,10 @@ class _Status:
         self.t0 = time.perf_counter()
         self._time = time.perf_counter
 
-    def prefix(self, tag: str) -> Any:
-        def say(msg: str) -> None:
-            if self.on:
-                sys.stderr.write(f"\rreplay {tag}: {msg} ({self._time() - self.t0:.1f} s){' ' * 20}")
-                sys.stderr.flush()
-        return say
+    def say(self, msg: str) -> None:
+        if self.on:
+            sys.stderr.write(f"\rreplay {msg} ({self._time() - self.t0:.1f} s){' ' * 20}")
+            sys.stderr.flush()
 
     def __enter__(self) -> _Status:
         return self
