@@ -44,6 +44,8 @@ CASES = ("draw_indexed", "draw", "SetPipelineState", "SetGraphicsRoot32BitConsta
 """What :func:`calibrate` measures."""
 
 _RECORDS = (1, 4, 16, 64, 256)
+FLOOR_US = 0.001
+"""A measured cost below this (1 ns: under the differences' resolution) is recorded as this."""
 
 
 def _base(b: StreamBuilder, layout: bool = False) -> None:
@@ -170,13 +172,12 @@ def calibrate(n: int = 20000, frames: int = 9, pipelines: bool = True, reference
     measured_state = dict(state)
     full_state = {k: round(float(v) * scale, 5) for k, v in gl.state_us.items()}
     for k, v in measured_state.items():
-        full_state[k] = round(float(v), 5)
-    if "SetGraphicsRoot32BitConstants" in measured_state:
-        full_state["SetComputeRoot32BitConstants"] = full_state["SetGraphicsRoot32BitConstants"]
-    if "SetGraphicsRootDescriptorTable" in measured_state:
-        full_state["SetComputeRootDescriptorTable"] = full_state["SetGraphicsRootDescriptorTable"]
-    if "SetGraphicsRootConstantBufferView" in measured_state:
-        full_state["SetGraphicsRootShaderResourceView"] = full_state["SetGraphicsRootConstantBufferView"]
+        full_state[k] = round(max(float(v), FLOOR_US), 5)  # below resolution: the floor, never 0
+    for dst, src in (("SetComputeRoot32BitConstants", "SetGraphicsRoot32BitConstants"),
+                     ("SetComputeRootDescriptorTable", "SetGraphicsRootDescriptorTable"),
+                     ("SetGraphicsRootShaderResourceView", "SetGraphicsRootConstantBufferView")):
+        if src in measured_state:  # the same GL translation as the measured command
+            full_state[dst] = full_state[src]
     from .replay.gl import get_context
     _, _, info = get_context()
     profile: dict[str, Any] = {
@@ -186,8 +187,8 @@ def calibrate(n: int = 20000, frames: int = 9, pipelines: bool = True, reference
         "draw_us": round(float(statistics.fmean([us["draw_indexed"], us["draw"]])), 5),
         "indirect_draw_us": round(float(us["indirect"]), 5),
         "x_draw_us": None, "wave_packs_x": False,
-        "mdi": "glMultiDraw*Indirect", "mdi_call_us": round(float(max(call_us, 0.0)), 5),
-        "mdi_record_us": round(float(max(record_us, 0.0)), 6),
+        "mdi": "glMultiDraw*Indirect", "mdi_call_us": round(float(max(call_us, FLOOR_US)), 5),
+        "mdi_record_us": round(float(max(record_us, FLOOR_US / 10)), 6),
         "mdi_max_count": gl.mdi_max_count, "mdi_count_buffer": gl.mdi_count_buffer,
         "state_us": full_state,
         "root_value_us": round(gl.root_value_us * scale, 6),
