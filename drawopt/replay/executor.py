@@ -263,6 +263,7 @@ class Frame:
         self.index_scale = 1 if opts.content == "full" else \
             int(opts.index_scale or index_scale_for(stream, opts.prim_budget))
         self._remapped: dict[tuple[int, int], tuple[int, int]] = {}
+        self._lift_cache: dict[str, list[tuple[int, int]]] = {}
         self._dirty: set[int] = set()
         self.tb = TapeBuilder()
         self._objs: list[Any] = []  # moderngl objects to release
@@ -452,11 +453,16 @@ class Frame:
         return pr
 
     def _lifts(self, p: Pipeline) -> list[tuple[int, int]]:
-        """The union of the lift items of ``p``'s per-draw clauses (:func:`shaders.lift_layout`)."""
-        try:
-            return lift_layout(p)[0]
-        except ValueError as e:
-            raise InputError(f"pipeline '{p.name}': contract: {e}") from None
+        """The union of the lift items of ``p``'s per-draw clauses (:func:`shaders.lift_layout`),
+        parsed once per pipeline (it is asked for at every draw's state hash)."""
+        got = self._lift_cache.get(p.name)
+        if got is None:
+            try:
+                got = lift_layout(p)[0]
+            except ValueError as e:
+                raise InputError(f"pipeline '{p.name}': contract: {e}") from None
+            self._lift_cache[p.name] = got
+        return got
 
     # ---------------------------------------------------------------- GL state emission
     def _set(self, key: str, value: Any, op: int, *args: int) -> None:
