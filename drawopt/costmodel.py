@@ -58,7 +58,16 @@ decisions an engine programmer would. The ratios matter, not the absolute values
   draws are not welded for a few saved vertices); Xbox One's GCN GPU is several
   times slower.
 
-Calibrate with ``drawopt replay --time`` on the target when absolute numbers matter.
+Measured targets
+----------------
+``drawopt calibrate`` (:mod:`drawopt.calibrate`) measures the costs through this
+machine's GL driver and writes a *target profile* (JSON with these fields, plus
+what was measured and on which machine); :func:`load_target_profile` reads one
+(``drawopt optimize --target-profile FILE``), and a profile committed as
+``drawopt/targets/NAME.json`` replaces the modelled ``NAME`` target: ``gl`` is
+the H200's (docs/performance.md, "The measured gl target"). A profile's
+``pipeline``, when set, is its measured fastest pipeline and
+:func:`default_pipeline` returns it.
 """
 
 from __future__ import annotations
