@@ -100,53 +100,51 @@ cdef inline void _call(void* fn, int64_t op, const int64_t* r) noexcept nogil:
         (<f_iuuuu>fn)(<int>r[1], <unsigned int>r[2], <unsigned int>r[3], <unsigned int>r[4],
                       <unsigned int>r[5])
 
-def run_tape(const int64_t[:, ::1] tape, const uint64_t[::1] table):
-    """Issue every row of ``tape`` (returns the number of rows issued)."""
-    cdef Py_ssize_t i, n = tape.shape[0]
-    cdef const int64_t* r
-    cdef int64_t op
-    cdef void* fn
-    if tape.shape[1] != 8:
-        raise ValueError("tape must be int64[n, 8]")
-    with nogil:
-        for i in range(n):
-            r = &tape[i, 0]
-            op = r[0]
-            if op < 0 or op >= table.shape[0]:
-                continue
-            fn = <void*><intptr_t>table[op]
-            if fn == NULL:
-                continue
-            _call(fn, op, r)
-    return n
-
-
 cdef inline int64_t _now() noexcept nogil:
     cdef timespec ts
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return <int64_t>ts.tv_sec * 1000000000 + ts.tv_nsec
 
 
-def run_tape_timed(const int64_t[:, ::1] tape, const uint64_t[::1] table, int64_t[::1] stamps):
-    """``run_tape`` that also writes ``stamps[i]`` (ns, before row ``i``; ``stamps[n]`` at the end)."""
+cdef Py_ssize_t _run(const int64_t[:, ::1] tape, const uint64_t[::1] table, int64_t* stamps) noexcept nogil:
+    """Issue every row; with ``stamps`` (not NULL), the clock before each row and after the last."""
     cdef Py_ssize_t i, n = tape.shape[0]
     cdef const int64_t* r
     cdef int64_t op
     cdef void* fn
+    for i in range(n):
+        if stamps != NULL:
+            stamps[i] = _now()
+        r = &tape[i, 0]
+        op = r[0]
+        if op < 0 or op >= table.shape[0]:
+            continue
+        fn = <void*><intptr_t>table[op]
+        if fn == NULL:
+            continue
+        _call(fn, op, r)
+    if stamps != NULL:
+        stamps[n] = _now()
+    return n
+
+
+def run_tape(const int64_t[:, ::1] tape, const uint64_t[::1] table):
+    """Issue every row of ``tape`` (returns the number of rows issued)."""
+    cdef Py_ssize_t n
     if tape.shape[1] != 8:
         raise ValueError("tape must be int64[n, 8]")
-    if stamps.shape[0] < n + 1:
-        raise ValueError("stamps must hold n + 1 values")
     with nogil:
-        for i in range(n):
-            stamps[i] = _now()
-            r = &tape[i, 0]
-            op = r[0]
-            if op < 0 or op >= table.shape[0]:
-                continue
-            fn = <void*><intptr_t>table[op]
-            if fn == NULL:
-                continue
-            _call(fn, op, r)
-        stamps[n] = _now()
+        n = _run(tape, table, NULL)
+    return n
+
+
+def run_tape_timed(const int64_t[:, ::1] tape, const uint64_t[::1] table, int64_t[::1] stamps):
+    """``run_tape`` that also writes ``stamps[i]`` (ns, before row ``i``; ``stamps[n]`` at the end)."""
+    if tape.shape[1] != 8:
+        raise ValueError("tape must be int64[n, 8]")
+    if stamps.shape[0] < tape.shape[0] + 1:
+        raise ValueError("stamps must hold n + 1 values")
+    cdef Py_ssize_t n
+    with nogil:
+        n = _run(tape, table, &stamps[0])
     return n
