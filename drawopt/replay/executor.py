@@ -225,7 +225,7 @@ def index_scale_for(s: Stream, budget: int = PRIM_BUDGET) -> int:
 
     >>> from drawopt.stream import StreamBuilder
     >>> b = StreamBuilder(); b.pipeline("p", vs="v"); b.SetPipelineState("p")
-    >>> b.buffer("ib", 1 << 24); b.IASetIndexBuffer("ib", 0, "R32_UINT")
+    >>> b.buffer("ib", 1 << 24); b.IASetIndexBuffer("ib", "R32_UINT", 0)
     >>> for _ in range(10): b.DrawIndexedInstanced(3_000_000, 1, 0, 0, 0)
     >>> index_scale_for(b.build(), budget=1 << 20)
     16
