@@ -58,7 +58,16 @@ decisions an engine programmer would. The ratios matter, not the absolute values
   draws are not welded for a few saved vertices); Xbox One's GCN GPU is several
   times slower.
 
-Calibrate with ``drawopt replay --time`` on the target when absolute numbers matter.
+Measured targets
+----------------
+``drawopt calibrate`` (:mod:`drawopt.calibrate`) measures the costs through this
+machine's GL driver and writes a *target profile* (JSON with these fields, plus
+what was measured and on which machine); :func:`load_target_profile` reads one
+(``drawopt optimize --target-profile FILE``), and a profile committed as
+``drawopt/targets/NAME.json`` replaces the modelled ``NAME`` target: ``gl`` is
+the H200's (docs/performance.md, "The measured gl target"). A profile's
+``pipeline``, when set, is its measured fastest pipeline and
+:func:`default_pipeline` returns it.
 """
 
 from __future__ import annotations
@@ -66,11 +75,13 @@ from __future__ import annotations
 __all__ = [
     "TARGETS", "TargetModel", "MODELS", "get_target", "estimate_cpu_cost", "cost_by_command",
     "default_pipeline", "pack_x_pays_off", "mdi_min_batch", "weld_pays_off", "lower_bound", "report_figures",
-    "PIPELINE_ORDER",
+    "PIPELINE_ORDER", "target_from_profile", "load_target_profile", "register_target", "PROFILE_DIR",
 ]
 
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -141,6 +152,10 @@ class TargetModel:
     opaque_us: float = 2.0
     gpu_batch_us: float = 0.0
     vertex_us: float = 0.001
+    pipeline: str | None = None
+    """A measured target profile's fastest pipeline (:func:`default_pipeline` returns it)."""
+    source: str = "model"
+    """``model`` (the ratios above) or the target profile file the costs were measured into."""
 
     @property
     def has_x(self) -> bool:
@@ -232,6 +247,55 @@ MODELS: dict[str, TargetModel] = {
         root_value_us=0.01, dispatch_us=2.0, flush_us=1.0, barrier_us=1.0, copy_us=1.5, opaque_us=3.0),
 }
 """The model of every target (see the module docstring for the rationale)."""
+
+
+PROFILE_DIR = Path(__file__).with_name("targets")
+"""Committed target profiles (``drawopt calibrate`` output); ``gl.json`` replaces the modelled ``gl``."""
+
+_PROFILE_FIELDS = {f.name for f in fields(TargetModel)}
+
+
+def target_from_profile(data: Mapping[str, Any], source: str = "profile") -> TargetModel:
+    """A :class:`TargetModel` from a target profile (the JSON ``drawopt calibrate`` writes).
+
+    Keys other than the model's fields (``measured``, ``machine``, ...) are kept in the file
+    only. Raises ``UsageError`` on a profile that is not one.
+
+    >>> m = target_from_profile({"drawopt_target_profile": 1, "name": "mygl", "api": "GL",
+    ...     "draw_us": 0.05, "indirect_draw_us": 0.06, "x_draw_us": None, "wave_packs_x": False,
+    ...     "mdi": "glMultiDraw*Indirect", "mdi_call_us": 0.2, "mdi_record_us": 0.001,
+    ...     "mdi_max_count": 1000, "mdi_count_buffer": True, "state_us": {"SetPipelineState": 0.3}})
+    >>> m.draw_us, mdi_min_batch(m)
+    (0.05, 5)
+    """
+    if not isinstance(data, Mapping) or data.get("drawopt_target_profile") != 1:
+        raise UsageError(f"{source}: not a drawopt target profile (no \"drawopt_target_profile\": 1)")
+    kw = {k: v for k, v in data.items() if k in _PROFILE_FIELDS}
+    kw.setdefault("source", source)
+    try:
+        m = TargetModel(**kw)
+        for k in ("draw_us", "indirect_draw_us", "mdi_call_us", "mdi_record_us"):
+            if not float(getattr(m, k)) >= 0:
+                raise ValueError(f"{k} must be >= 0")
+        object.__setattr__(m, "state_us", {str(k): float(v) for k, v in dict(m.state_us).items()})
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"{source}: bad target profile: {e}") from None
+    return m
+
+
+def load_target_profile(path: str | Path) -> TargetModel:
+    """:func:`target_from_profile` of the JSON file ``path`` (``UsageError`` if unreadable)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{path}: cannot read target profile: {e}") from None
+    return target_from_profile(data, str(path))
+
+
+def register_target(model: TargetModel) -> str:
+    """Make ``model`` known by its name to every pass (``get_target(model.name)``); returns the name."""
+    MODELS[model.name] = model
+    return model.name
 
 
 def get_target(target: str | TargetModel) -> TargetModel:
@@ -340,8 +404,13 @@ def default_pipeline(target: str | TargetModel = "d3d12") -> str:
     (it re-issues ``IASetIndexBuffer`` after ``DrawIndexedX`` runs and inserts the
     flushes GPU-written args need); the final ``dedupe-state`` drops what the
     rewrites made redundant.
+
+    A measured target profile (``drawopt calibrate``) that names its fastest ``pipeline``
+    gets that one.
     """
     m = get_target(target)
+    if m.pipeline:
+        return m.pipeline
     out: list[str] = []
     for name in PIPELINE_ORDER:
         if name == "pack-x" and not pack_x_pays_off(m):
@@ -377,3 +446,17 @@ def report_figures(stream: Stream, target: str | TargetModel = "d3d12", reorder:
         "cpu_cost": round(estimate_cpu_cost(stream, target), 3),
         "lower_bound": lower_bound(stream, target, reorder, table=table, graph=graph),
     }
+
+
+def _load_committed_profiles() -> None:
+    """Targets whose measured profile is committed (``drawopt/targets/NAME.json``) use it."""
+    for path in sorted(PROFILE_DIR.glob("*.json")) if PROFILE_DIR.is_dir() else []:
+        try:
+            m = load_target_profile(path)
+        except UsageError:
+            continue
+        if m.name in MODELS:
+            MODELS[m.name] = m
+
+
+_load_committed_profiles()

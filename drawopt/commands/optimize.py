@@ -35,6 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--passes", help="comma-separated pass pipeline, e.g. 'dedupe-state,schedule{reorder=opaque}' "
                                     "(default: the target's best safe pipeline; see --print-passes)")
     p.add_argument("--target", choices=TARGETS, default="d3d12", help="target whose cost model decides (default d3d12)")
+    p.add_argument("--target-profile", metavar="FILE.json",
+                   help="a measured target profile (drawopt calibrate) used instead of --target's model")
     p.add_argument("--reorder", choices=REORDER, default="declared",
                    help="which draws on a shared target may commute (default declared)")
     p.add_argument("--verify-each", action="store_true", help="verify the stream after every pass")
@@ -85,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
     if args.range and not (args.report or "").endswith(".html"):
         raise UsageError("optimize: --range goes with --report R.html")
     out_fmt = formats.format_for(args.output) if args.output != "-" else "text"
+    if getattr(args, "target_profile", None):
+        from ..costmodel import load_target_profile, register_target
+        args.target = register_target(load_target_profile(args.target_profile))
     stream = formats.load(args.input)
     pipeline = args.passes if args.passes is not None else default_pipeline(args.target)
     passes = parse_pipeline(pipeline, target=args.target, reorder=args.reorder)

@@ -27,11 +27,21 @@ def _size(text: str) -> tuple[int, int]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("a", metavar="A", help="stream to render (.dstream, .json, .npz, or - for stdin)")
     p.add_argument("b", metavar="B", nargs="?", help="second stream: compare its images with A's")
-    p.add_argument("--size", type=_size, default=(128, 128), metavar="WxH",
-                   help="render every target at this size (default 128x128)")
-    p.add_argument("--frames", type=int, default=3, metavar="N", help="timed frames; times are medians (default 3)")
-    p.add_argument("--warmup-s", type=float, default=0.0, metavar="S",
-                   help="replay untimed frames for S seconds first, so GPU clocks are up (default 0)")
+    p.add_argument("--size", type=_size, default=None, metavar="WxH",
+                   help="render every target at this size (default: 1280x720 on a GPU, 128x128 on llvmpipe)")
+    p.add_argument("--frames", type=int, default=None, metavar="N",
+                   help="timed frames; times are medians (default: 9 on a GPU, 1 on llvmpipe)")
+    p.add_argument("--warmup-s", type=float, default=None, metavar="S",
+                   help="replay untimed frames for S seconds first, so GPU clocks are up (default: 1 on a GPU, "
+                        "0 and no warm-up frame on llvmpipe)")
+    p.add_argument("--content", choices=("light", "full"), default="light",
+                   help="light (default): squeeze the index ranges of synthesized index buffers so GPU time "
+                        "follows the command stream; full: draw every index (docs/replay.md, Content)")
+    p.add_argument("--index-scale", type=int, default=None, metavar="K",
+                   help="light content's squeeze factor (default: chosen from A; B always uses A's)")
+    p.add_argument("--profile", nargs="?", type=int, const=5, default=None, metavar="N",
+                   help="also profile N frames (default 5): CPU time per stream command kind and GL call "
+                        "(compiled loop), per multi-draw record, GPU time per pass (timer queries)")
     p.add_argument("--tolerance", type=float, default=0.0, metavar="T",
                    help="a pixel differs when a channel differs by more than T (default 0: exact)")
     p.add_argument("--diff-dir", metavar="DIR", help="write A, B and difference PNGs of differing targets here")
@@ -48,13 +58,19 @@ def _load(path: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..replay import ReplayOptions, available, call_overhead, compare, replay, write_pngs
+    from ..replay import ReplayOptions, available, call_overhead, compare, replay_interleaved, write_pngs
+    from ..replay.api import machine_defaults
+    from ..replay.executor import index_scale_for
     from ..replay.gl import get_context
 
-    if args.frames < 1 or args.frames > 10000:
+    if args.frames is not None and not 1 <= args.frames <= 10000:
         raise UsageError("--frames must be 1..10000")
-    if not 0.0 <= args.warmup_s <= 600.0:
+    if args.warmup_s is not None and not 0.0 <= args.warmup_s <= 600.0:
         raise UsageError("--warmup-s must be 0..600")
+    if args.index_scale is not None and args.index_scale < 1:
+        raise UsageError("--index-scale must be >= 1")
+    if args.profile is not None and not 1 <= args.profile <= 1000:
+        raise UsageError("--profile must be 1..1000 frames")
     if args.tolerance < 0:
         raise UsageError("--tolerance must be >= 0")
     if args.b is None and args.diff_dir:
@@ -65,12 +81,20 @@ def run(args: argparse.Namespace) -> int:
     if not ok:
         print(f"drawopt replay: error: {why}", file=sys.stderr)
         return 2
-    opts = ReplayOptions(size=args.size, native=False if args.no_native else None)
-    ra = replay(sa, size=args.size, frames=args.frames, options=opts, warmup_s=args.warmup_s)
-    rb = replay(sb, size=args.size, frames=args.frames, options=opts, warmup_s=args.warmup_s) \
-        if sb is not None else None
     _, _, info = get_context()
-    out: dict[str, Any] = {"gl": info.as_dict(), "size": list(args.size), "a": {"file": args.a, **ra.summary()}}
+    dflt = machine_defaults(info.renderer)
+    size = args.size or dflt["size"]
+    frames = args.frames or dflt["frames"]
+    warmup_s = dflt["warmup_s"] if args.warmup_s is None else args.warmup_s
+    native = False if args.no_native else None
+    scale = args.index_scale or (index_scale_for(sa, dflt["prim_budget"]) if args.content == "light" else 1)
+    opts = ReplayOptions(size=size, native=native, content=args.content, index_scale=scale)
+    streams = [sa] if sb is None else [sa, sb]
+    with _Status() as st:  # A's and B's timed frames interleaved: both under the same conditions
+        got = replay_interleaved(streams, [opts] * len(streams), frames=frames, warmup=dflt["warmup"],
+                                 warmup_s=warmup_s, profile=args.profile or False, progress=st.say)
+    ra, rb = got[0], (got[1] if sb is not None else None)
+    out: dict[str, Any] = {"gl": info.as_dict(), "size": list(size), "a": {"file": args.a, **ra.summary()}}
     if rb is not None:
         out["b"] = {"file": args.b, **rb.summary()}
     if args.overhead:
@@ -90,6 +114,29 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print(out)
     return status
+
+
+class _Status:
+    """One status line on stderr (only on a terminal): which stream, which stage, elapsed time."""
+
+    def __init__(self) -> None:
+        import time
+        self.on = sys.stderr.isatty()
+        self.t0 = time.perf_counter()
+        self._time = time.perf_counter
+
+    def say(self, msg: str) -> None:
+        if self.on:
+            sys.stderr.write(f"\rreplay {msg} ({self._time() - self.t0:.1f} s){' ' * 20}")
+            sys.stderr.flush()
+
+    def __enter__(self) -> _Status:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.on:
+            sys.stderr.write("\r" + " " * 72 + "\r")
+            sys.stderr.flush()
 
 
 def _write_all(ra: Any, rb: Any, out_dir: str) -> None:
@@ -116,11 +163,16 @@ def _print(out: dict[str, Any]) -> None:
         r = out.get(tag)
         if r is None:
             continue
-        print(f"{tag.upper()}: {r['file']}: {r['draw_calls']} draw calls, {r['gl_calls']} GL calls ({r['executor']}); "
-              f"median of {r['frames']}: CPU submit {r['cpu_submit_ms']:.3f} ms, GPU {r['gpu_ms']:.3f} ms, "
-              f"wall {r['wall_ms']:.3f} ms")
+        content = r["content"] + (f" x1/{r['index_scale']}" if r["index_scale"] > 1 else "")
+        print(f"{tag.upper()}: {r['file']}: {r['draw_calls']} draw calls, {r['gl_calls']} GL calls ({r['executor']}, "
+              f"{content} content); median of {r['frames']}: CPU submit {r['cpu_submit_ms']:.3f} ms, "
+              f"GPU {r['gpu_ms']:.3f} ms, wall {r['wall_ms']:.3f} ms")
         for w, n in sorted(r["warnings"].items()):
             print(f"  warning: {w} (x{n})")
+        if "profile" in r:
+            from ..replay.profile import format_profile
+            for line in format_profile(r["profile"]):
+                print(line)
     if "overhead_ns_per_call" in out:
         o = out["overhead_ns_per_call"]
         print(f"replayer overhead per call: {o['noop_gl_ns']:.0f} ns (no-op GL call through the {o['executor']} loop)")

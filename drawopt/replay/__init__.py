@@ -16,8 +16,18 @@ every command to GL.
 
 from __future__ import annotations
 
-from .api import Comparison, ReplayResult, TargetDiff, available, call_overhead, compare, replay, write_pngs
+from .api import (
+    Comparison,
+    ReplayResult,
+    TargetDiff,
+    available,
+    call_overhead,
+    compare,
+    replay,
+    replay_interleaved,
+    write_pngs,
+)
 from .executor import ReplayOptions
 
 __all__ = ["replay", "compare", "write_pngs", "available", "call_overhead", "ReplayResult", "Comparison",
-           "TargetDiff", "ReplayOptions"]
+           "TargetDiff", "ReplayOptions", "replay_interleaved"]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 __all__ = ["ReplayResult", "TargetDiff", "Comparison", "replay", "compare", "write_pngs", "available",
-           "call_overhead"]
+           "call_overhead", "machine_defaults", "is_software_renderer", "replay_interleaved"]
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,10 @@ class ReplayResult:
     warnings: dict[str, int] = field(default_factory=dict)
     cpu_samples: list[float] = field(default_factory=list)
     gpu_samples: list[float] = field(default_factory=list)
+    content: str = "light"
+    index_scale: int = 1
+    counts: dict[str, int] = field(default_factory=dict)
+    profile: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, Any]:
         """JSON-able figures (no pixels)."""
@@ -52,6 +57,11 @@ class ReplayResult:
             "frames": self.frames, "gl_calls": self.gl_calls, "draw_calls": self.draw_calls,
             "cpu_submit_ms": self.cpu_submit_s * 1e3, "gpu_ms": self.gpu_s * 1e3, "wall_ms": self.wall_s * 1e3,
             "prepare_s": self.prepare_s, "executor": self.executor, "warnings": dict(self.warnings),
+            "content": self.content, "index_scale": self.index_scale,
+            "squeezed_draws": self.counts.get("squeezed_draws", 0), "null_draws": self.counts.get("null_draws", 0),
+            "cpu_samples_ms": [x * 1e3 for x in self.cpu_samples],
+            "gpu_samples_ms": [x * 1e3 for x in self.gpu_samples],
+            **({"profile": self.profile} if self.profile is not None else {}),
         }
 
 
@@ -64,10 +74,41 @@ def available() -> tuple[bool, str]:
     return True, f"{info.renderer}; {info.version}"
 
 
+def is_software_renderer(renderer: str) -> bool:
+    """Whether GL renderer string ``renderer`` is a CPU rasterizer (llvmpipe, softpipe, swrast)."""
+    r = renderer.lower()
+    return any(k in r for k in ("llvmpipe", "softpipe", "swrast", "software"))
+
+
+def machine_defaults(renderer: str | None = None) -> dict[str, Any]:
+    """Replay settings that fit this machine: on a CPU rasterizer (llvmpipe) a small target, one
+    timed frame and no warm-up, so a 100k-draw frame replays in seconds; on a GPU 1280x720, 9
+    timed frames after a warm-up frame and 1 s of untimed replay (clocks up).
+
+    Light content gets a primitive budget to match (``prim_budget``: 2^14 on llvmpipe, 2^20
+    on a GPU). ``{"size", "frames", "warmup", "warmup_s", "prim_budget", "software"}``.
+    """
+    if renderer is None:
+        ok, renderer = available()
+        if not ok:
+            renderer = "llvmpipe"
+    if is_software_renderer(renderer):
+        return {"size": (128, 128), "frames": 1, "warmup": False, "warmup_s": 0.0, "prim_budget": 1 << 14,
+                "software": True}
+    return {"size": (1280, 720), "frames": 9, "warmup": True, "warmup_s": 1.0, "prim_budget": 1 << 20,
+            "software": False}
+
+
 def replay(stream: Stream, size: tuple[int, int] = (128, 128), frames: int = 1,
            options: ReplayOptions | None = None, read: bool = True, warmup: bool = True,
-           warmup_s: float = 0.0) -> ReplayResult:
+           warmup_s: float = 0.0, profile: bool | int = False,
+           progress: Callable[[str], None] | None = None) -> ReplayResult:
     """Render ``stream`` ``frames`` times (plus one warm-up) and return images and timings.
+
+    ``profile`` (True, or a number of frames, default 5): afterwards also run profiled frames
+    (:mod:`drawopt.replay.profile`: CPU time per GL call and per stream command kind, GPU time
+    per pass) into ``ReplayResult.profile``. ``progress`` is called with a short message at
+    each stage (preparing, each frame).
 
     ``size`` is used when ``options`` is None (else ``options.size``). ``warmup`` False
     skips the untimed first frame (tests that only compare images). ``warmup_s`` > 0
@@ -78,47 +119,102 @@ def replay(stream: Stream, size: tuple[int, int] = (128, 128), frames: int = 1,
 
     Raises ``RuntimeError`` when no GL context can be made (see :func:`available`).
     """
-    ctx, gl, info = get_context()
     opts = options if options is not None else ReplayOptions(size=size)
-    t0 = time.perf_counter()
-    fr = Frame(stream, ctx, gl, info, opts)
-    try:
-        ex = make_executor(fr.tape, gl, fr.tb.callbacks, opts.native)
-        prepare_s = time.perf_counter() - t0
-        q = ctx.query(time=True)
-        cpu, gpu, wall = [], [], []
-        first = 0 if warmup else 1
-        for k in range(first, max(1, frames) + 1):
-            fr.reset()
-            ctx.finish()
-            q.mglo.begin()
-            t1 = time.perf_counter()
-            ex.run()
-            t2 = time.perf_counter()
-            q.mglo.end()
-            ctx.finish()
-            t3 = time.perf_counter()
-            if k == 0:
-                # warm-up: first use of programs, buffers, driver caches; then clocks
-                while time.perf_counter() - t1 < warmup_s:
-                    fr.reset()
-                    ex.run()
-                    ctx.finish()
-                continue
-            cpu.append(t2 - t1)
-            gpu.append(q.elapsed / 1e9)
-            wall.append(t3 - t1)
-        rel = getattr(q, "release", None)
+    return replay_interleaved([stream], [opts], frames=frames, read=read, warmup=warmup, warmup_s=warmup_s,
+                              profile=profile, progress=progress)[0]
+
+
+class _Session:
+    """One prepared stream: its frame, executor and timer query."""
+
+    def __init__(self, stream: Stream, opts: ReplayOptions, ctx: Any, gl: Any, info: Any) -> None:
+        t0 = time.perf_counter()
+        self.ctx, self.gl, self.opts = ctx, gl, opts
+        self.fr = Frame(stream, ctx, gl, info, opts)
+        self.ex = make_executor(self.fr.tape, gl, self.fr.tb.callbacks, opts.native)
+        self.prepare_s = time.perf_counter() - t0
+        self.q = ctx.query(time=True)
+        self.cpu: list[float] = []
+        self.gpu: list[float] = []
+        self.wall: list[float] = []
+
+    def frame(self, timed: bool = True) -> float:
+        fr, ctx, q = self.fr, self.ctx, self.q
+        fr.reset()
+        ctx.finish()
+        q.mglo.begin()
+        t1 = time.perf_counter()
+        self.ex.run()
+        t2 = time.perf_counter()
+        q.mglo.end()
+        ctx.finish()
+        t3 = time.perf_counter()
+        if timed:
+            self.cpu.append(t2 - t1)
+            self.gpu.append(q.elapsed / 1e9)
+            self.wall.append(t3 - t1)
+        return t3 - t1
+
+    def result(self, read: bool, profile: bool | int, say: Callable[[str], None]) -> ReplayResult:
+        fr, ex = self.fr, self.ex
+        rel = getattr(self.q, "release", None)
         if rel is not None:
             rel()
+        prof = None
+        if profile:
+            from .profile import profile_frame
+            nprof = 5 if profile is True else int(profile)
+            prof = profile_frame(fr, self.ctx, self.gl, self.opts.native, nprof, progress=say)
         images = fr.read_targets() if read else {}
         bufs = fr.read_written_buffers() if read else {}
+        cpu, gpu, wall = self.cpu, self.gpu, self.wall
         return ReplayResult(
             images=images, buffers=bufs, cpu_submit_s=statistics.median(cpu), gpu_s=statistics.median(gpu),
             wall_s=statistics.median(wall), frames=len(cpu), gl_calls=len(ex), draw_calls=fr.counts["draw_calls"],
-            executor=ex.kind, prepare_s=prepare_s, warnings=dict(fr.warnings), cpu_samples=cpu, gpu_samples=gpu)
+            executor=ex.kind, prepare_s=self.prepare_s, warnings=dict(fr.warnings), cpu_samples=cpu,
+            gpu_samples=gpu, content=self.opts.content, index_scale=fr.index_scale, counts=dict(fr.counts),
+            profile=prof)
+
+
+def replay_interleaved(streams: list[Stream], options: list[ReplayOptions], frames: int = 1, read: bool = True,
+                       warmup: bool = True, warmup_s: float = 0.0, profile: bool | int = False,
+                       progress: Callable[[str], None] | None = None) -> list[ReplayResult]:
+    """:func:`replay` of several streams at once, their timed frames interleaved (A B C A B C ...).
+
+    Every stream is prepared first; then each gets its warm-up frame (and ``warmup_s``
+    seconds of untimed frames), and the timed frames take turns, so a slow drift of the
+    machine (CPU clocks, other tenants, the GPU's clocks) weighs on every stream alike.
+    On an H200 the same tape measured 39 and 65 ms in two replays run one after the
+    other; interleaved, streams are compared under the same conditions.
+    ``options[k]`` is the :class:`ReplayOptions` of ``streams[k]``.
+    """
+    ctx, gl, info = get_context()
+    say = progress if progress is not None else (lambda _m: None)
+    sessions: list[_Session] = []
+    tags = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    try:
+        for k, (st, op) in enumerate(zip(streams, options)):
+            say(f"{tags[k % 26]}: preparing {len(st)} commands")
+            sessions.append(_Session(st, op, ctx, gl, info))
+        if warmup:
+            for k, se in enumerate(sessions):
+                say(f"{tags[k % 26]}: warm-up")
+                t0 = time.perf_counter()
+                se.frame(timed=False)
+                while time.perf_counter() - t0 < warmup_s:
+                    se.frame(timed=False)
+        n = max(1, frames)
+        for f in range(n):
+            for k, se in enumerate(sessions):
+                say(f"{tags[k % 26]}: frame {f + 1}/{n}")
+                se.frame()
+        out = []
+        for k, se in enumerate(sessions):
+            out.append(se.result(read, profile, lambda m, t=tags[k % 26]: say(f"{t}: {m}")))
+        return out
     finally:
-        fr.release()
+        for se in sessions:
+            se.fr.release()
 
 
 @dataclass
@@ -167,6 +263,9 @@ def compare(a: ReplayResult, b: ReplayResult, tolerance: float = 0.0) -> Compari
     Exact by default; with ``tolerance`` T a pixel differs when some channel differs by
     more than T (8-bit units for UNORM targets, raw values for float and depth targets).
     """
+    if a.index_scale != b.index_scale:
+        raise ValueError(f"the replays used different light-content scales ({a.index_scale} and "
+                         f"{b.index_scale}): replay B with ReplayOptions(index_scale={a.index_scale})")
     diffs: list[TargetDiff] = []
     for kind, da, db in (("target", a.images, b.images), ("buffer", a.buffers, b.buffers)):
         for name in sorted(set(da) | set(db)):

@@ -133,8 +133,8 @@ def _index_words(nbytes: int, fmt: int, salt: int) -> np.ndarray:
     """Quad-list indices (``salt`` shifts them by whole quads) packed into words."""
     isize = 2 if fmt == 0 else 4
     n = nbytes // isize
-    i = np.arange(n, dtype=np.uint64)
-    vals = (i // 6) * 4 + QUAD_PATTERN[(i % 6).astype(np.intp)] + (salt & 0xFF) * 4
+    i = np.arange(n, dtype=np.uint32 if n < 1 << 31 else np.uint64)  # values wrap to the index size anyway
+    vals = (i // 6) * 4 + QUAD_PATTERN.astype(i.dtype)[(i % 6)] + i.dtype.type((salt & 0xFF) * 4)
     if fmt == 0:
         arr = (vals & 0xFFFF).astype(np.uint16)
     else:
@@ -170,8 +170,8 @@ def synthesize(size: int, buf: int, name: str, roles: Roles, salt: int = 0, word
     base_salt = crc(name, size) ^ salt
     if buf in roles.index_format:
         out = _index_words(size, roles.index_format[buf], salt)
-    elif words_role:
-        out = ((np.arange(nwords, dtype=np.uint64) + (base_salt & 0xFFFF)) & 0xFFFFFFFF).astype(np.uint32)
+    elif words_role:  # uint32 arithmetic wraps like the & 0xFFFFFFFF it stands for
+        out = np.arange(nwords, dtype=np.uint32) + np.uint32(base_salt & 0xFFFF)
     else:
         out = mix32(np.arange(nwords, dtype=np.uint64) ^ base_salt) & np.uint32(0xFF) if salt else \
             np.zeros(nwords, np.uint32)

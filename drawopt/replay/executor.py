@@ -29,7 +29,8 @@ Mapping of commands (see ``docs/replay.md`` for the full table):
 
 from __future__ import annotations
 
-__all__ = ["Frame", "ReplayOptions", "element_words", "target_format"]
+__all__ = ["Frame", "ReplayOptions", "element_words", "target_format", "index_scale_for", "CONTENTS",
+           "PRIM_BUDGET"]
 
 import ctypes
 import functools
@@ -42,7 +43,7 @@ import numpy as np
 
 from ..decls import Buffer, Depth, Pipeline, Target, View
 from ..errors import InputError
-from ..ops import BY_CODE, TOPOLOGIES, Cat
+from ..ops import BY_CODE, BY_NAME, TOPOLOGIES, Cat
 from ..stream import Stream
 from . import content
 from .gl import GL, GLFunctions, GLInfo
@@ -92,6 +93,9 @@ _NO_EPOCH = frozenset({"IASetVertexBuffers", "IASetIndexBuffer", "OMSetBlendFact
                        "GSSetParameters", "CSEnableAutomaticGpuFlush", "SetDescriptorHeaps"})
 """State commands that never change the GL setup a draw needs beyond what each draw re-checks."""
 STAGING = -2  # placeholder buffer name in the tape, patched once the staging buffer exists
+CONTENTS = ("light", "full")
+PRIM_BUDGET = 1 << 20
+"""Light content: at most about this many primitives drawn from synthesized index buffers per frame."""
 DEFAULT_TARGET = "<default>"
 _STREAM_RE = re.compile(r"[_\-.]")
 
@@ -106,6 +110,11 @@ class ReplayOptions:
     when the driver has it; False forces the uniform fallback (base vertex /
     instance / draw id set per call; indirect draws expanded or read back).
     ``native``: None uses the compiled tape loop when built.
+    ``content``: ``"light"`` (default) squeezes the index ranges of indexed draws into index
+    buffers the replay synthesizes by ``index_scale`` (None: the smallest power of two that
+    brings the stream to ``prim_budget`` primitives, :func:`index_scale_for`), so GPU time
+    follows the command stream; ``"full"`` draws every index (docs/replay.md, "Content").
+    Two replays compare only under the same ``index_scale`` (``replay A B`` uses A's for both).
     """
 
     size: tuple[int, int] = (128, 128)
@@ -114,6 +123,9 @@ class ReplayOptions:
     max_buffer_bytes: int = 1 << 30
     draw_parameters: bool | None = None
     native: bool | None = None
+    content: str = "light"
+    index_scale: int | None = None
+    prim_budget: int = PRIM_BUDGET
 
 
 def target_format(fmt: str) -> tuple[str, int]:
@@ -159,6 +171,72 @@ class _Prog:
     mprog: Any
 
 
+_P_OF_MODE = {GL.TRIANGLES: 3, GL.TRIANGLE_STRIP: 3}
+
+
+def indexed_indices(s: Stream) -> int:
+    """Indices (times instances) that the indexed draws of ``s`` read from index buffers without
+    data (those the replay synthesizes, which light content squeezes): direct draws,
+    ``DrawIndexedX`` and the records of indexed indirect calls whose args buffer has data
+    (GPU-written records are not known before the frame runs and are not counted)."""
+    decls = s.decls
+    op = s.op
+    synth = np.array([isinstance(d, Buffer) and d.data is None for d in decls.items] + [False])
+    ib_rows = np.flatnonzero(op == BY_NAME["IASetIndexBuffer"].code)
+    ib_of = s.args[ib_rows, 0].astype(np.int64) if ib_rows.size else np.zeros(0, np.int64)
+
+    def bound(rows: np.ndarray) -> np.ndarray:
+        """Whether the index buffer bound at each of ``rows`` is synthesized."""
+        k = np.searchsorted(ib_rows, rows) - 1
+        out = np.zeros(rows.size, bool)
+        ok = k >= 0
+        out[ok] = synth[ib_of[k[ok]]]
+        return out
+
+    total = 0.0
+    rows = np.flatnonzero(op == BY_NAME["DrawIndexedInstanced"].code)
+    if rows.size:
+        m = bound(rows)
+        total += float((s.args[rows[m], 0].astype(np.float64) * s.args[rows[m], 1]).sum())
+    rows = np.flatnonzero(op == BY_NAME["DrawIndexedX"].code)
+    if rows.size:
+        m = synth[s.args[rows, 0].astype(np.int64)]
+        total += float(s.args[rows[m], 3].astype(np.float64).sum())
+    for name, ci, bi, oi, si in (("DrawIndexedInstancedIndirect", None, 0, 1, None),
+                                 ("MultiDrawIndexedInstancedIndirect", 0, 1, 2, 3),
+                                 ("MultiDrawIndexedInstancedIndirectAuto", 2, 3, 4, 5)):
+        rows = np.flatnonzero(op == BY_NAME[name].code)
+        for r, ok in zip(rows.tolist(), bound(rows).tolist()):
+            a = s.args[r]
+            d = decls[int(a[bi])]
+            if not ok or not isinstance(d, Buffer) or d.data is None:
+                continue
+            n = 1 if ci is None else int(a[ci])
+            stride = (int(a[si]) if si is not None else 0) or 20
+            idx = int(a[oi]) // 4 + (np.arange(min(n, 1 << 20)) * stride) // 4
+            idx = idx[idx + 1 < d.data.size]
+            total += float((d.data[idx].astype(np.float64) * d.data[idx + 1]).sum())
+    return int(total)
+
+
+def index_scale_for(s: Stream, budget: int = PRIM_BUDGET) -> int:
+    """The light content's squeeze factor for ``s``: the smallest power of two ``k`` with
+    ``indexed_indices(s) / 3 / k <= budget`` (1 for streams that are light already).
+
+    >>> from drawopt.stream import StreamBuilder
+    >>> b = StreamBuilder(); b.pipeline("p", vs="v"); b.SetPipelineState("p")
+    >>> b.buffer("ib", 1 << 24); b.IASetIndexBuffer("ib", "R32_UINT", 0)
+    >>> for _ in range(10): b.DrawIndexedInstanced(3_000_000, 1, 0, 0, 0)
+    >>> index_scale_for(b.build(), budget=1 << 20)
+    16
+    """
+    prims = indexed_indices(s) / 3
+    k = 1
+    while prims / k > max(1, budget):
+        k *= 2
+    return k
+
+
 LLVMPIPE_MULTIDRAW_WORKAROUND = True
 """On llvmpipe, default to the uniform path (no ARB_shader_draw_parameters): indirect and multi-draw
 calls are issued record by record (docs/replay.md, "llvmpipe"). ``ReplayOptions(draw_parameters=True)``
@@ -180,6 +258,13 @@ class Frame:
             self.draw_params = False
         self.warnings: Counter[str] = Counter()
         self.roles = content.analyze_roles(stream)
+        if opts.content not in CONTENTS:
+            raise ValueError(f"content must be one of {CONTENTS}, got {opts.content!r}")
+        self.index_scale = 1 if opts.content == "full" else \
+            int(opts.index_scale or index_scale_for(stream, opts.prim_budget))
+        self._remapped: dict[tuple[int, int], tuple[int, int]] = {}
+        self._lift_cache: dict[str, list[tuple[int, int]]] = {}
+        self._dirty: set[int] = set()
         self.tb = TapeBuilder()
         self._objs: list[Any] = []  # moderngl objects to release
         self.buffers: dict[int, Any] = {}
@@ -199,7 +284,10 @@ class Frame:
         self.counts = Counter()
         self._setup_static()
         self._walk()
+        for b in self._dirty:  # args records squeezed during the walk
+            self.buffers[b].write(self.initial[b])
         self.tape = self.tb.array()
+        self.origins = self.tb.origins()
         self._finish_staging()
 
     # ---------------------------------------------------------------- resources
@@ -365,11 +453,16 @@ class Frame:
         return pr
 
     def _lifts(self, p: Pipeline) -> list[tuple[int, int]]:
-        """The union of the lift items of ``p``'s per-draw clauses (:func:`shaders.lift_layout`)."""
-        try:
-            return lift_layout(p)[0]
-        except ValueError as e:
-            raise InputError(f"pipeline '{p.name}': contract: {e}") from None
+        """The union of the lift items of ``p``'s per-draw clauses (:func:`shaders.lift_layout`),
+        parsed once per pipeline (it is asked for at every draw's state hash)."""
+        got = self._lift_cache.get(p.name)
+        if got is None:
+            try:
+                got = lift_layout(p)[0]
+            except ValueError as e:
+                raise InputError(f"pipeline '{p.name}': contract: {e}") from None
+            self._lift_cache[p.name] = got
+        return got
 
     # ---------------------------------------------------------------- GL state emission
     def _set(self, key: str, value: Any, op: int, *args: int) -> None:
@@ -432,7 +525,9 @@ class Frame:
         table = {sp_code: (handlers.get(BY_CODE[sp_code].name), BY_CODE[sp_code].cat == Cat.STATE
                            and BY_CODE[sp_code].name not in _NO_EPOCH, BY_CODE[sp_code].name)
                  for sp_code in set(ops)}
+        tb = self.tb
         for i, code in enumerate(ops):
+            tb.origin = i
             h, bumps, name = table[code]
             if bumps:
                 self.epoch += 1
@@ -440,6 +535,7 @@ class Frame:
                 self.warnings[f"{name} ignored"] += 1
                 continue
             h(i, args[i])
+        tb.origin = -1
         _ = decls
 
     def _handlers(self) -> dict[str, Any]:
@@ -783,6 +879,38 @@ class Frame:
             self._uniform(pr, "u_base_instance", base_instance, signed=True)
             self._uniform(pr, "u_draw_id", draw_id, signed=True)
 
+    def _squeeze_prim(self, buf: int, mode: int, patch: int) -> int | None:
+        """Vertices per primitive where light content squeezes draws of GL ``mode`` from ``buf``
+        (triangles, strips and patches of up to 4 points into a buffer the replay synthesizes),
+        else None."""
+        if self.index_scale == 1 or self.s.decls[buf].data is not None:
+            return None
+        return patch if mode == GL.PATCHES and 0 < patch <= 4 else _P_OF_MODE.get(mode)
+
+    def _squeeze(self, buf: int, isize: int, byte_off: int, count: int, mode: int, patch: int
+                 ) -> tuple[int, int] | None:
+        """Light content: (byte offset, count) of the squeezed index range of a draw reading
+        ``count`` indices at ``byte_off`` of ``buf``, or None where it is drawn as given.
+
+        Index positions map through ``p -> P * (p // (P * k))`` (P the primitive's vertices,
+        k :attr:`index_scale`): a fixed monotone map, so ranges that concatenate in one
+        stream concatenate in any rewrite of it (merged draws, multi-draw records). A range
+        that maps to nothing draws one degenerate primitive from the zero bytes past the
+        buffer's end, so every draw stays a real draw for the driver."""
+        k = self.index_scale
+        P = self._squeeze_prim(buf, mode, patch)
+        if P is None or byte_off % isize:
+            return None
+        d = self.s.decls[buf]
+        p0 = byte_off // isize
+        a = P * (p0 // (P * k))
+        b = P * ((p0 + count) // (P * k))
+        if b > a:
+            self.counts["squeezed_draws"] += 1
+            return a * isize, b - a
+        self.counts["null_draws"] += 1
+        return ((d.size + 3) // 4) * 4, P
+
     def _c_draw_instanced(self, i: int, a: list[int]) -> None:
         vc, ic, sv, si = a[:4]
         if vc == 0 or ic == 0:
@@ -807,13 +935,17 @@ class Frame:
         got = self._begin_draw("direct", True)
         if got is None:
             return
-        _, pr, mode, _ = got
+        _, pr, mode, patch = got
         buf, fmt, off = self.ib
         isize = 2 if fmt == 0 else 4
         self._set("element", buf, Op.BIND_BUFFER, GL.ELEMENT_ARRAY_BUFFER, self._buffer(buf).glo)
         self._fallback_params(pr, base, si)
+        byte_off = off + start * isize
+        sq = self._squeeze(buf, isize, byte_off, count, mode, patch)
+        if sq is not None:
+            byte_off, count = sq
         self.tb.emit(Op.DRAW_ELEMENTS, mode, count, GL.UNSIGNED_SHORT if fmt == 0 else GL.UNSIGNED_INT,
-                     off + start * isize, ic, base & 0xFFFFFFFF, si)
+                     byte_off, ic, base & 0xFFFFFFFF, si)
 
     def _c_draw_x(self, i: int, a: list[int]) -> None:
         buf, off, fmt, count, index_offset = a[:5]
@@ -823,10 +955,13 @@ class Frame:
         got = self._begin_draw("x", True)
         if got is None:
             return
-        _, pr, mode, _ = got
+        _, pr, mode, patch = got
         self._set("element", buf, Op.BIND_BUFFER, GL.ELEMENT_ARRAY_BUFFER, self._buffer(buf).glo)
         self._fallback_params(pr, index_offset, 0)
         self.counts["x_calls"] += 1
+        sq = self._squeeze(buf, 2 if fmt == 0 else 4, off, count, mode, patch)
+        if sq is not None:
+            off, count = sq
         self.tb.emit(Op.DRAW_ELEMENTS, mode, count, GL.UNSIGNED_SHORT if fmt == 0 else GL.UNSIGNED_INT,
                      off, 1, index_offset & 0xFFFFFFFF, 0)
 
@@ -840,7 +975,7 @@ class Frame:
         got = self._begin_draw("direct", indexed)
         if got is None:
             return
-        _, pr, mode, _ = got
+        _, pr, mode, patch = got
         rec = 20 if indexed else 16
         gl_stride = stride if count > 1 or auto else 0
         ab = self._buffer(args_buf)
@@ -848,7 +983,9 @@ class Frame:
             assert self.ib is not None
             buf, fmt, ioff = self.ib
             ebuf = self._buffer(buf)
-            if ioff:
+            if self._squeeze_records(args_buf, offset, stride or rec, count, buf, fmt, ioff, mode, patch):
+                ioff = 0  # the records now hold absolute (squeezed) positions
+            elif ioff:
                 ebuf = self._alias(buf, ioff)
             self._set("element", (buf, ioff), Op.BIND_BUFFER, GL.ELEMENT_ARRAY_BUFFER, ebuf.glo)
             itype = GL.UNSIGNED_SHORT if fmt == 0 else GL.UNSIGNED_INT
@@ -872,6 +1009,36 @@ class Frame:
             self.tb.emit(Op.MULTI_DRAW_ELEMENTS_INDIRECT, mode, itype, offset, count, gl_stride)
         else:
             self.tb.emit(Op.MULTI_DRAW_ARRAYS_INDIRECT, mode, offset, count, gl_stride)
+
+    def _squeeze_records(self, args_buf: int, offset: int, stride: int, count: int, buf: int, fmt: int,
+                         ioff: int, mode: int, patch: int) -> bool:
+        """Light content for indexed indirect records the CPU wrote (args buffer with data, not
+        written in the frame): squeeze each record's index range as :meth:`_squeeze` does a
+        direct draw's, in place in the args buffer (positions become absolute, so the index
+        buffer is bound from its start). False where the records are drawn as given."""
+        d = self.s.decls[args_buf]
+        isize = 2 if fmt == 0 else 4
+        if d.data is None or args_buf in self.gpu_written_ever or offset % 4 or stride % 4 or ioff % isize \
+                or self._squeeze_prim(buf, mode, patch) is None:
+            return False
+        words = self.initial[args_buf]
+        for j in range(count):
+            w = (offset + j * stride) // 4
+            if w + 4 >= words.size:
+                break
+            ctx = (ioff, mode * 8 + patch)
+            seen = self._remapped.get((args_buf, w))
+            if seen is not None:
+                if seen != ctx:
+                    self.warnings["args record read in two index contexts (squeezed for the first)"] += 1
+                continue
+            self._remapped[(args_buf, w)] = ctx
+            c, start = int(words[w]), int(words[w + 2])
+            sq = self._squeeze(buf, isize, ioff + start * isize, c, mode, patch)
+            if sq is not None and c:
+                words[w], words[w + 2] = sq[1], sq[0] // isize
+        self._dirty.add(args_buf)
+        return True
 
     def _alias(self, buf: int, offset: int) -> Any:
         """A copy of ``buf`` from byte ``offset`` (GL indirect draws index from the buffer start)."""

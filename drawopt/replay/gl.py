@@ -81,6 +81,9 @@ class GL:
     SHADER_STORAGE_BARRIER_BIT = 0x00002000
     ALL_BARRIER_BITS = 0xFFFFFFFF
 
+    TIMESTAMP = 0x8E28
+    QUERY_RESULT = 0x8866
+
     COLOR_ATTACHMENT0 = 0x8CE0
     NONE = 0
 
@@ -131,6 +134,10 @@ _SIGNATURES: dict[str, tuple[Any, ...]] = {
     "glDispatchCompute": (_U, _U, _U),
     "glCopyNamedBufferSubData": (_U, _U, _S, _S, _S),
     "glDrawBuffers": (_I, ctypes.POINTER(_U)),
+    "glQueryCounter": (_U, _U),
+    "glGenQueries": (_I, ctypes.POINTER(_U)),
+    "glDeleteQueries": (_I, ctypes.POINTER(_U)),
+    "glGetQueryObjectui64v": (_U, _U, ctypes.POINTER(ctypes.c_uint64)),
     "glFinish": (),
     "glFlush": (),
     "glGetError": (),

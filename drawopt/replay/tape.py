@@ -73,6 +73,7 @@ class Op(IntEnum):
     UNIFORM2F = 31
     UNIFORM4UI = 32
     VERTEX_ATTRIB_I_FORMAT = 33
+    QUERY_COUNTER = 34
     CALLBACK = 99
 
 
@@ -110,14 +111,15 @@ OP_SPECS: dict[int, tuple[str, int, tuple[int, ...]]] = {
     Op.COPY_BUFFER: ("glCopyNamedBufferSubData", 5, ()),
     Op.BIND_VERTEX_ARRAY: ("glBindVertexArray", 1, ()),
     Op.VERTEX_ATTRIB_I_FORMAT: ("glVertexAttribIFormat", 4, ()),
+    Op.QUERY_COUNTER: ("glQueryCounter", 2, ()),
 }
 """opcode -> (GL entry point, number of arguments, positions of float arguments)."""
 
-TAPE_VERSION = 2
+TAPE_VERSION = 3
 """Version of the opcode set; a compiled ``_glexec`` whose ``TAPE_VERSION`` (1 when absent) is
-lower does not know the newer opcodes (``VERTEX_ATTRIB_I_FORMAT``, version 2) and is not used
-for a tape that holds them."""
-_OP_VERSION = {Op.VERTEX_ATTRIB_I_FORMAT: 2}
+lower does not know the newer opcodes (``VERTEX_ATTRIB_I_FORMAT``, version 2; ``QUERY_COUNTER``,
+version 3, only in profiling tapes) and is not used for a tape that holds them."""
+_OP_VERSION = {Op.VERTEX_ATTRIB_I_FORMAT: 2, Op.QUERY_COUNTER: 3}
 
 DRAW_OPS = frozenset({Op.DRAW_ARRAYS, Op.DRAW_ELEMENTS, Op.MULTI_DRAW_ARRAYS_INDIRECT,
                       Op.MULTI_DRAW_ELEMENTS_INDIRECT, Op.MULTI_DRAW_ARRAYS_INDIRECT_COUNT,
@@ -137,6 +139,9 @@ class TapeBuilder:
     def __init__(self) -> None:
         self._chunks: list[np.ndarray] = []
         self._rows: list[tuple[int, ...]] = []
+        self.origin = -1
+        """Index of the stream command being translated (set by the walk): every row records it."""
+        self._origins: list[int] = []
         self.callbacks: list[Callable[[], None]] = []
 
     def __len__(self) -> int:
@@ -145,8 +150,13 @@ class TapeBuilder:
     def emit(self, op: int, *args: int) -> None:
         rows = self._rows
         rows.append((op, *args, *_PAD[len(args)]))
+        self._origins.append(self.origin)
         if len(rows) >= 65536:
             self._flush()
+
+    def origins(self) -> np.ndarray:
+        """``int64[n]``: the stream command each row was emitted for (-1: frame setup)."""
+        return np.array(self._origins, dtype=np.int64)
 
     def callback(self, fn: Callable[[], None]) -> None:
         """A Python call at this point of the tape (forces the Python interpreter)."""
@@ -212,6 +222,19 @@ class PythonTape:
         for f, a in self.calls:
             f(*a)
 
+    def run_timed(self) -> np.ndarray:
+        """Run, returning ``int64[n + 1]`` monotonic nanoseconds before each row and after the last
+        (the compiled loop's :meth:`NativeTape.run_timed` twin)."""
+        now = time.perf_counter_ns
+        stamps = [0] * (len(self.calls) + 1)
+        k = 0
+        for f, a in self.calls:
+            stamps[k] = now()
+            f(*a)
+            k += 1
+        stamps[k] = now()
+        return np.array(stamps, dtype=np.int64)
+
 
 class NativeTape:
     """Executes a tape with the compiled loop of ``_glexec`` (no Python per call)."""
@@ -234,6 +257,12 @@ class NativeTape:
 
     def run(self) -> None:
         self.module.run_tape(self.tape, self.table)
+
+    def run_timed(self) -> np.ndarray:
+        """Run, returning ``int64[n + 1]``: ``CLOCK_MONOTONIC`` ns before each row and after the last."""
+        stamps = np.zeros(self.tape.shape[0] + 1, dtype=np.int64)
+        self.module.run_tape_timed(self.tape, self.table, stamps)
+        return stamps
 
 
 def _native_module() -> Any | None:
@@ -258,11 +287,13 @@ def native_available() -> bool:
 
 
 def make_executor(tape: np.ndarray, gl: GLFunctions, callbacks: list[Callable[[], None]],
-                  native: bool | None = None) -> PythonTape | NativeTape:
-    """The fastest interpreter that can run ``tape`` (``native``: None = auto, False = Python)."""
+                  native: bool | None = None, timed: bool = False) -> PythonTape | NativeTape:
+    """The fastest interpreter that can run ``tape`` (``native``: None = auto, False = Python);
+    ``timed``: one that has ``run_timed`` (compiled loops of ``TAPE_VERSION`` 3 on)."""
     if native is not False and not callbacks:
         mod = _native_module()
-        if mod is not None and getattr(mod, "TAPE_VERSION", 1) >= _tape_version_needed(tape):
+        need = max(_tape_version_needed(tape), 3 if timed else 1)
+        if mod is not None and getattr(mod, "TAPE_VERSION", 1) >= need:
             return NativeTape(tape, gl, mod)
         if native:
             raise RuntimeError("the native tape loop (_glexec) is not built" if mod is None else
