@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from drawopt.passes.merge_instances import plan_merges
 
 from drawopt.gen import generate
 from drawopt.mergeclass import INSTANCES, RANGES, adjacent_links, draw_facts
@@ -12,7 +13,6 @@ from drawopt.state import track
 from drawopt.stats import compute_stats
 from drawopt.stream import Stream, StreamBuilder
 from drawopt.verify import verify
-from drawopt.passes.merge_instances import plan_merges
 
 
 def run(stream: Stream, verify_each: bool = True, passes: str = "merge-instances"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from drawopt.passes.schedule import Restater, SchedulePass, _rebuild, check_restated, schedule_order
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +16,6 @@ from drawopt.stats import compute_stats
 from drawopt.stream import StreamBuilder
 from drawopt.validate import findings
 from drawopt.verify import verify
-from drawopt.passes.schedule import Restater, SchedulePass, _rebuild, check_restated, schedule_order
 
 
 def run(stream, reorder="declared", target="d3d12", verify_each=True):
@@ -277,9 +277,10 @@ def test_a_stream_that_cannot_reorder_builds_no_graph(monkeypatch) -> None:
 @pytest.mark.parametrize("reorder", ["declared", "opaque"])
 def test_ordered_chains_agree_with_the_graph(kind: str, seed: int, reorder: str) -> None:
     """Where the cheap test says a segment is a chain, the graph makes every draw a part of its own."""
+    from drawopt.passes.schedule import _draw_pipes
+
     from drawopt.graph import build_graph, ordered_chains
     from drawopt.mergeclass import draw_parts, draw_segments, segment_units
-    from drawopt.passes.schedule import _draw_pipes
     s = generate(kind, 600, seed=seed)
     t = track(s)
     draws = t.draws.astype(np.int64)
@@ -313,8 +314,9 @@ def _segments(s):
     """Draw commands, segments and segment bounds of ``s`` as the pass computes them."""
     from types import SimpleNamespace
 
-    from drawopt.mergeclass import draw_segments
     from drawopt.passes.schedule import _draw_pipes
+
+    from drawopt.mergeclass import draw_segments
     t = track(s)
     draws = t.draws.astype(np.int64)
     pipe, pinned = _draw_pipes(s, t)
@@ -335,8 +337,9 @@ def _reference_rebuild(s, t, draws, new, starts, ends):
     """The restatement walk the pass did before it was vectorised: every non-state command in
     input order, each segment's draws emitted where its first draw was (one command at a time,
     pure Python), a segment that cannot be re-created in the new order kept in input order."""
-    from drawopt.ops import BY_NAME, Cat
     from drawopt.passes.schedule import CannotRestate
+
+    from drawopt.ops import BY_NAME, Cat
     rs = Restater(s, t, pure=True)
     cats = s.cats()
     keep = s.op == BY_NAME["CSEnableAutomaticGpuFlush"].code
@@ -474,8 +477,9 @@ def test_rebuild_and_check_match_their_references_on_random_streams(s, seed: int
 def test_restater_compiled_and_pure_agree_step_by_step() -> None:
     """emit_all (compiled) and emit one command at a time (pure) leave the same output, the
     same state in force and raise the same errors, chunk after chunk, with rollbacks."""
-    from drawopt.ops import Cat
     from drawopt.passes.schedule import CannotRestate
+
+    from drawopt.ops import Cat
     _compiled_schedule_kernel()
     for kind, n, seed in (("frame", 600, 1), ("bundle", 300, 2), ("gpu-driven", 500, 3)):
         s = generate(kind, n, seed=seed)
@@ -517,10 +521,10 @@ def test_check_restated_catches_a_corrupted_restatement() -> None:
     """The self-check finds a wrong state in the output, whichever slot it is in, with the fast
     path (content ids) and by decoding every value alike."""
     import drawopt.passes.schedule as sched  # the module the pass manager runs
+    from drawopt.passes.schedule import check_restated
 
     from drawopt.ops import BY_NAME
     from drawopt.stream import concat
-    from drawopt.passes.schedule import check_restated
     s = generate("frame", 1500, seed=6)
     seen = {}
     real = sched.check_restated
