@@ -55,7 +55,7 @@ pipeline psw vs=v ps=f root=main params=0 writes=res[1]
 pipeline writer vs=v ps=f root=rs2 params=0
 pipeline reader vs=v ps=f root=rs2 params=1 blend=alpha
 pipeline xp vs=pull ps=lit depth=less,write root=main params=0,1,2 \
-contract=x(vertex_bits={k},perdraw=2,lift=1.0,base=vertex)
+contract=x(vertex_bits={k},perdraw=2,lift=1.0,base=vertex,max_index=4095)
 pipeline xn vs=pull ps=lit depth=less,write root=main params=0,1,2 contract=x(vertex_bits=16,perdraw=2,base=vertex)
 pipeline quad vs=q ps=q root=main params=1,2 contract=instance_data(perdraw=2,lift=1.0+1.1+1.2+1.3)
 """
