@@ -164,3 +164,92 @@ def test_regrouping_uncovered_reads_adds_no_violation() -> None:
     part = CULL + _read("rt", 0, 2) + L2 + _read("rt", 32, 2)
     r = verify(F(part), F(one))
     assert not r.equivalent and "missing FlushGpuCacheRange" in r.reason, r.reason
+
+
+# --------------------------------------------------------------------------- item 12: size-independent verdicts
+def _multidraw_stream(n: int, batches: list[int]) -> Stream:
+    """``n`` CPU-written indexed indirect draws (each its own range), issued as multi-draws of
+    ``batches`` draws each."""
+    from drawopt.stream import StreamBuilder
+    assert sum(batches) == n
+    b = StreamBuilder()
+    b.target("rt", 64, 64)
+    b.buffer("ib", 1 << 20)
+    rec = np.zeros((n, 5), np.uint32)
+    rec[:, 0] = 3                                   # IndexCount
+    rec[:, 1] = 1                                   # InstanceCount
+    rec[:, 2] = (np.arange(n) * 3) % 60000          # StartIndexLocation
+    rec[:, 4] = np.arange(n) % 7                    # StartInstanceLocation
+    b.buffer("args", 20 * n, cpu=True, data=rec.reshape(-1))
+    b.pipeline("p", vs="v", ps="f", blend="alpha")
+    b.OMSetRenderTargets("rt")
+    b.SetPipelineState("p")
+    b.IASetPrimitiveTopology("TRIANGLELIST")
+    b.IASetIndexBuffer("ib", "R16_UINT", 0)
+    off = 0
+    for k in batches:
+        b.MultiDrawIndexedInstancedIndirect(k, "args", 20 * off, 20)
+        off += k
+    return b.build()
+
+
+def test_multi_draw_of_more_than_65536_draws_is_expanded() -> None:
+    """The verdict does not depend on batch size: a multi-draw of 70,000 CPU-written draws
+    equals the same draws in two batches (it used to be one opaque record above 2^16 draws,
+    a false alarm on mdi's output for a 1M-draw frame; issue 12 item 12), and a changed
+    draw inside it is found."""
+    n = 70_000
+    one, two = _multidraw_stream(n, [n]), _multidraw_stream(n, [40_000, 30_000])
+    r = verify(one, two)
+    assert r.equivalent, r.reason
+    assert r.details["stats"]["records"] == [n, n]
+    bad = two.copy()
+    last = int(np.flatnonzero(bad.op == bad.op[len(bad) - 1])[-1])
+    bad.args[last, bad.spec(last).col("offset")] += 20     # the second batch skips draw 40,000
+    r = verify(one, bad)
+    assert not r.equivalent
+    assert "draw 40000 of the MultiDrawIndexedInstancedIndirect" in r.reason, r.reason
+
+
+# --------------------------------------------------------------------------- item 5: bundle exit state
+def test_dropped_trailing_root_constants_of_a_bundle_are_a_difference() -> None:
+    """A bundle's exit state is observed by the caller's draws after ExecuteBundle: a
+    trailing root-constant set (after the last draw) may not be dropped, nor a value the
+    bundle never set be set (issue 12 item 5). In a list the same drop is fine."""
+    body = PRE + "SetPipelineState a\nIASetVertexBuffers 0 verts 0 16\nDrawInstanced 3 1 0 0\n"
+    tail = "SetGraphicsRoot32BitConstants 1 1 42\n"
+    r = verify(S(body + tail, kind="bundle"), S(body, kind="bundle"))
+    assert not r.equivalent
+    assert r.reason.startswith("bundle exit state: root constant 1[0] 0x2a != never set"), r.reason
+    assert r.details["field"] == "exit" and r.line_a is not None
+    assert verify(S(body + tail), S(body)).equivalent                 # a list hands nothing back
+    r = verify(S(body, kind="bundle"), S(body + tail, kind="bundle"))  # set what the caller had
+    assert not r.equivalent and "never set (the caller's value) != 0x2a" in r.reason, r.reason
+    # the value the caller sees is what matters, not the commands: a repeat is fine
+    assert verify(S(body + tail, kind="bundle"), S(body + tail + tail, kind="bundle")).equivalent
+
+
+def _packed_bundle() -> tuple[Stream, Stream]:
+    from drawopt.passmanager import optimize
+    o, _ = _x_pair("R16_UINT", 5)
+    o = o.replace("SetPipelineState xv\n", "SetPipelineState xv\nSetGraphicsRootShaderResourceView 2 verts 0\n")
+    a = S(o, kind="bundle", max_index=1000)
+    return a, optimize(a, "pack-x", target="xbox-one")
+
+
+def test_pack_x_bundle_without_its_end_of_bundle_restores_is_rejected() -> None:
+    """pack-x re-sets, after a run that ends a bundle, the per-draw root view, the index
+    buffer and the lifted root constants the caller would otherwise see changed. The
+    packed bundle verifies; stripped of those restores it does not."""
+    a, out = _packed_bundle()
+    names = [out.spec(i).name for i in range(len(out))]
+    assert "DrawIndexedX" in names
+    last = max(i for i, n in enumerate(names) if n == "DrawIndexedX")
+    assert last < len(out) - 1, "pack-x emitted no restores"
+    assert verify(a, out).equivalent
+    stripped = out.take(list(range(last + 1)))
+    r = verify(a, stripped)
+    assert not r.equivalent and r.reason.startswith("bundle exit state:"), r.reason
+    for k in range(last + 1, len(out)):   # each restore matters on its own
+        r = verify(a, out.take([i for i in range(len(out)) if i != k]))
+        assert not r.equivalent and "bundle exit state" in r.reason, (names[k], r.reason)

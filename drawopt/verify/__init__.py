@@ -38,7 +38,7 @@ from ..decls import Buffer
 from ..errors import UsageError
 from ..ops import BARRIER_STATES, BY_NAME
 from ..stream import REORDER_POLICIES, Stream
-from .compare import canonical, compare_records, matched_actions
+from .compare import canonical, compare_records, exit_state_diff, matched_actions
 from .model import Canon
 from .records import Records, expand
 from .rules import check_rules, first_new_uncovered_read, first_new_violation
@@ -148,6 +148,9 @@ def verify(original: Stream, optimized: Stream, reorder: str = "declared") -> Ve
     stats = {"records": [int(RA.r_act.size), int(RB.r_act.size)],
              "actions": [int(RA.a_cmd.size), int(RB.a_cmd.size)],
              "resources": int(np.unique(SA.res).size), "seconds": round(time.perf_counter() - t0, 4)}
+    if m is not None:
+        return _fail(a, b, m.reason, m.cmd_a, m.cmd_b, **m.details, stats=stats)
+    m = exit_state_diff(RA, RB)
     if m is not None:
         return _fail(a, b, m.reason, m.cmd_a, m.cmd_b, **m.details, stats=stats)
     v = first_new_uncovered_read(va, vb, matched_actions(RA, RB, SA, SB))

@@ -26,7 +26,7 @@ The first difference (earliest in the original) is described in one line.
 
 from __future__ import annotations
 
-__all__ = ["TargetSeqs", "canonical", "compare_records", "Mismatch", "matched_actions"]
+__all__ = ["TargetSeqs", "canonical", "compare_records", "Mismatch", "matched_actions", "exit_state_diff"]
 
 from collections import Counter
 from collections.abc import Callable
@@ -38,7 +38,7 @@ from ..ops import BY_NAME
 from ._hash import hash_cols
 from .model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET
 from .records import KD_DRAW, KD_INDEXED, KEY_FIELDS, F, Records, norm, ragged
-from .slots import Col, cid_of, col_name
+from .slots import Col, StateAt, cid_of, col_name
 
 _SHIFT = np.int64(1) << np.int64(40)
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
@@ -317,6 +317,37 @@ def refines(A: Records, B: Records, aa: np.ndarray, ab: np.ndarray) -> np.ndarra
             vb = norm(B.state.value(c)[ab[sel]])
             ok[sel] &= (va == vb) | np.isin(raw, free)
     return ok
+
+
+def exit_state_diff(A: Records, B: Records) -> Mismatch | None:
+    """For bundles: the first state column the optimized bundle leaves other than the original.
+
+    A bundle's exit state (every pipeline, root argument, table, index and vertex buffer,
+    topology... it leaves set) is observed by the caller's draws after ExecuteBundle, so it
+    belongs to the bundle's effective records: each column must end with the same value, or
+    one the original leaves undefined (lost to a root-signature, heap or kind change, or an
+    index buffer after DrawIndexedX). What the original never sets is the caller's value and
+    must stay unset.
+    """
+    if A.exit is None or B.exit is None:
+        return None
+    free = _free_values(A)
+    for c in A.exit.cols:
+        ra, rb = int(A.exit.value(c)[0]), int(B.exit.value(c)[0])
+        na, nb = (NEVER if -16 < v < 0 else v for v in (ra, rb))
+        if na == nb or ra in free:
+            continue
+        x = _Explain(A, B, None, None)  # type: ignore[arg-type]
+        va, vb = x._value(A, 0, c, A.exit), x._value(B, 0, c, B.exit)
+        if ra == NEVER:
+            va = "never set (the caller's value)"
+        if rb == NEVER:
+            vb = "never set (the caller's value)"
+        ca, cb = int(A.exit.source(c)[0]), int(B.exit.source(c)[0])
+        return Mismatch(f"bundle exit state: {col_name(c)} {va} != {vb} (the caller's draws after ExecuteBundle "
+                        f"observe the state a bundle leaves)", ca, cb if cb >= 0 else len(B.stream),
+                        {"kind": "record", "field": "exit", "state": col_name(c)})
+    return None
 
 
 def compare_records(A: Records, B: Records, SA: TargetSeqs, SB: TargetSeqs) -> Mismatch | None:
@@ -668,8 +699,8 @@ class _Explain:
         fmt = ("R16_UINT", "R32_UINT")[int(k[F["fmt"]])] if k[F["fmt"]] in (0, 1) else "?"
         return f"{R.canon.name(b)} {fmt}"
 
-    def _undef(self, R: Records, a: int, col: int, v: int) -> str:
-        src = int(R.state.source(col)[a])
+    def _undef(self, R: Records, a: int, col: int, v: int, st: StateAt | None = None) -> str:
+        src = int((st if st is not None else R.state).source(col)[a])
         at = R.where(src) if src >= 0 else ""
         if v == NEVER:
             return "never set"
@@ -685,10 +716,11 @@ class _Explain:
             return f"unknown (after the Opaque command at {at})"
         return str(v)
 
-    def _value(self, R: Records, a: int, col: int) -> str:
-        v = int(R.state.value(col)[a])
+    def _value(self, R: Records, a: int, col: int, st: StateAt | None = None) -> str:
+        st = st if st is not None else R.state
+        v = int(st.value(col)[a])
         if v < 0:
-            return self._undef(R, a, col, v)
+            return self._undef(R, a, col, v, st)
         fam = Col(col >> 20)
         if fam in (Col.PSO, Col.RSG, Col.RSC):
             return f"'{R.canon.name(v)}'"
@@ -696,7 +728,7 @@ class _Explain:
             return f"{R.canon.name(v >> 32)}[{v & 0xFFFFFFFF}]"
         if fam in (Col.CG, Col.CC):
             return f"0x{v:x}"
-        src = int(R.state.source(col)[a])
+        src = int(st.source(col)[a])
         if src >= 0:
             c = R.stream.command(src)
             return " ".join(str(x) for x in (*c.args, *c.var)) or "(none)"
