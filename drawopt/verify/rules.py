@@ -352,10 +352,13 @@ def _index_overflow(R: Records, i: int, pi: PipeInfo, cmd: int, low: int) -> Vio
     fmt = ("R16_UINT", "R32_UINT")[int(R.key[int(R.x["rec"][i]), F["fmt"]]) == 1]
     plus = f" plus IndexOffset low bits {low}" if low else ""
     if why == IMAX_DATA:
-        what = f"its index data holds index {imax}, which{plus} overflows vertex_bits={k} into the draw id"
+        what = (f"its index data holds index {imax}, which{plus} overflows vertex_bits={k}: it would carry into "
+                f"the draw id")
     elif why == IMAX_UNKNOWN:
-        what = (f"an {fmt} index may reach {imax}{plus}, past vertex_bits={k} (pipeline '{pi.name}' declares no "
-                f"max_index and the index data is not known), which makes its draw id ambiguous")
+        what = (f"an {fmt} index may reach {imax}{plus}, past vertex_bits={k}: it would carry into the draw id "
+                f"(pipeline '{pi.name}' declares no max_index and the index data is not known), so the record "
+                f"its vertices read is ambiguous")
     else:
-        what = f"an {fmt} index may reach {imax}{plus}, past vertex_bits={k}: the draw id is ambiguous"
+        what = (f"an {fmt} index may reach {imax}{plus}, past vertex_bits={k}: it would carry into the draw id, "
+                f"so the record its vertices read is ambiguous")
     return Violation(("x-index-overflow", pi.name), f"{where}: {what}", cmd, {"rule": "x-index-overflow"})
