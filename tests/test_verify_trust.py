@@ -167,39 +167,14 @@ def test_regrouping_uncovered_reads_adds_no_violation() -> None:
 
 
 # --------------------------------------------------------------------------- item 12: size-independent verdicts
-def _multidraw_stream(n: int, batches: list[int]) -> Stream:
-    """``n`` CPU-written indexed indirect draws (each its own range), issued as multi-draws of
-    ``batches`` draws each."""
-    from drawopt.stream import StreamBuilder
-    assert sum(batches) == n
-    b = StreamBuilder()
-    b.target("rt", 64, 64)
-    b.buffer("ib", 1 << 20)
-    rec = np.zeros((n, 5), np.uint32)
-    rec[:, 0] = 3                                   # IndexCount
-    rec[:, 1] = 1                                   # InstanceCount
-    rec[:, 2] = (np.arange(n) * 3) % 60000          # StartIndexLocation
-    rec[:, 4] = np.arange(n) % 7                    # StartInstanceLocation
-    b.buffer("args", 20 * n, cpu=True, data=rec.reshape(-1))
-    b.pipeline("p", vs="v", ps="f", blend="alpha")
-    b.OMSetRenderTargets("rt")
-    b.SetPipelineState("p")
-    b.IASetPrimitiveTopology("TRIANGLELIST")
-    b.IASetIndexBuffer("ib", "R16_UINT", 0)
-    off = 0
-    for k in batches:
-        b.MultiDrawIndexedInstancedIndirect(k, "args", 20 * off, 20)
-        off += k
-    return b.build()
-
-
 def test_multi_draw_of_more_than_65536_draws_is_expanded() -> None:
     """The verdict does not depend on batch size: a multi-draw of 70,000 CPU-written draws
     equals the same draws in two batches (it used to be one opaque record above 2^16 draws,
-    a false alarm on mdi's output for a 1M-draw frame; issue 12 item 12), and a changed
-    draw inside it is found."""
+    a false alarm on mdi's output for a 1M-draw frame; issue 12 item 12), and a draw lost
+    at a batch boundary is found."""
+    from test_mutations import multidraw  # the mutation suite's builder (large-multi-draw)
     n = 70_000
-    one, two = _multidraw_stream(n, [n]), _multidraw_stream(n, [40_000, 30_000])
+    one, two = multidraw(n, [n]), multidraw(n, [40_000, 30_000])
     r = verify(one, two)
     assert r.equivalent, r.reason
     assert r.details["stats"]["records"] == [n, n]
