@@ -265,7 +265,7 @@ def matched_actions(A: Records, B: Records, SA: TargetSeqs,
     by_ent_a = np.argsort(SA.m_entry, kind="stable")
     ent_a = SA.m_entry[by_ent_a]
 
-    def of(b: int) -> np.ndarray | None:
+    def of(b: int) -> list[np.ndarray] | None:
         lo = np.searchsorted(rec_b, B.a_first[b], "left")
         hi = np.searchsorted(rec_b, B.a_first[b] + B.a_nrec[b], "left")
         if hi <= lo:
@@ -337,7 +337,7 @@ def exit_state_diff(A: Records, B: Records) -> Mismatch | None:
         na, nb = (NEVER if -16 < v < 0 else v for v in (ra, rb))
         if na == nb or ra in free:
             continue
-        x = _Explain(A, B, None, None)  # type: ignore[arg-type]
+        x = _Explain(A, B, None, None)  # type: ignore[arg-type]  # only its value formatting is used
         va, vb = x._value(A, 0, c, A.exit), x._value(B, 0, c, B.exit)
         if ra == NEVER:
             va = "never set (the caller's value)"

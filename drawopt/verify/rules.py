@@ -22,9 +22,10 @@
 * **Bundles** set their descriptor heaps at most once (the same heaps again is fine).
 * **DrawIndexedX** needs a vertex-pulling pipeline; under an ``x(...)`` contract the
   draw id must address a record inside the bound per-draw array, the low bits plus
-  the largest index must fit ``vertex_bits`` (the largest index as ``max_index``, the
-  index format or the CPU-known index data prove it; an index that may reach
-  ``2^vertex_bits`` makes the draw id ambiguous), and ``base=none`` leaves the low bits zero.
+  the largest index must stay below ``2^vertex_bits`` (``max_index``, the index format
+  or the CPU-known index data must prove it: an index that may reach ``2^vertex_bits``
+  carries into the draw id, which is then ambiguous), and ``base=none`` leaves the low
+  bits zero.
 
 Re-binding rules (the index buffer after ``DrawIndexedX``, descriptor tables after a
 heap change) are part of the effective records: a draw that sees an undefined
@@ -50,7 +51,7 @@ import numpy as np
 from ..decls import Buffer
 from ..ops import BARRIER_STATES, BY_NAME, FLUSH_MODES, PIPELINED_EVENTS
 from .model import PipeInfo
-from .records import FE_NAMES, IMAX_DATA, IMAX_DECLARED, IMAX_UNKNOWN, F, Records
+from .records import FE_NAMES, IMAX_DATA, IMAX_DECLARED, F, Records
 from .slots import Col, cid_of
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
@@ -111,8 +112,8 @@ def first_new_uncovered_read(orig: list[Violation], opt: list[Violation],
     buffer ``X`` by ``b`` may be uncovered only if, for every such entry, one of those
     actions' reads of ``X`` (of the same kind: args, count or index data) was. A flush moved
     from one reader to another is therefore caught even though the number of uncovered
-    reads stays the same. A reader without records (nothing it
-    writes) is compared by count among such readers.
+    reads stays the same. A reader without records (nothing it writes) is compared by
+    count among such readers.
     """
     bad_a: dict[int, set[tuple]] = {}
     for v in orig:
@@ -334,7 +335,6 @@ def _drawindexedx(R: Records) -> list[Violation]:
     return out
 
 
-
 def _index_overflow(R: Records, i: int, pi: PipeInfo, cmd: int, low: int) -> Violation | None:
     """An index (plus the IndexOffset low bits) of the i-th ``DrawIndexedX`` record that
     may reach ``2^vertex_bits``: the slot ``IndexOffset >> K`` its vertices decode to is
@@ -354,11 +354,8 @@ def _index_overflow(R: Records, i: int, pi: PipeInfo, cmd: int, low: int) -> Vio
     if why == IMAX_DATA:
         what = (f"its index data holds index {imax}, which{plus} overflows vertex_bits={k}: it would carry into "
                 f"the draw id")
-    elif why == IMAX_UNKNOWN:
+    else:  # IMAX_UNKNOWN: only the format bounds the indices
         what = (f"an {fmt} index may reach {imax}{plus}, past vertex_bits={k}: it would carry into the draw id "
                 f"(pipeline '{pi.name}' declares no max_index and the index data is not known), so the record "
                 f"its vertices read is ambiguous")
-    else:
-        what = (f"an {fmt} index may reach {imax}{plus}, past vertex_bits={k}: it would carry into the draw id, "
-                f"so the record its vertices read is ambiguous")
     return Violation(("x-index-overflow", pi.name), f"{where}: {what}", cmd, {"rule": "x-index-overflow"})
