@@ -228,3 +228,17 @@ def test_pack_x_bundle_without_its_end_of_bundle_restores_is_rejected() -> None:
     for k in range(last + 1, len(out)):   # each restore matters on its own
         r = verify(a, out.take([i for i in range(len(out)) if i != k]))
         assert not r.equivalent and "bundle exit state" in r.reason, (names[k], r.reason)
+
+
+def test_a_bundle_table_set_before_its_first_heaps_reaches_the_caller() -> None:
+    """A bundle's first SetDescriptorHeaps must match the caller's heaps (it changes
+    nothing), so a table set before it is still bound at the end of the bundle: dropping
+    that set changes the caller's table. (The optimizer's state tracker treats the first
+    heaps of a bundle as a change; dedupe-state then drops the set: found by
+    test_verify_props::test_dedupe_state_output_verifies.)"""
+    t = ("drawopt 1 context=graphics kind=bundle\nheap h CBV_SRV_UAV 16\nrootsig main table(srv,1)\n"
+         "SetGraphicsRootDescriptorTable 0 h[0]\nSetDescriptorHeaps h\n")
+    a = loads(t)
+    r = verify(a, a.take([1]))
+    assert not r.equivalent and r.reason.startswith("bundle exit state: descriptor table 0 h[0] != never set"), \
+        r.reason
