@@ -561,7 +561,7 @@ def packed(s: Stream | None, target: str = "xbox-one") -> Stream | None:
     if s is None:
         return None
     from drawopt.passmanager import optimize
-    out = optimize(s, "pack-x", target=target)
+    out = optimize(s, "pack-x", target=target).stream
     return out if np.any(out.op == BY_NAME["DrawIndexedX"].code) else None
 
 

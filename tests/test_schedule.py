@@ -621,7 +621,7 @@ def test_check_restated_compares_the_exit_state_of_a_bundle() -> None:
     trailing set (after the last draw) is wrong even though every draw sees its state; in a
     list the same output is fine (issue 12 item 5)."""
     from drawopt.formats import loads
-    from passes.schedule import check_restated
+    from drawopt.passes.schedule import check_restated
     text = """drawopt 1 context=graphics kind={kind}
 target rt 64x64 R8G8B8A8_UNORM
 rootsig main constants(2)

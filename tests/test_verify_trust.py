@@ -209,7 +209,7 @@ def _packed_bundle() -> tuple[Stream, Stream]:
     o, _ = _x_pair("R16_UINT", 5)
     o = o.replace("SetPipelineState xv\n", "SetPipelineState xv\nSetGraphicsRootShaderResourceView 2 verts 0\n")
     a = S(o, kind="bundle", max_index=1000)
-    return a, optimize(a, "pack-x", target="xbox-one")
+    return a, optimize(a, "pack-x", target="xbox-one").stream
 
 
 def test_pack_x_bundle_without_its_end_of_bundle_restores_is_rejected() -> None:
