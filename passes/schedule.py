@@ -110,6 +110,7 @@ from drawopt.state import (
     NSLOTS,
     OBS_DISPATCH,
     OBS_DRAW,
+    OBS_END,
     PIPELINE,
     ROOT0,
     SLOTS,
@@ -781,7 +782,8 @@ def schedule_order(rank: np.ndarray, unit: np.ndarray, unit_edges: np.ndarray, s
 # ---------------------------------------------------------------------- the pass
 def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: StateTable | None = None, *,
                    decode_all: bool = False) -> str | None:
-    """None if draw ``j`` of ``after`` sees the state draw ``perm[j]`` of ``before`` saw.
+    """None if draw ``j`` of ``after`` sees the state draw ``perm[j]`` of ``before`` saw,
+    and, for a bundle, ``after`` ends with the state ``before`` ends with.
 
     ``perm``: for every draw of ``after`` (in order), the index of the draw of
     ``before`` it is. States are compared as canonical values (names, not ids),
@@ -790,7 +792,9 @@ def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: State
     words a root-constants chain leaves) are equal without being decoded; every
     other pair is decoded and compared (``decode_all``: every pair, the reference
     the tests compare with). The first difference (slot order, then draw order) is
-    reported.
+    reported. A bundle's final state is handed to its caller (whose draws after
+    ExecuteBundle observe it), so every slot of it is compared too, after the draws
+    (:func:`_exit_state_diff`).
     """
     ta = table if table is not None else track(before)
     assert ta.scan is not None
@@ -827,6 +831,22 @@ def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: State
             j = int(pick[i])
             x, y = ta.scan.values.decode(int(a[i])), sb.values.decode(int(b[i]))
             return f"draw {j} (input draw {int(perm[j])}): {SLOTS[k]} {x!r} became {y!r}"
+    return _exit_state_diff(ta.scan, sb)
+
+
+def _exit_state_diff(sa: Any, sb: Any) -> str | None:
+    """The first slot a bundle's end observer (:data:`drawopt.state.OBS_END`) sees differently
+    in scans ``sa`` (input) and ``sb`` (output), values decoded; None for a list or when equal."""
+    ea, eb = np.flatnonzero(sa.obs_kind == OBS_END), np.flatnonzero(sb.obs_kind == OBS_END)
+    if ea.shape[0] != eb.shape[0]:
+        return f"{ea.shape[0]} end-of-bundle observers before, {eb.shape[0]} after"
+    if not ea.shape[0]:
+        return None
+    ra, rb = sa.normalised(ea)[0], sb.normalised(eb)[0]
+    for k in range(NSLOTS):
+        x, y = sa.values.decode(int(ra[k])), sb.values.decode(int(rb[k]))
+        if x != y:
+            return f"end of bundle: {SLOTS[k]} {x!r} became {y!r}"
     return None
 
 

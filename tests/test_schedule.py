@@ -614,3 +614,31 @@ def test_first_seen_rank_lookup_and_sort_paths_agree() -> None:
         for i in np.argsort(at).tolist():
             rank[i] = seen.setdefault(int(col[i]), len(seen))
         assert _first_seen_rank(col, at, 5000).tolist() == [rank[i] for i in range(col.size)]
+
+
+def test_check_restated_compares_the_exit_state_of_a_bundle() -> None:
+    """A bundle hands its final state to the caller: a restatement that drops or changes a
+    trailing set (after the last draw) is wrong even though every draw sees its state; in a
+    list the same output is fine (issue 12 item 5)."""
+    from drawopt.formats import loads
+    from drawopt.passes.schedule import check_restated
+    text = """drawopt 1 context=graphics kind={kind}
+target rt 64x64 R8G8B8A8_UNORM
+rootsig main constants(2)
+pipeline a vs=v ps=f blend=alpha root=main params=0
+OMSetRenderTargets rt
+SetGraphicsRootSignature main
+SetPipelineState a
+SetGraphicsRoot32BitConstants 0 2 1 2
+DrawInstanced 3 1 0 0
+SetGraphicsRoot32BitConstants 0 1 9
+"""
+    for kind, ok in (("list", True), ("bundle", False)):
+        s = loads(text.format(kind=kind))
+        ident = np.arange(1, dtype=np.int64)
+        assert check_restated(s, s, ident) is None
+        for bad in (s.take(list(range(len(s) - 1))), s.take(list(range(len(s) - 1)) + [3])):
+            got = check_restated(s, bad, ident)
+            assert (got is None) == ok, (kind, got)
+            if not ok:
+                assert got.startswith("end of bundle: root"), got

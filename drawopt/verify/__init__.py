@@ -38,10 +38,10 @@ from ..decls import Buffer
 from ..errors import UsageError
 from ..ops import BARRIER_STATES, BY_NAME
 from ..stream import REORDER_POLICIES, Stream
-from .compare import canonical, compare_records
+from .compare import canonical, compare_records, exit_state_diff, matched_actions
 from .model import Canon
 from .records import Records, expand
-from .rules import check_rules, first_new_violation
+from .rules import check_rules, first_new_uncovered_read, first_new_violation
 from .slots import column_universe
 
 """``none``: no two draws on a common target commute; ``declared``: only pipelines
@@ -150,6 +150,12 @@ def verify(original: Stream, optimized: Stream, reorder: str = "declared") -> Ve
              "resources": int(np.unique(SA.res).size), "seconds": round(time.perf_counter() - t0, 4)}
     if m is not None:
         return _fail(a, b, m.reason, m.cmd_a, m.cmd_b, **m.details, stats=stats)
+    m = exit_state_diff(RA, RB)
+    if m is not None:
+        return _fail(a, b, m.reason, m.cmd_a, m.cmd_b, **m.details, stats=stats)
+    v = first_new_uncovered_read(va, vb, matched_actions(RA, RB, SA, SB))
+    if v is not None:
+        return _fail(a, b, v.message, None, v.cmd, kind="rule", **v.details, stats=stats)
     return VerifyResult(True, None, None, None, None, None, {"stats": stats,
                                                               "violations_kept": len(vb)})
 

@@ -26,9 +26,10 @@ The first difference (earliest in the original) is described in one line.
 
 from __future__ import annotations
 
-__all__ = ["TargetSeqs", "canonical", "compare_records", "Mismatch"]
+__all__ = ["TargetSeqs", "canonical", "compare_records", "Mismatch", "matched_actions", "exit_state_diff"]
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,8 +37,8 @@ import numpy as np
 from ..ops import BY_NAME
 from ._hash import hash_cols
 from .model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET
-from .records import KD_DRAW, KD_INDEXED, KEY_FIELDS, F, Records, norm
-from .slots import Col, cid_of, col_name
+from .records import KD_DRAW, KD_INDEXED, KEY_FIELDS, F, Records, norm, ragged
+from .slots import Col, StateAt, cid_of, col_name
 
 _SHIFT = np.int64(1) << np.int64(40)
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
@@ -77,6 +78,10 @@ class TargetSeqs:
     rd_cnt: np.ndarray
     rd_bar: np.ndarray
     w_bar: np.ndarray
+    m_entry: np.ndarray
+    m_rec: np.ndarray
+    """Members of the entries: record ``m_rec[i]`` belongs to entry ``m_entry[i]`` (a merged
+    entry has several records; a record of an action writing k resources is in k entries)."""
 
 
 def _mix(*cols: np.ndarray) -> np.ndarray:
@@ -127,7 +132,6 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     wrep = R.a_nrec[R.w_act]
     e_res = np.repeat(R.w_res, wrep)
     e_lab = np.repeat(R.w_lab, wrep)
-    from .records import ragged
     e_rec = ragged(R.a_first[R.w_act], wrep)
     o = np.lexsort((e_rec, e_res))
     e_res, e_lab, e_rec = e_res[o], e_lab[o], e_rec[o]
@@ -240,10 +244,40 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     rd_cnt[rd_keep] = can_cnt
     rd_b = np.zeros(R.rd_res.size, np.int64)
     rd_b[rd_keep] = rd_bar
+    pos_of_run = np.empty(m, np.int64)
+    pos_of_run[o] = np.arange(m)
     return TargetSeqs(res=res[o], first=first[o], last=last[o], lab=lab[o], start=start, kh=kh[o], kx=kx[o],
                       kc=kc[o], sh=sh[o], src=src[o], src_buf=kf[:, F["src_buf"]][o], act=f_act[o],
                       src_off=src_off[o], count=count[o], inst=inst[o], ninst=ninst[o], rel=rel[o],
-                      hz=hz.view(np.int64), rd_cnt=rd_cnt, rd_bar=rd_b, w_bar=w_bar)
+                      hz=hz.view(np.int64), rd_cnt=rd_cnt, rd_bar=rd_b, w_bar=w_bar,
+                      m_entry=pos_of_run[run] if n else np.zeros(0, np.int64), m_rec=e_rec)
+
+
+def matched_actions(A: Records, B: Records, SA: TargetSeqs,
+                    SB: TargetSeqs) -> Callable[[int], list[np.ndarray] | None]:
+    """Once :func:`compare_records` found the streams equal: a function giving, for an
+    action ``b`` of B, one array per entry its records are in: the actions of A whose
+    records the matching entry of A holds (None when ``b`` has no record in any write
+    sequence). Entries correspond position by position in each resource's canonical
+    sequence; an entry stands for all the records merged into it."""
+    by_rec_b = np.argsort(SB.m_rec, kind="stable")
+    rec_b = SB.m_rec[by_rec_b]
+    by_ent_a = np.argsort(SA.m_entry, kind="stable")
+    ent_a = SA.m_entry[by_ent_a]
+
+    def of(b: int) -> list[np.ndarray] | None:
+        lo = np.searchsorted(rec_b, B.a_first[b], "left")
+        hi = np.searchsorted(rec_b, B.a_first[b] + B.a_nrec[b], "left")
+        if hi <= lo:
+            return None
+        ents = np.unique(SB.m_entry[by_rec_b[lo:hi]])
+        r = SB.res[ents]
+        ja = np.searchsorted(SA.res, r, "left") + (ents - np.searchsorted(SB.res, r, "left"))
+        ja = ja[ja < SA.res.size]
+        i0, i1 = np.searchsorted(ent_a, ja, "left"), np.searchsorted(ent_a, ja, "right")
+        return [np.unique(A.r_act[SA.m_rec[by_ent_a[x:y]]]) for x, y in zip(i0.tolist(), i1.tolist())]
+
+    return of
 
 
 @dataclass
@@ -283,6 +317,37 @@ def refines(A: Records, B: Records, aa: np.ndarray, ab: np.ndarray) -> np.ndarra
             vb = norm(B.state.value(c)[ab[sel]])
             ok[sel] &= (va == vb) | np.isin(raw, free)
     return ok
+
+
+def exit_state_diff(A: Records, B: Records) -> Mismatch | None:
+    """For bundles: the first state column the optimized bundle leaves other than the original.
+
+    A bundle's exit state (every pipeline, root argument, table, index and vertex buffer,
+    topology... it leaves set) is observed by the caller's draws after ExecuteBundle, so it
+    belongs to the bundle's effective records: each column must end with the same value, or
+    one the original leaves undefined (lost to a root-signature, heap or kind change, or an
+    index buffer after DrawIndexedX). What the original never sets is the caller's value and
+    must stay unset.
+    """
+    if A.exit is None or B.exit is None:
+        return None
+    free = _free_values(A)
+    for c in A.exit.cols:
+        ra, rb = int(A.exit.value(c)[0]), int(B.exit.value(c)[0])
+        na, nb = (NEVER if -16 < v < 0 else v for v in (ra, rb))
+        if na == nb or ra in free:
+            continue
+        x = _Explain(A, B, None, None)  # type: ignore[arg-type]  # only its value formatting is used
+        va, vb = x._value(A, 0, c, A.exit), x._value(B, 0, c, B.exit)
+        if ra == NEVER:
+            va = "never set (the caller's value)"
+        if rb == NEVER:
+            vb = "never set (the caller's value)"
+        ca, cb = int(A.exit.source(c)[0]), int(B.exit.source(c)[0])
+        return Mismatch(f"bundle exit state: {col_name(c)} {va} != {vb} (the caller's draws after ExecuteBundle "
+                        f"observe the state a bundle leaves)", ca, cb if cb >= 0 else len(B.stream),
+                        {"kind": "record", "field": "exit", "state": col_name(c)})
+    return None
 
 
 def compare_records(A: Records, B: Records, SA: TargetSeqs, SB: TargetSeqs) -> Mismatch | None:
@@ -634,8 +699,8 @@ class _Explain:
         fmt = ("R16_UINT", "R32_UINT")[int(k[F["fmt"]])] if k[F["fmt"]] in (0, 1) else "?"
         return f"{R.canon.name(b)} {fmt}"
 
-    def _undef(self, R: Records, a: int, col: int, v: int) -> str:
-        src = int(R.state.source(col)[a])
+    def _undef(self, R: Records, a: int, col: int, v: int, st: StateAt | None = None) -> str:
+        src = int((st if st is not None else R.state).source(col)[a])
         at = R.where(src) if src >= 0 else ""
         if v == NEVER:
             return "never set"
@@ -651,10 +716,11 @@ class _Explain:
             return f"unknown (after the Opaque command at {at})"
         return str(v)
 
-    def _value(self, R: Records, a: int, col: int) -> str:
-        v = int(R.state.value(col)[a])
+    def _value(self, R: Records, a: int, col: int, st: StateAt | None = None) -> str:
+        st = st if st is not None else R.state
+        v = int(st.value(col)[a])
         if v < 0:
-            return self._undef(R, a, col, v)
+            return self._undef(R, a, col, v, st)
         fam = Col(col >> 20)
         if fam in (Col.PSO, Col.RSG, Col.RSC):
             return f"'{R.canon.name(v)}'"
@@ -662,7 +728,7 @@ class _Explain:
             return f"{R.canon.name(v >> 32)}[{v & 0xFFFFFFFF}]"
         if fam in (Col.CG, Col.CC):
             return f"0x{v:x}"
-        src = int(R.state.source(col)[a])
+        src = int(st.source(col)[a])
         if src >= 0:
             c = R.stream.command(src)
             return " ".join(str(x) for x in (*c.args, *c.var)) or "(none)"

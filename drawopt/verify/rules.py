@@ -22,7 +22,10 @@
 * **Bundles** set their descriptor heaps at most once (the same heaps again is fine).
 * **DrawIndexedX** needs a vertex-pulling pipeline; under an ``x(...)`` contract the
   draw id must address a record inside the bound per-draw array, the low bits plus
-  ``max_index`` must fit ``vertex_bits``, and ``base=none`` leaves the low bits zero.
+  the largest index must stay below ``2^vertex_bits`` (``max_index``, the index format
+  or the CPU-known index data must prove it: an index that may reach ``2^vertex_bits``
+  carries into the draw id, which is then ambiguous), and ``base=none`` leaves the low
+  bits zero.
 
 Re-binding rules (the index buffer after ``DrawIndexedX``, descriptor tables after a
 heap change) are part of the effective records: a draw that sees an undefined
@@ -30,21 +33,25 @@ binding where the original saw a value differs from it.
 
 Violations carry a key; the validator reports one only when the optimized stream
 has more violations of that key than the original (it does not blame a rewrite for
-what its input already did).
+what its input already did). Uncovered front-end reads are compared reader by reader
+instead (:func:`first_new_uncovered_read`): a read may be uncovered only where the
+original's read by the same draws was.
 """
 
 from __future__ import annotations
 
-__all__ = ["Violation", "check_rules", "first_new_violation"]
+__all__ = ["Violation", "check_rules", "first_new_violation", "first_new_uncovered_read"]
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..decls import Buffer
 from ..ops import BARRIER_STATES, BY_NAME, FLUSH_MODES, PIPELINED_EVENTS
-from .records import FE_NAMES, Records
+from .model import PipeInfo
+from .records import FE_NAMES, IMAX_DATA, IMAX_DECLARED, F, Records
 from .slots import Col, cid_of
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
@@ -61,6 +68,14 @@ class Violation:
     message: str
     cmd: int
     details: dict = field(default_factory=dict)
+    act: int = -1
+    """For an uncovered front-end read: the reading action (compared per reader, not by key)."""
+    reader: tuple = ()
+    """For an uncovered front-end read: ``(resource id, front-end read kind)``."""
+
+    @property
+    def per_reader(self) -> bool:
+        return self.act >= 0
 
 
 def check_rules(R: Records) -> list[Violation]:
@@ -71,13 +86,51 @@ def check_rules(R: Records) -> list[Violation]:
 
 
 def first_new_violation(orig: list[Violation], opt: list[Violation]) -> Violation | None:
-    """The first violation of ``opt`` beyond what ``orig`` already has (by key)."""
-    budget = Counter(v.key for v in orig)
+    """The first violation of ``opt`` beyond what ``orig`` already has (by key).
+
+    Uncovered front-end reads (:attr:`Violation.per_reader`) are left out: they are
+    compared reader by reader once the records match (:func:`first_new_uncovered_read`)."""
+    budget = Counter(v.key for v in orig if not v.per_reader)
     for v in opt:
+        if v.per_reader:
+            continue
         if budget[v.key] > 0:
             budget[v.key] -= 1
             continue
         return v
+    return None
+
+
+def first_new_uncovered_read(orig: list[Violation], opt: list[Violation],
+                             matched: Callable[[int], list[np.ndarray] | None]) -> Violation | None:
+    """The first front-end read of ``opt`` left uncovered (no flush after the GPU write it
+    reads) where the corresponding read of ``orig`` was covered.
+
+    Reads are compared reader by reader, not counted: ``matched(b)`` gives, per record
+    entry of action ``b`` of the optimized stream (each of its draws, through the matched
+    write sequences), the actions of the original that entry stands for. The read of
+    buffer ``X`` by ``b`` may be uncovered only if, for every such entry, one of those
+    actions' reads of ``X`` (of the same kind: args, count or index data) was. A flush moved
+    from one reader to another is therefore caught even though the number of uncovered
+    reads stays the same. A reader without records (nothing it writes) is compared by
+    count among such readers.
+    """
+    bad_a: dict[int, set[tuple]] = {}
+    for v in orig:
+        if v.per_reader:
+            bad_a.setdefault(v.act, set()).add(v.reader)
+    unmatched = Counter(v.key for v in orig if v.per_reader)
+    for v in opt:
+        if not v.per_reader:
+            continue
+        entries = matched(v.act)
+        if entries is None:
+            if unmatched[v.key] > 0:
+                unmatched[v.key] -= 1
+                continue
+            return v
+        if not all(any(v.reader in bad_a.get(a, ()) for a in acts.tolist()) for acts in entries):
+            return v
     return None
 
 
@@ -117,7 +170,7 @@ def _flushes(R: Records) -> list[Violation]:
     written = {r for (_, _, _, (r, *_)) in ev}
     rm = np.isin(R.fe_res, list(written)) if written else np.zeros(R.fe_res.size, bool)
     for a, res, kind in zip(R.fe_act[rm].tolist(), R.fe_res[rm].tolist(), R.fe_kind[rm].tolist()):
-        ev.append((int(R.a_cmd[a]), 1, "r", (res, kind)))
+        ev.append((int(R.a_cmd[a]), 1, "r", (res, kind, a)))
     for code in (_OP["GpuSendPipelinedEvent"], _OP["FlushGpuCacheRange"], _OP["FlushGpuCachesBottomOfPipe"]):
         for c in np.flatnonzero(s.op == code).tolist():
             ev.append((c, 0, "f", (code, int(s.args[c, 0]))))
@@ -136,7 +189,7 @@ def _flushes(R: Records) -> list[Violation]:
         what = "Dispatch" if s.op[w.cmd] == _OP["Dispatch"] else f"{('CS', 'VS', 'PS')[w.stage]}-stage draw"
         return f"{what} at {R.where(w.cmd)}"
 
-    def violate(res: int, w: _Write, reader: str, cmd: int, kind: str) -> None:
+    def violate(res: int, w: _Write, reader: str, cmd: int, kind: str, act: int = -1, fe: int = -1) -> None:
         if compute_ctx:
             step = "FlushGpuCachesBottomOfPipe DEFAULT"
             msg = f"async compute: missing {step} after the {writer_desc(w)} writing {name(res)}, {reader}"
@@ -149,7 +202,8 @@ def _flushes(R: Records) -> list[Violation]:
         if w.notes:
             msg += "; " + "; ".join(dict.fromkeys(w.notes))
         out.append(Violation(("flush", name(res), step, kind), msg, cmd,
-                             {"rule": "flush", "resource": name(res), "missing": step, "writer": w.cmd}))
+                             {"rule": "flush", "resource": name(res), "missing": step, "writer": w.cmd},
+                             act, (res, fe)))
 
     for cmd, _, kind, pay in ev:
         if kind == "w":
@@ -168,12 +222,12 @@ def _flushes(R: Records) -> list[Violation]:
                 pending[res] = [w for w in pending[res] if not getattr(w, "_done", False)]
                 if not pending[res]:
                     del pending[res]
-        else:  # read
-            res, fe_kind = pay
-            lst = pending.pop(res, None)
+        else:  # read: every read until the writes are flushed is uncovered (each reader counts)
+            res, fe_kind, act = pay
+            lst = pending.get(res)
             if lst:
                 violate(res, lst[0], f"the {FE_NAMES[fe_kind]} read of {name(res)} at {R.where(cmd)}", cmd,
-                        "read")
+                        "read", act, fe_kind)
     for res, lst in pending.items():
         if res in frontend and lst:
             violate(res, lst[0], f"before the end of the list ({name(res)} is declared frontend: another "
@@ -271,13 +325,37 @@ def _drawindexedx(R: Records) -> list[Violation]:
                                  f"a per-draw record past the end of '{d.name}' ({d.size} bytes; records of "
                                  f"{stride} bytes from offset {off}); vertex_bits={k} leaves {32 - k} bits of "
                                  f"draw id", cmd, {"rule": "x-slot"}))
-        if pi.max_index and low + pi.max_index >= (1 << k):  # index + low must stay below 2^K
-            out.append(Violation(("x-max-index", pi.name), f"DrawIndexedX at {R.where(cmd)}: IndexOffset low bits "
-                                 f"{low} + max_index {pi.max_index} overflow vertex_bits={k} into the draw id",
-                                 cmd, {"rule": "x-max-index"}))
         if pi.base == "none" and low != 0:
             out.append(Violation(("x-base", pi.name), f"DrawIndexedX at {R.where(cmd)}: pipeline '{pi.name}' "
                                  f"declares base=none but IndexOffset carries low bits {low}", cmd,
                                  {"rule": "x-base"}))
+        v = _index_overflow(R, i, pi, cmd, low)
+        if v is not None:
+            out.append(v)
     return out
 
+
+def _index_overflow(R: Records, i: int, pi: PipeInfo, cmd: int, low: int) -> Violation | None:
+    """An index (plus the IndexOffset low bits) of the i-th ``DrawIndexedX`` record that
+    may reach ``2^vertex_bits``: the slot ``IndexOffset >> K`` its vertices decode to is
+    then ambiguous. What proves the largest index: the contract's ``max_index``, the index
+    format (R16: 65535), or the CPU-known index data (:meth:`records._Expander._largest_index`);
+    an R32 draw with neither a ``max_index`` nor known data is reported."""
+    k = pi.k_bits
+    imax, why = int(R.x["imax"][i]), int(R.x["imax_from"][i])
+    if imax + low < (1 << k):  # every index + low stays below 2^K
+        return None
+    where = f"DrawIndexedX at {R.where(cmd)}"
+    if why == IMAX_DECLARED:
+        return Violation(("x-max-index", pi.name), f"{where}: IndexOffset low bits {low} + max_index "
+                         f"{pi.max_index} overflow vertex_bits={k} into the draw id", cmd, {"rule": "x-max-index"})
+    fmt = ("R16_UINT", "R32_UINT")[int(R.key[int(R.x["rec"][i]), F["fmt"]]) == 1]
+    plus = f" plus IndexOffset low bits {low}" if low else ""
+    if why == IMAX_DATA:
+        what = (f"its index data holds index {imax}, which{plus} overflows vertex_bits={k}: it would carry into "
+                f"the draw id")
+    else:  # IMAX_UNKNOWN: only the format bounds the indices
+        what = (f"an {fmt} index may reach {imax}{plus}, past vertex_bits={k}: it would carry into the draw id "
+                f"(pipeline '{pi.name}' declares no max_index and the index data is not known), so the record "
+                f"its vertices read is ambiguous")
+    return Violation(("x-index-overflow", pi.name), f"{where}: {what}", cmd, {"rule": "x-index-overflow"})
