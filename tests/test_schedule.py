@@ -620,8 +620,9 @@ def test_check_restated_compares_the_exit_state_of_a_bundle() -> None:
     """A bundle hands its final state to the caller: a restatement that drops or changes a
     trailing set (after the last draw) is wrong even though every draw sees its state; in a
     list the same output is fine (issue 12 item 5)."""
-    from drawopt.formats import loads
     from drawopt.passes.schedule import check_restated
+
+    from drawopt.formats import loads
     text = """drawopt 1 context=graphics kind={kind}
 target rt 64x64 R8G8B8A8_UNORM
 rootsig main constants(2)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pytest
@@ -330,15 +329,13 @@ def test_cli_exit_codes(tmp_path, capsys) -> None:
     assert main(["verify", str(a), str(tmp_path / "missing.dstream")]) == 2
 
 
-def test_hundred_thousand_draw_frame_verifies_quickly() -> None:
+def test_hundred_thousand_draw_frame_verifies() -> None:
+    # its speed is bench/run.py's to measure (no wall-clock assertions: the machine is shared)
     gen = pytest.importorskip("drawopt.gen")
     s = gen.generate("frame", 100_000, seed=5)
-    t0 = time.perf_counter()
     r = verify(s, s)
-    dt = time.perf_counter() - t0
     assert r.equivalent
     assert r.details["stats"]["records"][0] >= 100_000
-    assert dt < 10.0, dt
 
 
 def test_generated_streams_verify_against_themselves() -> None:
