@@ -82,7 +82,7 @@ class OptimizeReport:
     >>> rep.target, rep.reorder, rep.lower_bound
     ('d3d12', 'declared', 1)
     >>> rep.verdict("q.dstream")
-    'q.dstream: 16 draws -> 1 call (bound 1), 23 -> 9 state changes'
+    'q.dstream: 16 draws -> 1 call (bound 1), 23 -> 9 state changes, verified'
     """
 
     target: str

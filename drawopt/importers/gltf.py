@@ -572,5 +572,23 @@ def import_read(f: GltfFile, camera: int | str | None = None, bindless: bool = F
 
 
 def import_gltf(path: str, **options: Any) -> Stream:
-    """The stream of the glTF 2.0 scene at ``path`` (options: :func:`import_scene`)."""
+    """The stream of the glTF 2.0 scene at ``path`` (options: :func:`import_scene`).
+
+    >>> import json, tempfile, os, base64, struct
+    >>> data = struct.pack("<9f", 0, 0, 0, 1, 0, 0, 0, 1, 0)
+    >>> doc = {"asset": {"version": "2.0"}, "scene": 0, "scenes": [{"nodes": [0, 1]}],
+    ...        "nodes": [{"mesh": 0}, {"mesh": 0, "translation": [2, 0, 0]}],
+    ...        "meshes": [{"primitives": [{"attributes": {"POSITION": 0}}]}],
+    ...        "accessors": [{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3",
+    ...                       "min": [0, 0, 0], "max": [1, 1, 0]}],
+    ...        "bufferViews": [{"buffer": 0, "byteLength": 36}],
+    ...        "buffers": [{"byteLength": 36,
+    ...                     "uri": "data:application/octet-stream;base64," + base64.b64encode(data).decode()}]}
+    >>> path = os.path.join(tempfile.mkdtemp(), "tri.gltf")
+    >>> with open(path, "w") as f:
+    ...     json.dump(doc, f)
+    >>> s = import_gltf(path)
+    >>> [c.name for c in s.commands()].count("DrawInstanced")     # one draw per node's primitive
+    2
+    """
     return import_scene(path, **options).stream
