@@ -76,7 +76,7 @@ def test_validate_reports_the_unflushed_read():
 
 def test_flush_inserts_the_sequence():
     s = drawopt.loads(CULL.format(flushes=""))
-    out = optimize(s, passes="flush", verify=False)
+    out = optimize(s, passes="flush", verify=False).stream
     got = [c.name for c in out.commands()]
     k = got.index("MultiDrawIndexedInstancedIndirect")
     assert got[k - 2:k] == ["GpuSendPipelinedEvent", "FlushGpuCacheRange"]
@@ -87,7 +87,7 @@ def test_flush_inserts_the_sequence():
 def test_drop_redundant_flushes_keeps_needed_ones():
     s = drawopt.loads(CULL.format(flushes=FLUSHES))
     assert not findings(s)
-    out = optimize(s, passes="flush{drop-redundant-flushes=true}", verify=False)  # the pass itself
+    out = optimize(s, passes="flush{drop-redundant-flushes=true}", verify=False).stream  # the pass itself
     assert len(out) == len(s)
     assert verify(s, out).equivalent
 

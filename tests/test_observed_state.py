@@ -72,11 +72,11 @@ DrawIndexedInstanced 36 1 108 300 0
 def test_perdraw_parameter_left_out_of_params_is_observed(target, rewrite, contract):
     s = drawopt.loads(PERDRAW_NOT_IN_PARAMS.format(contract=contract))
     # the passes themselves, without the pass manager's safety net (which would roll back)
-    out = optimize(s, passes=f"{rewrite},dedupe-state", target=target, verify=False)
+    out = optimize(s, passes=f"{rewrite},dedupe-state", target=target, verify=False).stream
     binds = [c for c in out.commands() if c.name == "SetGraphicsRootShaderResourceView" and c.args[0] == 2]
     assert binds, "the generated per-draw array is bound at the contract's perdraw parameter"
     check_output(s, out)
-    check_output(s, optimize(s, target=target))
+    check_output(s, optimize(s, target=target).stream)
 
 
 def test_perdraw_parameter_is_in_the_state_mask():
@@ -120,10 +120,10 @@ DrawIndexedInstanced 36 1 36 0 0
     # the re-set after the run replaces an undefined value: never a redundant re-set
     assert sc.prev[ia[1]] == -1
     for target in ("xbox-one", "d3d12"):
-        out = optimize(s, passes="dedupe-state", target=target)
+        out = optimize(s, passes="dedupe-state", target=target).stream
         assert [c.name for c in out.commands()].count("IASetIndexBuffer") == 1
         assert not by_rule(out)["index-buffer-undefined"]
-        check_output(s, optimize(s, target=target))
+        check_output(s, optimize(s, target=target).stream)
 
 
 # ---------------------------------------------------------------------- item 7: GS parameters
@@ -143,11 +143,11 @@ IASetPrimitiveTopology PATCHLIST_3
 DrawIndexedInstanced 36 1 0 0 0
 """
     s = drawopt.loads(text)
-    out = optimize(s, passes="dedupe-state")
+    out = optimize(s, passes="dedupe-state").stream
     assert [c.name for c in out.commands()].count("GSSetParameters") == 2
     assert not by_rule(out)["gs-onchip-tessellation"]
     sc = scan(s)
     assert sc.read_mask(np.flatnonzero(sc.obs_kind == OBS_DRAW))[:, GS].all()
     assert s.decls["tess"].observes_gs_params and s.decls["gsp"].observes_gs_params
     for target in ("xbox-one", "d3d12"):
-        check_output(s, optimize(s, target=target))
+        check_output(s, optimize(s, target=target).stream)
