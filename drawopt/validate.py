@@ -319,8 +319,8 @@ def _cpu_known_args(c: _Ctx, cmds: np.ndarray, bufs: np.ndarray) -> np.ndarray:
     ``Opaque`` command) writes before it."""
     s = c.s
     decls = s.decls.items
-    known = np.array([isinstance(decls[int(b)], Buffer) and decls[int(b)].cpu and decls[int(b)].data is not None
-                      for b in bufs.tolist()], bool)
+    known_d = np.array([isinstance(d, Buffer) and d.cpu and d.data is not None for d in decls] + [False], bool)
+    known = known_d[bufs]
     if not known.any():
         return known
     first = np.full(len(decls) + 1, np.iinfo(np.int64).max, np.int64)
@@ -356,9 +356,21 @@ def _index_range(c: _Ctx) -> list[Finding]:
     multi = s.op[ic] == _code("MultiDrawIndexedInstancedIndirect")
     abuf = np.where(multi, s.args[ic, 1], s.args[ic, 0])
     ok = _cpu_known_args(c, ic, abuf) if ic.size else np.zeros(0, bool)
-    for i, sti, b, m in zip(ic[ok].tolist(), ist[ok].tolist(), abuf[ok].tolist(), multi[ok].tolist()):
-        count, off, stride = (int(s.args[i, 0]), int(s.args[i, 2]), int(s.args[i, 3])) if m \
-            else (1, int(s.args[i, 1]), 20)
+    # single indirect draws: one record each, gathered per args buffer
+    one = ok & ~multi
+    for b in np.unique(abuf[one]).tolist():
+        m = one & (abuf == b)
+        data = s.decls.items[b].data
+        w0 = s.args[ic[m], 1] // 4
+        inside = w0 + 3 <= data.size
+        rc.append(ic[m][inside])
+        rs.append(ist[m][inside])
+        rcount.append(data[w0[inside]].astype(np.int64))
+        rstart.append(data[w0[inside] + 2].astype(np.int64))
+        rsub.append(np.zeros(int(inside.sum()), np.int64))
+    # multi-draws: count records at offset + k * stride
+    for i, sti, b in zip(ic[ok & multi].tolist(), ist[ok & multi].tolist(), abuf[ok & multi].tolist()):
+        count, off, stride = int(s.args[i, 0]), int(s.args[i, 2]), int(s.args[i, 3])
         d = s.decls.items[b]
         words = d.data.astype(np.int64)
         # records past the data read zeros (nothing drawn); a zero stride repeats one record
@@ -382,6 +394,8 @@ def _index_range(c: _Ctx) -> list[Finding]:
     for k in np.flatnonzero(bad):
         i = int(rcmd[k])
         what = s.spec(i).name if sub[k] < 0 else f"{s.spec(i).name} (draw {int(sub[k])} of its CPU-written args)"
+        if s.spec(i).name == "DrawIndexedInstancedIndirect":
+            what = f"{s.spec(i).name} (its CPU-written args)"
         out.append(Finding("index-range", i, int(s.line[i]),
                            f"{what} reads indices up to byte {int(end[k])} of index buffer "
                            f"'{c.names[int(buf[k])]}' ({int(sizes[buf[k]])} bytes, bound at {_at(s, int(rset[k]))})"))
