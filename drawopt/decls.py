@@ -533,6 +533,51 @@ class Pipeline:
         return int(x["vertex_bits"]) if x is not None else None
 
     @property
+    def perdraw_params(self) -> tuple[int, ...]:
+        """The ``perdraw`` root parameter of each per-draw clause (``x``, ``instance_data``,
+        ``draw_data``) that names one, in that order, without repeats.
+
+        >>> Pipeline("p", vs="v", contract="x(vertex_bits=16,perdraw=3),draw_data(perdraw=2)").perdraw_params
+        (3, 2)
+        """
+        return tuple(dict.fromkeys(int(c["perdraw"]) for n, c in self.contract.items()
+                                   if n in ("x", "instance_data", "draw_data") and "perdraw" in c))
+
+    def read_params(self, nparams: int) -> tuple[int, ...]:
+        """The root parameters this pipeline's draws (or dispatches) observe, given that its
+        root signature has ``nparams`` of them: ``params=`` (all of them by default), plus the
+        ``perdraw`` parameter of every per-draw contract clause -- SPEC: a pipeline contract's
+        ``perdraw`` root parameter is observed by that pipeline's draws, whether or not
+        ``params=`` lists it (the shader reads its per-draw array there). Sorted; parameters
+        outside ``0 .. nparams - 1`` are left out (a pipeline without ``root=`` reads none).
+
+        The one owner of this rule: the state masks (:mod:`drawopt.state`), the resource
+        access model (:mod:`drawopt.access`), the verifier's pipeline model and the replayer
+        call it.
+
+        >>> Pipeline("p", vs="v", root="r", params=(0, 1), contract="x(vertex_bits=16,perdraw=2)").read_params(3)
+        (0, 1, 2)
+        >>> Pipeline("p", vs="v", root="r").read_params(2)
+        (0, 1)
+        """
+        base = range(nparams) if self.params is None else self.params
+        return tuple(sorted(q for q in {*base, *self.perdraw_params} if 0 <= q < nparams))
+
+    @property
+    def observes_gs_params(self) -> bool:
+        """Whether this pipeline's draws observe the GS parameters (``GSSetParameters``): a
+        graphics pipeline with a GS, or with tessellation (hs/ds) -- onchip GS mode forces
+        tessellation always-offchip (gssetparameters.txt), so a tessellation draw sees the
+        mode. The state masks call this (which GS sets dedupe-state may drop).
+
+        >>> Pipeline("t", vs="v", hs="h", ds="d").observes_gs_params
+        True
+        >>> Pipeline("p", vs="v").observes_gs_params
+        False
+        """
+        return not self.is_compute and (self.gs is not None or self.tessellation)
+
+    @property
     def array_clause(self) -> str | None:
         """The clause non-``DrawIndexedX`` draws read their per-draw record through:
         ``instance_data`` or ``draw_data`` (the first in that order), or None.

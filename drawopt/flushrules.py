@@ -43,9 +43,11 @@ has not run since), *drained* (waves done, data possibly still in L2) or
   seed's requirements.
 
 Writers and readers are those of :mod:`drawopt.validate`'s ``missing-flush`` rule:
-a ``Dispatch`` with a compute pipeline writes the buffers its pipeline declares in
-``writes=`` (stage class CS), a draw with a graphics pipeline writes them from its
-``uav_stage``; the front end reads the args buffer of every indirect draw, the
+the writes are THE resource-access rule of :mod:`drawopt.access` -- a ``Dispatch``
+with a compute pipeline writes (stage class CS), and a draw with a graphics pipeline
+writes from its ``uav_stage``, the resources its pipeline declares in ``writes=`` plus
+every UAV reachable through the descriptor tables and root UAVs bound when it runs;
+the front end reads the args buffer of every indirect draw, the
 count buffer of the ``Auto`` variants, the bound index buffer of an indexed draw
 and the explicit buffer of ``DrawIndexedX``. Byte ranges are not compared: a write
 anywhere in a buffer reaches every front-end read of it.
@@ -68,8 +70,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .access import gpu_writes
 from .decls import Buffer, Decls, Pipeline, RootSig, View
 from .ops import BARRIER_STATES, BY_NAME, FLUSH_MODES, INDEXED_DRAW_OPS, INDIRECT_DRAW_OPS, PIPELINED_EVENTS, Cat
+from .state import Scan
 from .stream import Stream
 
 CS, VS, PS = 0, 1, 2
@@ -227,44 +231,24 @@ def _pipe_at(stream: Stream) -> np.ndarray:
     return forward_fill(len(stream), pso, stream.args[pso, 0])
 
 
-def flush_access(stream: Stream) -> FlushAccess:
-    """The UAV writes and front-end reads of ``stream`` (see :class:`FlushAccess`). Vectorised."""
+def flush_access(stream: Stream, sc: Scan | None = None) -> FlushAccess:
+    """The UAV writes and front-end reads of ``stream`` (see :class:`FlushAccess`). Vectorised.
+
+    The writes are :func:`drawopt.access.gpu_writes` (``sc``: the stream's
+    :func:`drawopt.state.scan`, if known)."""
     n = len(stream)
     decls = stream.decls
     op, args = stream.op, stream.args
     cats = stream.cats() if n else np.zeros(0, np.uint8)
-    pipe_at = _pipe_at(stream)
     en = np.flatnonzero(op == _OP["CSEnableAutomaticGpuFlush"])
     auto_at = forward_fill(n, en, args[en, 0], int(stream.header.auto_gpu_flush))
     fast = bool(stream.header.fast_semantics)
     is_buf = np.array([isinstance(d, Buffer) for d in decls.items] + [False], bool)
 
-    # ---- UAV writes: per pipeline, vectorised over its commands
-    wc: list[np.ndarray] = []
-    wr: list[np.ndarray] = []
-    ws: list[np.ndarray] = []
-    is_draw = cats == int(Cat.DRAW)
-    is_disp = cats == int(Cat.DISPATCH)
-    for i, p in enumerate(decls.items):
-        if not isinstance(p, Pipeline) or not p.writes:
-            continue
-        res = _resolve(decls, p.writes)
-        if not res:
-            continue
-        cmds = np.flatnonzero((is_disp if p.is_compute else is_draw) & (pipe_at == i))
-        if not cmds.size:
-            continue
-        st = writer_stage(p)
-        for r in res:
-            wc.append(cmds)
-            wr.append(np.full(cmds.size, r, np.int64))
-            ws.append(np.full(cmds.size, st, np.int8))
-    if wc:
-        w_cmd, w_res, w_stage = np.concatenate(wc), np.concatenate(wr), np.concatenate(ws)
-        order = np.lexsort((w_res, w_cmd))
-        w_cmd, w_res, w_stage = w_cmd[order], w_res[order], w_stage[order]
-    else:
-        w_cmd, w_res, w_stage = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8)
+    # ---- UAV writes: THE rule of drawopt.access (declared writes= plus the UAVs reachable
+    # through the tables and root views bound when each draw / dispatch runs)
+    gw = gpu_writes(stream, sc)
+    w_cmd, w_res, w_stage = gw.cmd, gw.res, gw.stage
     w_partial = (w_stage != CS) | fast | (auto_at[w_cmd] == 0)
 
     # ---- front-end reads
@@ -302,7 +286,7 @@ def last_access(stream: Stream, resources: Iterable[int]) -> dict[int, int]:
     """For each resource, the last command that may access it other than through the front end.
 
     Accesses counted (conservatively): a draw or dispatch whose pipeline names the
-    resource in ``reads=`` / ``writes=``, or that reads (per ``params``) a descriptor
+    resource in ``reads=`` / ``writes=``, or that reads (per ``Pipeline.read_params``) a descriptor
     table in force holding a view of it; a ``CopyBufferRegion`` of it; an ``Opaque``
     command (may access anything). A resource ever bound as a root CBV/SRV, a vertex
     buffer or a render/depth target counts as accessed at the end of the stream.
@@ -364,7 +348,7 @@ def last_access(stream: Stream, resources: Iterable[int]) -> dict[int, int]:
         code = _OP["SetComputeRootDescriptorTable"] if p.is_compute else _OP["SetGraphicsRootDescriptorTable"]
         sets = np.flatnonzero(op == code)
         heaps = np.flatnonzero(op == _OP["SetDescriptorHeaps"])
-        for k in (range(len(rs.params)) if p.params is None else p.params):
+        for k in p.read_params(len(rs.params)):
             prm = rs.params[k]
             if prm.kind != "table":
                 continue

@@ -64,7 +64,6 @@ __all__ = [
     "graph_summary", "to_dot", "to_json", "write_graph",
 ]
 
-import bisect
 import json
 import os
 from typing import Any
@@ -73,7 +72,8 @@ import networkx as nx
 import numpy as np
 
 from ._accel import load_cext
-from .decls import Buffer, Pipeline, View
+from .access import declared_writes, heap_views, table_access
+from .decls import Buffer, Pipeline
 from .errors import UsageError
 from .ops import BARRIER_STATES, BY_CODE, BY_NAME, NARGS, Cat
 from .state import RTS, StateTable, intern_rows
@@ -503,10 +503,10 @@ class _Builder:
             fixed = self._pipe_cache.get(p)
             if fixed is None:
                 rs = decls[pi.root] if pi.root is not None and pi.root in decls else None
-                fixed = self._pipe_cache[p] = (
-                    [r for r in (_resource_of(decls, nm) for nm in pi.writes) if r],
+                fixed = self._pipe_cache[p] = (  # declared writes= and read parameters: drawopt.access's rule
+                    [decls.items[r].name for r in declared_writes(decls, pi)],
                     [r for r in (_resource_of(decls, nm) for nm in pi.reads) if r], rs,
-                    pi.params if pi.params is not None else (tuple(range(len(rs.params))) if rs else tuple(range(16))))
+                    pi.read_params(len(rs.params)) if rs is not None else ())
             uav_w: list[str] = list(fixed[0])
             acc += [(r, "r", None) for r in fixed[1]]
             rs, params = fixed[2], fixed[3]
@@ -546,36 +546,14 @@ class _Builder:
 
     def _table(self, rp: Any, href: int) -> tuple[list[tuple[str, str, None]], list[str]]:
         """What a descriptor table ``rp`` bound at ``href`` (heap index << 32 | slot) gives access
-        to: its reads (accesses, in range order) and the resources its UAV ranges write."""
+        to: its reads (accesses, in range order) and the resources its UAV ranges write --
+        :func:`drawopt.access.table_access`, THE resource-access rule, by name."""
         key = (id(rp), href)
         got = self._table_cache.get(key)
         if got is None:
-            reads: list[tuple[str, str, None]] = []
-            writes: list[str] = []
-            heap, slot = self.decls[href >> 32].name, href & 0xFFFFFFFF
-            for kind, cnt in rp.ranges:
-                for v in self._views(heap, slot, cnt):
-                    if kind == "uav" and v.view == "uav":
-                        writes.append(v.resource)
-                    else:
-                        reads.append((v.resource, "r", None))
-                slot += cnt
-            got = self._table_cache[key] = (reads, writes)
-        return got
-
-    def _views(self, heap: str, slot: int, n: int) -> list[View]:
-        key = (heap, slot, n)
-        got = self._views_cache.get(key)
-        if got is not None:
-            return got
-        lst = self.views_by_heap.get(heap)
-        if not lst:
-            got = []
-        else:
-            keys = self.views_keys[heap]
-            i, j = bisect.bisect_left(keys, slot), bisect.bisect_left(keys, slot + n)
-            got = [v for v in lst[i:j] if v.resource is not None]
-        self._views_cache[key] = got
+            names = self.decls.items
+            r, w = table_access(self.decls, rp, href, self._heap_views)
+            got = self._table_cache[key] = ([(names[i].name, "r", None) for i in r], [names[i].name for i in w])
         return got
 
     # ------------------------------------------------------------------ edges
@@ -744,17 +722,9 @@ class _Builder:
         its resource code, reason bit mask), or None for an empty range."""
         s = self.s
         self.fe_bufs = _frontend_buffers(s)
-        self.views_by_heap: dict[str, list[View]] = {}
-        for d in self.decls.items:
-            if isinstance(d, View):
-                self.views_by_heap.setdefault(d.heap, []).append(d)
-        self.views_keys: dict[str, list[int]] = {}
-        self._views_cache: dict[tuple[str, int, int], list[View]] = {}
+        self._heap_views = heap_views(self.decls)
         self._pipe_cache: dict[int, tuple] = {}
         self._table_cache: dict[tuple[int, int], tuple[list[tuple[str, str, None]], list[str]]] = {}
-        for h, lst in self.views_by_heap.items():
-            lst.sort(key=lambda v: v.slot)
-            self.views_keys[h] = [v.slot for v in lst]
         self._events()
         self._segments()
         if self.nseg == 0:

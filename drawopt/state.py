@@ -36,10 +36,14 @@ Rules:
   unknown value: ``("constants", (<unknown>, 5), "<unknown>")``.
 
 Each draw's row is **normalised** before interning: slots the draw cannot observe
-are masked: root arguments its pipeline does not read (``Pipeline.params``,
-None = all of its root signature), the index buffer for non-indexed draws and
-for DrawIndexedX (which brings its own), vertex buffers for vertex-pulling
-pipelines, GS parameters when the pipeline has no GS, and the compute side.
+are masked: root arguments its pipeline does not read (:meth:`Pipeline.read_params
+<drawopt.decls.Pipeline.read_params>`: ``params=``, all of its root signature by default,
+and always the ``perdraw`` parameter of each per-draw contract clause), the index
+buffer for non-indexed draws and for DrawIndexedX (which brings its own), vertex
+buffers for vertex-pulling pipelines, GS parameters when the pipeline has neither a GS
+nor tessellation (:attr:`Pipeline.observes_gs_params
+<drawopt.decls.Pipeline.observes_gs_params>`: onchip GS mode forces tessellation
+always-offchip, so a tessellation draw observes the mode), and the compute side.
 A draw of a pipeline with an array clause (``draw_data`` / ``instance_data``, see
 docs/architecture.md "Rewrite contracts") that sees a buffer bound at the clause's
 P -- a root CBV/SRV, or a table whose descriptor views a buffer -- reads its lift
@@ -961,7 +965,7 @@ def array_masks(decls) -> ArrayMasks | None:
         items: dict[int, set[int]] = {}
         for q, k in resolve_lift(c["lift"], rs, pd)[0] if "lift" in c else ():
             items.setdefault(q, set()).add(k)
-        reads = set(range(len(rs.params)) if d.params is None else d.params)
+        reads = set(d.read_params(len(rs.params)))
         for q, ks in items.items():
             if q not in reads:
                 continue
@@ -1063,7 +1067,7 @@ def _pipeline_masks(decls) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             rs = decls[d.root]
             assert isinstance(rs, RootSig)
             nparams = len(rs.params)
-        reads = list(range(nparams)) if d.params is None else [q for q in d.params if q < NROOT]
+        reads = [q for q in d.read_params(nparams) if q < NROOT]
         if d.is_compute:
             draw[j] = draw[p]
             disp[j, [PIPELINE, HEAPS, CRS]] = True
@@ -1074,7 +1078,7 @@ def _pipeline_masks(decls) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             draw[j, ROOT0:ROOT0 + NROOT] = False
             draw[j, [ROOT0 + q for q in reads]] = True
             draw[j, VB] = not d.vertex_pulling
-            draw[j, GS] = d.gs is not None
+            draw[j, GS] = d.observes_gs_params
     return draw, disp, compact
 
 

@@ -26,14 +26,19 @@ finding. Rules (ids are stable; :data:`RULES` describes them in one line):
     undefined).
 ``index-range``
     A ``DrawIndexedInstanced`` reading indices past the end of the bound index
-    buffer.
+    buffer; also each draw record of a ``DrawIndexedInstancedIndirect`` or
+    ``MultiDrawIndexedInstancedIndirect`` whose args are CPU-known (a ``cpu``
+    buffer with ``data`` that no GPU command, copy or ``Opaque`` command writes
+    before the draw), so a draw folded into a multi-draw stays checked.
 ``missing-flush``
     The GPU front end reads data the GPU wrote without the flush sequence the
     writer needs (multidraw-indirect-and-flushes.txt). Readers: indirect draws
     read their args (and, for ``Auto`` variants, count) buffer; indexed draws read
-    index data (the bound index buffer, or DrawIndexedX's own). Writers: a
-    ``Dispatch`` writes its compute pipeline's ``writes`` (stage cs); a draw writes
-    its pipeline's ``writes`` from its ``uav_stage``. Required between the write
+    index data (the bound index buffer, or DrawIndexedX's own). Writers: THE
+    resource-access rule of :mod:`drawopt.access` -- a ``Dispatch`` (stage cs) or a
+    draw (its pipeline's ``uav_stage``) writes what its pipeline declares in
+    ``writes=`` plus every UAV reachable through the descriptor tables and root UAVs
+    bound when it runs. Required between the write
     and the read, on the graphics context: after a CS writer
     ``GpuSendPipelinedEvent CS_PARTIAL_FLUSH`` (only with fast semantics or while
     ``CSEnableAutomaticGpuFlush(FALSE)`` is in force at the Dispatch) then
@@ -43,10 +48,12 @@ finding. Rules (ids are stable; :data:`RULES` describes them in one line):
     compute context: ``FlushGpuCachesBottomOfPipe DEFAULT`` after the writing
     Dispatch. A ``ResourceBarrier`` of that buffer to ``INDIRECT_ARGUMENT`` or
     ``INDEX_BUFFER`` between them also satisfies the read (D3D12 semantics: the
-    transition makes the write visible to the front end). In a compute-context
-    stream, a Dispatch writing a buffer declared ``frontend`` must be followed by
-    ``FlushGpuCachesBottomOfPipe DEFAULT`` before the stream ends (its reader is
-    in another list). ``CopyBufferRegion`` is front-end coherent: it neither
+    transition makes the write visible to the front end). A GPU write of a buffer
+    declared ``frontend`` that no front-end read of this stream follows must be
+    followed, before the stream ends, by the sequence its writer needs (its reader
+    is in another list; a read in this stream is checked, and reported, itself): on async compute
+    ``FlushGpuCachesBottomOfPipe DEFAULT``, on the graphics context the sequence
+    above. ``CopyBufferRegion`` is front-end coherent: it neither
     needs nor provides a flush. An ``Opaque`` command may flush anything, so it
     ends every pending write (no false findings). The message says exactly what
     is missing.
@@ -68,6 +75,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .access import gpu_writes
 from .decls import Buffer, Pipeline, RootSig
 from .ops import BY_NAME, INDEX_SIZE, INDEXED_DRAW_OPS, INDIRECT_DRAW_OPS, MAX_OPCODE, Cat
 from .state import (
@@ -89,7 +97,8 @@ RULES: dict[str, str] = {
                        "(start of list, heaps or root signature changed)",
     "bundle-heaps": "a bundle sets its descriptor heaps a second time, to different heaps",
     "index-buffer-undefined": "an indexed draw with no index buffer, or after DrawIndexedX without IASetIndexBuffer",
-    "index-range": "DrawIndexedInstanced reads past the end of the bound index buffer",
+    "index-range": "an indexed draw (or a CPU-known record of an indexed multi-draw) reads past the end of the "
+                   "bound index buffer",
     "missing-flush": "the front end reads GPU-written args, count or index data without the flush the writer needs",
     "gs-onchip-tessellation": "a tessellation draw while onchip GS mode is in force (forces tessellation offchip)",
     "draw-on-compute": "a draw in an async compute stream (that context runs only dispatches)",
@@ -304,27 +313,93 @@ def _index_buffer_undefined(c: _Ctx) -> list[Finding]:
     return out
 
 
+def _cpu_known_args(c: _Ctx, cmds: np.ndarray, bufs: np.ndarray) -> np.ndarray:
+    """bool per command: its args buffer's contents are known on the CPU there -- a ``cpu``
+    buffer with ``data`` that no GPU command (:func:`drawopt.access.gpu_writes`, a copy, an
+    ``Opaque`` command) writes before it."""
+    s = c.s
+    decls = s.decls.items
+    known_d = np.array([isinstance(d, Buffer) and d.cpu and d.data is not None for d in decls] + [False], bool)
+    known = known_d[bufs]
+    if not known.any():
+        return known
+    first = np.full(len(decls) + 1, np.iinfo(np.int64).max, np.int64)
+    gw = gpu_writes(s, c.sc)
+    np.minimum.at(first, gw.res, gw.cmd)
+    cp = np.flatnonzero(s.op == _code("CopyBufferRegion"))
+    np.minimum.at(first, s.args[cp, 0], cp)
+    opq = np.flatnonzero(s.op == _code("Opaque"))
+    return known & (first[bufs] > cmds) & ((opq[0] if opq.size else np.iinfo(np.int64).max) > cmds)
+
+
 def _index_range(c: _Ctx) -> list[Finding]:
+    """Direct indexed draws, and the records of indexed indirect / multi-draw calls whose
+    args are CPU-known (``mdi`` folds direct draws into those), reading past the end of
+    the bound index buffer."""
     s, sc = c.s, c.sc
-    sel = c.dsel[s.op[c.obs[c.dsel]] == _code("DrawIndexedInstanced")]
+    dop = s.op[c.obs[c.dsel]]
+    direct = dop == _code("DrawIndexedInstanced")
+    ind = np.isin(dop, [_code("DrawIndexedInstancedIndirect"), _code("MultiDrawIndexedInstancedIndirect")])
+    sel = c.dsel[direct | ind]
     st = sc.setter[sel, IB]
     known = (st >= 0) & (((sc.unknown[sel] >> IB) & 1) == 0)
     sel, st = sel[known], st[known]
     if not sel.size:
         return []
     cmds = c.obs[sel]
-    buf = s.args[st, 0]
-    size = np.where(s.args[st, 1] == 0, INDEX_SIZE[0], INDEX_SIZE[1])
     sizes = np.array([d.size if isinstance(d, Buffer) else 0 for d in s.decls.items], np.int64)
-    count = s.args[cmds, 0]
-    end = s.args[st, 2] + (s.args[cmds, 2] + count) * size
+    # one row per draw record: (command, setter of the IB, index count, start index, record or -1)
+    isdir = s.op[cmds] == _code("DrawIndexedInstanced")
+    rc, rs, rcount, rstart, rsub = [cmds[isdir]], [st[isdir]], [s.args[cmds[isdir], 0]], \
+        [s.args[cmds[isdir], 2]], [np.full(int(isdir.sum()), -1, np.int64)]
+    ic, ist = cmds[~isdir], st[~isdir]
+    multi = s.op[ic] == _code("MultiDrawIndexedInstancedIndirect")
+    abuf = np.where(multi, s.args[ic, 1], s.args[ic, 0])
+    ok = _cpu_known_args(c, ic, abuf) if ic.size else np.zeros(0, bool)
+    # single indirect draws: one record each, gathered per args buffer
+    one = ok & ~multi
+    for b in np.unique(abuf[one]).tolist():
+        m = one & (abuf == b)
+        data = s.decls.items[b].data
+        w0 = s.args[ic[m], 1] // 4
+        inside = w0 + 3 <= data.size
+        rc.append(ic[m][inside])
+        rs.append(ist[m][inside])
+        rcount.append(data[w0[inside]].astype(np.int64))
+        rstart.append(data[w0[inside] + 2].astype(np.int64))
+        rsub.append(np.zeros(int(inside.sum()), np.int64))
+    # multi-draws: count records at offset + k * stride
+    for i, sti, b in zip(ic[ok & multi].tolist(), ist[ok & multi].tolist(), abuf[ok & multi].tolist()):
+        count, off, stride = int(s.args[i, 0]), int(s.args[i, 2]), int(s.args[i, 3])
+        d = s.decls.items[b]
+        words = d.data.astype(np.int64)
+        # records past the data read zeros (nothing drawn); a zero stride repeats one record
+        fit = max(0, (d.data.size * 4 - off - 12) // stride + 1) if stride else 1
+        k = np.arange(min(count, fit), dtype=np.int64)
+        w0 = (off + k * stride) // 4
+        inside = w0 + 3 <= d.data.size
+        w0 = w0[inside]
+        rc.append(np.full(w0.size, i, np.int64))
+        rs.append(np.full(w0.size, sti, np.int64))
+        rcount.append(words[w0])
+        rstart.append(words[w0 + 2])
+        rsub.append(k[inside])
+    rcmd, rset = np.concatenate(rc), np.concatenate(rs)
+    count, start, sub = np.concatenate(rcount), np.concatenate(rstart), np.concatenate(rsub)
+    size = np.where(s.args[rset, 1] == 0, INDEX_SIZE[0], INDEX_SIZE[1])
+    buf = s.args[rset, 0]
+    end = s.args[rset, 2] + (start + count) * size
     bad = (count > 0) & (end > sizes[buf])
     out = []
     for k in np.flatnonzero(bad):
-        i = int(cmds[k])
+        i = int(rcmd[k])
+        what = s.spec(i).name if sub[k] < 0 else f"{s.spec(i).name} (draw {int(sub[k])} of its CPU-written args)"
+        if s.spec(i).name == "DrawIndexedInstancedIndirect":
+            what = f"{s.spec(i).name} (its CPU-written args)"
         out.append(Finding("index-range", i, int(s.line[i]),
-                           f"DrawIndexedInstanced reads indices up to byte {int(end[k])} of index buffer "
-                           f"'{c.names[int(buf[k])]}' ({int(sizes[buf[k]])} bytes, bound at {_at(s, int(st[k]))})"))
+                           f"{what} reads indices up to byte {int(end[k])} of index buffer "
+                           f"'{c.names[int(buf[k])]}' ({int(sizes[buf[k]])} bytes, bound at {_at(s, int(rset[k]))})"))
+    out.sort(key=lambda f: f.cmd)
     return out
 
 
@@ -386,59 +461,36 @@ def missing_flushes(stream: Stream, sc: Scan | None = None) -> list[FlushNeed]:
     is_buf = np.array([isinstance(d, Buffer) for d in decls.items] or [False])
     frontend = np.array([isinstance(d, Buffer) and d.frontend for d in decls.items] or [False])
 
-    # writes per pipeline
-    pipe_writes: dict[int, list[int]] = {}
-    for i, d in c.pipes.items():
-        bufs = []
-        for w in d.writes:
-            r = decls.index[decls.resource_of(w)]
-            if is_buf[r]:
-                bufs.append(r)
-        if bufs:
-            pipe_writes[i] = sorted(set(bufs))
     # CSEnableAutomaticGpuFlush in force at each command (an Opaque counts as TRUE: lenient)
     cse = np.flatnonzero((s.op == _code("CSEnableAutomaticGpuFlush")) | (s.op == _code("Opaque")))
     cse_val = np.where(s.op[cse] == _code("Opaque"), 1, s.args[cse, 0])
 
-    w_cmd: list[np.ndarray] = []
-    w_buf: list[np.ndarray] = []
-    w_cls: list[np.ndarray] = []
-    w_stage: dict[int, str] = {}
-    for sel, compute in ((c.dsel, False), (c.xsel, True)):
-        if not sel.size or (compute_ctx and not compute):
-            continue  # draws cannot run on async compute: draw-on-compute reports them
-        valid = c.valid_pipe(sel, compute)
-        p = sc.pipe[sel]
-        for pi, bufs in pipe_writes.items():
-            d = c.pipes[pi]
-            if d.is_compute != compute:
-                continue
-            cmds = c.obs[sel[valid & (p == pi)]]
-            if not cmds.size:
-                continue
-            if compute:
-                if compute_ctx:
-                    cls = np.full(cmds.size, _CLASSES.index("async"))
-                else:
-                    k = np.searchsorted(cse, cmds) - 1
-                    auto = np.where(k >= 0, cse_val[np.maximum(k, 0)] if cse.size else 1,
-                                    int(s.header.auto_gpu_flush))
-                    partial = s.header.fast_semantics | (auto == 0)
-                    cls = np.where(partial, _CLASSES.index("cs+partial"), _CLASSES.index("cs"))
-            else:
-                stage = d.uav_stage or "ps"
-                cls = np.full(cmds.size, _CLASSES.index(_STAGE_CLASS.get(stage, "ps")))
-                for i in cmds:
-                    w_stage[int(i)] = stage
-            for b in bufs:
-                w_cmd.append(cmds)
-                w_buf.append(np.full(cmds.size, b, np.int64))
-                w_cls.append(cls)
-    if not w_cmd:
+    # the writes: THE resource-access rule (drawopt.access), buffers only; draws cannot run on
+    # async compute (draw-on-compute reports them), so there they write nothing
+    gw = gpu_writes(s, sc)
+    nd = len(decls) + 1
+    p_compute = np.zeros(nd, bool)
+    p_class = np.zeros(nd, np.int64)
+    p_stage = np.full(nd, "ps", object)
+    for i, d in c.pipes.items():
+        p_compute[i] = d.is_compute
+        p_stage[i] = d.uav_stage or "ps"
+        p_class[i] = _CLASSES.index(_STAGE_CLASS.get(p_stage[i], "ps"))
+    cw = p_compute[gw.pipe]
+    keep = is_buf[gw.res] & (cw | (not compute_ctx))
+    wc, wb, cw, wp = gw.cmd[keep], gw.res[keep], cw[keep], gw.pipe[keep]
+    if not wc.size:
         return []
-    wc = np.concatenate(w_cmd)
-    wb = np.concatenate(w_buf)
-    wk = np.concatenate(w_cls)
+    wk = p_class[wp]
+    if compute_ctx:
+        wk[cw] = _CLASSES.index("async")
+    elif cw.any():
+        k = np.searchsorted(cse, wc[cw]) - 1
+        auto = np.where(k >= 0, cse_val[np.maximum(k, 0)] if cse.size else 1, int(s.header.auto_gpu_flush))
+        partial = s.header.fast_semantics | (auto == 0)
+        wk[cw] = np.where(partial, _CLASSES.index("cs+partial"), _CLASSES.index("cs"))
+    gfx_w = np.flatnonzero(~cw)
+    w_stage: dict[int, str] = dict(zip(wc[gfx_w].tolist(), p_stage[wp[gfx_w]].tolist()))
     written = np.zeros(len(decls), bool)
     written[wb] = True
 
@@ -482,11 +534,12 @@ def missing_flushes(stream: Stream, sc: Scan | None = None) -> list[FlushNeed]:
         rc, rb, rw = rc[keep], rb[keep], rw[keep]
     else:
         rc = rb = rw = np.zeros(0, np.int64)
-    if compute_ctx:  # the end of the stream reads every frontend buffer
-        fb = np.unique(wb[frontend[wb]])
-        rc = np.concatenate([rc, np.full(fb.size, n, np.int64)])
-        rb = np.concatenate([rb, fb])
-        rw = np.concatenate([rw, np.full(fb.size, 3, np.int64)])
+    # the end of the stream reads every frontend buffer (another list's front end reads it,
+    # on either context: the graphics sequence on graphics, a bottom-of-pipe flush on compute)
+    fb = np.unique(wb[frontend[wb]])
+    rc = np.concatenate([rc, np.full(fb.size, n, np.int64)])
+    rb = np.concatenate([rb, fb])
+    rw = np.concatenate([rw, np.full(fb.size, 3, np.int64)])
 
     # events
     ev = s.args[:, 0]
@@ -500,6 +553,7 @@ def missing_flushes(stream: Stream, sc: Scan | None = None) -> list[FlushNeed]:
     opq = np.flatnonzero(s.op == _code("Opaque"))
     bar = np.flatnonzero((s.op == _code("ResourceBarrier")) & np.isin(s.args[:, 2], [6, 7]))
     big = n + 1
+    real_key = np.sort((rb * big + rc)[rw != 3])  # front-end reads of this stream, by buffer then command
     bkey = np.sort(s.args[bar, 0] * big + bar)
 
     def next_after(arr: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -525,7 +579,12 @@ def missing_flushes(stream: Stream, sc: Scan | None = None) -> list[FlushNeed]:
         lb = last_before(bkey, b * big + r)
         barrier = (lb >= 0) & (lb // big == b) & (lb % big > w)
         opaque = last_before(opq, r) > w
-        todo = ~(barrier | opaque)
+        # the end of the list needs a write flushed only when no front-end read of this
+        # stream follows it (that read needs the same sequence, and is reported if it lacks it)
+        kr = np.searchsorted(real_key, b * big + w, side="right")
+        nr = real_key[np.minimum(kr, max(real_key.size - 1, 0))] if real_key.size else np.full(kr.size, -1)
+        read_later = (what == 3) & (kr < real_key.size) & (nr // big == b)
+        todo = ~(barrier | opaque | read_later)
         miss: list[tuple[tuple[str, str], ...]] = [()] * r.size
         before = r.copy()
         if cls == "async":
@@ -578,8 +637,9 @@ def _missing_flush(c: _Ctx) -> list[Finding]:
                 need.stage, f"{need.stage} shader")
         items = " then ".join(f"{a} {b}" for a, b in need.missing)
         if need.reader < 0:
+            where = "async compute stream" if s.header.context == "compute" else "command list"
             msg = (f"{wname} writes '{need.buffer}', which the GPU front end reads (declared frontend), "
-                   f"without {items} after it before the end of this async compute stream")
+                   f"without {items} after it before the end of this {where}")
             cmd = w
         else:
             cmd = need.reader

@@ -593,7 +593,7 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
     if ind.size:
         buf = np.where(multi[ind], stream.args[draws[ind], 1], stream.args[draws[ind], 0])
         known = np.array([isinstance(d, Buffer) and d.cpu and d.data is not None for d in decls.items] + [False])
-        first_write = _first_writes(stream)
+        first_write = _first_writes(stream, table.scan)
         cpu_ind[ind] = known[buf] & (draws[ind] < first_write[buf])
         kind[cpu_ind & (kind == _IND)] = _DIRECT
         kind[cpu_ind & (kind == _IND_IDX)] = _DIRECT_IDX
@@ -654,10 +654,11 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
     return _Draws(draws, state, kind, eligible, key, pipe, lift_words, nrec, cpu_ind, nat_words, pinned)
 
 
-def _first_writes(stream: Stream) -> np.ndarray:
+def _first_writes(stream: Stream, sc: Any = None) -> np.ndarray:
     """Per declaration index (plus one): the first command that writes it on the GPU
-    (a UAV write or a copy destination); ``int64`` max where none does."""
-    acc = flush_access(stream)
+    (a UAV write by :mod:`drawopt.access`'s rule, or a copy destination); ``int64`` max
+    where none does. ``sc``: the stream's state scan, if known."""
+    acc = flush_access(stream, sc)
     out = np.full(len(stream.decls) + 1, np.iinfo(np.int64).max, np.int64)
     np.minimum.at(out, acc.w_res, acc.w_cmd)
     cp = np.flatnonzero(stream.op == _COPY)

@@ -77,8 +77,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from drawopt._accel import load_cext
+from drawopt.access import may_gpu_write
 from drawopt.costmodel import get_target, pack_x_pays_off
-from drawopt.decls import Buffer, Decls, Pipeline, RootSig, View, resolve_lift
+from drawopt.decls import Buffer, Decls, Pipeline, RootSig, resolve_lift
 from drawopt.errors import UsageError
 from drawopt.ops import BY_NAME, INDEX_FORMATS, INDEXED_DRAW_OPS, NARGS, Cat
 from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
@@ -320,26 +321,6 @@ class _Analysis:
     unknown: np.ndarray        # int64[D] unknown-slot bits
 
 
-def _gpu_written_buffers(stream: Stream) -> set[int]:
-    """Buffers a GPU command may write: copy destinations, pipeline writes, UAV views."""
-    decls = stream.decls
-    out: set[int] = set()
-    cp = np.flatnonzero(stream.op == _OP["CopyBufferRegion"])
-    out.update(int(b) for b in np.unique(stream.args[cp, 0]))
-    for d in decls.items:
-        names: tuple[str, ...] = ()
-        if isinstance(d, Pipeline):
-            names = d.writes
-        elif isinstance(d, View) and d.view == "uav" and d.resource is not None:
-            names = (d.resource,)
-        for nm in names:
-            try:
-                out.add(decls.index[decls.resource_of(nm)])
-            except (ValueError, KeyError):
-                continue
-    return out
-
-
 def _constants_words(sc: Any, slot: int, setter: np.ndarray, cache: dict[int, Any]) -> np.ndarray:
     """Resolved root-constant words of slot ``slot`` after each command of ``setter``.
 
@@ -442,7 +423,7 @@ def _analyse(stream: Stream, table: StateTable, max_instances: int) -> _Analysis
     words = np.zeros((d, wmax), np.int64)
     nwords = np.full(d, 2, np.int64)
     low = np.zeros(d, np.int64)
-    gpu_written = _gpu_written_buffers(s)
+    gpu_written = set(np.flatnonzero(may_gpu_write(s)).tolist())  # drawopt.access: the static over-approximation
     chain_cache: dict[int, Any] = {}
     const_cache: dict[int, np.ndarray] = {}
     for p, c in xc.items():

@@ -66,10 +66,11 @@ from typing import Any, ClassVar
 import numpy as np
 from drawopt.passes.flush import splice
 
+from drawopt.access import may_gpu_write
 from drawopt.costmodel import weld_pays_off
-from drawopt.decls import Buffer, Pipeline, View
+from drawopt.decls import Buffer, Pipeline
 from drawopt.errors import UsageError
-from drawopt.flushrules import flush_access, forward_fill
+from drawopt.flushrules import forward_fill
 from drawopt.ops import BY_NAME, INDEXED_DRAW_OPS, U32_MAX
 from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
 from drawopt.state import PIPELINE, TOPOLOGY, VB, StateTable
@@ -118,24 +119,6 @@ class WeldPlan:
 def _empty_plan(**kw: Any) -> WeldPlan:
     z = np.zeros(0, np.int64)
     return WeldPlan(z, z, z, z, z, z, z, np.zeros(0, np.uint32), **kw)
-
-
-def _gpu_written(stream: Stream) -> np.ndarray:
-    """Per declaration (plus one): the stream may write it on the GPU (conservatively)."""
-    out = np.zeros(len(stream.decls) + 1, bool)
-    acc = flush_access(stream)
-    out[acc.w_res] = True
-    out[stream.args[stream.op == _COPY, 0]] = True
-    for d in stream.decls.items:
-        if isinstance(d, View) and d.view == "uav" and d.resource is not None and d.resource in stream.decls:
-            out[stream.decls.index[d.resource]] = True
-        elif isinstance(d, Pipeline):
-            for r in d.writes:
-                try:
-                    out[stream.decls.index[stream.decls.resource_of(r)]] = True
-                except (KeyError, ValueError):
-                    continue
-    return out
 
 
 def _hash_bytes(rows: np.ndarray) -> np.ndarray:
@@ -329,7 +312,7 @@ def plan_weld(stream: Stream, table: StateTable, min_saving: float = 0.25, targe
     ci = np.flatnonzero(cand)
     if not ci.size:
         return _empty_plan(candidates=n_cand, skipped=skipped)
-    bid, slots = _bindings(stream, table, sid[ci], _gpu_written(stream), skipped)
+    bid, slots = _bindings(stream, table, sid[ci], may_gpu_write(stream, table.scan), skipped)
     bindings = _Bindings.of(slots)
     ci, bid = ci[bid >= 0], bid[bid >= 0]
     # every vertex inside the contents

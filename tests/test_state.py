@@ -287,14 +287,16 @@ def _normalise(s: Stream, i: int, cur: dict) -> dict:
     if pipe is not None:
         assert isinstance(pipe, Pipeline)
         n = len(s.decls[pipe.root].params) if pipe.root else 0
-        reads = range(n) if pipe.params is None else pipe.params
+        # params= (all by default) and, always, every per-draw clause's perdraw parameter (SPEC)
+        reads = {*(range(n) if pipe.params is None else pipe.params),
+                 *(int(c["perdraw"]) for c in pipe.contract.values() if "perdraw" in c)}
         pre = "croot" if compute else "root"
         seen -= {f"{pre}{k}" for k in range(16)}
         seen |= {f"{pre}{k}" for k in reads}
         if not compute:
             if pipe.vertex_pulling:
                 seen.discard("vertex_buffers")
-            if pipe.gs is None:
+            if pipe.gs is None and pipe.hs is None:  # onchip GS mode forces tessellation offchip
                 seen.discard("gs_params")
     if nm not in ("DrawIndexedInstanced", "DrawIndexedInstancedIndirect", "MultiDrawIndexedInstancedIndirect",
                   "MultiDrawIndexedInstancedIndirectAuto"):

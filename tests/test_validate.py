@@ -466,3 +466,59 @@ def test_cli_validate_root_index_error(tmp_path, capsys):
     assert main(["validate", str(p)]) == 2
     err = capsys.readouterr().err
     assert "root parameter index must be below 16" in err and f"{p}:" in err
+
+
+# ---------------------------------------------------------------------- issue 12, item 8
+_FRONTEND_GFX = """drawopt 1 context=graphics kind=list fast_semantics=off auto_gpu_flush=on
+buffer   cullargs size=64 frontend
+heap     res      CBV_SRV_UAV 1
+view     res[0]   uav cullargs
+rootsig  cr       table(uav,1)
+pipeline cull     cs=c root=cr writes=cullargs
+
+SetDescriptorHeaps res
+SetComputeRootSignature cr
+SetComputeRootDescriptorTable 0 res[0]
+SetPipelineState cull
+Dispatch 1 1 1
+{tail}"""
+
+
+def test_missing_flush_frontend_on_graphics_context():
+    """A frontend buffer written on the graphics context is read by another list's front
+    end: the graphics sequence must follow before the list ends (the flush pass and the
+    verifier say so too)."""
+    s = formats.loads(_FRONTEND_GFX.format(tail=""))
+    f = only(s, "missing-flush")
+    assert [x.cmd for x in f] == [4] and "before the end of this command list" in f[0].message
+    assert "FlushGpuCacheRange DEFAULT_PFP" in f[0].message
+    assert missing_flushes(s)[0].reader == -1
+    assert findings(formats.loads(_FRONTEND_GFX.format(tail="FlushGpuCacheRange DEFAULT_PFP\n"))) == []
+
+
+def test_index_range_inside_a_multi_draw_with_cpu_args():
+    """mdi folds direct draws into a multi-draw over CPU-written args: an out-of-range
+    draw stays reported, per record."""
+    text = """drawopt 1 context=graphics kind=list fast_semantics=off auto_gpu_flush=on
+buffer   ib       size=280
+buffer   args     size=40 cpu
+data     args     36 1 0 0 0 36 1 108 0 0
+target   rt       64x64 R8G8B8A8_UNORM
+pipeline p        vs=pull ps=p
+
+OMSetRenderTargets rt
+RSSetViewports 0 0 64 64 0 1
+RSSetScissorRects 0 0 64 64
+IASetPrimitiveTopology TRIANGLELIST
+SetPipelineState p
+IASetIndexBuffer ib R16_UINT 0
+MultiDrawIndexedInstancedIndirect 2 args 0 20
+DrawIndexedInstancedIndirect args 20
+"""
+    s = formats.loads(text)
+    f = only(s, "index-range")
+    assert [x.cmd for x in f] == [6, 7]
+    assert "draw 1 of its CPU-written args" in f[0].message and "288" in f[0].message
+    # GPU-written args are not known: nothing to check
+    s2 = formats.loads(text.replace("data     args     36 1 0 0 0 36 1 108 0 0\n", ""))
+    assert only(s2, "index-range") == []

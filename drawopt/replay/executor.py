@@ -670,7 +670,7 @@ class Frame:
                     if "perdraw" in c and n in ("x", "instance_data", "draw_data")}
         rs = self.s.decls[p.root] if p.root is not None else None
         nparams = len(rs.params) if rs is not None else 0
-        readable = p.params if p.params is not None else tuple(range(nparams))
+        readable = p.read_params(nparams)
         lifted_words: dict[int, set[int]] = {}
         for param, word in lifts:
             lifted_words.setdefault(param, set()).add(word)

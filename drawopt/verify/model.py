@@ -187,8 +187,10 @@ def pipe_info(p: Pipeline, decls: Decls, canon: Canon) -> PipeInfo:
     rs = decls[p.root] if p.root is not None and p.root in decls else None
     params: tuple[tuple[int, str, int], ...] = ()   # no root signature: no root arguments read
     if isinstance(rs, RootSig):
-        idx = p.params if p.params is not None else tuple(range(len(rs.params)))
-        params = tuple((i, rs.params[i].kind, rs.params[i].count) for i in idx if 0 <= i < len(rs.params))
+        # params= plus every contract clause's perdraw parameter (SPEC: observed by the pipeline's
+        # draws); the declaration's own reading of its fields, as resolve_lift below
+        idx = p.read_params(len(rs.params))
+        params = tuple((i, rs.params[i].kind, rs.params[i].count) for i in idx)
     clauses: list[Clause] = []
     for clause in ("x", "instance_data", "draw_data"):
         c = p.contract.get(clause)
