@@ -20,6 +20,7 @@ from .errors import DrawoptError, InputError, UsageError
 from .stream import Command, Header, Stream, StreamBuilder
 
 if TYPE_CHECKING:  # what the lazy names below are, for mypy and editors
+    from .batch import batch
     from .formats import dumps, load, loads, save
     from .graph import build_graph
     from .importers.gltf import import_gltf
@@ -32,7 +33,7 @@ __all__ = [
     "Buffer", "Decls", "Depth", "Heap", "Pipeline", "RootParam", "RootSig", "Target", "Texture", "View",
     "DrawoptError", "InputError", "UsageError", "Command", "Header", "Stream", "StreamBuilder",
     "load", "save", "loads", "dumps", "optimize", "track", "build_graph", "verify", "import_gltf",
-    "OptimizeResult", "OptimizeReport",
+    "OptimizeResult", "OptimizeReport", "batch",
 ]
 
 
@@ -56,6 +57,9 @@ def __getattr__(name: str) -> Any:
     if name == "import_gltf":
         from .importers.gltf import import_gltf
         return import_gltf
+    if name == "batch":  # the module is callable: drawopt.batch(inputs, out_dir, ...)
+        import importlib
+        return importlib.import_module(".batch", __name__)
     if name == "verify":  # the package is callable: drawopt.verify(a, b) however often it is imported
         import importlib
         return importlib.import_module(".verify", __name__)
