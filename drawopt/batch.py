@@ -105,7 +105,8 @@ class BatchSummary:
         """One line: ``batch: 200 inputs (3 cached, 1 failed), 5,038,000 -> 2,519,000 draw calls, 92.1 s``."""
         t = self.totals()
         extra = ", ".join(f"{t[k]} {k}" for k in ("cached", "failed") if t[k])
-        return (f"batch: {t['inputs']} inputs{f' ({extra})' if extra else ''}, "
+        n = t["inputs"]
+        return (f"batch: {n} input{'s' if n != 1 else ''}{f' ({extra})' if extra else ''}, "
                 f"{t['draw_calls_before']:,} -> {t['draw_calls_after']:,} draw calls, "
                 f"{t['state_changes_before']:,} -> {t['state_changes_after']:,} state changes, "
                 f"{self.wall_seconds:.1f} s on {self.workers} worker{'s' if self.workers != 1 else ''}")
