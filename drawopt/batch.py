@@ -234,7 +234,10 @@ def _run_on_dask(specs: list[TaskSpec], done: Callable[[int, ItemResult], None],
     import logging
     cluster = None
     if scheduler:
-        client = Client(scheduler)
+        try:
+            client = Client(scheduler, timeout="20s")
+        except (OSError, TimeoutError) as e:
+            raise UsageError(f"batch: cannot reach the Dask scheduler at {scheduler}: {e}") from None
     else:
         # processes, not threads: the work holds the GIL. No dashboard: nothing listens but the scheduler.
         cluster = LocalCluster(n_workers=workers or _default_workers(), threads_per_worker=1, processes=True,
@@ -246,7 +249,7 @@ def _run_on_dask(specs: list[TaskSpec], done: Callable[[int, ItemResult], None],
         prefix = f"drawopt-batch-{uuid.uuid4().hex[:12]}"
         futures = {client.submit(run_task, s, key=f"{prefix}-{i}", pure=False): i for i, s in enumerate(specs)}
         for fut in as_completed(futures):
-            i = futures[fut]
+            i = futures.pop(fut)  # dropping the last reference releases the result on its worker
             try:
                 res = fut.result()
             except Exception as e:  # noqa: BLE001 - e.g. KilledWorker: the task killed every worker it ran on
