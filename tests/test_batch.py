@@ -258,3 +258,27 @@ def test_quiet_prints_nothing_and_verbose_a_line_per_input(tmp_path, capsys):
 def test_drawopt_batch_is_callable():
     import drawopt
     assert callable(drawopt.batch) and drawopt.batch.batch is batch
+
+
+def test_progress_bar_on_a_terminal_counts_done_total_and_failures(tmp_path, capsys, monkeypatch):
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    a = _frame(str(tmp_path / "a.dstream"), 1, draws=20)
+    (tmp_path / "bad.dstream").write_text("drawopt 1\nBogus\n")
+    assert main(["batch", a, str(tmp_path / "bad.dstream"), "-o", str(tmp_path / "out"), "--workers", "0"]) == 1
+    shown = term.getvalue()
+    assert "batch [" in shown and "2/2 1 failed" in shown and f"{tmp_path / 'bad.dstream'}:2:1: error:" in shown
+
+
+@pytest.mark.parametrize("module", ["drawopt.batch", "drawopt.batch_task", "drawopt.batch_cache"])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted and not result.failed
