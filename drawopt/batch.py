@@ -34,7 +34,8 @@ SUM_KEYS = ("commands", "draw_calls", "state_changes")
 # ----------------------------------------------------------------------------------- summary
 @dataclass
 class BatchSummary:
-    """What a batch did: one :class:`ItemResult` per task, in input order, and the totals.
+    """What a batch did: one :class:`ItemResult` per task (the tasks in input order, after any input
+    that failed before its tasks were made: a capture that could not be listed), and the totals.
 
     ``exit_code`` is 0 when every input was optimized (or taken from the cache), else 1.
     """
@@ -143,9 +144,9 @@ def _strip_suffix(name: str) -> str:
 
 def _frame_numbers(path: str) -> list[int]:
     """The frame numbers of a capture (via ``drawopt.importers.capture.list_frames``)."""
-    from .batch_task import _importer
+    from .batch_task import load_importer
     frames = []
-    for info in _importer("capture", "list_frames")(path):
+    for info in load_importer("capture", "list_frames")(path):
         if isinstance(info, int):
             frames.append(info)
             continue
@@ -194,8 +195,8 @@ def plan_tasks(inputs: Sequence[str], out_dir: str, fmt: str | None = None,
             try:
                 numbers = list_frames(path)
             except Exception as e:  # noqa: BLE001 - any listing failure is this input's failure
-                from .batch_task import _message
-                msg = _message(TaskSpec(path, ""), e)
+                from .batch_task import error_message
+                msg = error_message(TaskSpec(path, ""), e)
                 failed.append(ItemResult(path, None, None, "failed", error=msg))
                 continue
             for n in numbers:
@@ -343,7 +344,7 @@ def batch(inputs: Sequence[str] | str, out_dir: str, passes: str | None = None, 
         if on_result:
             on_result(res, count, total)
     if workers == 0 or not specs:
-        n_workers, address = (0 if workers == 0 else workers or 0), "in-process"
+        n_workers, address = 0, "in-process"
         _run_in_process(specs, done)
     else:
         n_workers, address = _run_on_dask(specs, done, workers, scheduler)

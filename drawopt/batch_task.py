@@ -10,7 +10,7 @@ left for it. :func:`run_task` is what ``drawopt.batch`` submits to Dask (and run
 
 from __future__ import annotations
 
-__all__ = ["TaskSpec", "ItemResult", "run_task", "KILL_ONCE_ENV"]
+__all__ = ["TaskSpec", "ItemResult", "run_task", "load_importer", "error_message", "KILL_ONCE_ENV"]
 
 import hashlib
 import os
@@ -93,7 +93,9 @@ def _read_input(spec: TaskSpec) -> tuple[bytes | None, str, int]:
     return None, h.hexdigest(), size
 
 
-def _importer(kind: str, name: str) -> Any:
+def load_importer(kind: str, name: str) -> Any:
+    """``name`` from the importer module of ``kind`` (``"capture"`` or ``"scene"``); a DrawoptError when this
+    drawopt has no such module (the input then fails with that reason)."""
     module = {"capture": "drawopt.importers.capture", "scene": "drawopt.importers.gltf"}[kind]
     import importlib
     try:
@@ -111,8 +113,8 @@ def _load(spec: TaskSpec, data: bytes | None) -> Any:
         assert data is not None
         return formats.loads(data, formats.format_for(spec.input), spec.input)
     if spec.kind == "scene":
-        return _importer("scene", "import_gltf")(spec.input)
-    frames = _importer("capture", "import_capture")(spec.input, frames=[spec.frame])
+        return load_importer("scene", "import_gltf")(spec.input)
+    frames = load_importer("capture", "import_capture")(spec.input, frames=[spec.frame])
     try:
         return frames[spec.frame]
     except KeyError:
@@ -137,7 +139,7 @@ def _kill_once_for_tests() -> None:
     os._exit(75)
 
 
-def _message(spec: TaskSpec, e: BaseException) -> str:
+def error_message(spec: TaskSpec, e: BaseException) -> str:
     """A ``file:line:col: error:`` line for any failure (InputError already is one)."""
     if isinstance(e, InputError):
         return str(e)
@@ -159,7 +161,7 @@ def run_task(spec: TaskSpec) -> ItemResult:
     try:
         _run(spec, res, t0)
     except DrawoptError as e:
-        res.status, res.error, res.output = "failed", _message(spec, e), None
+        res.status, res.error, res.output = "failed", error_message(spec, e), None
     except Exception as e:  # a bug in drawopt: isolate it like a bad input, keep the traceback
         res.status, res.output = "failed", None
         res.error = f"{spec.name}: error: internal error: {type(e).__name__}: {e}"
