@@ -266,10 +266,10 @@ def _run_on_dask(specs: list[TaskSpec], done: Callable[[int, ItemResult], None],
 
 
 def batch(inputs: Sequence[str] | str, out_dir: str, passes: str | None = None, target: str | None = None,
-          workers: int | None = None, scheduler: str | None = None, verify: bool = False,
+          workers: int | None = None, scheduler: str | None = None, verify: bool = True,
           cache_dir: str | None = None, *, cache: bool = True, reorder: str = "declared", fmt: str | None = None,
-          verify_each: bool = False, on_result: Callable[[ItemResult, int, int], None] | None = None
-          ) -> BatchSummary:
+          verify_each: bool = False, on_start: Callable[[int], None] | None = None,
+          on_result: Callable[[ItemResult, int, int], None] | None = None) -> BatchSummary:
     """Optimize every input into ``out_dir`` in parallel and return the summary.
 
     Parameters
@@ -288,11 +288,14 @@ def batch(inputs: Sequence[str] | str, out_dir: str, passes: str | None = None, 
     scheduler
         Address of an existing Dask scheduler (``tcp://host:8786``); its workers must see the same paths.
     verify
-        Check each output with the translation validator; an output that fails is not written.
+        As ``drawopt optimize`` (on by default): each output is checked against its input by the
+        translation validator, and passes whose rewrite fails are rolled back (``items[i].rejected``
+        says which), so what is written always verifies. ``False`` is ``--no-verify``.
     cache_dir, cache
         The content cache folder (default ``OUT/.drawopt-cache``); ``cache=False`` recomputes everything.
-    on_result
-        Called in this process as each input finishes: ``on_result(item, done, total)``.
+    on_start, on_result
+        Called in this process: ``on_start(total)`` once the tasks are known, ``on_result(item, done, total)``
+        as each input finishes.
 
     Examples
     --------
@@ -339,6 +342,8 @@ def batch(inputs: Sequence[str] | str, out_dir: str, passes: str | None = None, 
         if on_result:
             on_result(res, count, total)
 
+    if on_start:
+        on_start(total)
     for res in early:
         count += 1
         if on_result:

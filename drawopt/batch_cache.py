@@ -1,8 +1,8 @@
 """The batch content cache: an output is reused when nothing that decides it has changed.
 
 The key (:func:`cache_key`) hashes the input's bytes (a scene's buffer files too), the frame of a
-capture, the pipeline, the target, the reorder policy, the output format, and the drawopt version
-with a fingerprint of its code (:func:`code_fingerprint`: every module and compiled kernel, so an
+capture, the pipeline, the target, the reorder policy, verification, the output format, and the
+drawopt version with a fingerprint of its code (:func:`code_fingerprint`: every module and compiled kernel, so an
 edited pass invalidates the cache even while ``__version__`` stays the same). An entry is two files
 in the cache folder, ``KEY.out`` (the output bytes) and ``KEY.json`` (the figures), the JSON written
 last and both atomically, so a half-written entry is never read. See docs/batch.md.
@@ -92,12 +92,15 @@ def scene_files(path: str) -> list[str]:
 
 
 def cache_key(input_digest: str, *, pipeline: str, target: str, reorder: str, fmt: str,
-              kind: str = "stream", frame: int | None = None, code: str = "") -> str:
-    """The cache key (hex SHA-256) of one task: everything that decides its output bytes."""
+              kind: str = "stream", frame: int | None = None, verify: bool = True, verify_each: bool = False,
+              code: str = "") -> str:
+    """The cache key (hex SHA-256) of one task: everything that decides its output bytes (verification too:
+    a pass whose rewrite fails it is rolled back)."""
     from . import __version__
 
     fields = {"input": input_digest, "kind": kind, "frame": frame, "pipeline": pipeline, "target": target,
-              "reorder": reorder, "format": fmt, "version": __version__, "code": code}
+              "reorder": reorder, "format": fmt, "verify": verify, "verify_each": verify_each,
+              "version": __version__, "code": code}
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
@@ -106,15 +109,12 @@ def _paths(cache_dir: str, key: str) -> tuple[str, str]:
     return base + ".out", base + ".json"
 
 
-def lookup(cache_dir: str, key: str, need_verified: bool = False) -> tuple[bytes, dict[str, Any]] | None:
-    """The cached output bytes and figures for ``key``, or None (absent, unreadable, or unverified when
-    ``need_verified``)."""
+def lookup(cache_dir: str, key: str) -> tuple[bytes, dict[str, Any]] | None:
+    """The cached output bytes and figures for ``key``, or None (absent, unreadable or damaged)."""
     out_path, meta_path = _paths(cache_dir, key)
     try:
         with open(meta_path, "rb") as f:
             meta = json.loads(f.read())
-        if need_verified and not meta.get("verified"):
-            return None
         with open(out_path, "rb") as f:
             data = f.read()
     except (OSError, ValueError):

@@ -103,8 +103,8 @@ def test_cache_skips_unchanged_inputs_and_recomputes_changed_ones(tmp_path, monk
     assert _read(changed.items[1].output) == _serial(str(src / "f1.npz"), str(tmp_path / "ref.npz"),
                                                      "--passes", "dedupe-state")
 
-    # another target, policy, pipeline or format is another output: recomputed
-    for kw in ({"target": "gl"}, {"reorder": "opaque"}, {"fmt": "text"}):
+    # another target, policy, verification, pipeline or format is another output: recomputed
+    for kw in ({"target": "gl"}, {"reorder": "opaque"}, {"verify": False}, {"fmt": "text"}):
         assert [r.status for r in run(**kw).items] == ["optimized"] * 3, kw
     assert {r.status for r in batch([str(src)], out, workers=0, cache_dir=cache).items} == {"optimized"}
     # no cache: recomputed
@@ -112,10 +112,10 @@ def test_cache_skips_unchanged_inputs_and_recomputes_changed_ones(tmp_path, monk
         == {"optimized"}
 
 
-def test_cache_entry_needs_verification_when_verify_is_asked(tmp_path):
+def test_an_unverified_cache_entry_does_not_serve_a_verified_run(tmp_path):
     src = _frame(str(tmp_path / "f.dstream"), 5)
     cache = str(tmp_path / "cache")
-    assert batch([src], str(tmp_path / "out"), workers=0, cache_dir=cache).items[0].verified is None
+    assert batch([src], str(tmp_path / "out"), workers=0, cache_dir=cache, verify=False).items[0].verified is None
     r = batch([src], str(tmp_path / "out"), workers=0, cache_dir=cache, verify=True).items[0]
     assert (r.status, r.verified) == ("optimized", True)
     r = batch([src], str(tmp_path / "out"), workers=0, cache_dir=cache, verify=True).items[0]
@@ -147,14 +147,16 @@ def test_a_bad_input_does_not_stop_the_batch(tmp_path, cluster, capsys):
         assert _read(str(out / name)) == _serial(path, str(tmp_path / ("ref-" + name)))
 
 
-def test_an_output_that_fails_verify_is_not_written(tmp_path, monkeypatch):
+def test_a_rewrite_that_fails_verify_is_never_written(tmp_path, monkeypatch):
+    """As drawopt optimize: the passes whose output fails verify are rolled back, and the item says so."""
     import drawopt.passmanager
     monkeypatch.setattr(drawopt.passmanager, "verify_streams", lambda a, b, reorder="declared": "draw 3 differs")
-    src = _frame(str(tmp_path / "f.dstream"), 6)
-    s = batch([src], str(tmp_path / "out"), workers=0, verify=True)
-    assert s.exit_code == 1
-    assert s.items[0].error == f"{src}: error: verify: the optimized stream is not equivalent: draw 3 differs"
-    assert not os.path.exists(tmp_path / "out" / "f.dstream")
+    src = _frame(str(tmp_path / "f.dstream"), 6, draws=50)
+    s = batch([src], str(tmp_path / "out"), workers=0, passes="dedupe-state,schedule", cache=False)
+    item = s.items[0]
+    assert s.exit_code == 0 and item.verified is True and item.rejected
+    assert item.after["commands"] == item.before["commands"]  # every pass was rolled back
+    assert _read(item.output) == _serial(src, str(tmp_path / "ref.dstream"), "--passes", "dedupe-state,schedule")
 
 
 def test_a_dying_worker_is_retried_by_the_scheduler(tmp_path, cluster):
@@ -204,7 +206,7 @@ def test_scenes_and_capture_frames_go_to_the_importers(tmp_path, monkeypatch):
     assert [(r.frame, os.path.basename(r.output)) for r in s.items] == [
         (3, "game.frame3.npz"), (7, "game.frame7.npz"), (None, "Box.npz")]
     assert sorted(calls) == [(3,), (7,)]
-    assert _read(str(out / "Box.npz")) == formats.dumps(batch_task._optimize(stream(42), s_spec()), "npz")
+    assert _read(str(out / "Box.npz")) == formats.dumps(batch_task._optimize(stream(42), s_spec()).stream, "npz")
     # the scene's buffer is part of its content: changing it recomputes the scene
     (tmp_path / "Box.bin").write_bytes(b"\1" * 8)
     again = batch([str(tmp_path / "game.jsonl.gz"), str(tmp_path / "Box.gltf")], str(out), workers=0)
@@ -273,7 +275,8 @@ def test_progress_bar_on_a_terminal_counts_done_total_and_failures(tmp_path, cap
     (tmp_path / "bad.dstream").write_text("drawopt 1\nBogus\n")
     assert main(["batch", a, str(tmp_path / "bad.dstream"), "-o", str(tmp_path / "out"), "--workers", "0"]) == 1
     shown = term.getvalue()
-    assert "batch [" in shown and "2/2 1 failed" in shown and f"{tmp_path / 'bad.dstream'}:2:1: error:" in shown
+    assert "batch [1/2] starting the workers" in shown
+    assert "batch [2/2] 2 done, 1 failed" in shown and f"{tmp_path / 'bad.dstream'}:2:1: error:" in shown
 
 
 @pytest.mark.parametrize("module", ["drawopt.batch", "drawopt.batch_task", "drawopt.batch_cache"])

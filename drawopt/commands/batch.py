@@ -3,7 +3,7 @@
 Examples::
 
     drawopt batch frames/ -o opt/                          # every stream under frames/, one worker per core
-    drawopt batch cap.jsonl.gz scene.glb a.npz -o opt/ --verify -v
+    drawopt batch cap.jsonl.gz scene.glb a.npz -o opt/ --target vulkan -v
     drawopt batch corpus/ -o opt/ --scheduler tcp://sched:8786 --json > summary.json
 
 Exit status: 0 when every input was optimized (or reused from the cache), 1 when any failed (each
@@ -33,7 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", choices=TARGETS, default="d3d12", help="target whose cost model decides (default d3d12)")
     p.add_argument("--reorder", choices=REORDER, default="declared",
                    help="which draws on a shared target may commute (default declared)")
-    p.add_argument("--verify", action="store_true", help="verify every output; one that fails is not written")
+    p.add_argument("--no-verify", action="store_true",
+                   help="skip the final check of each output against its input (as optimize --no-verify)")
     p.add_argument("--verify-each", action="store_true", help="verify the stream after every pass")
     p.add_argument("--to", dest="to_fmt", choices=("text", "json", "npz"), metavar="FMT",
                    help="output format (default: a stream keeps its own, imports are written as npz)")
@@ -64,28 +65,36 @@ def run(args: argparse.Namespace) -> int:
 
     state: dict[str, Any] = {"progress": None, "failed": 0}
 
+    def on_start(total: int) -> None:
+        if not args.quiet:  # a live line on a terminal only (Progress decides)
+            state["progress"] = Progress("batch", total).__enter__()
+            state["progress"].start("starting the workers")
+
     def on_result(item: Any, done: int, total: int) -> None:
         prog = state["progress"]
-        if prog is None and not args.quiet:
-            prog = state["progress"] = Progress("batch", total).__enter__()
-        text = None
+        lines = []
         if item.status == "failed":
             state["failed"] += 1
-            text = item.error
-        elif args.verbose:
-            text = _line(item)
-        if text:
+            lines.append(item.error)
+        elif not args.quiet:  # as drawopt optimize warns
+            name = item.input if item.frame is None else f"{item.input}#{item.frame}"
+            lines += [f"{name}: warning: {r}; its output was discarded" for r in item.rejected]
+        if args.verbose and item.status != "failed":
+            lines.append(_line(item))
+        for text in lines:
             if prog is not None and prog.enabled:
-                prog.stream.write("\r\x1b[K")  # clear the bar; it is drawn again below
+                prog.stream.write("\r\x1b[K")  # clear the live line; it is drawn again below
             print(text, file=sys.stderr, flush=True)
         if prog is not None:
-            prog.step(f"{state['failed']} failed" if state["failed"] else "")
+            prog.finish()
+            prog.start(f"{done} done" + (f", {state['failed']} failed" if state["failed"] else ""))
 
     try:
         summary = run_batch.batch(args.inputs, args.output, passes=args.passes, target=args.target,
-                                  workers=args.workers, scheduler=args.scheduler, verify=args.verify,
+                                  workers=args.workers, scheduler=args.scheduler, verify=not args.no_verify,
                                   cache_dir=args.cache_dir, cache=not args.no_cache, reorder=args.reorder,
-                                  fmt=args.to_fmt, verify_each=args.verify_each, on_result=on_result)
+                                  fmt=args.to_fmt, verify_each=args.verify_each, on_start=on_start,
+                                  on_result=on_result)
     finally:
         if state["progress"] is not None:
             state["progress"].__exit__(None, None, None)
