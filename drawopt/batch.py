@@ -110,7 +110,8 @@ class BatchSummary:
         return (f"batch: {n} input{'s' if n != 1 else ''}{f' ({extra})' if extra else ''}, "
                 f"{t['draw_calls_before']:,} -> {t['draw_calls_after']:,} draw calls, "
                 f"{t['state_changes_before']:,} -> {t['state_changes_after']:,} state changes, "
-                f"{self.wall_seconds:.1f} s on {self.workers} worker{'s' if self.workers != 1 else ''}")
+                f"{self.wall_seconds:.1f} s " + (f"on {self.workers} worker{'s' if self.workers != 1 else ''}"
+                                                 if self.workers else "in-process"))
 
 
 # ----------------------------------------------------------------------------------- planning

@@ -115,7 +115,7 @@ def _load(spec: TaskSpec, data: bytes | None) -> Any:
         return formats.loads(data, formats.format_for(spec.input), spec.input)
     if spec.kind == "scene":
         return load_importer("scene", "import_gltf")(spec.input)
-    frames = load_importer("capture", "import_capture")(spec.input, frames=[spec.frame])
+    frames = load_importer("capture", "import_capture")(spec.input, frames=spec.frame)
     try:
         return frames[spec.frame]
     except KeyError:

@@ -180,7 +180,7 @@ def test_a_dying_worker_is_retried_by_the_scheduler(tmp_path, cluster):
 
 
 def test_scenes_and_capture_frames_go_to_the_importers(tmp_path, monkeypatch):
-    """Every frame of a capture is a task (``import_capture(path, frames=[n])``), a scene one task."""
+    """Every frame of a capture is a task (``import_capture(path, frames=n)``), a scene one task."""
     def stream(seed: int):
         return generate("frame", 200, seed)
 
@@ -189,8 +189,8 @@ def test_scenes_and_capture_frames_go_to_the_importers(tmp_path, monkeypatch):
     capture.list_frames = lambda path: [types.SimpleNamespace(number=n) for n in (3, 7)]
 
     def import_capture(path, frames=None):
-        calls.append(tuple(frames))
-        return {n: stream(n) for n in frames}
+        calls.append(frames)
+        return {frames: stream(frames)}
 
     capture.import_capture = import_capture
     gltf = types.ModuleType("drawopt.importers.gltf")
@@ -205,7 +205,7 @@ def test_scenes_and_capture_frames_go_to_the_importers(tmp_path, monkeypatch):
     assert s.exit_code == 0, [r.error for r in s.items]
     assert [(r.frame, os.path.basename(r.output)) for r in s.items] == [
         (3, "game.frame3.npz"), (7, "game.frame7.npz"), (None, "Box.npz")]
-    assert sorted(calls) == [(3,), (7,)]
+    assert sorted(calls) == [3, 7]
     assert _read(str(out / "Box.npz")) == formats.dumps(batch_task._optimize(stream(42), s_spec()).stream, "npz")
     # the scene's buffer is part of its content: changing it recomputes the scene
     (tmp_path / "Box.bin").write_bytes(b"\1" * 8)
@@ -217,6 +217,17 @@ def s_spec() -> batch_task.TaskSpec:
     """The default options of a task (the default pipeline of d3d12)."""
     from drawopt.passmanager import default_pipeline
     return batch_task.TaskSpec("", "", pipeline=default_pipeline("d3d12"))
+
+
+def test_a_real_capture_gives_a_task_per_frame(tmp_path):
+    """The fixture capture of vkcube (tests/data/captures/vkcube/PROVENANCE.md) through the real importer."""
+    pytest.importorskip("drawopt.importers.capture")
+    cap = os.path.join(os.path.dirname(__file__), "data", "captures", "vkcube", "vkcube.jsonl.gz")
+    s = batch([cap], str(tmp_path / "out"), workers=0)
+    assert s.exit_code == 0, [r.error for r in s.failed]
+    assert [(r.frame, os.path.basename(r.output)) for r in s.items] == [(1, "vkcube.frame1.npz"),
+                                                                       (2, "vkcube.frame2.npz")]
+    assert all(r.verified for r in s.items) and len(formats.load(s.items[0].output)) == s.items[0].after["commands"]
 
 
 def test_a_missing_importer_is_an_error_of_that_input(tmp_path, monkeypatch):
@@ -255,6 +266,7 @@ def test_quiet_prints_nothing_and_verbose_a_line_per_input(tmp_path, capsys):
     cap = capsys.readouterr()
     assert cap.err.startswith(f"{a}: ") and "(cached" in cap.err
     assert cap.out.splitlines()[-1].startswith("batch: 1 input (1 cached), ")
+    assert cap.out.splitlines()[-1].endswith(" s in-process")
 
 
 def test_drawopt_batch_is_callable():
