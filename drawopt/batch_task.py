@@ -64,6 +64,7 @@ class ItemResult:
     seconds: dict[str, float] = field(default_factory=dict)
     verified: bool | None = None
     rejected: list[str] = field(default_factory=list)  # passes rolled back because their output failed verify
+    notes: list[str] = field(default_factory=list)  # warnings that did not fail the input
     bytes_in: int = 0
     bytes_out: int = 0
     worker: str = ""
@@ -210,8 +211,12 @@ def _run(spec: TaskSpec, res: ItemResult, t0: float) -> None:
     _write(spec.output, out)
     res.status, res.output, res.bytes_out = "optimized", spec.output, len(out)
     if spec.cache_dir:
-        batch_cache.store(spec.cache_dir, key, out, {"before": res.before, "after": res.after, "input": spec.name,
-                                                     "verified": res.verified, "rejected": res.rejected})
+        try:
+            batch_cache.store(spec.cache_dir, key, out, {"before": res.before, "after": res.after,
+                                                         "input": spec.name, "verified": res.verified,
+                                                         "rejected": res.rejected})
+        except (DrawoptError, OSError) as e:  # the output is written; a cache that cannot grow only costs time
+            res.notes.append(f"not cached: {e}")
     res.seconds["write"] = round(time.perf_counter() - t2, 6)
 
 

@@ -147,6 +147,15 @@ def test_a_bad_input_does_not_stop_the_batch(tmp_path, cluster, capsys):
         assert _read(str(out / name)) == _serial(path, str(tmp_path / ("ref-" + name)))
 
 
+def test_a_cache_that_cannot_be_written_only_warns(tmp_path):
+    src = _frame(str(tmp_path / "f.dstream"), 7, draws=20)
+    (tmp_path / "cache").write_text("a file, not a folder")
+    s = batch([src], str(tmp_path / "out"), workers=0, cache_dir=str(tmp_path / "cache"), passes="dedupe-state")
+    item = s.items[0]
+    assert (s.exit_code, item.status) == (0, "optimized") and item.notes[0].startswith("not cached: ")
+    assert os.path.exists(item.output)
+
+
 def test_a_rewrite_that_fails_verify_is_never_written(tmp_path, monkeypatch):
     """As drawopt optimize: the passes whose output fails verify are rolled back, and the item says so."""
     import drawopt.passmanager

@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         elif not args.quiet:  # as drawopt optimize warns
             name = item.input if item.frame is None else f"{item.input}#{item.frame}"
             lines += [f"{name}: warning: {r}; its output was discarded" for r in item.rejected]
+            lines += [f"{name}: warning: {n}" for n in item.notes]
         if args.verbose and item.status != "failed":
             lines.append(_line(item))
         for text in lines:
