@@ -111,9 +111,10 @@ cdef void _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[
                         for r in range(roots[k], roots[k] + nroot):
                             rb = (<int64_t>1) << r
                             if (unk & rb) == 0 and cur[r] >= 0 and is_table[cur[r]]:
-                                cur[r] = -1
                                 if p == -3:
-                                    unk |= rb
+                                    unk |= rb  # maybe changed: unknown, and its setter may still be observed
+                                else:
+                                    cur[r] = -1
             elif c == K_GRS or c == K_CRS:
                 lo = root0 if c == K_GRS else croot0
                 curv = -1
@@ -123,8 +124,7 @@ cdef void _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[
                     for r in range(lo, lo + nroot):
                         rb = (<int64_t>1) << r
                         if (unk & rb) == 0 and cur[r] >= 0:
-                            cur[r] = -1
-                            unk |= rb
+                            unk |= rb  # maybe changed: unknown, and its setter may still be observed
                 elif curv != val[i]:
                     for r in range(lo, lo + nroot):
                         cur[r] = -1

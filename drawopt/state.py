@@ -24,11 +24,16 @@ Rules:
   and the primitive topology; inherited slots start *unknown*.
 * ``SetDescriptorHeaps`` with different heaps than the current ones makes every
   root argument that holds a descriptor table undefined (graphics and compute);
-  the same heaps again change nothing (d3d12-descriptor-tables-ru.txt).
+  the same heaps again change nothing (d3d12-descriptor-tables-ru.txt). In a
+  **bundle** it changes no table: a bundle may set its heaps once, and they must
+  be the calling list's (a second, different set is the ``bundle-heaps`` finding).
 * ``Set{Graphics,Compute}RootSignature`` with a different root signature makes
   every root argument of that side undefined; the same one changes nothing.
 * ``DrawIndexedX`` leaves the index buffer undefined (drawindexedx.txt).
 * ``CSEnableAutomaticGpuFlush`` is tracked by the flush rules, not here.
+* A change from an *unknown* root signature or heaps (a bundle's inherited ones,
+  or after ``Opaque``) makes the affected root arguments unknown, not undefined:
+  they may still hold the value set before, so that set stays observed.
 * After an ``Opaque`` command every slot is unknown. Unknown is never a finding,
   and state ids of rows holding unknowns are distinct on either side of each
   Opaque command, so nothing merges across one. A partial update (root constants
@@ -373,9 +378,10 @@ def _scan_py(code: np.ndarray, slot: np.ndarray, val: np.ndarray, is_table: np.n
                         for r in rr:
                             rb = 1 << r
                             if not unk & rb and cur[r] >= 0 and tab_l[cur[r]]:
-                                cur[r] = -1
                                 if p == -3:
-                                    unk |= rb
+                                    unk |= rb  # maybe changed: unknown, and its setter may still be observed
+                                else:
+                                    cur[r] = -1
             elif c == K_GRS or c == K_CRS:
                 rr = root_ranges[0] if c == K_GRS else root_ranges[1]
                 curv = val_l[p] if p >= 0 else -1
@@ -383,8 +389,7 @@ def _scan_py(code: np.ndarray, slot: np.ndarray, val: np.ndarray, is_table: np.n
                     for r in rr:
                         rb = 1 << r
                         if not unk & rb and cur[r] >= 0:
-                            cur[r] = -1
-                            unk |= rb
+                            unk |= rb  # maybe changed: unknown, and its setter may still be observed
                 elif curv != val_l[i]:
                     for r in rr:
                         cur[r] = -1
@@ -749,6 +754,8 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
     decls = s.decls
     names = _names(decls)
     kcode = _KCODE[op] if n else np.zeros(0, np.int64)
+    if s.header.kind == "bundle":  # a bundle's heaps are the caller's: its SetDescriptorHeaps changes no table
+        kcode = np.where(kcode == K_HEAPS, K_SET, kcode)
     slot = _FIXED_SLOT[op].copy() if n else np.zeros(0, np.int64)
     cval = np.full(n, -1, np.int64)
     values = _Values()

@@ -224,7 +224,7 @@ def reference_states(s: Stream) -> list[tuple[int, dict]]:
         elif nm == "SetDescriptorHeaps":
             slot, new = _ref_value(s, i)
             old = cur[slot]
-            if old == U or old != new:
+            if s.header.kind != "bundle" and (old == U or old != new):  # a bundle's heaps are the caller's
                 for r in roots + croots:
                     v = cur[r]
                     if isinstance(v, tuple) and v[0] == "table":
