@@ -115,6 +115,31 @@ def index_rebinds(stream: Stream) -> list[tuple[int, int]]:
     return list(zip(x[ok].tolist(), src[ok].tolist()))
 
 
+def _rebinds_in_range(stream: Stream, rebinds: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``rebinds`` less those after which a draw would read past the end of the re-bound index buffer.
+
+    A re-bind after a packed run restores what the draws read before packing, so it never reads
+    out of range; one for a draw that already read an undefined index buffer in the input may.
+    Such a re-bind would trade an ``index-buffer-undefined`` finding for an ``index-range`` one,
+    and no pass may add a finding of any rule, so it is left out (``validate`` owns the rule).
+    """
+    if not rebinds:
+        return rebinds
+    from drawopt.validate import findings
+
+    def range_findings(s: Stream) -> int:
+        return sum(f.rule == "index-range" for f in findings(s))
+
+    base = range_findings(stream)
+
+    def with_rebinds(pairs: list[tuple[int, int]]) -> Stream:
+        return splice(stream, {after + 1: [_copy(stream, src)] for after, src in pairs})
+
+    if range_findings(with_rebinds(rebinds)) <= base:
+        return rebinds
+    return [pair for pair in rebinds if range_findings(with_rebinds([pair])) <= base]
+
+
 # --------------------------------------------------------------------------- flushes
 @dataclass
 class FlushPlan:
@@ -325,7 +350,7 @@ class FlushPass(Pass):
     target: str = option("d3d12", target=True)
 
     def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
-        rebinds = index_rebinds(stream)
+        rebinds = _rebinds_in_range(stream, index_rebinds(stream))
         s1 = stream
         if rebinds:
             s1 = splice(stream, {after + 1: [_copy(stream, src)] for after, src in rebinds})

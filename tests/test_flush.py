@@ -13,7 +13,7 @@ import itertools
 
 import numpy as np
 import pytest
-from drawopt.passes.flush import FlushPass, index_rebinds, plan_flushes
+from drawopt.passes.flush import FlushPass, _rebinds_in_range, index_rebinds, plan_flushes
 from hypothesis import HealthCheck, assume, given, settings
 from strategies import streams
 
@@ -468,12 +468,46 @@ def test_random_streams_get_every_flush_and_keep_everything_else(s: Stream) -> N
         out = FlushPass(drop_redundant_flushes=drop).apply(s, AnalysisManager()).stream
         out.check()
         assert not missing(out)
-        if index_rebinds(s):
+        rebinds = _rebinds_in_range(s, index_rebinds(s))
+        if rebinds:
             assert _without(s, "IASetIndexBuffer") == _without(out, "IASetIndexBuffer")
-            assert len(_without(out)) == len(_without(s)) + len(index_rebinds(s))
+            assert len(_without(out)) == len(_without(s)) + len(rebinds)
         else:
             assert _without(s) == _without(out)
         if not drop:
             assert _subsequence(flush_lines(s), flush_lines(out))
         else:
             assert not plan_flushes(out, drop_redundant=True).drops
+
+
+def test_no_rebind_that_reads_past_the_end() -> None:
+    """An input draw that read an undefined index buffer after DrawIndexedX is not "fixed" with a re-bind
+    under which it reads past the buffer's end: that would add an index-range finding (no pass may)."""
+    text = """drawopt 1
+buffer ib size=64
+buffer ibx size=65536
+buffer pd size=64 cpu
+target rt 64x64 R8G8B8A8_UNORM
+rootsig rs srv
+pipeline x vs=pull ps=f root=rs params=0 contract=x(vertex_bits=16,perdraw=0)
+pipeline p vs=v ps=f layout=pos
+OMSetRenderTargets rt
+IASetIndexBuffer ib R16_UINT 0
+SetPipelineState x
+SetGraphicsRootSignature rs
+SetGraphicsRootShaderResourceView 0 pd 0
+DrawIndexedX ibx 0 R16_UINT 3 0
+SetPipelineState p
+DrawIndexedInstanced 300 1 0 0 0
+"""
+    from drawopt.formats import loads
+    from drawopt.validate import findings
+
+    s = loads(text, file="<t>")
+    assert [f.rule for f in findings(s)] == ["index-buffer-undefined"]
+    assert index_rebinds(s) and not _rebinds_in_range(s, index_rebinds(s))
+    out = FlushPass().apply(s, AnalysisManager()).stream
+    assert [f.rule for f in findings(out)] == ["index-buffer-undefined"]
+    ok = loads(text.replace("DrawIndexedInstanced 300", "DrawIndexedInstanced 30"), file="<t>")
+    assert _rebinds_in_range(ok, index_rebinds(ok)) == index_rebinds(ok)     # in range: re-bound
+    assert findings(FlushPass().apply(ok, AnalysisManager()).stream) == []
