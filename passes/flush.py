@@ -116,16 +116,30 @@ def index_rebinds(stream: Stream) -> list[tuple[int, int]]:
 
 
 def _rebinds_in_range(stream: Stream, rebinds: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """``rebinds`` less those after which a draw would read past the end of the re-bound index buffer.
+    """``rebinds`` less those that would make a draw read what no input draw read.
 
-    A re-bind after a packed run restores what the draws read before packing, so it never reads
-    out of range; one for a draw that already read an undefined index buffer in the input may.
-    Such a re-bind would trade an ``index-buffer-undefined`` finding for an ``index-range`` one,
-    and no pass may add a finding of any rule, so it is left out (``validate`` owns the rule).
+    pack-x re-issues the index buffer after its own runs; a re-bind here is for an input that
+    already reads an undefined index buffer after a ``DrawIndexedX``. It is left out when the
+    re-bound buffer is written (a copy or a GPU write) before the re-bind point (the draw would
+    read the written data where the input read nothing: a new hazard), or when a draw would read
+    past the buffer's end (trading an ``index-buffer-undefined`` finding for an ``index-range``
+    one; no pass may add a finding of any rule; ``validate`` owns that rule).
     """
     if not rebinds:
         return rebinds
+    from drawopt.access import gpu_writes
     from drawopt.validate import findings
+
+    # a buffer something writes (a copy or a GPU write) before a re-bind point: the draw reading it there
+    # would read data the input never read (it read an undefined index buffer): when unsure, don't re-bind
+    written: dict[int, int] = {}
+    w = gpu_writes(stream)
+    copies = np.flatnonzero(stream.op == BY_NAME["CopyBufferRegion"].code)
+    for c, r in zip(np.r_[w.cmd, copies].tolist(), np.r_[w.res, stream.args[copies, 0]].tolist()):
+        written[int(r)] = min(written.get(int(r), c), c)
+    rebinds = [(after, src) for after, src in rebinds if written.get(int(stream.args[src, 0]), after + 1) > after]
+    if not rebinds:
+        return rebinds
 
     def range_findings(s: Stream) -> int:
         return sum(f.rule == "index-range" for f in findings(s))
