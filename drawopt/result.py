@@ -196,7 +196,7 @@ def _n(k: int, one: str, many: str) -> str:
 
 
 def verdict_line(before: dict[str, Any], after: dict[str, Any], verified: bool | None, name: str = "") -> str:
-    """``frame.dstream: 200 draws -> 107 calls (bound 101), 541 -> 224 state changes, verified``.
+    """``frame.dstream: 200 draws -> 107 calls (bound 101), 541 -> 225 state changes, verified``.
 
     "verified" is said only when the output was checked (``verified`` is True).
 

@@ -410,15 +410,10 @@ def test_parse_speed_small() -> None:
 
 
 @pytest.mark.slow
-def test_parse_and_print_speed_100k_draws() -> None:
-    """The budget of a 100,000-draw frame (~400k lines), in CPU time (robust on a busy machine)."""
+def test_parse_and_print_100k_draws() -> None:
+    """A 100,000-draw frame (~400k lines) reads and prints whole (its lines per second: bench/run.py)."""
     text = _frame_text(100_000)
-    t0 = time.process_time()
     s = loads(text)
-    t1 = time.process_time()
     out = dumps(s)
-    t2 = time.process_time()
     assert len(s) == 400_003 and out.count("\n") == 400_000 + 11 + 1
-    assert t1 - t0 < 4.0, f"parse took {t1 - t0:.2f} s"
-    assert t2 - t1 < 2.0, f"print took {t2 - t1:.2f} s"
 

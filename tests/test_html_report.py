@@ -51,7 +51,7 @@ def test_page_is_self_contained_and_small(page_files: dict[str, Path]) -> None:
         assert "<link" not in text and "<script src" not in text
         assert len(text) < 200_000
     text = page_files["html"].read_text()
-    assert "200 draws -&gt; 107 calls (bound 101), 541 -&gt; 224 state changes, verified" in text
+    assert "200 draws -&gt; 107 calls (bound 101), 541 -&gt; 225 state changes, verified" in text
     assert "commands 0..119" in text
 
 

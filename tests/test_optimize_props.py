@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - tests/strategies.py is shared by the s
 PIPELINES = sorted({*PASSES, *(default_pipeline(t) for t in TARGETS)})
 """Every pass alone and every target's default pipeline."""
 
-_SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+_SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def _counts(s) -> Counter[str]:

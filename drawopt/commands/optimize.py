@@ -2,7 +2,7 @@
 
 Output (stdout, or stderr when the stream goes to stdout with ``-o -``)::
 
-    frame.dstream: 200 draws -> 107 calls (bound 101), 541 -> 224 state changes, verified
+    frame.dstream: 200 draws -> 107 calls (bound 101), 541 -> 225 state changes, verified
 
 ``-v`` adds the before/after table and the per-pass figures (and, off a
 terminal, one progress line per pass on stderr); ``-q`` prints nothing but
