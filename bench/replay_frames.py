@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         outs, opt_times = [], []
         for tgt, pipe in plan:
             t0 = time.perf_counter()
-            outs.append(optimize(src, pipe, target=tgt))
+            outs.append(optimize(src, pipe, target=tgt).stream)
             opt_times.append(time.perf_counter() - t0)
         # every stream prepared, then their timed frames interleaved (same machine conditions)
         res = replay_interleaved([src, *outs], [opts] * (1 + len(outs)), frames=args.frames,

@@ -240,7 +240,7 @@ def measure_pipelines(profile: dict[str, Any], draws: int = 10000, frames: int =
     outs = []
     for p in cands:
         say(f"optimizing: {p}")
-        outs.append(optimize(src, p, target=model.name))
+        outs.append(optimize(src, p, target=model.name).stream)
     opts = ReplayOptions(size=(1280, 720), index_scale=index_scale_for(src))
     say("replaying the reference frame and the candidates (interleaved)")
     res = replay_interleaved([src, *outs], [opts] * (1 + len(outs)), frames=frames, warmup_s=0.5)

@@ -24,9 +24,10 @@ Rules:
   and the primitive topology; inherited slots start *unknown*.
 * ``SetDescriptorHeaps`` with different heaps than the current ones makes every
   root argument that holds a descriptor table undefined (graphics and compute);
-  the same heaps again change nothing (d3d12-descriptor-tables-ru.txt). In a
-  **bundle** it changes no table: a bundle may set its heaps once, and they must
-  be the calling list's (a second, different set is the ``bundle-heaps`` finding).
+  the same heaps again change nothing (d3d12-descriptor-tables-ru.txt). A
+  **bundle**'s first ``SetDescriptorHeaps`` changes no table: a bundle may set its
+  heaps once, and they must be the calling list's (a second, different set is the
+  ``bundle-heaps`` finding, and is tracked like any change).
 * ``Set{Graphics,Compute}RootSignature`` with a different root signature makes
   every root argument of that side undefined; the same one changes nothing.
 * ``DrawIndexedX`` leaves the index buffer undefined (drawindexedx.txt).
@@ -754,8 +755,10 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
     decls = s.decls
     names = _names(decls)
     kcode = _KCODE[op] if n else np.zeros(0, np.int64)
-    if s.header.kind == "bundle":  # a bundle's heaps are the caller's: its SetDescriptorHeaps changes no table
-        kcode = np.where(kcode == K_HEAPS, K_SET, kcode)
+    if s.header.kind == "bundle":  # a bundle's first heaps are the caller's: that set changes no table
+        first = np.flatnonzero(kcode == K_HEAPS)[:1]
+        kcode = kcode.copy()
+        kcode[first] = K_SET
     slot = _FIXED_SLOT[op].copy() if n else np.zeros(0, np.int64)
     cval = np.full(n, -1, np.int64)
     values = _Values()

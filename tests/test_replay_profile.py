@@ -104,7 +104,7 @@ def test_light_content_keeps_rewrites_pixel_identical() -> None:
     from drawopt.replay import ReplayOptions, compare, replay_interleaved
 
     src = generate("frame", 300, seed=7)
-    out = optimize(src, "dedupe-state,merge-instances,weld,mdi,flush,dedupe-state", target="d3d12")
+    out = optimize(src, "dedupe-state,merge-instances,weld,mdi,flush,dedupe-state", target="d3d12").stream
     for k in (1, 16, 256):
         o = ReplayOptions(size=(64, 64), index_scale=k, draw_parameters=None)
         ra, rb = replay_interleaved([src, out], [o, o], frames=1, warmup=False)
@@ -167,7 +167,7 @@ def test_h200_frame_faster_and_identical() -> None:
     from drawopt.replay import ReplayOptions, compare, replay_interleaved
 
     src = generate("frame", 100_000, seed=7)
-    out = optimize(src, default_pipeline("gl"), target="gl")
+    out = optimize(src, default_pipeline("gl"), target="gl").stream
     o = ReplayOptions(size=(1280, 720), index_scale=index_scale_for(src))
     ra, rb = replay_interleaved([src, out], [o, o], frames=9, warmup_s=1.0)
     assert compare(ra, rb).same

@@ -193,6 +193,7 @@ def reference_states(s: Stream) -> list[tuple[int, dict]]:
     cur["gs_params"] = ("null",)
     if bundle:
         cur = {k: (None if k in ("pipeline", "topology") else U) for k in SLOTS}
+    heaps_seen = False
     # merging slots: per-slot word vectors of the width used in the whole stream
     width: dict[str, int] = {}
     vb_slots = sorted({int(s.args[i, 0]) for i in range(len(s)) if s.spec(i).name == "IASetVertexBuffers"})
@@ -224,7 +225,9 @@ def reference_states(s: Stream) -> list[tuple[int, dict]]:
         elif nm == "SetDescriptorHeaps":
             slot, new = _ref_value(s, i)
             old = cur[slot]
-            if s.header.kind != "bundle" and (old == U or old != new):  # a bundle's heaps are the caller's
+            first_in_bundle = s.header.kind == "bundle" and not heaps_seen
+            heaps_seen = True
+            if not first_in_bundle and (old == U or old != new):  # a bundle's first heaps are the caller's
                 for r in roots + croots:
                     v = cur[r]
                     if isinstance(v, tuple) and v[0] == "table":
