@@ -337,8 +337,10 @@ def optimize_result(stream: Stream, pm: Any, target: str, reorder: str) -> Optim
     counts = counts[len(counts) - len(pm.records):]   # a re-run (the final verify failed) reported twice
     figures = [PassFigures(str(p), r.seconds, r.modified, c["commands"], c["draw_calls"], c["state_changes"],
                            r.verified, r.report, r.rejected) for p, r, c in zip(pm.passes, pm.records, counts)]
-    return OptimizeResult(out, stream, target=target, reorder=reorder, pipeline=[str(p) for p in pm.passes],
-                          passes=figures, verified=_verified(pm, out is stream))
+    res = OptimizeResult(out, stream, target=target, reorder=reorder, pipeline=[str(p) for p in pm.passes],
+                         passes=figures, verified=_verified(pm, out is stream))
+    res.rejected = [r.rejected for r in pm.records if r.rejected]  # with the pipeline's own, if it kept the input
+    return res
 
 
 def _verified(pm: Any, unchanged: bool) -> bool | None:
