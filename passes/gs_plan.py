@@ -182,10 +182,7 @@ def plan_stream(stream: Stream, *, lds_limit: int = LDS_DEFAULT, min_prims: int 
         k, pidx, *fields = (int(v) for v in keys[first[j]])
         p = decls[pidx]
         if k == _PLANNED:
-            # onchip mode forces a tessellation pipeline's tessellation offchip (the seed; validate's
-            # gs-onchip-tessellation finding), and no pass may add a finding: such pipelines stay offchip
-            plan = plan_pipeline(p, lds_limit=lds_limit, min_prims=min_prims,
-                                 mode="offchip" if p.tessellation else mode,
+            plan = plan_pipeline(p, lds_limit=lds_limit, min_prims=min_prims, mode=mode,
                                  ratio_bits=fields[3], lds_override=fields[4])
             params[j] = plan.params
         elif k == _INHERITED:
