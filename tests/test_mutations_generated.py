@@ -330,14 +330,19 @@ def gpu_args_reads(s: Stream) -> np.ndarray:
     return np.array(keep, np.int64)
 
 
-@operator("flush-after-its-reader")
-def _flush_late(s: Stream) -> Iterator[Stream]:
-    """The L2 flush before a read of GPU-written args is moved after that read: the read sees stale data."""
+def moved_past_next_gpu_args_read(s: Stream, name: str) -> Iterator[Stream]:
+    """Each command ``name`` moved to just after the next read of GPU-written args."""
     ind = gpu_args_reads(s)
-    for i in where(s, "FlushGpuCacheRange"):
+    for i in where(s, name):
         later = ind[ind > i]
         if later.size and int(later[0]) + 1 < len(s):
             yield moved(s, int(i), int(later[0]) + 1)
+
+
+@operator("flush-after-its-reader")
+def _flush_late(s: Stream) -> Iterator[Stream]:
+    """The L2 flush before a read of GPU-written args is moved after that read: the read sees stale data."""
+    return moved_past_next_gpu_args_read(s, "FlushGpuCacheRange")
 
 
 @operator("drop-barrier")
@@ -357,11 +362,7 @@ def _dispatch(s: Stream) -> Iterator[Stream]:
 @operator("dispatch-after-its-reader")
 def _dispatch_late(s: Stream) -> Iterator[Stream]:
     """A Dispatch that writes indirect arguments moves after the draw that reads them."""
-    ind = gpu_args_reads(s)
-    for i in where(s, "Dispatch"):
-        later = ind[ind > i]
-        if later.size and int(later[0]) + 1 < len(s):
-            yield moved(s, int(i), int(later[0]) + 1)
+    return moved_past_next_gpu_args_read(s, "Dispatch")
 
 
 @operator("multi-draw-count-minus-one")
