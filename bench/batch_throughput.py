@@ -38,8 +38,8 @@ def _noop(x: int) -> int:
 
 def ensure_frames(folder: str, count: int, draws: int) -> list[str]:
     """The ``count`` frame files in ``folder``, generated once."""
-    from drawopt.formats import save
     from drawopt.gen import generate
+    from drawopt.ir.formats import save
     os.makedirs(folder, exist_ok=True)
     paths = [os.path.join(folder, f"frame{i:03d}.npz") for i in range(count)]
     for i, path in enumerate(paths):

@@ -2,7 +2,7 @@
 
 Generates ``drawopt gen --kind frame --draws N --seed S`` (default 100000, seed 7: the stream
 issue 4's acceptance is measured on), runs each target's default pipeline
-(:func:`drawopt.costmodel.default_pipeline`, what ``drawopt optimize --target T`` runs) and
+(:func:`drawopt.analysis.costmodel.default_pipeline`, what ``drawopt optimize --target T`` runs) and
 prints, per target, the before/after figures ``optimize`` reports (draw calls, state changes,
 lower bound, ...), the ratios, the distance of the result from the lower bound, and where the
 remaining draw calls come from (by frame pass, split into vertex-pulling and input-layout
@@ -31,13 +31,14 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from drawopt.costmodel import TARGETS, default_pipeline, report_figures  # noqa: E402
+from drawopt.analysis.costmodel import TARGETS, default_pipeline  # noqa: E402
+from drawopt.analysis.lowerbound import report_figures  # noqa: E402
+from drawopt.analysis.state import track  # noqa: E402
 from drawopt.gen import generate  # noqa: E402
-from drawopt.ops import BY_NAME, DRAW_OPS, MULTI_DRAW_OPS  # noqa: E402
+from drawopt.ir.ops import BY_NAME, DRAW_OPS, MULTI_DRAW_OPS  # noqa: E402
+from drawopt.ir.stream import Stream  # noqa: E402
 from drawopt.passmanager import PassManager, parse_pipeline  # noqa: E402
-from drawopt.state import track  # noqa: E402
 from drawopt.stats import compute_stats  # noqa: E402
-from drawopt.stream import Stream  # noqa: E402
 
 ROWS = ("commands", "draw_calls", "draws", "state_changes", "distinct_states", "gpu_batches", "cpu_cost",
         "lower_bound")

@@ -2,7 +2,7 @@
 
 For every ``.gltf`` / ``.glb`` under a folder (default: the ``assimp-testmodels`` install,
 ``/usr/share/assimp/models``): import it (``drawopt.importers.gltf``) with the engine's contract
-flags, run the default pipeline (``drawopt.costmodel.default_pipeline``) for d3d12 and vulkan with
+flags, run the default pipeline (``drawopt.analysis.costmodel.default_pipeline``) for d3d12 and vulkan with
 and without ``--bindless``, verify every output against the import (``drawopt.verify``), and put
 the draw calls next to what ``gltfpack`` (meshoptimizer) writes by default, with ``-mm`` (merge
 instances of a mesh: transforms baked) and ``-mi`` (EXT_mesh_gpu_instancing): its draw calls are
@@ -41,10 +41,10 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from drawopt.costmodel import default_pipeline  # noqa: E402
+from drawopt.analysis.costmodel import default_pipeline  # noqa: E402
 from drawopt.errors import DrawoptError  # noqa: E402
 from drawopt.importers.gltf import import_scene  # noqa: E402
-from drawopt.passmanager import optimize  # noqa: E402
+from drawopt.result import optimize  # noqa: E402
 from drawopt.stats import compute_stats  # noqa: E402
 from drawopt.verify import verify  # noqa: E402
 

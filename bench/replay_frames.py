@@ -33,12 +33,12 @@ from typing import Any
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from drawopt import formats  # noqa: E402
-from drawopt.costmodel import default_pipeline, load_target_profile, register_target  # noqa: E402
+from drawopt.analysis.costmodel import default_pipeline, load_target_profile, register_target  # noqa: E402
 from drawopt.gen import KINDS, generate  # noqa: E402
-from drawopt.passmanager import optimize  # noqa: E402
 from drawopt.replay import ReplayOptions, available, compare, replay_interleaved  # noqa: E402
 from drawopt.replay.executor import PRIM_BUDGET, index_scale_for  # noqa: E402
 from drawopt.replay.gl import get_context  # noqa: E402
+from drawopt.result import optimize  # noqa: E402
 
 
 def _size(text: str) -> tuple[int, int]:

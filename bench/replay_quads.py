@@ -55,10 +55,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from drawopt.decls import Buffer  # noqa: E402
 from drawopt.gen import generate  # noqa: E402
-from drawopt.ops import BY_CODE, BY_NAME, DRAW_OPS  # noqa: E402
-from drawopt.stream import Emitter, Stream, encode_command  # noqa: E402
+from drawopt.ir.decls import Buffer  # noqa: E402
+from drawopt.ir.ops import BY_CODE, BY_NAME, DRAW_OPS  # noqa: E402
+from drawopt.ir.stream import Emitter, Stream, encode_command  # noqa: E402
 
 BY_NAME_CODE = {c: op.name for c, op in BY_CODE.items()}
 DRAW_CODES = frozenset(DRAW_OPS)
@@ -155,14 +155,14 @@ def streams(n: int, *, quad_px: int = 8, data: str = "on", with_optimizer: bool 
         yield f"m{m}", METHODS[m], shared_pso(s), {}
         del s
     if optimized is not None:
-        from drawopt.formats import load
+        from drawopt.ir.formats import load
         opt = load(optimized)
         yield "opt", "1 + drawopt optimize (precomputed)", as_replayed(opt), \
             {"file": optimized, "optimized_calls": draw_calls_by_kind(opt)}
     elif with_optimizer:
         info: dict[str, Any] = {"target": target}
         if passes is None:
-            from drawopt.costmodel import default_pipeline
+            from drawopt.analysis.costmodel import default_pipeline
             info["passes"] = default_pipeline(target)
         else:
             info["passes"] = passes

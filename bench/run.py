@@ -60,7 +60,7 @@ def drawopt(*args: str) -> list[str]:
 def lines_per_second(path: Path, fmt: str) -> dict[str, float]:
     """Reader and writer throughput of ``fmt`` on the stream at ``path``."""
     import drawopt
-    from drawopt.formats import dumps, loads
+    from drawopt.ir.formats import dumps, loads
 
     s = drawopt.load(str(path))
     t0 = time.perf_counter()

@@ -1,10 +1,10 @@
 """Hot loops of the dependency-graph builder (``drawopt._graph``).
 
-The model lives in :mod:`drawopt.graph`; this module only runs its sequential
+The model lives in :mod:`drawopt.analysis.graph`; this module only runs its sequential
 loops. Each public function fixes dtypes and contiguity and calls a typed
 kernel that runs without the GIL. The pure-Python twins are
-``drawopt.graph._assign_nodes_py``, ``drawopt.graph._two_path_reduce_py`` and
-``drawopt.graph._act_setter_events_py``; the tests check that both give
+``drawopt.analysis.graph._assign_nodes_py``, ``drawopt.analysis.graph._two_path_reduce_py`` and
+``drawopt.analysis.graph._act_setter_events_py``; the tests check that both give
 identical arrays.
 """
 
@@ -61,7 +61,7 @@ cdef void _assign_nodes(const int64_t[::1] kind, const uint8_t[::1] solo, const 
 
 
 def two_path_reduce(u, v, state_only, int64_t nn, int64_t cap):
-    """Keep-mask of edges not implied by a path of two edges (``drawopt.graph._two_path_reduce``).
+    """Keep-mask of edges not implied by a path of two edges (``drawopt.analysis.graph._two_path_reduce``).
 
     Parameters
     ----------
@@ -158,7 +158,7 @@ cdef void _two_path(const int64_t[::1] u, const int64_t[::1] v, const uint8_t[::
 
 def act_setter_events(ev_cmd, ev_slot, slots, act_cmd, opq):
     """For every slot of ``slots`` and every action: the index of the last event writing the
-    slot strictly before the action (``drawopt.graph._setter_events``), -1 for none or when
+    slot strictly before the action (``drawopt.analysis.graph._setter_events``), -1 for none or when
     an Opaque command lies between them; and that event's command (-1 for none).
 
     Parameters

@@ -1,12 +1,12 @@
 """Linear scan of the state tracker (``drawopt._state``).
 
-The model lives in :mod:`drawopt.state`; this module only runs its hot loop.
+The model lives in :mod:`drawopt.analysis.state`; this module only runs its hot loop.
 ``scan`` is the public wrapper (fixes dtypes and contiguity, allocates the
 outputs); ``_scan`` is the typed kernel, run without the GIL. The pure-Python
-twin is :func:`drawopt.state._scan_py`, and the tests check that both give
+twin is :func:`drawopt.analysis.state._scan_py`, and the tests check that both give
 identical arrays.
 
-Kernel codes (one per command, see ``drawopt.state``): 0 none, 1 set a slot,
+Kernel codes (one per command, see ``drawopt.analysis.state``): 0 none, 1 set a slot,
 2 SetDescriptorHeaps, 3 SetGraphicsRootSignature, 4 SetComputeRootSignature,
 5 draw, 6 DrawIndexedX, 7 Dispatch, 8 Opaque. Codes >= 5 are observers: each
 gets one row of ``setter`` (command index that last set each slot, -1 none)
@@ -151,7 +151,7 @@ cdef void _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[
 
 def hash_rows(mat):
     """64-bit splitmix hash of every row of an int32 or int64 matrix (identical to
-    ``drawopt.state._hash_rows_py``)."""
+    ``drawopt.analysis.state._hash_rows_py``)."""
     m = np.ascontiguousarray(mat, dtype=np.int64)
     if m.ndim != 2:
         raise ValueError("hash_rows needs a matrix")

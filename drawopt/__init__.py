@@ -15,19 +15,18 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-from .decls import Buffer, Decls, Depth, Heap, Pipeline, RootParam, RootSig, Target, Texture, View
-from .errors import DrawoptError, InputError, UsageError
-from .stream import Command, Header, Stream, StreamBuilder
+from drawopt.errors import DrawoptError, InputError, UsageError
+from drawopt.ir.decls import Buffer, Decls, Depth, Heap, Pipeline, RootParam, RootSig, Target, Texture, View
+from drawopt.ir.stream import Command, Header, Stream, StreamBuilder
 
 if TYPE_CHECKING:  # what the lazy names below are, for mypy and editors
-    from .batch import batch
-    from .formats import dumps, load, loads, save
-    from .graph import build_graph
-    from .importers.gltf import import_gltf
-    from .passmanager import optimize
-    from .result import OptimizeReport, OptimizeResult
-    from .state import track
-    from .verify import verify
+    from drawopt.analysis.graph import build_graph
+    from drawopt.analysis.state import track
+    from drawopt.batch import batch
+    from drawopt.importers.gltf import import_gltf
+    from drawopt.ir.formats import dumps, load, loads, save
+    from drawopt.result import OptimizeReport, OptimizeResult, optimize
+    from drawopt.verify import verify
 
 __all__ = [
     "Buffer", "Decls", "Depth", "Heap", "Pipeline", "RootParam", "RootSig", "Target", "Texture", "View",
@@ -40,22 +39,22 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """Lazily exposed entry points (keeps ``import drawopt`` light)."""
     if name in ("load", "save", "loads", "dumps"):
-        from . import formats
+        from drawopt.ir import formats
         return getattr(formats, name)
     if name == "optimize":
-        from .passmanager import optimize
+        from drawopt.result import optimize
         return optimize
     if name in ("OptimizeResult", "OptimizeReport"):
-        from . import result
+        from drawopt import result
         return getattr(result, name)
     if name == "track":
-        from .state import track
+        from drawopt.analysis.state import track
         return track
     if name == "build_graph":
-        from .graph import build_graph
+        from drawopt.analysis.graph import build_graph
         return build_graph
     if name == "import_gltf":
-        from .importers.gltf import import_gltf
+        from drawopt.importers.gltf import import_gltf
         return import_gltf
     if name == "batch":  # the module is callable: drawopt.batch(inputs, out_dir, ...)
         import importlib

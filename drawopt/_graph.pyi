@@ -1,4 +1,5 @@
-"""Type stub of the compiled dependency-graph kernels (``cext/_graph.pyx``; pure twins in ``drawopt.graph``)."""
+"""Type stub of the compiled dependency-graph kernels (``cext/_graph.pyx``; pure twins in
+``drawopt.analysis.graph``)."""
 
 import numpy as np
 import numpy.typing as npt
@@ -8,13 +9,13 @@ __all__ = ["assign_nodes", "two_path_reduce", "act_setter_events"]
 def assign_nodes(
     kind: npt.ArrayLike, solo: npt.ArrayLike, maxpred: npt.ArrayLike, wsig: npt.ArrayLike
 ) -> npt.NDArray[np.int64]:
-    """Node of every segment (``drawopt.graph._assign_nodes_py``)."""
+    """Node of every segment (``drawopt.analysis.graph._assign_nodes_py``)."""
     ...
 
 def two_path_reduce(
     u: npt.ArrayLike, v: npt.ArrayLike, state_only: npt.ArrayLike, nn: int, cap: int
 ) -> npt.NDArray[np.bool_]:
-    """Keep-mask of edges not implied by a path of two edges (``drawopt.graph._two_path_reduce_py``)."""
+    """Keep-mask of edges not implied by a path of two edges (``drawopt.analysis.graph._two_path_reduce_py``)."""
     ...
 
 def act_setter_events(

@@ -14,7 +14,7 @@ def scan(
     init_unknown: int,
     final_row: bool,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """``(setter[O, n_slots], unknown[O], prev[N])``; see ``drawopt.state._scan_py``."""
+    """``(setter[O, n_slots], unknown[O], prev[N])``; see ``drawopt.analysis.state._scan_py``."""
     ...
 
 def hash_rows(mat: npt.ArrayLike) -> npt.NDArray[np.uint64]:

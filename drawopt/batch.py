@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .batch_task import ItemResult, TaskSpec, run_task
-from .errors import UsageError
+from drawopt.batch_task import ItemResult, TaskSpec, run_task
+from drawopt.errors import UsageError
 
 STREAM_EXTENSIONS = (".dstream", ".txt", ".json", ".npz")
 """Stream files a folder contributes (besides what :mod:`drawopt.importers` imports)."""
@@ -116,7 +116,7 @@ class BatchSummary:
 
 # ----------------------------------------------------------------------------------- planning
 def _kind(path: str) -> str | None:
-    from .importers import importer_kind
+    from drawopt.importers import importer_kind
     kind = importer_kind(path)
     if kind is not None:
         return kind
@@ -135,7 +135,7 @@ def _walk(folder: str, skip: Iterable[str]) -> list[str]:
 
 
 def _strip_suffix(name: str) -> str:
-    from .importers import IMPORTERS
+    from drawopt.importers import IMPORTERS
     low = name.lower()
     for suffix in sorted((*IMPORTERS, *STREAM_EXTENSIONS), key=len, reverse=True):
         if low.endswith(suffix):
@@ -145,7 +145,7 @@ def _strip_suffix(name: str) -> str:
 
 def _frame_numbers(path: str) -> list[int]:
     """The frame numbers of a capture (via ``drawopt.importers.capture.list_frames``)."""
-    from .batch_task import load_importer
+    from drawopt.batch_task import load_importer
     frames = []
     for info in load_importer("capture", "list_frames")(path):
         if isinstance(info, int):
@@ -170,7 +170,7 @@ def plan_tasks(inputs: Sequence[str], out_dir: str, fmt: str | None = None,
     (default npz), streams in their own format unless ``fmt`` is given. ``options`` are
     :class:`TaskSpec` fields. Two inputs that would write the same output are a :class:`UsageError`.
     """
-    from .formats import EXTENSIONS
+    from drawopt.ir.formats import EXTENSIONS
     ext_of = {f: e for e, f in reversed(EXTENSIONS.items())}  # format -> its first extension
     specs: list[TaskSpec] = []
     failed: list[ItemResult] = []
@@ -196,7 +196,7 @@ def plan_tasks(inputs: Sequence[str], out_dir: str, fmt: str | None = None,
             try:
                 numbers = list_frames(path)
             except Exception as e:  # noqa: BLE001 - any listing failure is this input's failure
-                from .batch_task import error_message
+                from drawopt.batch_task import error_message
                 msg = error_message(TaskSpec(path, ""), e)
                 failed.append(ItemResult(path, None, None, "failed", error=msg))
                 continue
@@ -309,8 +309,8 @@ def batch(inputs: Sequence[str] | str, out_dir: str, passes: str | None = None, 
     >>> drawopt.batch([d + "/a.dstream"], d + "/out", workers=0).items[0].status
     'cached'
     """
-    from .batch_cache import code_fingerprint
-    from .passmanager import default_pipeline, parse_pipeline
+    from drawopt.batch_cache import code_fingerprint
+    from drawopt.passmanager import default_pipeline, parse_pipeline
 
     t0 = time.perf_counter()
     if isinstance(inputs, (str, os.PathLike)):
@@ -318,11 +318,11 @@ def batch(inputs: Sequence[str] | str, out_dir: str, passes: str | None = None, 
     inputs = [os.fspath(p) for p in inputs]
     out_dir = os.fspath(out_dir)
     target = target or "d3d12"
-    from .commands.optimize import REORDER
-    from .costmodel import get_target
+    from drawopt.analysis.costmodel import get_target
+    from drawopt.ir.stream import REORDER_POLICIES
     get_target(target)  # an unknown target is a usage error
-    if reorder not in REORDER:
-        raise UsageError(f"unknown reorder policy '{reorder}' (known: {', '.join(REORDER)})")
+    if reorder not in REORDER_POLICIES:
+        raise UsageError(f"unknown reorder policy '{reorder}' (known: {', '.join(REORDER_POLICIES)})")
     pipeline = passes if passes is not None else default_pipeline(target)
     parse_pipeline(pipeline, target=target, reorder=reorder)  # a bad pipeline is a usage error, before any task
     if workers is not None and workers < 0:

@@ -23,7 +23,7 @@ import json
 import os
 from typing import Any
 
-from .formats.atomic import write_atomic
+from drawopt.ir.formats.atomic import write_atomic
 
 _CHUNK = 1 << 20
 _CODE_SUFFIXES = (".py", ".pyx", ".so", ".pyd", ".json")
@@ -32,7 +32,7 @@ _CODE_SUFFIXES = (".py", ".pyx", ".so", ".pyd", ".json")
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
     """SHA-256 of drawopt's version and of every code file of the package (computed once per process)."""
-    from . import __version__
+    from drawopt import __version__
 
     root = os.path.dirname(os.path.abspath(__file__))
     h = hashlib.sha256(f"drawopt {__version__}\n".encode())
@@ -96,7 +96,7 @@ def cache_key(input_digest: str, *, pipeline: str, target: str, reorder: str, fm
               code: str = "") -> str:
     """The cache key (hex SHA-256) of one task: everything that decides its output bytes (verification too:
     a pass whose rewrite fails it is rolled back)."""
-    from . import __version__
+    from drawopt import __version__
 
     fields = {"input": input_digest, "kind": kind, "frame": frame, "pipeline": pipeline, "target": target,
               "reorder": reorder, "format": fmt, "verify": verify, "verify_each": verify_each,

@@ -19,8 +19,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import batch_cache
-from .errors import DrawoptError, InputError
+from drawopt import batch_cache
+from drawopt.errors import DrawoptError, InputError
 
 KILL_ONCE_ENV = "DRAWOPT_BATCH_TEST_KILL_ONCE"
 """Test-only hook: when set to a path, the first task that creates that file kills its worker process
@@ -110,7 +110,7 @@ def load_importer(kind: str, name: str) -> Any:
 
 
 def _load(spec: TaskSpec, data: bytes | None) -> Any:
-    from . import formats
+    from drawopt.ir import formats
     if spec.kind == "stream":
         assert data is not None
         return formats.loads(data, formats.format_for(spec.input), spec.input)
@@ -125,7 +125,7 @@ def _load(spec: TaskSpec, data: bytes | None) -> Any:
 
 def _optimize(stream: Any, spec: TaskSpec) -> Any:
     """:func:`drawopt.optimize` as ``drawopt optimize`` calls it (an ``OptimizeResult``)."""
-    from .passmanager import optimize
+    from drawopt.result import optimize
     return optimize(stream, passes=spec.pipeline, target=spec.target, reorder=spec.reorder,
                     verify_each=spec.verify_each, verify=spec.verify)
 
@@ -174,8 +174,8 @@ def run_task(spec: TaskSpec) -> ItemResult:
 
 
 def _run(spec: TaskSpec, res: ItemResult, t0: float) -> None:
-    from . import formats
-    from .stats import call_counts
+    from drawopt.ir import formats
+    from drawopt.stats import call_counts
 
     if spec.code and spec.code != batch_cache.code_fingerprint():
         raise DrawoptError("this worker runs a different drawopt than the client (code fingerprint differs)")
@@ -197,7 +197,7 @@ def _run(spec: TaskSpec, res: ItemResult, t0: float) -> None:
             return
     stream = _load(spec, data)
     t1 = time.perf_counter()
-    from .passmanager import record_provenance
+    from drawopt.passmanager import record_provenance
     result = _optimize(stream, spec)  # with verify, the output is checked against the input (passes that
     # broke it are rolled back: what is written always verifies); the header as drawopt optimize writes it
     optimized = record_provenance(result.stream, spec.target, spec.reorder)
@@ -221,7 +221,7 @@ def _run(spec: TaskSpec, res: ItemResult, t0: float) -> None:
 
 
 def _write(path: str, data: bytes) -> None:
-    from .formats.atomic import write_atomic
+    from drawopt.ir.formats.atomic import write_atomic
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     write_atomic(path, data)

@@ -17,10 +17,10 @@ measured / modelled draw cost (listed under ``scaled`` in the profile).
 Optionally (``pipelines``) it also optimizes a reference frame with candidate
 pipelines, replays each against the input, and records the fastest whose images
 are identical and whose CPU and GPU times are not worse than the input's (the
-input itself when none is): :func:`drawopt.costmodel.default_pipeline` returns
+input itself when none is): :func:`drawopt.analysis.costmodel.default_pipeline` returns
 that pipeline for the profile's target.
 
-The result is a JSON-able dict that :func:`drawopt.costmodel.target_from_profile`
+The result is a JSON-able dict that :func:`drawopt.analysis.costmodel.target_from_profile`
 reads (``drawopt calibrate -o gl.json``; ``drawopt optimize --target-profile gl.json``).
 """
 
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .stream import Stream, StreamBuilder
+from drawopt.ir.stream import Stream, StreamBuilder
 
 CASES = ("draw_indexed", "draw", "SetPipelineState", "SetGraphicsRoot32BitConstants",
          "SetGraphicsRootDescriptorTable", "SetGraphicsRootConstantBufferView", "IASetIndexBuffer",
@@ -125,7 +125,7 @@ def _indirect_stream(n: int, per_call: int) -> Stream:
 
 
 def _time(stream: Stream, frames: int, say: Callable[[str], None], what: str) -> float:
-    from .replay import ReplayOptions, replay
+    from drawopt.replay import ReplayOptions, replay
     say(what)
     r = replay(stream, frames=frames, options=ReplayOptions(size=(64, 64)), read=False, warmup_s=0.2)
     return r.cpu_submit_s * 1e6  # microseconds
@@ -137,8 +137,8 @@ def calibrate(n: int = 20000, frames: int = 9, pipelines: bool = True, reference
 
     Needs an OpenGL context (:func:`drawopt.replay.available`); the costs are microseconds.
     """
-    from .costmodel import MODELS
-    from .replay import available
+    from drawopt.analysis.costmodel import MODELS
+    from drawopt.replay import available
 
     ok, renderer = available()
     if not ok:
@@ -178,7 +178,7 @@ def calibrate(n: int = 20000, frames: int = 9, pipelines: bool = True, reference
                      ("SetGraphicsRootShaderResourceView", "SetGraphicsRootConstantBufferView")):
         if src in measured_state:  # the same GL translation as the measured command
             full_state[dst] = full_state[src]
-    from .replay.gl import get_context
+    from drawopt.replay.gl import get_context
     _, _, info = get_context()
     profile: dict[str, Any] = {
         "drawopt_target_profile": 1,
@@ -218,13 +218,13 @@ def measure_pipelines(profile: dict[str, Any], draws: int = 10000, frames: int =
     profile's costs, replay each against the input (1280x720, light content) and pick the one
     with the lowest CPU submit time whose images are identical and whose CPU and GPU times
     do not exceed the input's ("" = the input, when none qualifies)."""
-    from .costmodel import target_from_profile
-    from .gen import generate
-    from .passmanager import optimize
-    from .replay import ReplayOptions, compare
+    from drawopt.analysis.costmodel import target_from_profile
+    from drawopt.gen import generate
+    from drawopt.replay import ReplayOptions, compare
+    from drawopt.result import optimize
 
     say = say or (lambda _m: None)
-    from .costmodel import default_pipeline, register_target
+    from drawopt.analysis.costmodel import default_pipeline, register_target
     model = target_from_profile({**profile, "pipeline": None, "name": "gl-calibrating"})
     register_target(model)
     cost_default = default_pipeline(model)
@@ -233,8 +233,8 @@ def measure_pipelines(profile: dict[str, Any], draws: int = 10000, frames: int =
              "dedupe-state,schedule,merge-instances,weld,flush,dedupe-state",
              "dedupe-state,merge-instances,weld,flush,dedupe-state",
              "dedupe-state"]
-    from .replay import replay_interleaved
-    from .replay.executor import index_scale_for
+    from drawopt.replay import replay_interleaved
+    from drawopt.replay.executor import index_scale_for
     src = generate("frame", draws, seed=7)
     cands = list(dict.fromkeys(cands))
     outs = []

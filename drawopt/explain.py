@@ -2,7 +2,7 @@
 
 For every pair of consecutive draw calls of a stream (in stream order) that is
 not one GPU batch, :func:`explain` gives the first reason that keeps them apart,
-checked in this order (each category is one rule of :mod:`drawopt.mergeclass` or
+checked in this order (each category is one rule of :mod:`drawopt.analysis.mergeclass` or
 of the cost model):
 
 ``hazard``
@@ -45,9 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from .costmodel import get_target, mdi_min_batch
-from .decls import Pipeline
-from .mergeclass import (
+from drawopt.analysis.costmodel import get_target, mdi_min_batch
+from drawopt.analysis.mergeclass import (
     INSTANCES,
     MDI,
     RANGES,
@@ -59,9 +58,10 @@ from .mergeclass import (
     perdraw_params,
     state_keys,
 )
-from .ops import BY_CODE, BY_NAME, U32_MAX, Cat
-from .state import MASKED, NSLOTS, ROOT0, SLOT_INDEX, SLOTS, StateTable, track
-from .stream import Stream
+from drawopt.analysis.state import MASKED, NSLOTS, ROOT0, SLOT_INDEX, SLOTS, StateTable, track
+from drawopt.ir.decls import Pipeline
+from drawopt.ir.ops import BY_CODE, BY_NAME, U32_MAX, Cat
+from drawopt.ir.stream import Stream
 
 CATEGORIES = ("hazard", "nomerge", "kind", "state", "contract", "limit", "cost", "mergeable")
 """Reason categories, in the order they are checked."""
@@ -255,7 +255,7 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
     # 5. data hazards between the two (graph)
     if use_graph and undecided.any():
         if graph is None:
-            from .graph import build_graph
+            from drawopt.analysis.graph import build_graph
             graph = build_graph(stream, reorder=reorder)
         hz = _data_hazards(graph, cmd, np.flatnonzero(undecided))
         if hz:
@@ -385,7 +385,7 @@ def _liftable(facts: DrawFacts, ra: np.ndarray, rb: np.ndarray, a: np.ndarray) -
 
 def _data_hazards(graph: Any, cmd: np.ndarray, pairs: np.ndarray) -> dict[int, str]:
     """Pairs (index i: draws i, i+1) with a data-hazard edge between their graph nodes."""
-    from .graph import node_of_command
+    from drawopt.analysis.graph import node_of_command
 
     node = node_of_command(graph)
     out: dict[int, str] = {}

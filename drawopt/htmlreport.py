@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .ops import Cat
-from .result import ROWS, SMALLER_IS_BETTER
-from .stream import Stream
+from drawopt.ir.ops import Cat
+from drawopt.ir.stream import Stream
+from drawopt.result import ROWS, SMALLER_IS_BETTER
 
 if TYPE_CHECKING:
-    from .result import OptimizeResult
+    from drawopt.result import OptimizeResult
 
 EXPLAIN_ITEMS = 500
 """At most this many explain items are kept in a report (every pair is still counted)."""
@@ -52,7 +52,7 @@ def run_lengths(stream: Stream) -> list[int]:
     >>> run_lengths(generate("quads", 4))
     [1, 1, 1, 1]
     """
-    from .state import track
+    from drawopt.analysis.state import track
 
     table = track(stream)
     d = table.draws.shape[0]
@@ -160,7 +160,7 @@ _EDGE_COLORS = {"raw": "#d62728", "war": "#ff7f0e", "waw": "#8c564b", "order": "
 
 def _plot_graph(stream: Stream | None, graph_range: str | None) -> tuple[str, str]:
     """The dependency graph of commands A..B-1 as an arc diagram, and the range's caption."""
-    from .graph import build_graph
+    from drawopt.analysis.graph import build_graph
 
     if stream is None:
         return "", "the output stream is not available: no graph"
@@ -196,7 +196,7 @@ def _plot_graph(stream: Stream | None, graph_range: str | None) -> tuple[str, st
 
 
 def _parse_range(text: str | None, n: int) -> tuple[int, int]:
-    from .errors import UsageError
+    from drawopt.errors import UsageError
 
     if not text:
         return 0, min(n, DEFAULT_GRAPH_COMMANDS)
@@ -214,7 +214,7 @@ def _parse_range(text: str | None, n: int) -> tuple[int, int]:
 
 # ------------------------------------------------------------------ the page
 def _rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    from .result import _change
+    from drawopt.result import _change
 
     out = []
     for k in ROWS:
@@ -252,10 +252,10 @@ def render_html(report: dict[str, Any], stream: Stream | None = None, graph_rang
         import jinja2
         import matplotlib  # noqa: F401
     except ImportError as e:
-        from .errors import UsageError
+        from drawopt.errors import UsageError
         raise UsageError(f"the HTML report needs {e.name}: pip install 'drawopt[report]'") from None
 
-    from .result import verdict_line
+    from drawopt.result import verdict_line
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 __all__ = [
     "Pass", "PassResult", "AnalysisManager", "PassManager", "PASSES", "ANALYSES",
-    "parse_pipeline", "get_pass", "optimize", "PassError", "DEFAULT_PIPELINE", "default_pipeline",
+    "parse_pipeline", "get_pass", "PassError", "DEFAULT_PIPELINE", "default_pipeline",
     "option", "check_options", "PassRecord", "check_policy", "record_provenance",
 ]
 
@@ -29,13 +29,10 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from .errors import DrawoptError, UsageError
-from .stream import Stream
-
-if TYPE_CHECKING:
-    from .result import OptimizeResult
+from drawopt.errors import DrawoptError, UsageError
+from drawopt.ir.stream import Stream
 
 PASSES: dict[str, str] = {
     "dedupe-state": "drawopt.passes.dedupe_state:DedupeStatePass",
@@ -50,8 +47,8 @@ PASSES: dict[str, str] = {
 """Pass name -> ``module:Class``, imported when first used."""
 
 ANALYSES: dict[str, str] = {
-    "state": "drawopt.state:track",
-    "graph": "drawopt.graph:build_graph",
+    "state": "drawopt.analysis.state:track",
+    "graph": "drawopt.analysis.graph:build_graph",
 }
 """Analysis name -> ``module:function(stream)``."""
 
@@ -61,7 +58,7 @@ DEFAULT_PIPELINE = "dedupe-state"
 def default_pipeline(target: str = "d3d12") -> str:
     """The best safe pipeline for ``target`` (see docs/passes.md)."""
     try:
-        from .costmodel import default_pipeline as dp
+        from drawopt.analysis.costmodel import default_pipeline as dp
     except ImportError:
         return DEFAULT_PIPELINE
     return dp(target)
@@ -143,7 +140,7 @@ def check_options(p: Pass) -> None:
             continue
         key = f.name.replace("_", "-")
         if meta["target"]:
-            from .costmodel import get_target
+            from drawopt.analysis.costmodel import get_target
             get_target(v)
         if meta["choices"] is not None and v not in meta["choices"]:
             raise UsageError(f"pass '{p.name}': option {key} must be one of {', '.join(meta['choices'])}, got '{v}'")
@@ -400,7 +397,7 @@ def check_policy(passes: list[Pass], reorder: str) -> str:
     ...
     drawopt.errors.UsageError: pass 'schedule{reorder=opaque}' reorders more than the policy 'declared' allows: ...
     """
-    from .stream import REORDER_POLICIES
+    from drawopt.ir.stream import REORDER_POLICIES
 
     if reorder not in REORDER_POLICIES:
         raise UsageError(f"unknown reorder policy '{reorder}' (known: {', '.join(REORDER_POLICIES)})")
@@ -414,7 +411,7 @@ def check_policy(passes: list[Pass], reorder: str) -> str:
 
 def _finding_counts(stream: Stream, am: AnalysisManager) -> Counter[str]:
     """Findings per rule of ``stream`` (its state analysis is cached for the next pass)."""
-    from .validate import findings
+    from drawopt.validate import findings
 
     return Counter(f.rule for f in findings(stream, am.get("state", stream)))
 
@@ -429,7 +426,7 @@ def _merge_records(first: list[PassRecord], second: list[PassRecord]) -> list[Pa
 def record_provenance(stream: Stream, target: str, reorder: str) -> Stream:
     """``stream`` with ``target``/``reorder`` recorded in its header (a shallow copy when they change).
 
-    >>> from drawopt.stream import StreamBuilder
+    >>> from drawopt.ir.stream import StreamBuilder
     >>> record_provenance(StreamBuilder().build(), "vulkan", "opaque").header.target
     'vulkan'
     """
@@ -447,41 +444,9 @@ def verify_streams(before: Stream, after: Stream, reorder: str = "declared") -> 
     otherwise compares the effective state of every draw in order.
     """
     try:
-        from .verify import verify
+        from drawopt.verify import verify
     except ImportError:
-        from .state import compare_effective_state
+        from drawopt.analysis.state import compare_effective_state
         return compare_effective_state(before, after)
     res = verify(before, after, reorder=reorder)
     return None if res.equivalent else res.reason
-
-
-def optimize(stream: Stream, passes: str | list[Pass] | None = None, *, target: str = "d3d12",
-             reorder: str = "declared", verify_each: bool = False, verify: bool = True,
-             on_start: Callable[[Pass], None] | None = None,
-             on_pass: Callable[[Pass, PassResult], None] | None = None, **options: Any) -> OptimizeResult:
-    """Run a pass pipeline over ``stream``; the result holds the optimized stream and a report.
-
-    ``passes``: a pipeline string, a list of passes, or None for the default
-    pipeline of ``target``. Extra ``options`` set pass options by field name; one
-    that no pass of the pipeline has, an unknown ``target`` or ``reorder`` raise
-    :class:`~drawopt.errors.UsageError`. ``verify`` (default on) checks the output
-    against the input at the end and drops the passes that broke it; no pass may add
-    a finding (module docstring). ``on_start(pass)`` / ``on_pass(pass, result)`` are
-    called before / after each pass (the CLI's progress line).
-
-    >>> import drawopt
-    >>> from drawopt.gen import generate
-    >>> res = drawopt.optimize(generate("quads", 32), passes="merge-instances", target="xbox-one")
-    >>> len(res.stream), res.report.after["draw_calls"], res.report.verified
-    (10, 1, True)
-    >>> drawopt.optimize(generate("quads", 4), pases="weld")
-    Traceback (most recent call last):
-    ...
-    drawopt.errors.UsageError: optimize: unknown option 'pases' (no pass of the pipeline has it; ...)
-    """
-    from .result import check_optimize_args, optimize_result
-
-    pipeline = check_optimize_args(passes, target, reorder, options)
-    pm = PassManager(pipeline, verify_each=verify_each, reorder=reorder, target=target, verify=verify,
-                     on_start=on_start, on_pass=on_pass)
-    return optimize_result(stream, pm, target, reorder)

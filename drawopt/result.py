@@ -17,18 +17,21 @@ its time) are counted while the passes run.
 
 from __future__ import annotations
 
-__all__ = ["OptimizeResult", "OptimizeReport", "PassFigures", "ROWS", "SMALLER_IS_BETTER", "verdict_line",
-           "summary_table", "report_to_json"]
+__all__ = ["optimize", "OptimizeResult", "OptimizeReport", "PassFigures", "ROWS", "SMALLER_IS_BETTER",
+           "verdict_line", "summary_table", "report_to_json"]
 
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from .stream import Stream
+from drawopt.ir.stream import Stream
 
 if TYPE_CHECKING:
-    from .explain import Explanation
+    from collections.abc import Callable
+
+    from drawopt.explain import Explanation
+    from drawopt.passmanager import Pass, PassResult
 
 ROWS = ("commands", "draw_calls", "draws", "state_changes", "distinct_states", "flushes", "gpu_batches",
         "packed_fraction", "cpu_cost", "lower_bound", "findings")
@@ -164,7 +167,7 @@ class OptimizeResult:
 
     def explain(self, limit: int | None = None) -> Explanation:
         """Why adjacent draw calls of the output were left unmerged (:func:`drawopt.explain.explain`)."""
-        from .explain import explain
+        from drawopt.explain import explain
 
         return explain(self.stream, self.target, self.reorder, limit=limit)
 
@@ -181,9 +184,9 @@ def stream_figures(stream: Stream, target: str, reorder: str) -> dict[str, Any]:
     >>> f["draw_calls"], f["lower_bound"]
     (4, 1)
     """
-    from .costmodel import report_figures
-    from .state import track
-    from .stats import compute_stats
+    from drawopt.analysis.lowerbound import report_figures
+    from drawopt.analysis.state import track
+    from drawopt.stats import compute_stats
 
     table = track(stream)
     figures = compute_stats(stream, state=table, target=target)
@@ -283,9 +286,9 @@ def check_optimize_args(passes: Any, target: str, reorder: str, options: dict[st
     """
     import dataclasses
 
-    from .costmodel import get_target
-    from .errors import UsageError
-    from .passmanager import Pass, check_policy, default_pipeline, get_pass, parse_pipeline
+    from drawopt.analysis.costmodel import get_target
+    from drawopt.errors import UsageError
+    from drawopt.passmanager import Pass, check_policy, default_pipeline, get_pass, parse_pipeline
 
     get_target(target)
     check_policy([], reorder)
@@ -312,14 +315,14 @@ def check_optimize_args(passes: Any, target: str, reorder: str, options: dict[st
 
 
 def _pass_names() -> list[str]:
-    from .passmanager import PASSES
+    from drawopt.passmanager import PASSES
 
     return list(PASSES)
 
 
 def optimize_result(stream: Stream, pm: Any, target: str, reorder: str) -> OptimizeResult:
     """Run the pass manager ``pm`` over ``stream``, counting calls and state changes after each pass."""
-    from .stats import call_counts
+    from drawopt.stats import call_counts
 
     counts: list[dict[str, int]] = []
     user_cb = pm.on_pass
@@ -356,3 +359,35 @@ def _verified(pm: Any, unchanged: bool) -> bool | None:
     if pm.verify_each and all(r.verified for r in pm.records if r.modified):
         return True
     return None
+
+
+def optimize(stream: Stream, passes: str | list[Pass] | None = None, *, target: str = "d3d12",
+             reorder: str = "declared", verify_each: bool = False, verify: bool = True,
+             on_start: Callable[[Pass], None] | None = None,
+             on_pass: Callable[[Pass, PassResult], None] | None = None, **options: Any) -> OptimizeResult:
+    """Run a pass pipeline over ``stream``; the result holds the optimized stream and a report.
+
+    ``passes``: a pipeline string, a list of passes, or None for the default
+    pipeline of ``target``. Extra ``options`` set pass options by field name; one
+    that no pass of the pipeline has, an unknown ``target`` or ``reorder`` raise
+    :class:`~drawopt.errors.UsageError`. ``verify`` (default on) checks the output
+    against the input at the end and drops the passes that broke it; no pass may add
+    a finding (module docstring). ``on_start(pass)`` / ``on_pass(pass, result)`` are
+    called before / after each pass (the CLI's progress line).
+
+    >>> import drawopt
+    >>> from drawopt.gen import generate
+    >>> res = drawopt.optimize(generate("quads", 32), passes="merge-instances", target="xbox-one")
+    >>> len(res.stream), res.report.after["draw_calls"], res.report.verified
+    (10, 1, True)
+    >>> drawopt.optimize(generate("quads", 4), pases="weld")
+    Traceback (most recent call last):
+    ...
+    drawopt.errors.UsageError: optimize: unknown option 'pases' (no pass of the pipeline has it; ...)
+    """
+    from drawopt.passmanager import PassManager
+
+    pipeline = check_optimize_args(passes, target, reorder, options)
+    pm = PassManager(pipeline, verify_each=verify_each, reorder=reorder, target=target, verify=verify,
+                     on_start=on_start, on_pass=on_pass)
+    return optimize_result(stream, pm, target, reorder)

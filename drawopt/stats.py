@@ -19,7 +19,7 @@ Definitions
 ``state_changes``
     State-setting calls (``Cat.STATE``, including CSEnableAutomaticGpuFlush).
 ``distinct_states`` / ``distinct_pack_classes``
-    Distinct normalised draw states / pack classes (:mod:`drawopt.state`).
+    Distinct normalised draw states / pack classes (:mod:`drawopt.analysis.state`).
 ``flushes``
     Flush calls (GpuSendPipelinedEvent, FlushGpuCacheRange, FlushGpuCachesBottomOfPipe).
 ``gpu_batches``
@@ -29,7 +29,7 @@ Definitions
     the index buffer and format change, and any call in between is a state change);
     every other draw call is one batch. With a ``target`` whose cost model says it
     does not wave-pack DrawIndexedX (everything but Xbox One; see
-    :mod:`drawopt.costmodel`), every draw call is one batch.
+    :mod:`drawopt.analysis.costmodel`), every draw call is one batch.
 ``packed_fraction``
     Fraction of logical draws that are in wave-packed DrawIndexedX runs of length
     >= 2 (0.0 for a stream without draws).
@@ -48,10 +48,10 @@ from typing import Any
 
 import numpy as np
 
-from .ops import BY_CODE, BY_NAME, MULTI_DRAW_OPS, Cat
-from .state import StateTable, track
-from .stream import Stream
-from .validate import RULES, Finding, findings
+from drawopt.analysis.state import StateTable, track
+from drawopt.ir.ops import BY_CODE, BY_NAME, MULTI_DRAW_OPS, Cat
+from drawopt.ir.stream import Stream
+from drawopt.validate import RULES, Finding, findings
 
 
 def _code(name: str) -> int:
@@ -117,7 +117,7 @@ def compute_stats(stream: Stream, state: StateTable | None = None,
     in_run[:-1] |= joined[1:]
     packed = int(in_run.sum())
     if target is not None:
-        from .costmodel import get_target
+        from drawopt.analysis.costmodel import get_target
         if not get_target(target).wave_packs_x:
             joined[:] = False
 

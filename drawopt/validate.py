@@ -1,6 +1,6 @@
 """Findings: the seed rules one stream can show.
 
-Every rule is vectorised over the observers of :func:`drawopt.state.scan`
+Every rule is vectorised over the observers of :func:`drawopt.analysis.state.scan`
 (draws, dispatches), so that validating 10^6 draws stays fast. State that is
 *unknown* (after an ``Opaque`` command, or inherited by a bundle) never gives a
 finding. Rules (ids are stable; :data:`RULES` describes them in one line):
@@ -35,7 +35,7 @@ finding. Rules (ids are stable; :data:`RULES` describes them in one line):
     writer needs (multidraw-indirect-and-flushes.txt). Readers: indirect draws
     read their args (and, for ``Auto`` variants, count) buffer; indexed draws read
     index data (the bound index buffer, or DrawIndexedX's own). Writers: THE
-    resource-access rule of :mod:`drawopt.access` -- a ``Dispatch`` (stage cs) or a
+    resource-access rule of :mod:`drawopt.analysis.access` -- a ``Dispatch`` (stage cs) or a
     draw (its pipeline's ``uav_stage``) writes what its pipeline declares in
     ``writes=`` plus every UAV reachable through the descriptor tables and root UAVs
     bound when it runs. Required between the write
@@ -75,10 +75,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .access import gpu_writes
-from .decls import Buffer, Pipeline, RootSig
-from .ops import BY_NAME, INDEX_SIZE, INDEXED_DRAW_OPS, INDIRECT_DRAW_OPS, MAX_OPCODE, Cat
-from .state import (
+from drawopt.analysis.access import gpu_writes
+from drawopt.analysis.state import (
     CROOT0,
     GS,
     IB,
@@ -89,7 +87,9 @@ from .state import (
     StateTable,
     scan,
 )
-from .stream import Stream
+from drawopt.ir.decls import Buffer, Pipeline, RootSig
+from drawopt.ir.ops import BY_NAME, INDEX_SIZE, INDEXED_DRAW_OPS, INDIRECT_DRAW_OPS, MAX_OPCODE, Cat
+from drawopt.ir.stream import Stream
 
 RULES: dict[str, str] = {
     "no-pipeline": "a draw or dispatch with no pipeline, or a pipeline of the wrong kind",
@@ -315,7 +315,7 @@ def _index_buffer_undefined(c: _Ctx) -> list[Finding]:
 
 def _cpu_known_args(c: _Ctx, cmds: np.ndarray, bufs: np.ndarray) -> np.ndarray:
     """bool per command: its args buffer's contents are known on the CPU there -- a ``cpu``
-    buffer with ``data`` that no GPU command (:func:`drawopt.access.gpu_writes`, a copy, an
+    buffer with ``data`` that no GPU command (:func:`drawopt.analysis.access.gpu_writes`, a copy, an
     ``Opaque`` command) writes before it."""
     s = c.s
     decls = s.decls.items
@@ -465,7 +465,7 @@ def missing_flushes(stream: Stream, sc: Scan | None = None) -> list[FlushNeed]:
     cse = np.flatnonzero((s.op == _code("CSEnableAutomaticGpuFlush")) | (s.op == _code("Opaque")))
     cse_val = np.where(s.op[cse] == _code("Opaque"), 1, s.args[cse, 0])
 
-    # the writes: THE resource-access rule (drawopt.access), buffers only; draws cannot run on
+    # the writes: THE resource-access rule (drawopt.analysis.access), buffers only; draws cannot run on
     # async compute (draw-on-compute reports them), so there they write nothing
     gw = gpu_writes(s, sc)
     nd = len(decls) + 1

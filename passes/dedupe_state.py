@@ -8,7 +8,7 @@ A state command is removed when it is
   in force), the same index buffer -- unless the index buffer is undefined after
   a ``DrawIndexedX``, in which case the re-bind is needed and kept;
 * a **dead set**: overwritten before any draw or dispatch that can observe the
-  slot reads it (masked slots, see :mod:`drawopt.state`, are not observed), or
+  slot reads it (masked slots, see :mod:`drawopt.analysis.state`, are not observed), or
   trailing state after the last draw / dispatch of a command list. In a bundle
   the final state is inherited by the calling list, so nothing that reaches the
   end of a bundle is dead (and a bundle keeps its single ``SetDescriptorHeaps``).
@@ -20,9 +20,9 @@ effective write of that word seen by some draw.
 **Lifted words are not observed.** A draw of a pipeline with a ``draw_data`` /
 ``instance_data`` clause that sees a buffer bound at the clause's P reads its lift
 items from the record (docs/architecture.md, "Rewrite contracts"), not from the
-root arguments: :mod:`drawopt.state` masks, at such draws, root constants all of
+root arguments: :mod:`drawopt.analysis.state` masks, at such draws, root constants all of
 whose words are lifted and a table whose heap slot is lifted (as it masks the index
-buffer at a ``DrawIndexedX``), and :meth:`drawopt.state.Scan.unobserved_words` names
+buffer at a ``DrawIndexedX``), and :meth:`drawopt.analysis.state.Scan.unobserved_words` names
 the lifted words of a partly lifted constants parameter, which this pass leaves out
 of the word-by-word test above. So after ``mdi`` binds its per-draw arrays, the
 root-constant and bindless-table sets only array-reading draws saw are dead; the
@@ -46,7 +46,7 @@ value and sets overwritten before any Dispatch or Opaque go.
 
 The analysis is repeated on its own output until nothing more goes, so the pass
 is idempotent. Every step is vectorised over the columnar stream after one
-linear scan (:func:`drawopt.state.scan`).
+linear scan (:func:`drawopt.analysis.state.scan`).
 """
 
 from __future__ import annotations
@@ -59,9 +59,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from drawopt.ops import BY_CODE, BY_NAME
-from drawopt.passmanager import AnalysisManager, Pass, PassResult
-from drawopt.state import (
+from drawopt.analysis.state import (
     CROOT0,
     CRS,
     GFX_RS,
@@ -75,7 +73,9 @@ from drawopt.state import (
     Scan,
     scan,
 )
-from drawopt.stream import Stream
+from drawopt.ir.ops import BY_CODE, BY_NAME
+from drawopt.ir.stream import Stream
+from drawopt.passmanager import AnalysisManager, Pass, PassResult
 
 _CSE = BY_NAME["CSEnableAutomaticGpuFlush"].code
 _DISPATCH = BY_NAME["Dispatch"].code
@@ -105,10 +105,10 @@ def _observed(sc: Scan, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     words : uint64[N]
         For those that set root constants: the words some observer reads (all bits but
         the lifted words of draws that read only part of the parameter, see
-        :meth:`drawopt.state.Scan.unobserved_words`).
+        :meth:`drawopt.analysis.state.Scan.unobserved_words`).
     lifted : bool[N]
         Commands that set a slot holding lift items for some draw that reads a bound
-        array (:meth:`drawopt.state.Scan.lifted_slots`; see :func:`_lift_origins`).
+        array (:meth:`drawopt.analysis.state.Scan.lifted_slots`; see :func:`_lift_origins`).
     reset_reads : (cmd, slot, view)
         Reads of a root argument that a reset left undefined (view -1) or unknown (-3):
         the observer's command index (``N`` for the end of a bundle), the slot, the view.

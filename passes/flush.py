@@ -11,7 +11,7 @@ Two rewrites, both linear in the stream:
    inserted when no index buffer was ever set before the run.
 
 2. **Flushes** (multidraw-indirect-and-flushes.txt, modelled in
-   :mod:`drawopt.flushrules`). A linear scan tracks every GPU write of a buffer
+   :mod:`drawopt.analysis.flushrules`). A linear scan tracks every GPU write of a buffer
    that some later command reads through the front end (indirect args, draw
    counts, index data) or that is declared ``frontend``. Before each front-end
    read of a buffer whose write is not yet visible, the pass inserts what is
@@ -38,7 +38,7 @@ after the write (an unknown command may read anything). Conservative on purpose:
 
 * ``GpuSendPipelinedEvent <S>_PARTIAL_FLUSH`` (and, on async compute, a
   bottom-of-pipe flush) is kept whenever it drains a UAV write of any resource
-  that a later command of the stream may access (:func:`drawopt.flushrules.last_access`):
+  that a later command of the stream may access (:func:`drawopt.analysis.flushrules.last_access`):
   a partial flush is also the execution barrier that orders those accesses after
   the write. A CS write counts only under fast semantics or ``CSEnableAutomaticGpuFlush
   FALSE``: otherwise the driver orders Dispatches itself.
@@ -67,8 +67,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from drawopt.decls import Buffer
-from drawopt.flushrules import (
+from drawopt.analysis.flushrules import (
     CS,
     STAGES,
     FlushAccess,
@@ -80,9 +79,10 @@ from drawopt.flushrules import (
     last_access,
     required_sequence,
 )
-from drawopt.ops import BY_NAME, INDEXED_DRAW_OPS
+from drawopt.ir.decls import Buffer
+from drawopt.ir.ops import BY_NAME, INDEXED_DRAW_OPS
+from drawopt.ir.stream import CommandBuffer, Stream, concat
 from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
-from drawopt.stream import CommandBuffer, Stream, concat
 
 _IA = BY_NAME["IASetIndexBuffer"].code
 _DX = BY_NAME["DrawIndexedX"].code
@@ -127,7 +127,7 @@ def _rebinds_in_range(stream: Stream, rebinds: list[tuple[int, int]]) -> list[tu
     """
     if not rebinds:
         return rebinds
-    from drawopt.access import gpu_writes
+    from drawopt.analysis.access import gpu_writes
     from drawopt.validate import findings
 
     # a buffer something writes (a copy or a GPU write) before a re-bind point: the draw reading it there

@@ -2,7 +2,7 @@
 
 For every draw whose pipeline has a geometry shader the pass decides the
 ``GSSetParameters`` it should run under, with the subgroup/LDS model and cost
-model of :mod:`drawopt.gsmodel` (see ``docs/gs-plan.md``), then rewrites the
+model of :mod:`drawopt.analysis.gsmodel` (see ``docs/gs-plan.md``), then rewrites the
 stream so that each GS draw runs under its plan with as few commands as possible:
 
 * a ``GSSetParameters`` is emitted only where the planned parameters differ from
@@ -52,9 +52,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from drawopt.decls import Pipeline
-from drawopt.errors import UsageError
-from drawopt.gsmodel import (
+from drawopt.analysis.gsmodel import (
     LDS_DEFAULT,
     LDS_MAX,
     MAX_PRIMS_PER_SUBGROUP,
@@ -65,9 +63,11 @@ from drawopt.gsmodel import (
     kept_plan,
     plan_pipeline,
 )
-from drawopt.ops import BY_NAME, GS_MODES, Cat
+from drawopt.errors import UsageError
+from drawopt.ir.decls import Pipeline
+from drawopt.ir.ops import BY_NAME, GS_MODES, Cat
+from drawopt.ir.stream import FLAG_NOMERGE, Stream, concat
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
-from drawopt.stream import FLAG_NOMERGE, Stream, concat
 
 _GS = BY_NAME["GSSetParameters"].code
 _PSO = BY_NAME["SetPipelineState"].code
@@ -137,7 +137,7 @@ def plan_stream(stream: Stream, *, lds_limit: int = LDS_DEFAULT, min_prims: int 
                 mode: str = "auto") -> StreamPlan:
     """Decide the GS parameters of every GS draw of ``stream`` (no rewriting).
 
-    See :class:`GsPlanPass` for the options and :mod:`drawopt.gsmodel` for the model.
+    See :class:`GsPlanPass` for the options and :mod:`drawopt.analysis.gsmodel` for the model.
     """
     n = len(stream)
     decls = stream.decls

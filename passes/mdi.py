@@ -6,7 +6,7 @@ arguments at ``O + i*S``; group draws by material. The pass does four things,
 none of which moves a draw across anything but state commands:
 
 1. **Batches of direct draws.** A *run* is a maximal sequence of draws with the
-   same normalised state id (:func:`drawopt.state.track`) and the same kind
+   same normalised state id (:func:`drawopt.analysis.state.track`) and the same kind
    (``DrawInstanced`` or ``DrawIndexedInstanced``), with only state commands
    between consecutive members. A run becomes ``MultiDraw[Indexed]InstancedIndirect
    N mdi_argsK O S`` at the position of its first draw, reading N records the
@@ -39,7 +39,7 @@ none of which moves a draw across anything but state commands:
    every batch of a lifted run is a multi-draw call whose args records carry, as
    StartInstanceLocation, the index of each draw's first record in its stretch's
    array (below). The root argument sets stay in place; a draw reading its record from
-   a bound array does not observe the lifted words (:mod:`drawopt.state` masks them),
+   a bound array does not observe the lifted words (:mod:`drawopt.analysis.state` masks them),
    so the final ``dedupe-state`` removes the sets no other draw reads.
 
    *One array per stretch.* Nothing can unbind a root view, so a generated binding
@@ -101,7 +101,7 @@ batched only if it has at least ``max(min_batch, costmodel.mdi_min_batch(target)
 draws, the size from which one multi-draw call plus its CPU-written records costs
 less than the separate draws; a remainder below that stays direct (except in
 lifted runs, see 2). Indirect merges are made when the merged call costs less than
-the calls it replaces (:func:`drawopt.costmodel.cost_by_command`). Targets without
+the calls it replaces (:func:`drawopt.analysis.costmodel.cost_by_command`). Targets without
 multi-draw-indirect are left alone.
 
 Never merged: draws flagged ``nomerge``, draws of pipelines whose contract says
@@ -121,14 +121,14 @@ from typing import Any, ClassVar
 import numpy as np
 from drawopt.passes.flush import splice
 
-from drawopt.costmodel import TargetModel, cost_by_command, get_target, mdi_min_batch
-from drawopt.decls import Buffer, Decls, Pipeline, RootSig, lift_items, resolve_lift
-from drawopt.flushrules import flush_access, forward_fill
-from drawopt.mergeclass import fence_mask
-from drawopt.ops import BY_NAME
+from drawopt.analysis.costmodel import TargetModel, cost_by_command, get_target, mdi_min_batch
+from drawopt.analysis.flushrules import flush_access, forward_fill
+from drawopt.analysis.mergeclass import fence_mask
+from drawopt.analysis.state import MASKED, NSLOTS, OBS_DRAW, ROOT0, UNDEFINED, StateTable, intern_rows
+from drawopt.ir.decls import Buffer, Decls, Pipeline, RootSig, lift_items, resolve_lift
+from drawopt.ir.ops import BY_NAME
+from drawopt.ir.stream import ARGS_SIZE, FLAG_NOMERGE, Stream
 from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
-from drawopt.state import MASKED, NSLOTS, OBS_DRAW, ROOT0, UNDEFINED, StateTable, intern_rows
-from drawopt.stream import ARGS_SIZE, FLAG_NOMERGE, Stream
 
 _DI = BY_NAME["DrawInstanced"].code
 _DII = BY_NAME["DrawIndexedInstanced"].code
@@ -248,7 +248,7 @@ def draw_data_contracts(decls: Decls) -> dict[int, DrawDataContract | None]:
 
 
 def _split_value(v: Any, kind: str, ks: list[int]) -> tuple[list[int], tuple] | None:
-    """A root argument's decoded value (:meth:`drawopt.state.Scan.values`) split into the
+    """A root argument's decoded value (:meth:`drawopt.analysis.state.Scan.values`) split into the
     lifted words ``ks`` and the rest, which must be equal across a lifted run (the other
     words of root constants, a table's heap, a root view's buffer and unlifted offset
     word); None when a lifted word is not defined."""
@@ -325,7 +325,7 @@ def plan_mdi(stream: Stream, table: StateTable, *, target: str | TargetModel = "
              max_count: int = 0, min_batch: int = 2, lift: bool = True) -> MdiPlan:
     """Decide the batches (see the module docstring).
 
-    ``table``: the stream's :class:`drawopt.state.StateTable`. ``lift``: allow
+    ``table``: the stream's :class:`drawopt.analysis.state.StateTable`. ``lift``: allow
     per-draw data under ``draw_data`` / ``instance_data`` contracts.
     """
     plan = MdiPlan()
@@ -656,7 +656,7 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
 
 def _first_writes(stream: Stream, sc: Any = None) -> np.ndarray:
     """Per declaration index (plus one): the first command that writes it on the GPU
-    (a UAV write by :mod:`drawopt.access`'s rule, or a copy destination); ``int64`` max
+    (a UAV write by :mod:`drawopt.analysis.access`'s rule, or a copy destination); ``int64`` max
     where none does. ``sc``: the stream's state scan, if known."""
     acc = flush_access(stream, sc)
     out = np.full(len(stream.decls) + 1, np.iinfo(np.int64).max, np.int64)
@@ -668,7 +668,7 @@ def _first_writes(stream: Stream, sc: Any = None) -> np.ndarray:
 
 def _only_state_between(stream: Stream, draws: np.ndarray) -> np.ndarray:
     """``ok[k]``: only state commands lie between draws ``k`` and ``k+1`` (and no
-    ``CSEnableAutomaticGpuFlush``: :func:`drawopt.mergeclass.fence_mask`)."""
+    ``CSEnableAutomaticGpuFlush``: :func:`drawopt.analysis.mergeclass.fence_mask`)."""
     if draws.size < 2:
         return np.zeros(0, bool)
     fences = np.cumsum(fence_mask(stream), dtype=np.int64)

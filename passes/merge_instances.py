@@ -1,6 +1,6 @@
 """``merge-instances``: fold runs of consecutive draws into one instanced or one ranged draw.
 
-Two rules of :mod:`drawopt.mergeclass` (the exact tests live there, shared with
+Two rules of :mod:`drawopt.analysis.mergeclass` (the exact tests live there, shared with
 ``explain`` and the lower bound):
 
 * ``instances``: consecutive ``DrawInstanced`` / ``DrawIndexedInstanced`` with the
@@ -16,7 +16,7 @@ Two rules of :mod:`drawopt.mergeclass` (the exact tests live there, shared with
   (``SV_PrimitiveID`` of the later draws' primitives changes).
 
 Before comparing, vertex-buffer windows are normalised
-(:func:`drawopt.mergeclass.draw_facts`): for an input-layout ``no_primitive_id``
+(:func:`drawopt.analysis.mergeclass.draw_facts`): for an input-layout ``no_primitive_id``
 pipeline whose only vertex buffer is slot 0, a rebind ``IASetVertexBuffers 0 vb
 off stride`` is the same draw as binding ``vb`` at ``off mod stride`` and adding
 ``off div stride`` to the start vertex (base vertex for indexed draws). A run of
@@ -46,11 +46,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from drawopt.mergeclass import INSTANCES, RANGES, DrawFacts, adjacent_links, draw_facts
-from drawopt.ops import BY_NAME, U32_MAX, Cat
+from drawopt.analysis.mergeclass import INSTANCES, RANGES, DrawFacts, adjacent_links, draw_facts
+from drawopt.analysis.state import CRS, GFX_RS, HEAPS, StateTable
+from drawopt.ir.ops import BY_NAME, U32_MAX, Cat
+from drawopt.ir.stream import Stream
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
-from drawopt.state import CRS, GFX_RS, HEAPS, StateTable
-from drawopt.stream import Stream
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
 _CONST_OPS = (_OP["SetGraphicsRoot32BitConstants"], _OP["SetComputeRoot32BitConstants"])

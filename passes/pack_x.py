@@ -26,7 +26,7 @@ What the pass does
    with a copy of its record and its IndexOffset low bits.
 2. **Runs.** Consecutive eligible draws form a run when only state commands lie
    between them (no ``CSEnableAutomaticGpuFlush``, no change of root signature or
-   descriptor heaps) and their normalised states (:func:`drawopt.state.track`)
+   descriptor heaps) and their normalised states (:func:`drawopt.analysis.state.track`)
    are equal except the index buffer, root parameter P and the lifted words
    (a partly lifted parameter must agree on its other words; a lifted descriptor
    table on its heap; a lifted root view on its buffer). A run is cut where its
@@ -55,7 +55,7 @@ What the pass does
    buffer). A run whose P or lifted value was undefined in the original and is
    read later cannot be restored and is left alone.
 
-Targets: only where the cost model (:func:`drawopt.costmodel.pack_x_pays_off`)
+Targets: only where the cost model (:func:`drawopt.analysis.costmodel.pack_x_pays_off`)
 says packing pays: ``xbox-one``; ``xbox-series`` with ``force``; never on
 targets without ``DrawIndexedX``. The hot loops (run cutting, call and record
 generation) are Cython kernels in ``cext/_packx.pyx`` with pure-Python twins here.
@@ -77,13 +77,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from drawopt._accel import load_cext
-from drawopt.access import may_gpu_write
-from drawopt.costmodel import get_target, pack_x_pays_off
-from drawopt.decls import Buffer, Decls, Pipeline, RootSig, resolve_lift
-from drawopt.errors import UsageError
-from drawopt.ops import BY_NAME, INDEX_FORMATS, INDEXED_DRAW_OPS, NARGS, Cat
-from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
-from drawopt.state import (
+from drawopt.analysis.access import may_gpu_write
+from drawopt.analysis.costmodel import get_target, pack_x_pays_off
+from drawopt.analysis.state import (
     CROOT0,
     IB,
     MASKED,
@@ -97,7 +93,11 @@ from drawopt.state import (
     intern_rows,
     track,
 )
-from drawopt.stream import FLAG_NOMERGE, Stream, concat
+from drawopt.errors import UsageError
+from drawopt.ir.decls import Buffer, Decls, Pipeline, RootSig, resolve_lift
+from drawopt.ir.ops import BY_NAME, INDEX_FORMATS, INDEXED_DRAW_OPS, NARGS, Cat
+from drawopt.ir.stream import FLAG_NOMERGE, Stream, concat
+from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
 
 PERDRAW_BUFFER = "packx_perdraw"
 """Name of the generated per-draw array (``packx_perdrawN`` when taken)."""
@@ -423,7 +423,7 @@ def _analyse(stream: Stream, table: StateTable, max_instances: int) -> _Analysis
     words = np.zeros((d, wmax), np.int64)
     nwords = np.full(d, 2, np.int64)
     low = np.zeros(d, np.int64)
-    gpu_written = set(np.flatnonzero(may_gpu_write(s)).tolist())  # drawopt.access: the static over-approximation
+    gpu_written = set(np.flatnonzero(may_gpu_write(s)).tolist())  # drawopt.analysis.access: static over-approximation
     chain_cache: dict[int, Any] = {}
     const_cache: dict[int, np.ndarray] = {}
     for p, c in xc.items():
@@ -619,7 +619,7 @@ def plan_pack_x(stream: Stream, table: StateTable | None = None, *, max_instance
     ----------
     stream : Stream
     table : StateTable, optional
-        :func:`drawopt.state.track` of ``stream``, if already computed.
+        :func:`drawopt.analysis.state.track` of ``stream``, if already computed.
     max_instances : int
         Draws with more instances are left alone (each instance becomes one call).
     pure : bool, optional

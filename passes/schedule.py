@@ -3,7 +3,7 @@
 What moves and what does not
 ----------------------------
 The stream is cut into **segments** at every command no pass moves a draw across
-(:func:`drawopt.mergeclass.fence_mask`: dispatches, flushes, barriers, copies,
+(:func:`drawopt.analysis.mergeclass.fence_mask`: dispatches, flushes, barriers, copies,
 ``Opaque`` commands, ``CSEnableAutomaticGpuFlush``) and at every **pinned** draw:
 a draw flagged ``@nomerge``, a draw of a ``never_merge`` pipeline, or a draw
 without a usable pipeline. Pinned draws are barriers for reordering too: they
@@ -17,7 +17,7 @@ between two draws of the segment whose reason is a hazard (``raw``, ``war``,
 ``waw``), observable ``order`` on a shared target, ``flush``, ``barrier`` or
 ``opaque`` is kept; ``state`` edges are not constraints, because the state each
 draw sees is re-created for it, so the pass builds the graph without them
-(:func:`drawopt.graph.hazard_graph`).
+(:func:`drawopt.analysis.graph.hazard_graph`).
 
 The order
 ---------
@@ -33,11 +33,11 @@ keeps first-seen materials first and the output is deterministic.
 A segment without internal edges is sorted by the key (numpy ``lexsort``). A
 segment with edges is list-scheduled: among the draws whose predecessors are
 all placed, take one of the same call class as the last placed draw
-(:func:`drawopt.mergeclass.call_classes`), else one with the same pipeline, else
+(:func:`drawopt.analysis.mergeclass.call_classes`), else one with the same pipeline, else
 the one with the smallest key. The scheduler works on the graph's nodes (runs of
 commands with no internal hazard), so it is O(D log D) for D draws; a node that
 everything before it must precede and that must precede everything after it (a
-*cut*, :func:`drawopt.mergeclass.cut_units`) splits its segment into parts that
+*cut*, :func:`drawopt.analysis.lowerbound.cut_units`) splits its segment into parts that
 are scheduled separately (a chain of ordered draws costs nothing). Before any of
 that, a cheap test finds segments that are such chains outright (every draw and
 the next write the colour targets of one ``OMSetRenderTargets`` and neither
@@ -52,8 +52,8 @@ After the order is fixed the state-setting commands are rebuilt by
 :class:`Restater`: before every observer (draw, dispatch, ``Opaque`` command, the
 end of a bundle) it emits exactly the setters of the slots the observer reads
 whose value in force differs from the value the observer saw in the input
-(:func:`drawopt.state.track`, normalised: slots the draw cannot observe are not
-re-created). It models the invalidation rules of :mod:`drawopt.state` (a new
+(:func:`drawopt.analysis.state.track`, normalised: slots the draw cannot observe are not
+re-created). It models the invalidation rules of :mod:`drawopt.analysis.state` (a new
 root signature loses the root arguments, new heaps lose the descriptor tables,
 ``DrawIndexedX`` loses the index buffer), so a descriptor table is never left
 undefined: a table lost to a heap change is set again before the next draw that
@@ -86,20 +86,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from drawopt._accel import load_cext
-from drawopt.costmodel import get_target
-from drawopt.decls import Pipeline
-from drawopt.graph import lex_order, pack_columns, segments_are_chains
-from drawopt.mergeclass import (
-    call_classes,
-    draw_facts,
-    draw_parts,
-    draw_segments,
-    perdraw_params,
-    segment_units,
-)
-from drawopt.ops import BY_NAME, Cat
-from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
-from drawopt.state import (
+from drawopt.analysis.costmodel import get_target
+from drawopt.analysis.graph import lex_order, pack_columns, segments_are_chains
+from drawopt.analysis.lowerbound import draw_parts, segment_units
+from drawopt.analysis.mergeclass import call_classes, draw_facts, draw_segments, perdraw_params
+from drawopt.analysis.state import (
     CROOT0,
     CRS,
     GFX_RS,
@@ -122,7 +113,10 @@ from drawopt.state import (
     scan,
     track,
 )
-from drawopt.stream import FLAG_NOMERGE, REORDER_POLICIES, CommandBuffer, Stream, concat
+from drawopt.ir.decls import Pipeline
+from drawopt.ir.ops import BY_NAME, Cat
+from drawopt.ir.stream import FLAG_NOMERGE, REORDER_POLICIES, CommandBuffer, Stream, concat
+from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
 _CONST_OPS = (_OP["SetGraphicsRoot32BitConstants"], _OP["SetComputeRoot32BitConstants"])
@@ -157,7 +151,7 @@ class Restater:
     stream : Stream
         The input stream.
     table : StateTable
-        Its state table (:func:`drawopt.state.track`).
+        Its state table (:func:`drawopt.analysis.state.track`).
     """
 
     def __init__(self, stream: Stream, table: StateTable, pure: bool | None = None) -> None:
@@ -835,7 +829,7 @@ def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: State
 
 
 def _exit_state_diff(sa: Any, sb: Any) -> str | None:
-    """The first slot a bundle's end observer (:data:`drawopt.state.OBS_END`) sees differently
+    """The first slot a bundle's end observer (:data:`drawopt.analysis.state.OBS_END`) sees differently
     in scans ``sa`` (input) and ``sb`` (output), values decoded; None for a list or when equal."""
     ea, eb = np.flatnonzero(sa.obs_kind == OBS_END), np.flatnonzero(sb.obs_kind == OBS_END)
     if ea.shape[0] != eb.shape[0]:
@@ -906,7 +900,7 @@ def _content_rows(sc: Any, stream: Stream, width: int) -> tuple[np.ndarray, np.n
     slot) is a function of that command's opcode and arguments: its row is
     ``(opcode, args..., 0...)``. A root-constants value is a function of the words its
     partial-update chain leaves and of whether the chain started from an unknown value
-    (:attr:`drawopt.state.Scan.chains`, ``values.partial``): its row is
+    (:attr:`drawopt.analysis.state.Scan.chains`, ``values.partial``): its row is
     ``(-4 - unknown, words...)``, the words past the chain's width filled as the decoder
     reads them (undefined, or unknown). Heaps, render targets, vertex buffers and values
     no command leaves get no row (they are decoded).
@@ -1057,7 +1051,7 @@ class SchedulePass(Pass):
 
 def _draw_pipes(stream: Stream, table: StateTable) -> tuple[np.ndarray, np.ndarray]:
     """Pipeline declaration index (-1: none) and pinned flag of every draw, as
-    :func:`drawopt.mergeclass.draw_facts` computes them (without its costlier columns)."""
+    :func:`drawopt.analysis.mergeclass.draw_facts` computes them (without its costlier columns)."""
     ps = table.setter[:, PIPELINE].astype(np.int64)
     pipe = np.where(ps >= 0, stream.args[np.maximum(ps, 0), 0], -1)
     never = np.array([isinstance(d, Pipeline) and d.never_merge for d in stream.decls.items] + [False], bool)
@@ -1067,10 +1061,10 @@ def _draw_pipes(stream: Stream, table: StateTable) -> tuple[np.ndarray, np.ndarr
 
 
 def _build_graph(stream: Stream, reorder: str) -> Any:
-    """The dependency graph without its ``state`` edges (:func:`drawopt.graph.hazard_graph`):
+    """The dependency graph without its ``state`` edges (:func:`drawopt.analysis.graph.hazard_graph`):
     they are no constraints here (the restater re-creates every draw's state), and the
     scheduling units and constraints are those of the full graph."""
-    from drawopt.graph import hazard_graph
+    from drawopt.analysis.graph import hazard_graph
     return hazard_graph(stream, reorder=reorder)
 
 

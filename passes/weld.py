@@ -47,7 +47,7 @@ index-buffer event after the run is an indexed draw (it read the index buffer in
 force before the run), the ``IASetIndexBuffer`` that set it is re-issued right after
 the run's last draw (as ``flush`` does after ``DrawIndexedX`` runs); nothing is
 needed where the index buffer was undefined there. A run is kept only where (unless ``force``)
-:func:`drawopt.costmodel.weld_pays_off` says the vertex-shader invocations it saves
+:func:`drawopt.analysis.costmodel.weld_pays_off` says the vertex-shader invocations it saves
 outweigh the ``IASetIndexBuffer`` calls it adds on the target.
 
 The verifier recognises a welded draw (``drawopt.verify.records``, ``_deweld``):
@@ -66,15 +66,15 @@ from typing import Any, ClassVar
 import numpy as np
 from drawopt.passes.flush import splice
 
-from drawopt.access import may_gpu_write
-from drawopt.costmodel import weld_pays_off
-from drawopt.decls import Buffer, Pipeline
+from drawopt.analysis.access import may_gpu_write
+from drawopt.analysis.costmodel import weld_pays_off
+from drawopt.analysis.flushrules import forward_fill
+from drawopt.analysis.state import PIPELINE, TOPOLOGY, VB, StateTable
 from drawopt.errors import UsageError
-from drawopt.flushrules import forward_fill
-from drawopt.ops import BY_NAME, INDEXED_DRAW_OPS, U32_MAX
+from drawopt.ir.decls import Buffer, Pipeline
+from drawopt.ir.ops import BY_NAME, INDEXED_DRAW_OPS, U32_MAX
+from drawopt.ir.stream import FLAG_NOMERGE, Stream
 from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
-from drawopt.state import PIPELINE, TOPOLOGY, VB, StateTable
-from drawopt.stream import FLAG_NOMERGE, Stream
 
 _DI = BY_NAME["DrawInstanced"].code
 _DII = BY_NAME["DrawIndexedInstanced"].code

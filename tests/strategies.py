@@ -31,7 +31,7 @@ Parameters of :func:`streams`:
 ``max_commands`` / ``min_commands``
     bounds on the number of commands;
 ``ops``
-    restrict commands to these names (default: all of ``drawopt.ops.OPS``);
+    restrict commands to these names (default: all of ``drawopt.ir.ops.OPS``);
 ``min_decls``
     force at least one declaration of every kind, so every opcode is drawable.
 
@@ -46,7 +46,7 @@ from collections.abc import Sequence
 import numpy as np
 from hypothesis import strategies as st
 
-from drawopt.decls import (
+from drawopt.ir.decls import (
     BLENDS,
     DEPTH_FUNCS,
     LIFT_VALUES,
@@ -62,7 +62,7 @@ from drawopt.decls import (
     Texture,
     View,
 )
-from drawopt.ops import (
+from drawopt.ir.ops import (
     BARRIER_STATES,
     BY_NAME,
     FLUSH_MODES,
@@ -71,7 +71,7 @@ from drawopt.ops import (
     PIPELINED_EVENTS,
     TOPOLOGIES,
 )
-from drawopt.stream import (
+from drawopt.ir.stream import (
     ARGS_SIZE,
     CONTEXTS,
     FLAG_NOMERGE,
@@ -477,7 +477,7 @@ def _command(draw, name: str, c: _Ctx, strings: list[str], string_ix: dict[str, 
 @st.composite
 def streams(draw, max_commands: int = 60, min_commands: int = 0, ops: Sequence[str] | None = None,
             min_decls: bool = False) -> Stream:
-    """A random valid :class:`~drawopt.stream.Stream` (see the module docstring)."""
+    """A random valid :class:`~drawopt.ir.stream.Stream` (see the module docstring)."""
     header = draw(headers())
     decls = _declarations(draw, min_decls)
     ctx = _Ctx(decls)

@@ -1,4 +1,4 @@
-"""THE resource-access rule (:mod:`drawopt.access`): GPU writes are the pipeline's declared
+"""THE resource-access rule (:mod:`drawopt.analysis.access`): GPU writes are the pipeline's declared
 ``writes=`` plus every UAV reachable through the tables and root UAVs bound when it runs
 (issue 12, item 4). validate, the flush pass, the graph (hazards, schedule) and the
 verifier's own implementation must all agree on it."""
@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from strategies import streams
 
 import drawopt
-from drawopt.access import VIA_DECLARED, VIA_ROOT, VIA_TABLE, gpu_writes, may_gpu_write
-from drawopt.decls import Buffer
-from drawopt.graph import build_graph
-from drawopt.passmanager import optimize
+from drawopt.analysis.access import VIA_DECLARED, VIA_ROOT, VIA_TABLE, gpu_writes, may_gpu_write
+from drawopt.analysis.graph import build_graph
+from drawopt.ir.decls import Buffer
+from drawopt.result import optimize
 from drawopt.validate import findings, missing_flushes
 from drawopt.verify import verify
 from drawopt.verify.model import Canon
@@ -151,7 +151,7 @@ def test_agrees_with_the_verifiers_implementation(s):
 
 @pytest.mark.parametrize("pure", [True, False])
 def test_pure_and_compiled_scans_agree(pure, monkeypatch):
-    from drawopt.state import scan
+    from drawopt.analysis.state import scan
     s = drawopt.loads(CULL.format(flushes=""))
     a, b = gpu_writes(s, scan(s, pure=True)), gpu_writes(s, scan(s, pure=False))
     assert (a.cmd == b.cmd).all() and (a.res == b.res).all()

@@ -13,11 +13,12 @@ import types
 
 import pytest
 
-from drawopt import batch_task, formats
+from drawopt import batch_task
 from drawopt.batch import batch, plan_tasks
 from drawopt.cli import main
 from drawopt.errors import UsageError
 from drawopt.gen import generate
+from drawopt.ir import formats
 
 
 def _frame(path: str, seed: int, draws: int = 300) -> str:

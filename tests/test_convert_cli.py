@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from drawopt.cli import main
-from drawopt.formats import dumps, load, loads
+from drawopt.ir.formats import dumps, load, loads
 
 SRC = """\
 drawopt 1 context=graphics kind=list fast_semantics=on auto_gpu_flush=on

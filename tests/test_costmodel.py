@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drawopt.costmodel import (
+from drawopt.analysis.costmodel import (
     MODELS,
     PIPELINE_ORDER,
     TARGETS,
@@ -13,17 +13,15 @@ from drawopt.costmodel import (
     default_pipeline,
     estimate_cpu_cost,
     get_target,
-    lower_bound,
     mdi_min_batch,
     pack_x_pays_off,
-    report_figures,
 )
+from drawopt.analysis.lowerbound import cut_units, lower_bound, lower_bound_parts, report_figures
 from drawopt.errors import UsageError
 from drawopt.gen import generate
-from drawopt.mergeclass import cut_units, lower_bound_parts
-from drawopt.ops import OPS
+from drawopt.ir.ops import OPS
+from drawopt.ir.stream import StreamBuilder
 from drawopt.passmanager import PASSES, get_pass, parse_pipeline
-from drawopt.stream import StreamBuilder
 
 
 def test_every_target_is_modelled_and_consistent() -> None:
@@ -36,7 +34,7 @@ def test_every_target_is_modelled_and_consistent() -> None:
         # a pipeline change costs more than a table bind; a draw more than a stencil ref
         assert m.state_us["SetPipelineState"] > m.state_us["SetGraphicsRootDescriptorTable"]
         assert m.draw_us > m.state_us["OMSetStencilRef"]
-    from drawopt.commands.optimize import TARGETS as CLI_TARGETS
+    from drawopt.cli.commands.optimize import TARGETS as CLI_TARGETS
     assert tuple(CLI_TARGETS) == TARGETS
 
 
@@ -178,7 +176,7 @@ def test_lower_bound_quads_is_one_call() -> None:
 
 @pytest.mark.parametrize("kind", ["frame", "gpu-driven", "bundle"])
 def test_lower_bound_is_not_beaten_by_the_default_pipeline(kind: str) -> None:
-    from drawopt.passmanager import optimize
+    from drawopt.result import optimize
     from drawopt.stats import compute_stats
 
     s = generate(kind, 600, seed=5)
@@ -201,7 +199,7 @@ def test_report_figures() -> None:
 def test_lower_bound_without_graph_on_chains(kind: str, opts: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     """Streams whose segments are all chains (one blended pipeline on one target: the quads) get
     one part per draw without a dependency graph; everywhere the bound equals the graph's."""
-    import drawopt.graph as graph_mod
+    import drawopt.analysis.graph as graph_mod
 
     s = generate(kind, 400, seed=5, **opts)
     for reorder in ("declared", "opaque"):

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_state import HAS_CEXT, big_stream, builder, semantic_streams, shared_streams
 
+from drawopt.analysis.state import compare_effective_state
+from drawopt.ir.stream import Stream, StreamBuilder
 from drawopt.passmanager import AnalysisManager, PassManager, get_pass, parse_pipeline
-from drawopt.state import compare_effective_state
-from drawopt.stream import Stream, StreamBuilder
 from drawopt.verify import verify
 
 
@@ -376,7 +376,7 @@ def test_partly_lifted_constants_word_by_word():
 @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 @given(semantic_streams())
 def test_random_streams_verify(s):
-    """The translation validator (independent of drawopt.state) accepts every output, with
+    """The translation validator (independent of drawopt.analysis.state) accepts every output, with
     pipelines whose array clauses lift whole slots and single words."""
     out, _ = run(s)
     res = verify(s, out)

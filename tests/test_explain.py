@@ -9,9 +9,9 @@ import pytest
 
 from drawopt.cli import main
 from drawopt.explain import CATEGORIES, explain, format_explanation, format_value
-from drawopt.formats import save
 from drawopt.gen import generate
-from drawopt.stream import Stream, StreamBuilder
+from drawopt.ir.formats import save
+from drawopt.ir.stream import Stream, StreamBuilder
 
 
 def base(**pipe) -> StreamBuilder:
@@ -85,9 +85,9 @@ def test_hazards_fences_and_data() -> None:
     b.SetPipelineState("r")
     b.DrawInstanced(3, 1, 3, 0)
     s = b.build()
+    from drawopt.analysis.graph import build_graph
+    from drawopt.analysis.state import track
     from drawopt.explain import _data_hazards
-    from drawopt.graph import build_graph
-    from drawopt.state import track
 
     assert _data_hazards(build_graph(s), track(s).draws, np.array([0])) == {0: "raw on counts"}
 

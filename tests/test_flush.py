@@ -1,4 +1,4 @@
-"""The ``flush`` pass and :mod:`drawopt.flushrules` (multidraw-indirect-and-flushes.txt).
+"""The ``flush`` pass and :mod:`drawopt.analysis.flushrules` (multidraw-indirect-and-flushes.txt).
 
 Exact outputs for each case live in ``tests/golden/flush/``; these tests check the
 rules on built streams and the acceptance on generated gpu-driven streams: every
@@ -17,8 +17,7 @@ from drawopt.passes.flush import FlushPass, _rebinds_in_range, index_rebinds, pl
 from hypothesis import HealthCheck, assume, given, settings
 from strategies import streams
 
-from drawopt.errors import InputError
-from drawopt.flushrules import (
+from drawopt.analysis.flushrules import (
     COMPUTE_BOP,
     CS,
     GRAPHICS_L2,
@@ -30,11 +29,12 @@ from drawopt.flushrules import (
     required_sequence,
     writer_stage,
 )
+from drawopt.analysis.state import track
+from drawopt.errors import InputError
 from drawopt.gen import generate
-from drawopt.ops import BY_NAME, Cat
+from drawopt.ir.ops import BY_NAME, Cat
+from drawopt.ir.stream import Stream, StreamBuilder
 from drawopt.passmanager import AnalysisManager, PassManager, parse_pipeline
-from drawopt.state import track
-from drawopt.stream import Stream, StreamBuilder
 from drawopt.validate import findings
 
 
@@ -500,7 +500,7 @@ DrawIndexedX ibx 0 R16_UINT 3 0
 SetPipelineState p
 DrawIndexedInstanced 300 1 0 0 0
 """
-    from drawopt.formats import loads
+    from drawopt.ir.formats import loads
     from drawopt.validate import findings
 
     s = loads(text, file="<t>")

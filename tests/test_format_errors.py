@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from drawopt.errors import InputError
-from drawopt.formats import dumps, loads
+from drawopt.ir.formats import dumps, loads
 
 # ---------------------------------------------------------------------------- text
 H = ("drawopt 1\nbuffer ib size=100\nbuffer vb size=64\nheap res CBV_SRV_UAV 4\nrootsig main constants(4)\n"

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from drawopt import formats
-from drawopt.codec import f32_bits
-from drawopt.decls import Buffer
 from drawopt.errors import InputError, UsageError
-from drawopt.formats import common, docgen, dumps, format_for, load, loads, save, sniff
-from drawopt.ops import OPS
-from drawopt.stream import Stream, StreamBuilder
+from drawopt.ir import formats
+from drawopt.ir.codec import f32_bits
+from drawopt.ir.decls import Buffer
+from drawopt.ir.formats import common, docgen, dumps, format_for, load, loads, save, sniff
+from drawopt.ir.ops import OPS
+from drawopt.ir.stream import Stream, StreamBuilder
 
 sys.path.insert(0, str(Path(__file__).parent))
 from strategies import F32_SPECIAL, streams  # noqa: E402
@@ -264,9 +264,9 @@ def _doc_stream() -> Stream:
 
 
 def test_docs_and_schema_are_current() -> None:
-    assert docgen.doc_with_table(_doc()) == _doc(), "run: python -m drawopt.formats.docgen"
+    assert docgen.doc_with_table(_doc()) == _doc(), "run: python -m drawopt.ir.formats.docgen"
     assert docgen.schema_text() == docgen.SCHEMA_PATH.read_text(encoding="utf-8"), \
-        "run: python -m drawopt.formats.docgen"
+        "run: python -m drawopt.ir.formats.docgen"
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
 
 

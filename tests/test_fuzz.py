@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from drawopt.errors import InputError
-from drawopt.formats import dumps, loads
-from drawopt.ops import OPS
-from drawopt.stream import Stream
+from drawopt.ir.formats import dumps, loads
+from drawopt.ir.ops import OPS
+from drawopt.ir.stream import Stream
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "format.md"
 

@@ -11,8 +11,8 @@ from drawopt.cli import main
 from drawopt.errors import UsageError
 from drawopt.gen import KINDS, generate, logical_draws, options
 from drawopt.gen.frame import material_flags
-from drawopt.ops import BY_NAME, DRAW_OPS, INDEXED_DRAW_OPS, INDIRECT_DRAW_OPS
-from drawopt.stream import FLAG_NOMERGE, Stream
+from drawopt.ir.ops import BY_NAME, DRAW_OPS, INDEXED_DRAW_OPS, INDIRECT_DRAW_OPS
+from drawopt.ir.stream import FLAG_NOMERGE, Stream
 
 SIZES = (1, 2, 3, 7, 64, 1000)
 VARIANTS = [
@@ -89,7 +89,7 @@ def test_options_are_validated() -> None:
 
 
 def test_no_draw_sees_undefined_state() -> None:
-    state = pytest.importorskip("drawopt.state")
+    state = pytest.importorskip("drawopt.analysis.state")
     allowed = {"quads": {"heaps", "blend_factor", "stencil_ref"}}  # no tables, and iglo sets neither
     for kind, opts in VARIANTS:
         s = generate(kind, 400, seed=3, **opts)
@@ -124,7 +124,7 @@ def test_no_validation_findings_unless_asked() -> None:
 
 
 def test_round_trips_through_every_format() -> None:
-    formats = pytest.importorskip("drawopt.formats")
+    formats = pytest.importorskip("drawopt.ir.formats")
     for kind, opts in VARIANTS:
         s = generate(kind, 40, seed=1, **opts)
         for fmt in ("text", "json", "npz"):
@@ -318,10 +318,10 @@ def test_frame_contract_options() -> None:
 def test_frame_draw_data_lowers_the_bound() -> None:
     """What a draw_data-aware multi-draw pass could reach (the lower bound, which masks the
     lifted root constants) drops with the contract: the prepass becomes a few calls."""
-    costmodel = pytest.importorskip("drawopt.costmodel")
+    from drawopt.analysis import lowerbound
     n = 3000
-    with_dd = costmodel.lower_bound(generate("frame", n, seed=5), "d3d12")
-    without = costmodel.lower_bound(generate("frame", n, seed=5, draw_data_fraction=0.0), "d3d12")
+    with_dd = lowerbound.lower_bound(generate("frame", n, seed=5), "d3d12")
+    without = lowerbound.lower_bound(generate("frame", n, seed=5, draw_data_fraction=0.0), "d3d12")
     assert with_dd < without - 0.15 * n, (with_dd, without)
 
 
@@ -389,8 +389,8 @@ def test_frame_sort_key_engine_reaches_5x() -> None:
     UI and transparent passes of a game's size): the default pipeline cuts draw calls and state changes
     at least 5x and stays within 10% of the lower bound, and its output verifies. (The default frame's
     own ceiling is about 2x; docs/passes.md "The frame benchmark".)"""
-    from drawopt.costmodel import lower_bound
-    from drawopt.passmanager import optimize
+    from drawopt.analysis.lowerbound import lower_bound
+    from drawopt.result import optimize
     from drawopt.stats import compute_stats
 
     s = generate("frame", 10000, seed=7, sort_bucket=0, sort_key="state", share_transparent=0.04, share_ui=0.02)
@@ -564,7 +564,7 @@ def test_bundle_heaps() -> None:
 
 # ---------------------------------------------------------------------- CLI
 def test_cli_gen(tmp_path, capsys) -> None:
-    formats = pytest.importorskip("drawopt.formats")
+    formats = pytest.importorskip("drawopt.ir.formats")
     out = tmp_path / "q.dstream"
     assert main(["gen", "--kind", "quads", "--draws", "8", "--seed", "3", "-o", str(out), "--set", "method=3",
                  "--set", "quads_per_draw=2"]) == 0
@@ -596,7 +596,7 @@ def test_examples_are_current(tmp_path) -> None:
     import shlex
     from pathlib import Path
 
-    formats = pytest.importorskip("drawopt.formats")
+    formats = pytest.importorskip("drawopt.ir.formats")
     root = Path(__file__).resolve().parent.parent
     readme = (root / "examples" / "README.md").read_text()
     block = readme.split("```sh", 1)[1].split("```", 1)[0]

@@ -9,10 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from drawopt.cli import main
-from drawopt.errors import UsageError
-from drawopt.formats import loads
-from drawopt.graph import (
+from drawopt.analysis.graph import (
     EDGE_REASONS,
     NODE_KINDS,
     build_graph,
@@ -23,8 +20,11 @@ from drawopt.graph import (
     to_dot,
     write_graph,
 )
-from drawopt.ops import Cat
-from drawopt.stream import Stream
+from drawopt.cli import main
+from drawopt.errors import UsageError
+from drawopt.ir.formats import loads
+from drawopt.ir.ops import Cat
+from drawopt.ir.stream import Stream
 
 try:
     from strategies import streams
@@ -301,7 +301,7 @@ def _random_dag_edges(rng: np.random.Generator, nn: int, m: int) -> tuple[np.nda
 
 @pytest.mark.parametrize("seed", range(8))
 def test_two_path_reduce_compiled_matches_pure(seed: int) -> None:
-    from drawopt.graph import _R_CODE, _two_path_reduce
+    from drawopt.analysis.graph import _R_CODE, _two_path_reduce
     _compiled_graph_module()
     rng = np.random.default_rng(seed)
     nn = int(rng.integers(2, 60))
@@ -314,7 +314,7 @@ def test_two_path_reduce_compiled_matches_pure(seed: int) -> None:
 
 
 def test_two_path_reduce_rules() -> None:
-    from drawopt.graph import _R_CODE, _two_path_reduce
+    from drawopt.analysis.graph import _R_CODE, _two_path_reduce
     st, order = 1 << _R_CODE["state"], 1 << _R_CODE["order"]
     # 0->1->2 hazard path implies the hazard edge 0->2; a path through a state edge does not
     u, v = np.array([0, 0, 1, 0, 3, 4]), np.array([1, 2, 2, 4, 4, 5])
@@ -332,7 +332,7 @@ def test_two_path_reduce_rules() -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_assign_nodes_compiled_matches_pure(seed: int) -> None:
-    from drawopt.graph import _assign_nodes
+    from drawopt.analysis.graph import _assign_nodes
     _compiled_graph_module()
     rng = np.random.default_rng(seed)
     n = 500
@@ -363,7 +363,7 @@ def test_build_graph_pure_and_compiled_agree(kind: str, monkeypatch) -> None:
 
 
 def test_unique_rows_is_numpy_unique() -> None:
-    from drawopt.graph import _unique_rows
+    from drawopt.analysis.graph import _unique_rows
     rng = np.random.default_rng(3)
     m = rng.integers(-3, 3, (400, 5)).astype(np.int64)
     m[:, 4] = rng.integers(-(1 << 40), 1 << 40, 400) * (rng.random(400) < 0.1)
@@ -396,7 +396,7 @@ def test_stream_without_any_state_set(reorder: str) -> None:
 
 # ---------------------------------------------------------------------- the hazard graph (arrays)
 def _same_as_hazard_view(s: Stream, pol: str) -> None:
-    from drawopt.graph import hazard_graph
+    from drawopt.analysis.graph import hazard_graph
     g = build_graph(s, pol)
     h = hazard_graph(s, pol)
     assert h.graph == g.graph
@@ -429,7 +429,7 @@ def test_hazard_graph_on_random_streams(s: Stream) -> None:
 
 
 def test_hazard_graph_ranges_and_errors() -> None:
-    from drawopt.graph import hazard_graph
+    from drawopt.analysis.graph import hazard_graph
     g, s = G("OMSetRenderTargets a\nSetPipelineState al\nDrawInstanced 3 1 0 0\nDrawInstanced 3 1 3 0\n")
     h = hazard_graph(s, start=1, stop=3)
     assert h.graph["start"] == 1 and h.graph["stop"] == 3
@@ -443,9 +443,10 @@ def test_hazard_graph_ranges_and_errors() -> None:
 def test_segment_units_from_either_graph_agree() -> None:
     from types import SimpleNamespace
 
-    from drawopt.graph import hazard_graph
-    from drawopt.mergeclass import draw_segments, segment_units
-    from drawopt.state import track
+    from drawopt.analysis.graph import hazard_graph
+    from drawopt.analysis.lowerbound import segment_units
+    from drawopt.analysis.mergeclass import draw_segments
+    from drawopt.analysis.state import track
     gen = pytest.importorskip("drawopt.gen")
     from drawopt.passes.schedule import _draw_pipes
     for kind in ("frame", "gpu-driven"):
@@ -462,7 +463,7 @@ def test_segment_units_from_either_graph_agree() -> None:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_act_setter_events_compiled_matches_pure(seed: int) -> None:
-    from drawopt.graph import _act_setter_events
+    from drawopt.analysis.graph import _act_setter_events
     _compiled_graph_module()
     rng = np.random.default_rng(seed)
     n = 400
@@ -485,7 +486,7 @@ def test_act_setter_events_compiled_matches_pure(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_pack_columns_keeps_equality_and_lexicographic_order(seed: int) -> None:
-    from drawopt.graph import pack_columns
+    from drawopt.analysis.graph import pack_columns
     rng = np.random.default_rng(seed)
     n = 300
     cols = [rng.integers(-3, 4, n), rng.integers(0, 1 << 20, n) * (rng.random(n) < 0.2),
@@ -503,7 +504,7 @@ def test_pack_columns_keeps_equality_and_lexicographic_order(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(4))
 def test_lex_order_is_lexsort(seed: int) -> None:
     """One packed word (argsort) or several (lexsort over the words): the stable order of np.lexsort."""
-    from drawopt.graph import lex_order
+    from drawopt.analysis.graph import lex_order
     rng = np.random.default_rng(seed)
     n = 400
     narrow = [rng.integers(-3, 4, n), rng.integers(0, 5, n), rng.integers(0, 2, n)]

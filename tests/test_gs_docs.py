@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from drawopt import codec
+from drawopt.ir import codec
+from drawopt.ir.stream import Stream, StreamBuilder
 from drawopt.passmanager import PassManager, parse_pipeline
-from drawopt.stream import Stream, StreamBuilder
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "gs-plan.md"
 _BLOCK = re.compile(r"^```dstream\n(.*?)^```", re.S | re.M)
@@ -73,7 +73,7 @@ def _parse_fallback(text: str) -> Stream:
 def parse(text: str) -> Stream:
     """The example's stream, read by the real ``.dstream`` reader when it is built."""
     try:
-        from drawopt.formats.text import loads_text
+        from drawopt.ir.formats.text import loads_text
     except ImportError:
         return _parse_fallback(text)
     return loads_text(text, "docs/gs-plan.md")

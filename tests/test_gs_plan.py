@@ -11,13 +11,13 @@ from drawopt.passes.gs_plan import GsPlanPass, plan_stream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drawopt import gsmodel as gm
-from drawopt.codec import bits_f32, f32_bits
-from drawopt.decls import Pipeline
+from drawopt.analysis import gsmodel as gm
 from drawopt.errors import UsageError
-from drawopt.ops import BY_NAME, NARGS
+from drawopt.ir.codec import bits_f32, f32_bits
+from drawopt.ir.decls import Pipeline
+from drawopt.ir.ops import BY_NAME, NARGS
+from drawopt.ir.stream import FLAG_NOMERGE, Stream, StreamBuilder
 from drawopt.passmanager import PASSES, AnalysisManager, PassManager, get_pass, parse_pipeline
-from drawopt.stream import FLAG_NOMERGE, Stream, StreamBuilder
 
 GS = BY_NAME["GSSetParameters"].code
 OPAQUE = BY_NAME["Opaque"].code
@@ -572,8 +572,8 @@ def _have(mod: str, attr: str | None = None) -> bool:
 
 
 needs_verifier = pytest.mark.skipif(
-    not (_have("drawopt.verify", "verify") or _have("drawopt.state", "compare_effective_state")),
-    reason="neither drawopt.verify nor drawopt.state.compare_effective_state is built yet")
+    not (_have("drawopt.verify", "verify") or _have("drawopt.analysis.state", "compare_effective_state")),
+    reason="neither drawopt.verify nor drawopt.analysis.state.compare_effective_state is built yet")
 
 
 @needs_verifier
@@ -601,7 +601,7 @@ def test_random_outputs_verify() -> None:
 
 
 def test_merges_compare_gs_parameters_but_not_for_pipelines_without_gs() -> None:
-    state = pytest.importorskip("drawopt.state")
+    state = pytest.importorskip("drawopt.analysis.state")
     b = builder()
     b.SetPipelineState("fur")
     b.GSSetParameters("onchip", vps=64, pps=64)

@@ -21,13 +21,14 @@ import pytest
 from drawopt.cli import main
 from drawopt.errors import InputError
 from drawopt.explain import explain
-from drawopt.formats import load
 from drawopt.importers import importer_kind
 from drawopt.importers.capture import import_capture, import_capture_summary, list_frames
 from drawopt.importers.capture.spirv import spirv_dis
-from drawopt.passmanager import PASSES, optimize, parse_pipeline
+from drawopt.ir.formats import load
+from drawopt.ir.stream import StreamBuilder
+from drawopt.passmanager import PASSES, parse_pipeline
+from drawopt.result import optimize
 from drawopt.stats import compute_stats
-from drawopt.stream import StreamBuilder
 from drawopt.validate import findings
 from drawopt.verify import verify
 

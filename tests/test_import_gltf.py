@@ -18,9 +18,9 @@ import pytest
 
 from drawopt.cli import main
 from drawopt.errors import InputError
-from drawopt.formats import load
 from drawopt.importers import importer_kind
 from drawopt.importers.gltf import import_gltf, import_scene
+from drawopt.ir.formats import load
 
 pytest.importorskip("pygltflib")
 
@@ -261,8 +261,8 @@ def test_contracts_only_on_request(tmp_path):
 @pytest.mark.parametrize("target", ["d3d12", "vulkan"])
 def test_default_pipeline_batches_every_node_and_verifies(tmp_path, target):
     """Three nodes, two materials: one multi-draw with per-draw matrices (and bindless tables), verified."""
-    from drawopt.costmodel import default_pipeline
-    from drawopt.passmanager import optimize
+    from drawopt.analysis.costmodel import default_pipeline
+    from drawopt.result import optimize
     from drawopt.stats import compute_stats
     from drawopt.verify import verify
 
@@ -289,8 +289,8 @@ def test_engine_beats_gltfpack_with_every_node_kept(tmp_path):
     import shutil
     import subprocess
 
-    from drawopt.costmodel import default_pipeline
-    from drawopt.passmanager import optimize
+    from drawopt.analysis.costmodel import default_pipeline
+    from drawopt.result import optimize
     from drawopt.stats import compute_stats
     from drawopt.verify import verify
 
@@ -311,8 +311,8 @@ def test_engine_beats_gltfpack_with_every_node_kept(tmp_path):
 
 def test_verifier_sees_a_node_that_lost_its_transform(tmp_path):
     """The per-draw records carry each node's matrix: change one word of one record and verify fails."""
-    from drawopt.costmodel import default_pipeline
-    from drawopt.passmanager import optimize
+    from drawopt.analysis.costmodel import default_pipeline
+    from drawopt.result import optimize
     from drawopt.verify import verify
 
     nodes = [{"mesh": 0, "translation": [i, 0, 0]} for i in range(4)]

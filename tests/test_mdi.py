@@ -18,13 +18,13 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import streams
 
-from drawopt.costmodel import MODELS, mdi_min_batch
+from drawopt.analysis.costmodel import MODELS, mdi_min_batch
+from drawopt.analysis.state import track
 from drawopt.errors import InputError
 from drawopt.gen import generate
-from drawopt.ops import BY_NAME, MULTI_DRAW_OPS, Cat
+from drawopt.ir.ops import BY_NAME, MULTI_DRAW_OPS, Cat
+from drawopt.ir.stream import Stream, StreamBuilder
 from drawopt.passmanager import AnalysisManager, PassManager, get_pass, parse_pipeline
-from drawopt.state import track
-from drawopt.stream import Stream, StreamBuilder
 from drawopt.validate import findings
 from drawopt.verify import verify
 

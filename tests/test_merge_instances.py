@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from drawopt.passes.merge_instances import plan_merges
 
+from drawopt.analysis.mergeclass import INSTANCES, RANGES, adjacent_links, draw_facts
+from drawopt.analysis.state import track
 from drawopt.gen import generate
-from drawopt.mergeclass import INSTANCES, RANGES, adjacent_links, draw_facts
+from drawopt.ir.stream import Stream, StreamBuilder
 from drawopt.passmanager import PassManager, parse_pipeline
-from drawopt.state import track
 from drawopt.stats import compute_stats
-from drawopt.stream import Stream, StreamBuilder
 from drawopt.verify import verify
 
 
@@ -213,8 +213,8 @@ def _fold_streams() -> list[tuple[str, Stream]]:
 
 @pytest.mark.parametrize("pure", [False, True])
 def test_numeric_window_fold_equals_the_decoding_fold(pure: bool) -> None:
-    from drawopt.mergeclass import _vb_fold
-    from drawopt.state import VB
+    from drawopt.analysis.mergeclass import _vb_fold
+    from drawopt.analysis.state import VB
     for name, s in _fold_streams():
         table = track(s, pure=pure)
         sc = table.scan
@@ -235,8 +235,8 @@ def test_numeric_window_fold_equals_the_decoding_fold(pure: bool) -> None:
 def test_handmade_fold_keys() -> None:
     """Windows fold by (buffer, offset mod stride, stride); two bindings, a zero stride or an
     unknown part do not fold."""
-    from drawopt.mergeclass import _vb_fold
-    from drawopt.state import VB
+    from drawopt.analysis.mergeclass import _vb_fold
+    from drawopt.analysis.state import VB
     s = _vb_stream()
     table = track(s)
     facts = draw_facts(s, table)

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drawopt.formats import load, loads
-from drawopt.ops import BY_NAME, FLUSH_MODES, Cat
-from drawopt.stream import Stream
+from drawopt.ir.formats import load, loads
+from drawopt.ir.ops import BY_NAME, FLUSH_MODES, Cat
+from drawopt.ir.stream import Stream
 from drawopt.verify import verify
 
 try:
@@ -510,7 +510,7 @@ DrawInstanced 3 1 3 0
         i = nth(g, "SetDescriptorHeaps")
         other = [h for h in heaps if h != g.decls[int(g.var(i)[0])].name]
         if other:
-            from drawopt.stream import CommandBuffer, Emitter
+            from drawopt.ir.stream import CommandBuffer, Emitter
             em = Emitter(g)
             em.keep(np.arange(0, len(g) - 1))
             cb: CommandBuffer = em.new()
@@ -560,7 +560,7 @@ def packed(s: Stream | None, target: str = "xbox-one") -> Stream | None:
     """``s`` after the pack-x pass (None when nothing was packed)."""
     if s is None:
         return None
-    from drawopt.passmanager import optimize
+    from drawopt.result import optimize
     out = optimize(s, "pack-x", target=target).stream
     return out if np.any(out.op == BY_NAME["DrawIndexedX"].code) else None
 
@@ -694,7 +694,7 @@ def multidraw(n: int, batches: list[int], skip: int = -1) -> Stream:
     """``n`` CPU-written indexed indirect draws issued as multi-draws of ``batches`` draws
     (built column by column: tens of thousands of draws); ``skip``: the batch that starts
     there starts one draw later (draw ``skip`` is lost)."""
-    from drawopt.stream import StreamBuilder
+    from drawopt.ir.stream import StreamBuilder
     b = StreamBuilder()
     b.target("rt", 64, 64)
     b.buffer("ib", 1 << 20)

@@ -22,12 +22,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drawopt.decls import Buffer, Pipeline
-from drawopt.formats import load
 from drawopt.gen import generate
-from drawopt.ops import BY_NAME, Cat
-from drawopt.passmanager import optimize
-from drawopt.stream import Stream
+from drawopt.ir.decls import Buffer, Pipeline
+from drawopt.ir.formats import load
+from drawopt.ir.ops import BY_NAME, Cat
+from drawopt.ir.stream import Stream
+from drawopt.result import optimize
 from drawopt.verify import verify
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

@@ -1,8 +1,8 @@
 """What draws observe, as the state masks own it (issue 12, items 1, 6 and 7).
 
 Each case is a stream a user could write in a few lines whose optimized output was
-broken or added a finding; the rule lives in the state tracker (:mod:`drawopt.state`,
-with :meth:`drawopt.decls.Pipeline.read_params` / ``observes_gs_params``), so every
+broken or added a finding; the rule lives in the state tracker (:mod:`drawopt.analysis.state`,
+with :meth:`drawopt.ir.decls.Pipeline.read_params` / ``observes_gs_params``), so every
 consumer -- dedupe-state, the passes' restores, validate, the verifier -- agrees.
 """
 
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import drawopt
-from drawopt.passmanager import optimize
-from drawopt.state import GS, OBS_DRAW, ROOT0, scan
+from drawopt.analysis.state import GS, OBS_DRAW, ROOT0, scan
+from drawopt.result import optimize
 from drawopt.validate import findings
 from drawopt.verify import verify
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from drawopt.cli import main
+from drawopt.cli.progress import Progress
 from drawopt.passmanager import PASSES
-from drawopt.progress import Progress
 from drawopt.result import SMALLER_IS_BETTER
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drawopt.costmodel import TARGETS
+from drawopt.analysis.costmodel import TARGETS
 from drawopt.errors import InputError
 from drawopt.passmanager import PASSES, PassManager, default_pipeline, parse_pipeline
 from drawopt.validate import findings

@@ -14,12 +14,13 @@ import numpy as np
 import pytest
 from drawopt.passes import pack_x as px
 
-from drawopt import formats
-from drawopt.decls import Pipeline
-from drawopt.ops import BY_NAME
-from drawopt.passmanager import optimize, parse_pipeline
+from drawopt.ir import formats
+from drawopt.ir.decls import Pipeline
+from drawopt.ir.ops import BY_NAME
+from drawopt.ir.stream import Stream
+from drawopt.passmanager import parse_pipeline
+from drawopt.result import optimize
 from drawopt.stats import compute_stats
-from drawopt.stream import Stream
 from drawopt.verify import verify
 
 GOLDEN = Path(__file__).parent / "golden" / "pack-x"
@@ -848,8 +849,8 @@ def test_generated_frame_packs_most_eligible_draws() -> None:
 
 @pytest.mark.slow
 def test_100k_frame() -> None:
+    from drawopt.analysis.state import track
     from drawopt.gen import generate
-    from drawopt.state import track
     s = generate("frame", 100_000, seed=7)
     out, rep = px.pack_x(s, table=track(s))
     assert rep["packed_draws"] > 20_000

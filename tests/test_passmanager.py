@@ -13,9 +13,9 @@ import pytest
 import drawopt
 from drawopt.cli import main
 from drawopt.errors import UsageError
-from drawopt.formats import dumps, loads
+from drawopt.ir.formats import dumps, loads
+from drawopt.ir.stream import Header, Stream
 from drawopt.passmanager import AnalysisManager, Pass, PassError, PassManager, PassResult, parse_pipeline
-from drawopt.stream import Header, Stream
 from drawopt.validate import findings
 
 STREAM = """drawopt 1 context=graphics kind=list
@@ -47,7 +47,7 @@ def S() -> Stream:
 
 def _drop(s: Stream, name: str) -> Stream:
     """``s`` without its commands named ``name``."""
-    keep = np.flatnonzero(s.op != drawopt.ops.BY_NAME[name].code)
+    keep = np.flatnonzero(s.op != drawopt.ir.ops.BY_NAME[name].code)
     return s.take(keep)
 
 
@@ -68,7 +68,7 @@ class SwapBlendedPass(Pass):
     name: ClassVar[str] = "swap-blended"
 
     def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
-        draws = np.flatnonzero(stream.op == drawopt.ops.BY_NAME["DrawIndexedInstanced"].code)
+        draws = np.flatnonzero(stream.op == drawopt.ir.ops.BY_NAME["DrawIndexedInstanced"].code)
         order = np.arange(len(stream))
         order[draws[0]], order[draws[1]] = draws[1], draws[0]
         return PassResult(stream.take(order), True)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from drawopt import formats
 from drawopt.gen import generate
+from drawopt.ir import formats
 from drawopt.testing import autoloads
 from drawopt.testing.golden import GoldenMismatch, match_golden
 

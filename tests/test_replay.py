@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from drawopt.ops import BY_NAME
-from drawopt.stream import Emitter, Stream, StreamBuilder, encode_command
+from drawopt.ir.ops import BY_NAME
+from drawopt.ir.stream import Emitter, Stream, StreamBuilder, encode_command
 
 replay_mod = pytest.importorskip("drawopt.replay")
 from drawopt.replay import ReplayOptions, available, call_overhead, compare, replay  # noqa: E402
@@ -304,7 +304,7 @@ def _x_streams(fmt: str, k_bits: int, base_mode: str, planted: str | None = None
     pd = np.array(records, dtype=np.int64).ravel()
 
     def extra(decls: Any) -> None:
-        from drawopt.decls import Buffer
+        from drawopt.ir.decls import Buffer
         decls.add(Buffer("perdraw_x", pd.size * 4, cpu=True, data=pd))
 
     prefix = int(np.flatnonzero(orig.mask("SetGraphicsRoot32BitConstants"))[0])
@@ -352,7 +352,7 @@ def _mdi_streams(indexed: bool, planted: bool = False) -> tuple[Stream, Stream]:
         words[j * stride // 4: j * stride // 4 + len(r)] = r
 
     def extra(decls: Any) -> None:
-        from drawopt.decls import Buffer
+        from drawopt.ir.decls import Buffer
         decls.add(Buffer("mdiargs", words.size * 4, cpu=True, data=words))
 
     first = int(np.flatnonzero(orig.mask("DrawIndexedInstanced", "DrawInstanced"))[0])
@@ -495,8 +495,8 @@ def test_opaque_commands_are_counted() -> None:
 # ------------------------------------------------------------------------------------------------ CLI
 @needs_gl
 def test_cli_replay(tmp_path: Any, capsys: Any) -> None:
-    from drawopt import formats
     from drawopt.cli import main
+    from drawopt.ir import formats
     orig, packed = _x_streams("R16_UINT", 16, "none")
     _, wrong = _x_streams("R16_UINT", 16, "none", "constant")
     pa, pb, pc = tmp_path / "a.dstream", tmp_path / "b.npz", tmp_path / "c.json"

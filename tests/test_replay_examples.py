@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drawopt.formats import load
-from drawopt.passmanager import optimize
+from drawopt.ir.formats import load
+from drawopt.result import optimize
 from drawopt.stats import compute_stats
 
 replay_mod = pytest.importorskip("drawopt.replay")

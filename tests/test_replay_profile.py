@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drawopt.costmodel import (
+from drawopt.analysis.costmodel import (
     MODELS,
     PROFILE_DIR,
     default_pipeline,
@@ -100,8 +100,8 @@ def test_light_content_keeps_rewrites_pixel_identical() -> None:
     """The squeeze is a fixed monotone map of index positions: the default pipeline's output (merged
     ranges, multi-draw records) renders what the original renders, at several squeeze factors."""
     _gl()
-    from drawopt.passmanager import optimize
     from drawopt.replay import ReplayOptions, compare, replay_interleaved
+    from drawopt.result import optimize
 
     src = generate("frame", 300, seed=7)
     out = optimize(src, "dedupe-state,merge-instances,weld,mdi,flush,dedupe-state", target="d3d12").stream
@@ -163,8 +163,8 @@ def test_h200_frame_faster_and_identical() -> None:
     """On a GPU: the gl target's default pipeline's output of the 100k frame is not slower on CPU or GPU
     (interleaved medians of 9 frames) and renders identical images (bench/replay_frames.py has the figures)."""
     _gl()
-    from drawopt.passmanager import optimize
     from drawopt.replay import ReplayOptions, compare, replay_interleaved
+    from drawopt.result import optimize
 
     src = generate("frame", 100_000, seed=7)
     out = optimize(src, default_pipeline("gl"), target="gl").stream

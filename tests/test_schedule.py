@@ -8,12 +8,12 @@ from drawopt.passes.schedule import Restater, SchedulePass, _rebuild, check_rest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from drawopt.analysis.state import compare_effective_state, track
 from drawopt.errors import UsageError
 from drawopt.gen import generate
+from drawopt.ir.stream import StreamBuilder
 from drawopt.passmanager import PassManager, parse_pipeline
-from drawopt.state import compare_effective_state, track
 from drawopt.stats import compute_stats
-from drawopt.stream import StreamBuilder
 from drawopt.validate import findings
 from drawopt.verify import verify
 
@@ -129,7 +129,7 @@ DrawInstanced 3 1 6 0
 
 @pytest.mark.parametrize("pure", ["0", "1"])
 def test_constants_written_in_full_over_an_unknown_value_are_restarted(monkeypatch, pure: str) -> None:
-    from drawopt.formats import loads
+    from drawopt.ir.formats import loads
     if pure == "0":
         _compiled_schedule_kernel()
     monkeypatch.setenv("DRAWOPT_PURE", pure)
@@ -258,7 +258,7 @@ def test_restater_rollback() -> None:
 
 # ---------------------------------------------------------------------- chains: no graph needed
 def test_a_stream_that_cannot_reorder_builds_no_graph(monkeypatch) -> None:
-    import drawopt.graph as graph_mod
+    import drawopt.analysis.graph as graph_mod
     s = generate("quads", 3000, seed=1)  # one blended pipeline on one target: a chain
 
     def boom(*a, **k):
@@ -279,8 +279,9 @@ def test_ordered_chains_agree_with_the_graph(kind: str, seed: int, reorder: str)
     """Where the cheap test says a segment is a chain, the graph makes every draw a part of its own."""
     from drawopt.passes.schedule import _draw_pipes
 
-    from drawopt.graph import build_graph, ordered_chains
-    from drawopt.mergeclass import draw_parts, draw_segments, segment_units
+    from drawopt.analysis.graph import build_graph, ordered_chains
+    from drawopt.analysis.lowerbound import draw_parts, segment_units
+    from drawopt.analysis.mergeclass import draw_segments
     s = generate(kind, 600, seed=seed)
     t = track(s)
     draws = t.draws.astype(np.int64)
@@ -316,7 +317,7 @@ def _segments(s):
 
     from drawopt.passes.schedule import _draw_pipes
 
-    from drawopt.mergeclass import draw_segments
+    from drawopt.analysis.mergeclass import draw_segments
     t = track(s)
     draws = t.draws.astype(np.int64)
     pipe, pinned = _draw_pipes(s, t)
@@ -339,7 +340,7 @@ def _reference_rebuild(s, t, draws, new, starts, ends):
     pure Python), a segment that cannot be re-created in the new order kept in input order."""
     from drawopt.passes.schedule import CannotRestate
 
-    from drawopt.ops import BY_NAME, Cat
+    from drawopt.ir.ops import BY_NAME, Cat
     rs = Restater(s, t, pure=True)
     cats = s.cats()
     keep = s.op == BY_NAME["CSEnableAutomaticGpuFlush"].code
@@ -424,7 +425,7 @@ def test_rebuild_and_check_match_their_references_on_generated_streams(kind: str
 
 
 def test_rebuild_matches_its_reference_on_hand_made_streams() -> None:
-    from drawopt.formats import loads
+    from drawopt.ir.formats import loads
     _compiled_schedule_kernel()
     for s in (_partial_constants().build(), loads(_FULL_CONSTANTS_AFTER_A_VIEW)):
         for seed in range(6):
@@ -479,7 +480,7 @@ def test_restater_compiled_and_pure_agree_step_by_step() -> None:
     same state in force and raise the same errors, chunk after chunk, with rollbacks."""
     from drawopt.passes.schedule import CannotRestate
 
-    from drawopt.ops import Cat
+    from drawopt.ir.ops import Cat
     _compiled_schedule_kernel()
     for kind, n, seed in (("frame", 600, 1), ("bundle", 300, 2), ("gpu-driven", 500, 3)):
         s = generate(kind, n, seed=seed)
@@ -523,8 +524,8 @@ def test_check_restated_catches_a_corrupted_restatement() -> None:
     import drawopt.passes.schedule as sched  # the module the pass manager runs
     from drawopt.passes.schedule import check_restated
 
-    from drawopt.ops import BY_NAME
-    from drawopt.stream import concat
+    from drawopt.ir.ops import BY_NAME
+    from drawopt.ir.stream import concat
     s = generate("frame", 1500, seed=6)
     seen = {}
     real = sched.check_restated
@@ -579,7 +580,7 @@ def test_a_failed_self_check_leaves_the_stream_unchanged(monkeypatch) -> None:
     sometimes believes it set the pipeline without emitting the command)."""
     import drawopt.passes.schedule as sched  # the module the pass manager runs
 
-    from drawopt.state import PIPELINE
+    from drawopt.analysis.state import PIPELINE
     s = generate("frame", 800, seed=4)
     monkeypatch.setattr(sched, "load_cext", lambda name, pure=None: None)  # the pure loop, patched below
     real = sched.Restater._set
@@ -622,7 +623,7 @@ def test_check_restated_compares_the_exit_state_of_a_bundle() -> None:
     list the same output is fine (issue 12 item 5)."""
     from drawopt.passes.schedule import check_restated
 
-    from drawopt.formats import loads
+    from drawopt.ir.formats import loads
     text = """drawopt 1 context=graphics kind={kind}
 target rt 64x64 R8G8B8A8_UNORM
 rootsig main constants(2)

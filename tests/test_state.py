@@ -15,17 +15,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from drawopt._accel import load_cext
-from drawopt.decls import Pipeline
-from drawopt.errors import InputError
-from drawopt.ops import BY_NAME, GS_MODES, INDEX_FORMATS, NARGS, TOPOLOGIES
-from drawopt.state import (
+from drawopt.analysis.state import (
     SLOTS,
     StateTable,
     compare_effective_state,
     intern_rows,
     track,
 )
-from drawopt.stream import Stream, StreamBuilder, StreamCheckError, concat
+from drawopt.errors import InputError
+from drawopt.ir.decls import Pipeline
+from drawopt.ir.ops import BY_NAME, GS_MODES, INDEX_FORMATS, NARGS, TOPOLOGIES
+from drawopt.ir.stream import Stream, StreamBuilder, StreamCheckError, concat
 
 HAS_CEXT = load_cext("_state", False) is not None
 
@@ -187,7 +187,7 @@ def _ref_value(s: Stream, i: int) -> tuple[str, object]:
 
 def reference_states(s: Stream) -> list[tuple[int, dict]]:
     """(command, normalised described state) of every draw and dispatch, by direct
-    interpretation of the model in drawopt.state's docstring."""
+    interpretation of the model in drawopt.analysis.state's docstring."""
     bundle = s.header.kind == "bundle"
     cur: dict[str, object] = dict.fromkeys(SLOTS)
     cur["gs_params"] = ("null",)
@@ -672,7 +672,7 @@ def test_empty_streams():
 
 
 def test_intern_values_wide_ranges():
-    from drawopt.state import _intern_values
+    from drawopt.analysis.state import _intern_values
     big = np.array([[-1, 2**63 - 1], [0, 0], [-1, 2**63 - 1], [2**62, -(2**63)]], np.int64)
     ids, uniq = _intern_values(big)
     assert ids[0] == ids[2] and len(set(ids.tolist())) == 3 and (uniq[ids] == big).all()

@@ -8,16 +8,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from test_state import builder, semantic_streams
 
+from drawopt.ir.stream import Stream
 from drawopt.stats import compute_stats, format_stats
-from drawopt.stream import Stream
 from drawopt.validate import RULES
 
 try:
-    from drawopt import formats
+    from drawopt.ir import formats
 except ImportError:  # pragma: no cover - formats is part of the package
     formats = None
 
-needs_formats = pytest.mark.skipif(formats is None, reason="drawopt.formats is not available")
+needs_formats = pytest.mark.skipif(formats is None, reason="drawopt.ir.formats is not available")
 
 
 def sample() -> Stream:
@@ -72,7 +72,7 @@ def test_figures():
 
 
 def test_target_without_wave_packing():
-    pytest.importorskip("drawopt.costmodel")
+    pytest.importorskip("drawopt.analysis.costmodel")
     s = sample()
     assert compute_stats(s, target="xbox-one")["gpu_batches"] == 6
     st = compute_stats(s, target="xbox-series")  # runs DrawIndexedX like DrawIndexedInstanced

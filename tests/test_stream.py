@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drawopt.decls import Buffer, Decls, Pipeline, RootParam, View, decl_from_json, decl_to_json, parse_contract
-from drawopt.ops import BY_CODE, BY_NAME, NARGS, OPS, Cat
-from drawopt.stream import Emitter, Stream, StreamBuilder, StreamCheckError, concat
+from drawopt.ir.decls import Buffer, Decls, Pipeline, RootParam, View, decl_from_json, decl_to_json, parse_contract
+from drawopt.ir.ops import BY_CODE, BY_NAME, NARGS, OPS, Cat
+from drawopt.ir.stream import Emitter, Stream, StreamBuilder, StreamCheckError, concat
 
 
 def small() -> StreamBuilder:
@@ -146,7 +146,7 @@ def test_equality_ignores_lines_and_pool_layout() -> None:
 def test_decls_roundtrip_and_references() -> None:
     d = Decls()
     d.add(Buffer("b", 64, cpu=True, data=np.array([1, 2, 3])))
-    d.add(RootParamSig := __import__("drawopt.decls", fromlist=["RootSig"]).RootSig(
+    d.add(RootParamSig := __import__("drawopt.ir.decls", fromlist=["RootSig"]).RootSig(
         "rs", (RootParam.parse("table(srv,2,cbv,1)"), RootParam.parse("constants(3)"), RootParam("cbv"))))
     d.add(Pipeline("p", vs="v", root="rs", params=(0, 2), contract=parse_contract("x(vertex_bits=20,perdraw=2)")))
     for x in d:
@@ -175,7 +175,7 @@ def test_stream_columns_validated() -> None:
 def test_generated_buffer_names_and_lift_lists() -> None:
     """``Decls.free_name`` (how passes name generated buffers) and ``resolve_lift`` (the one
     lift-list resolver pack-x, mdi, the state masks and the replayer share)."""
-    from drawopt.decls import Buffer, Decls, RootParam, RootSig, resolve_lift
+    from drawopt.ir.decls import Buffer, Decls, RootParam, RootSig, resolve_lift
 
     d = Decls()
     assert d.free_name("gen") == "gen0" and d.free_name("gen", bare_first=True) == "gen"
@@ -196,7 +196,7 @@ def test_lift_lists_are_checked_when_a_pipeline_is_declared() -> None:
     """``Decls.add`` resolves every per-draw clause's ``lift=`` list (and ``perdraw=``) against
     the root signature: the error names the clause and, through ``ContractError``, where the
     bad item is in the contract text; valid lists are unchanged."""
-    from drawopt.decls import ContractError, Decls, LiftError, Pipeline, RootParam, RootSig, lift_items
+    from drawopt.ir.decls import ContractError, Decls, LiftError, Pipeline, RootParam, RootSig, lift_items
 
     assert lift_items("0+1.3+2.0") == ((0, 0), (1, 3), (2, 0)) and lift_items("") == ()
     with pytest.raises(LiftError) as ei:

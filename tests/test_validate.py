@@ -8,11 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from test_state import builder, semantic_streams
 
-from drawopt.stream import Stream, StreamBuilder
+from drawopt.ir.stream import Stream, StreamBuilder
 from drawopt.validate import RULES, Finding, findings, missing_flushes
 
 try:
-    from drawopt import formats
+    from drawopt.ir import formats
 except ImportError:  # pragma: no cover - formats is part of the package
     formats = None
 
@@ -395,7 +395,7 @@ def test_missing_flushes_structured():
 
 # ---------------------------------------------------------------------- ordering, robustness
 def test_findings_are_sorted_and_reuse_state():
-    from drawopt.state import track
+    from drawopt.analysis.state import track
     b = builder()
     b.DrawIndexedInstanced(3, 1, 0, 0, 0)
     b.SetPipelineState("lay")
@@ -418,7 +418,7 @@ def test_findings_on_random_streams(s):
 
 
 # ---------------------------------------------------------------------- CLI
-needs_formats = pytest.mark.skipif(formats is None, reason="drawopt.formats is not available")
+needs_formats = pytest.mark.skipif(formats is None, reason="drawopt.ir.formats is not available")
 
 
 @needs_formats

@@ -9,9 +9,9 @@ import pytest
 
 from drawopt.cli import main
 from drawopt.errors import UsageError
-from drawopt.formats import loads
+from drawopt.ir.formats import loads
+from drawopt.ir.stream import Stream, StreamBuilder
 from drawopt.passmanager import PassManager, verify_streams
-from drawopt.stream import Stream, StreamBuilder
 from drawopt.verify import VerifyResult, verify
 from drawopt.verify.model import Canon
 from drawopt.verify.records import KEY_FIELDS, expand

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from drawopt.formats import loads
-from drawopt.stream import Stream
+from drawopt.ir.formats import loads
+from drawopt.ir.stream import Stream
 from drawopt.verify import verify
 
 try:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drawopt.formats import loads
-from drawopt.stream import Stream
+from drawopt.ir.formats import loads
+from drawopt.ir.stream import Stream
 from drawopt.verify import verify
 
 HEAD = """drawopt 1 context=graphics kind={kind} fast_semantics=off
@@ -205,7 +205,7 @@ def test_dropped_trailing_root_constants_of_a_bundle_are_a_difference() -> None:
 
 
 def _packed_bundle() -> tuple[Stream, Stream]:
-    from drawopt.passmanager import optimize
+    from drawopt.result import optimize
     o, _ = _x_pair("R16_UINT", 5)
     o = o.replace("SetPipelineState xv\n", "SetPipelineState xv\nSetGraphicsRootShaderResourceView 2 verts 0\n")
     a = S(o, kind="bundle", max_index=1000)

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 from drawopt.passes.weld import plan_weld
 
-from drawopt.costmodel import TARGETS, default_pipeline, get_target, weld_pays_off
-from drawopt.formats import loads
+from drawopt.analysis.costmodel import TARGETS, default_pipeline, get_target, weld_pays_off
+from drawopt.analysis.state import track
 from drawopt.gen import generate
-from drawopt.ops import BY_NAME
+from drawopt.ir.formats import loads
+from drawopt.ir.ops import BY_NAME
+from drawopt.ir.stream import Stream
 from drawopt.passmanager import PassManager, parse_pipeline
-from drawopt.state import track
-from drawopt.stream import Stream
 from drawopt.verify import verify
 
 _DI = BY_NAME["DrawInstanced"].code
@@ -235,7 +235,7 @@ def test_gpu_written_vertex_buffer_stays_strict(welded) -> None:
 
 def _with_writer(s: Stream) -> Stream:
     """``s`` with a pixel-shader writer of the vertex buffer drawn before everything else."""
-    from drawopt.formats import dumps
+    from drawopt.ir.formats import dumps
     text = dumps(s, "text")
     head, _, body = text.partition("\n\n")
     head += "\npipeline vbwriter vs=w ps=w writes=quadverts"

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UsageError
-from ..stream import Stream
-from .common import Option, logical_draws, resolve_options
+from drawopt.errors import UsageError
+from drawopt.gen.common import Option, logical_draws, resolve_options
+from drawopt.ir.stream import Stream
 
 KINDS = ("quads", "frame", "gpu-driven", "bundle")
 _MODULES = {"quads": "quads", "frame": "frame", "gpu-driven": "gpu_driven", "bundle": "bundle"}

@@ -16,10 +16,10 @@ __all__ = ["OPTIONS", "build"]
 
 import numpy as np
 
-from ..decls import Buffer, Heap, Pipeline, RootParam, RootSig, Texture, View
-from ..stream import Header, Stream
-from .common import DrawList, Option, Program, Slot, choice_opt, float_opt, int_opt
-from .scene import VERTEX_STRIDE, make_meshes, scene_draws
+from drawopt.gen.common import DrawList, Option, Program, Slot, choice_opt, float_opt, int_opt
+from drawopt.gen.scene import VERTEX_STRIDE, make_meshes, scene_draws
+from drawopt.ir.decls import Buffer, Heap, Pipeline, RootParam, RootSig, Texture, View
+from drawopt.ir.stream import Header, Stream
 
 OPTIONS: tuple[Option, ...] = (
     choice_opt("heaps", "once", ("once", "same-twice", "different-twice"),

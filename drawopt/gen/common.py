@@ -6,7 +6,7 @@ command at a *sort key* ``row * SLOTS + slot``: a row is one position in the
 submission order (a draw, or one set-up command), and the slot orders the
 commands that belong to the same draw (pipeline, then bindings, then the draw,
 then anything that must follow it). :meth:`Program.build` sorts the keys once
-and scatters the columns into a :class:`drawopt.stream.Stream`.
+and scatters the columns into a :class:`drawopt.ir.stream.Stream`.
 
 :class:`DrawList` adds the usual engine behaviour on top: given per-draw state
 (pipeline, tables, index buffer, ...) it emits a state command only where the
@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from ..decls import Decl, Decls
-from ..errors import UsageError
-from ..ops import BY_CODE, BY_NAME, MULTI_DRAW_OPS, NARGS
-from ..stream import FLAG_NOMERGE, Header, Stream, encode_command
+from drawopt.errors import UsageError
+from drawopt.ir.decls import Decl, Decls
+from drawopt.ir.ops import BY_CODE, BY_NAME, MULTI_DRAW_OPS, NARGS
+from drawopt.ir.stream import FLAG_NOMERGE, Header, Stream, encode_command
 
 SLOTS = 32
 """Command positions available within one row."""
@@ -216,7 +216,7 @@ class _Part:
 class Program:
     """Commands placed by sort key, built into a :class:`Stream` in one sort.
 
-    >>> from drawopt.stream import Header
+    >>> from drawopt.ir.stream import Header
     >>> p = Program(Header())
     >>> r = p.rows(3)
     >>> p.emit("DrawInstanced", r, Slot.DRAW, vertex_count=6, instance_count=1)

@@ -71,10 +71,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..decls import Buffer, Depth, Heap, Pipeline, RootParam, RootSig, Target, Texture, View
-from ..stream import FLAG_NOMERGE, Header, Stream
-from .common import DrawList, Option, Program, Slot, bool_opt, choice_opt, f32, float_opt, int_opt, split_budget
-from .scene import VERTEX_STRIDE, loguniform_int, make_meshes, markov, scene_draws
+from drawopt.gen.common import (
+    DrawList,
+    Option,
+    Program,
+    Slot,
+    bool_opt,
+    choice_opt,
+    f32,
+    float_opt,
+    int_opt,
+    split_budget,
+)
+from drawopt.gen.scene import VERTEX_STRIDE, loguniform_int, make_meshes, markov, scene_draws
+from drawopt.ir.decls import Buffer, Depth, Heap, Pipeline, RootParam, RootSig, Target, Texture, View
+from drawopt.ir.stream import FLAG_NOMERGE, Header, Stream
 
 OPTIONS: tuple[Option, ...] = (
     int_opt("materials", 64, 1, 4096, "number of materials (texture tables)"),

@@ -44,10 +44,10 @@ __all__ = ["OPTIONS", "build"]
 
 import numpy as np
 
-from ..decls import Buffer, Depth, Heap, Pipeline, RootParam, RootSig, Target, Texture, View
-from ..stream import Header, Stream
-from .common import Option, Program, Slot, bool_opt, choice_opt, int_opt, split_budget
-from .scene import make_meshes
+from drawopt.gen.common import Option, Program, Slot, bool_opt, choice_opt, int_opt, split_budget
+from drawopt.gen.scene import make_meshes
+from drawopt.ir.decls import Buffer, Depth, Heap, Pipeline, RootParam, RootSig, Target, Texture, View
+from drawopt.ir.stream import Header, Stream
 
 OPTIONS: tuple[Option, ...] = (
     choice_opt("context", "graphics", ("graphics", "compute"), "graphics list, or the async compute list"),

@@ -36,10 +36,10 @@ __all__ = ["OPTIONS", "build"]
 
 import numpy as np
 
-from ..decls import Buffer, Heap, Pipeline, RootParam, RootSig, Target, View
-from ..errors import UsageError
-from ..stream import Header, Stream
-from .common import Option, Program, Slot, choice_opt, f32, int_opt
+from drawopt.errors import UsageError
+from drawopt.gen.common import Option, Program, Slot, choice_opt, f32, int_opt
+from drawopt.ir.decls import Buffer, Heap, Pipeline, RootParam, RootSig, Target, View
+from drawopt.ir.stream import Header, Stream
 
 OPTIONS: tuple[Option, ...] = (
     int_opt("method", 1, 1, 5, "1 one draw per quad, 2 batched, 3 index buffer, 4 vertex pulling, 5 instancing"),

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..decls import Buffer
-from .common import Program
+from drawopt.gen.common import Program
+from drawopt.ir.decls import Buffer
 
 VERTEX_STRIDE = 32
 R16, R32 = 0, 1

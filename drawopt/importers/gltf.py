@@ -51,9 +51,16 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, UsageError
-from ..stream import Stream, StreamBuilder
-from .gltf_read import COMPONENT_BYTES, COMPONENT_NAMES, SUPPORTED_EXTENSIONS, TYPE_COMPONENTS, GltfFile, read_gltf
+from drawopt.errors import InputError, UsageError
+from drawopt.importers.gltf_read import (
+    COMPONENT_BYTES,
+    COMPONENT_NAMES,
+    SUPPORTED_EXTENSIONS,
+    TYPE_COMPONENTS,
+    GltfFile,
+    read_gltf,
+)
+from drawopt.ir.stream import Stream, StreamBuilder
 
 #: import options that declare what the engine's shaders support -> what each lets a rewrite do
 #: (the import summary prints this next to the draw calls each would allow)
@@ -324,7 +331,7 @@ class _Importer:
             contract = contract_for(instanced=bool(inst_attrs), pulled_attributes=npulled, **self.flags)
             kw: dict[str, Any] = {}
             if contract:
-                from ..decls import parse_contract
+                from drawopt.ir.decls import parse_contract
                 kw["contract"] = parse_contract(contract)
             vs = "gltf_vs" + (".inst" if inst_attrs else "")
             if self.pulling:  # the shader decodes the formats the layout would name

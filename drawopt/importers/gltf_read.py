@@ -31,7 +31,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InputError
+from drawopt.errors import InputError
 
 #: extensions the engine model implements (a file may *require* these)
 SUPPORTED_EXTENSIONS: dict[str, str] = {

@@ -16,7 +16,7 @@ every command to GL.
 
 from __future__ import annotations
 
-from .api import (
+from drawopt.replay.api import (
     Comparison,
     ReplayResult,
     TargetDiff,
@@ -27,7 +27,7 @@ from .api import (
     replay_interleaved,
     write_pngs,
 )
-from .executor import ReplayOptions
+from drawopt.replay.executor import ReplayOptions
 
 __all__ = ["replay", "compare", "write_pngs", "available", "call_overhead", "ReplayResult", "Comparison",
            "TargetDiff", "ReplayOptions", "replay_interleaved"]

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ..stream import Stream
-from .executor import Frame, ReplayOptions
-from .gl import context_error, get_context
-from .tape import make_executor, measure_call_overhead
+from drawopt.ir.stream import Stream
+from drawopt.replay.executor import Frame, ReplayOptions
+from drawopt.replay.gl import context_error, get_context
+from drawopt.replay.tape import make_executor, measure_call_overhead
 
 
 @dataclass
@@ -162,7 +162,7 @@ class _Session:
             rel()
         prof = None
         if profile:
-            from .profile import profile_frame
+            from drawopt.replay.profile import profile_frame
             nprof = 5 if profile is True else int(profile)
             prof = profile_frame(fr, self.ctx, self.gl, self.opts.native, nprof, progress=say)
         images = fr.read_targets() if read else {}

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ops import BY_NAME
-from ..stream import ARGS_SIZE, Stream
+from drawopt.ir.ops import BY_NAME
+from drawopt.ir.stream import ARGS_SIZE, Stream
 
 QUAD_PATTERN = np.array([0, 1, 2, 2, 1, 3], dtype=np.uint32)
 POOL_SIZE = 1 << 20

@@ -41,13 +41,13 @@ from typing import Any
 
 import numpy as np
 
-from ..decls import Buffer, Depth, Pipeline, Target, View
-from ..errors import InputError
-from ..ops import BY_CODE, BY_NAME, TOPOLOGIES, Cat
-from ..stream import Stream
-from . import content
-from .gl import GL, GLFunctions, GLInfo
-from .shaders import (
+from drawopt.errors import InputError
+from drawopt.ir.decls import Buffer, Depth, Pipeline, Target, View
+from drawopt.ir.ops import BY_CODE, BY_NAME, TOPOLOGIES, Cat
+from drawopt.ir.stream import Stream
+from drawopt.replay import content
+from drawopt.replay.gl import GL, GLFunctions, GLInfo, on_release
+from drawopt.replay.shaders import (
     COPY_CS,
     ProgramKey,
     fragment_shader,
@@ -57,7 +57,7 @@ from .shaders import (
     tess_shaders,
     vertex_shader,
 )
-from .tape import Op, TapeBuilder, f32_bits
+from drawopt.replay.tape import Op, TapeBuilder, f32_bits
 
 _TOPO_MODE = {
     "POINTLIST": (GL.POINTS, 0), "LINELIST": (GL.LINES, 0), "LINESTRIP": (GL.LINE_STRIP, 0),
@@ -157,6 +157,7 @@ _PROGRAMS: dict[tuple[tuple[str, str], ...], tuple[Any, _Prog]] = {}
 of preparing a frame on llvmpipe, and an original and its rewrite share their pipelines)."""
 
 
+@on_release
 def clear_program_cache() -> None:
     """Release every cached program (before releasing the context)."""
     for _, pr in _PROGRAMS.values():
@@ -223,7 +224,7 @@ def index_scale_for(s: Stream, budget: int = PRIM_BUDGET) -> int:
     """The light content's squeeze factor for ``s``: the smallest power of two ``k`` with
     ``indexed_indices(s) / 3 / k <= budget`` (1 for streams that are light already).
 
-    >>> from drawopt.stream import StreamBuilder
+    >>> from drawopt.ir.stream import StreamBuilder
     >>> b = StreamBuilder(); b.pipeline("p", vs="v"); b.SetPipelineState("p")
     >>> b.buffer("ib", 1 << 24); b.IASetIndexBuffer("ib", "R32_UINT", 0)
     >>> for _ in range(10): b.DrawIndexedInstanced(3_000_000, 1, 0, 0, 0)
@@ -623,7 +624,7 @@ class Frame:
         self.rt_names = tuple(self.s.decls[int(v)].name for v in self.s.var(i))
 
     def _c_viewport(self, i: int, a: list[int]) -> None:
-        from ..codec import bits_f32
+        from drawopt.ir.codec import bits_f32
         self.viewport = tuple(bits_f32(v) for v in a[:6])
 
     def _c_scissor(self, i: int, a: list[int]) -> None:
@@ -633,7 +634,7 @@ class Frame:
         self.warnings["Opaque commands ignored"] += 1
 
     def _c_barrier(self, i: int, a: list[int]) -> None:
-        from ..ops import BARRIER_STATES
+        from drawopt.ir.ops import BARRIER_STATES
         self.tb.emit(Op.MEMORY_BARRIER, _BARRIER_AFTER[BARRIER_STATES[a[2]]])
 
     def _c_copy(self, i: int, a: list[int]) -> None:

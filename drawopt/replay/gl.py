@@ -20,6 +20,7 @@ import ctypes
 import ctypes.util
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -191,6 +192,14 @@ class GLInfo:
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
+_ON_RELEASE: list[Callable[[], None]] = []
+"""Called before the process-wide context is released (the executor's program cache registers here)."""
+
+
+def on_release(fn: Callable[[], None]) -> Callable[[], None]:
+    """Register ``fn`` to run before :func:`release_context` releases the context; returns ``fn``."""
+    _ON_RELEASE.append(fn)
+    return fn
 
 
 def get_context() -> tuple[Any, GLFunctions, GLInfo]:
@@ -251,8 +260,8 @@ def release_context() -> None:
     with _lock:
         ctx = _state.pop("ctx", None)
         if ctx is not None:
-            from .executor import clear_program_cache
-            clear_program_cache()
+            for fn in _ON_RELEASE:
+                fn()
         _state.pop("gl", None)
         _state.pop("info", None)
         if ctx is not None:

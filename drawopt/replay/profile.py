@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from ..ops import BY_CODE
-from .gl import GL
-from .tape import DRAW_OPS, OP_SPECS, Op, make_executor
+from drawopt.ir.ops import BY_CODE
+from drawopt.replay.gl import GL
+from drawopt.replay.tape import DRAW_OPS, OP_SPECS, Op, make_executor
 
 _MULTI_COUNT_COL = {Op.MULTI_DRAW_ARRAYS_INDIRECT: 3, Op.MULTI_DRAW_ELEMENTS_INDIRECT: 4,
                     Op.MULTI_DRAW_ARRAYS_INDIRECT_COUNT: 4, Op.MULTI_DRAW_ELEMENTS_INDIRECT_COUNT: 5}
@@ -102,7 +102,7 @@ def _clock_overhead(ex: Any, n: int = 100_000) -> float:
     with untimed submit times)."""
     import time
 
-    from .tape import NativeTape
+    from drawopt.replay.tape import NativeTape
     if not isinstance(ex, NativeTape):
         return float("nan")
     tape = np.zeros((n, 8), np.int64)

@@ -37,8 +37,8 @@ __all__ = ["ProgramKey", "vertex_shader", "fragment_shader", "geometry_shader", 
 
 from dataclasses import dataclass
 
-from ..decls import Pipeline, lift_items
-from .gl import GL
+from drawopt.ir.decls import Pipeline, lift_items
+from drawopt.replay.gl import GL
 
 LIFT_MAX = 16
 """At most this many lifted values per contract."""
@@ -78,7 +78,7 @@ class ProgramKey:
 
 def lift_sources(text: str) -> list[tuple[int, int]]:
     """``lift=A+B``: each item ``P`` or ``P.k`` -> (param, word), read by the format's grammar
-    (:func:`drawopt.decls.lift_items`; the list was checked against the root signature when
+    (:func:`drawopt.ir.decls.lift_items`; the list was checked against the root signature when
     the stream was loaded). ValueError on a malformed list or more than :data:`LIFT_MAX` items."""
     out = list(lift_items(text))
     if len(out) > LIFT_MAX:

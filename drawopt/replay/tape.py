@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .gl import GLFunctions
+from drawopt.replay.gl import GLFunctions
 
 WIDTH = 8
 

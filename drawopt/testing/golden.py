@@ -86,8 +86,8 @@ def case_options(case: GoldenCase) -> dict[str, Any]:
 
 def run_case(case: GoldenCase) -> str:
     """The canonical text of the optimized stream for ``case``."""
-    from .. import formats
-    from ..passmanager import optimize
+    from drawopt.ir import formats
+    from drawopt.result import optimize
 
     out = optimize(formats.load(case.input), **case_options(case)).stream
     text = formats.dumps(out, "text")
@@ -115,7 +115,7 @@ def match_golden(input_stream: Any, got: str, golden: str | Path, update: bool =
     the golden does not verify against ``input_stream``.
 
     >>> import tempfile
-    >>> from drawopt import formats
+    >>> from drawopt.ir import formats
     >>> from drawopt.gen import generate
     >>> s = generate("quads", 2)
     >>> g = Path(tempfile.mkdtemp()) / "q.dstream"
@@ -149,8 +149,8 @@ def match_golden(input_stream: Any, got: str, golden: str | Path, update: bool =
 
 
 def _check_verifies(input_stream: Any, golden: Path, reorder: str) -> None:
-    from .. import formats
-    from ..passmanager import verify_streams
+    from drawopt.ir import formats
+    from drawopt.passmanager import verify_streams
 
     reason = verify_streams(input_stream, formats.load(golden), reorder=reorder)
     if reason is not None:
@@ -159,7 +159,7 @@ def _check_verifies(input_stream: Any, golden: Path, reorder: str) -> None:
 
 def check_golden(case: GoldenCase, update: bool = False) -> None:
     """Compare ``case``'s output with its golden; rewrite it when ``update``."""
-    from .. import formats
+    from drawopt.ir import formats
 
     match_golden(formats.load(case.input), run_case(case), case.expected, update,
                  reorder=str(case.options.get("reorder", "declared")))

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from .. import formats
-from ..stream import Stream
-from .golden import GoldenMismatch, match_golden
+from drawopt.ir import formats
+from drawopt.ir.stream import Stream
+from drawopt.testing.golden import GoldenMismatch, match_golden
 
 UPDATE_OPTION = "--drawopt-update-golden"
 
@@ -59,7 +59,7 @@ class GoldenChecker:
         ``passes``, ``target``, ``reorder`` and ``options`` go to :func:`drawopt.optimize`
         (``passes=None``: the target's default pipeline); every pass is verified.
         """
-        from ..passmanager import optimize
+        from drawopt.result import optimize
 
         stream = stream_or_path if isinstance(stream_or_path, Stream) else formats.load(self._path(stream_or_path))
         out = optimize(stream, passes, target=target, reorder=reorder, verify_each=verify_each, **options).stream

@@ -4,8 +4,8 @@
 instance, dispatch and copy observes, normalised by what its pipeline can see),
 compares them per written resource under a reorder policy, checks the flush,
 re-bind and bundle rules on the optimized stream, and names the first difference.
-It is independent of the optimizer's own analyses (:mod:`drawopt.state`,
-:mod:`drawopt.graph`), in the manner of LLVM's ``-verify-each`` and Alive2's
+It is independent of the optimizer's own analyses (:mod:`drawopt.analysis.state`,
+:mod:`drawopt.analysis.graph`), in the manner of LLVM's ``-verify-each`` and Alive2's
 translation validation. The model is documented in ``docs/verification.md``.
 
 >>> from drawopt import StreamBuilder
@@ -34,15 +34,15 @@ from typing import Any
 
 import numpy as np
 
-from ..decls import Buffer
-from ..errors import UsageError
-from ..ops import BARRIER_STATES, BY_NAME
-from ..stream import REORDER_POLICIES, Stream
-from .compare import canonical, compare_records, exit_state_diff, matched_actions
-from .model import Canon
-from .records import Records, expand
-from .rules import check_rules, first_new_uncovered_read, first_new_violation
-from .slots import column_universe
+from drawopt.errors import UsageError
+from drawopt.ir.decls import Buffer
+from drawopt.ir.ops import BARRIER_STATES, BY_NAME
+from drawopt.ir.stream import REORDER_POLICIES, Stream
+from drawopt.verify.compare import canonical, compare_records, exit_state_diff, matched_actions
+from drawopt.verify.model import Canon
+from drawopt.verify.records import Records, expand
+from drawopt.verify.rules import check_rules, first_new_uncovered_read, first_new_violation
+from drawopt.verify.slots import column_universe
 
 """``none``: no two draws on a common target commute; ``declared``: only pipelines
 declared ``order_independent``; ``opaque``: also opaque depth-tested draws."""

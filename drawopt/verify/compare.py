@@ -34,11 +34,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ops import BY_NAME
-from ._hash import hash_cols
-from .model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET
-from .records import KD_DRAW, KD_INDEXED, KEY_FIELDS, F, Records, norm, ragged
-from .slots import Col, StateAt, cid_of, col_name
+from drawopt.ir.ops import BY_NAME
+from drawopt.verify._hash import hash_cols
+from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET
+from drawopt.verify.records import KD_DRAW, KD_INDEXED, KEY_FIELDS, F, Records, norm, ragged
+from drawopt.verify.slots import Col, StateAt, cid_of, col_name
 
 _SHIFT = np.int64(1) << np.int64(40)
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
@@ -585,7 +585,7 @@ class _Explain:
             msg, col = self._state_diff(aa, ab)
             return out(msg + merged, col)
         if ka[F["kind"]] != kb[F["kind"]]:
-            from .records import KIND_NAMES
+            from drawopt.verify.records import KIND_NAMES
             note = _weld_note(B, ab) or _weld_note(A, aa)
             return out(f"{KIND_NAMES[ka[F['kind']]]} != {KIND_NAMES[kb[F['kind']]]}{note}", "kind")
         if ka[F["epoch"]] != kb[F["epoch"]]:

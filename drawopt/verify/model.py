@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..decls import Decls, Pipeline, RootSig, resolve_lift
-from ._hash import hash_cols
+from drawopt.ir.decls import Decls, Pipeline, RootSig, resolve_lift
+from drawopt.verify._hash import hash_cols
 
 NEVER = -1
 """State value: never set in this list."""

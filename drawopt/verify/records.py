@@ -31,14 +31,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..decls import Buffer, Decls, Pipeline, View
-from ..errors import UsageError
-from ..ops import BY_NAME, OPS, TOPOLOGIES, Cat
-from ..stream import FLAG_NOMERGE, Stream
-from ..stream import ragged_index as ragged
-from ._hash import hash_cols
-from .model import NEVER, OPQ_BASE, VERTS_PER_PRIM, Canon, PipeInfo, commute_label, pipe_info
-from .slots import Col, StateAt, cid_of, track
+from drawopt.errors import UsageError
+from drawopt.ir.decls import Buffer, Decls, Pipeline, View
+from drawopt.ir.ops import BY_NAME, OPS, TOPOLOGIES, Cat
+from drawopt.ir.stream import FLAG_NOMERGE, Stream
+from drawopt.ir.stream import ragged_index as ragged
+from drawopt.verify._hash import hash_cols
+from drawopt.verify.model import NEVER, OPQ_BASE, VERTS_PER_PRIM, Canon, PipeInfo, commute_label, pipe_info
+from drawopt.verify.slots import Col, StateAt, cid_of, track
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
 _CAT = {o.code: o.cat for o in OPS}

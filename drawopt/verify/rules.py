@@ -48,11 +48,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..decls import Buffer
-from ..ops import BARRIER_STATES, BY_NAME, FLUSH_MODES, PIPELINED_EVENTS
-from .model import PipeInfo
-from .records import FE_NAMES, IMAX_DATA, IMAX_DECLARED, F, Records
-from .slots import Col, cid_of
+from drawopt.ir.decls import Buffer
+from drawopt.ir.ops import BARRIER_STATES, BY_NAME, FLUSH_MODES, PIPELINED_EVENTS
+from drawopt.verify.model import PipeInfo
+from drawopt.verify.records import FE_NAMES, IMAX_DATA, IMAX_DECLARED, F, Records
+from drawopt.verify.slots import Col, cid_of
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
 _STAGE_EVENT = ("CS_PARTIAL_FLUSH", "VS_PARTIAL_FLUSH", "PS_PARTIAL_FLUSH")

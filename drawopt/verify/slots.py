@@ -5,7 +5,7 @@ of root parameter 1's constants, the index buffer, ...). For each column the
 setting commands and the commands that invalidate it are *events*; the value an
 action sees is that of the last event before it (a forward fill done with
 ``searchsorted``). This is the validator's own tracker: it shares no code with
-:mod:`drawopt.state`, so an error in the optimizer's analyses is not repeated here.
+:mod:`drawopt.analysis.state`, so an error in the optimizer's analyses is not repeated here.
 
 Invalidations (D3D12 rules, and the seeds):
 
@@ -26,10 +26,10 @@ from enum import IntEnum
 
 import numpy as np
 
-from ..ops import BY_NAME
-from ..stream import Stream, ragged_index
-from ._hash import hash_cols
-from .model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET, Canon
+from drawopt.ir.ops import BY_NAME
+from drawopt.ir.stream import Stream, ragged_index
+from drawopt.verify._hash import hash_cols
+from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET, Canon
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
 _MASK63 = np.int64(0x7FFFFFFFFFFFFFFF)

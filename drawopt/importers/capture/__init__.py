@@ -15,9 +15,9 @@ __all__ = ["import_capture", "import_capture_summary", "list_frames", "FrameInfo
 
 from typing import Any
 
-from ...errors import InputError, UsageError
-from ...stream import Stream
-from .reader import FrameInfo, Summary, read_capture
+from drawopt.errors import InputError, UsageError
+from drawopt.importers.capture.reader import FrameInfo, Summary, read_capture
+from drawopt.ir.stream import Stream
 
 
 def parse_frames(spec: str | int | tuple[int, int] | None) -> tuple[str, Any]:

@@ -16,12 +16,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...decls import Buffer, Depth, Heap, Pipeline, RootParam, RootSig, Target, Texture, View
-from ...stream import StreamBuilder
-from .objects import Objects, PipeInfo, Recorded
-from .source import decode_record
-from .spirv import Reflection
-from .vkmap import (
+from drawopt.importers.capture.objects import Objects, PipeInfo, Recorded
+from drawopt.importers.capture.source import decode_record
+from drawopt.importers.capture.spirv import Reflection
+from drawopt.importers.capture.vkmap import (
     DYNAMIC_DESCRIPTORS,
     TABLE_KIND,
     access_state,
@@ -34,6 +32,8 @@ from .vkmap import (
     topology,
     vk_format,
 )
+from drawopt.ir.decls import Buffer, Depth, Heap, Pipeline, RootParam, RootSig, Target, Texture, View
+from drawopt.ir.stream import StreamBuilder
 
 # dynamic states the emitter models itself (the others fold into the pipeline variant)
 _MODELLED = frozenset(dynamic_state_key(s) for s in (

@@ -13,7 +13,7 @@ __all__ = ["SetLayout", "PipeLayout", "PipeInfo", "RenderPass", "Objects", "Reco
 from dataclasses import dataclass, field
 from typing import Any
 
-from .vkmap import DYNAMIC_DESCRIPTORS, SAMPLER_PART, TABLE_KIND, dynamic_state_key
+from drawopt.importers.capture.vkmap import DYNAMIC_DESCRIPTORS, SAMPLER_PART, TABLE_KIND, dynamic_state_key
 
 Recorded = tuple[str, dict[str, Any], int]
 """One recorded command: (call name, its ``args``, capture line)."""

@@ -19,12 +19,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import InputError, UsageError
-from .emit import FrameEmitter, FrameStats, Shaders, decode_writes
-from .objects import Objects, PipeInfo, PipeLayout, RenderPass, SetLayout
-from .source import JSON_VERSIONS, _loads, convert_gfxr, extract_shaders, open_binary, scan, temp_dir
-from .spirv import reflect_file
-from .vkmap import dynamic_state_key, rect
+from drawopt.errors import InputError, UsageError
+from drawopt.importers.capture.emit import FrameEmitter, FrameStats, Shaders, decode_writes
+from drawopt.importers.capture.objects import Objects, PipeInfo, PipeLayout, RenderPass, SetLayout
+from drawopt.importers.capture.source import (
+    JSON_VERSIONS,
+    _loads,
+    convert_gfxr,
+    extract_shaders,
+    open_binary,
+    scan,
+    temp_dir,
+)
+from drawopt.importers.capture.spirv import reflect_file
+from drawopt.importers.capture.vkmap import dynamic_state_key, rect
 
 SPLITS = ("auto", "present", "submit")
 

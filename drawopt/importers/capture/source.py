@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ...errors import InputError, UsageError
+from drawopt.errors import InputError, UsageError
 
 try:  # orjson (a maintained C JSON parser) reads records ~4x faster than the standard library
     from orjson import loads as _loads

@@ -1,0 +1,1246 @@
+"""The dependency graph of a stream: what may not be reordered, and why.
+
+:func:`build_graph` returns a :class:`networkx.DiGraph`. A **node** is a run of
+consecutive commands of the stream (``first`` .. ``last``, inclusive): the state
+commands that prepare an action and the action (a draw, dispatch, copy, flush,
+barrier or opaque command), possibly several such segments when no hazard links
+them. Node ids are integers in stream order. Node attributes:
+
+``first``, ``last``  command indices (inclusive)
+``kind``             ``draws``, ``dispatch``, ``copy``, ``flush``, ``barrier``, ``opaque``
+                     or ``state`` (state commands after the last action)
+``commands``         number of commands; ``actions``: draws/dispatches/copies in it
+
+An **edge** ``u -> v`` says that some command of ``v`` must stay after some
+command of ``u``. Edge attributes: ``reason`` (the strongest of ``reasons``),
+``reasons`` (comma-separated) and ``resource`` (the resource or state the
+strongest reason is about, where there is one). Reasons:
+
+=========  ===============================================================
+``raw``    ``v`` reads a resource ``u`` wrote (render/depth target, UAV, buffer,
+           args, index data, copy destination)
+``war``    ``v`` writes a resource ``u`` reads
+``waw``    both write a resource (copies, dispatches)
+``order``  both draw into a common target and their order is observable under
+           the reorder policy (``none``: always; ``declared``: unless both
+           pipelines are ``order_independent``; ``opaque``: also unless both are
+           opaque, depth-tested, depth-writing draws against the same depth)
+``flush``  a flush pins the GPU writes it covers before it and the front-end
+           reads after it (indirect args, draw counts, index data)
+``barrier````v`` or ``u`` is a ``ResourceBarrier`` of a resource the other accesses
+``opaque`` an ``Opaque`` command (unknown to the model) orders everything
+``state``  ``v``'s draw sees state a command of ``u`` sets (read-after-write), or
+           ``v`` sets state ``u``'s draw saw (write-after-read / -write)
+=========  ===============================================================
+
+Only ``state`` edges are about command placement rather than rendering: a pass
+that re-establishes every moved draw's state (from the state table) may ignore
+them (see :func:`hazard_view`); no pass may reorder across any other edge. The
+commands of one node have no hazard between them other than ``state``, so such
+a pass may also reorder the draws inside a node.
+
+The graph is kept small: accesses are tracked per resource as the most recent
+write plus the accesses since (as Vulkan's synchronization validation does), so
+an access depends only on the previous group of conflicting accesses, and edges
+implied by a path of two others are dropped (hazard edges only through hazard
+paths). Commuting accesses (reads; order-independent draws) form one group.
+
+Implementation: everything is columnar (numpy) over segments, accesses and
+events; the sequential steps, the bindings every action sees, the node
+assignment and the two-path edge reduction, run in ``drawopt._graph``
+(``cext/_graph.pyx``) with pure-Python twins (:func:`_act_setter_events_py`,
+:func:`_assign_nodes_py`, :func:`_two_path_reduce_py`; ``DRAWOPT_PURE=1``).
+Accesses to resources that nothing writes are not kept (they can order nothing).
+:func:`hazard_graph` gives the nodes and the non-``state`` edges as arrays,
+without networkx, for passes that re-emit state.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "build_graph", "hazard_graph", "HazardGraph", "node_of_command", "hazard_view", "commute_class",
+    "ordered_chains", "segments_are_chains", "pack_columns", "lex_order", "graph_bytes",
+    "EDGE_REASONS", "NODE_KINDS",
+    "graph_summary", "to_dot", "to_json", "write_graph",
+]
+
+import json
+import os
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from drawopt._accel import load_cext
+from drawopt.analysis.access import declared_writes, heap_views, table_access
+from drawopt.analysis.state import RTS, StateTable, intern_rows
+from drawopt.errors import UsageError
+from drawopt.ir.decls import Buffer, Pipeline
+from drawopt.ir.ops import BARRIER_STATES, BY_CODE, BY_NAME, NARGS, Cat
+from drawopt.ir.stream import Stream, ragged_index
+
+EDGE_REASONS = ("raw", "war", "waw", "order", "flush", "barrier", "opaque", "state")
+"""Edge reasons, strongest first."""
+NODE_KINDS = ("draws", "dispatch", "copy", "flush", "barrier", "opaque", "state")
+_OP = {n: BY_NAME[n].code for n in BY_NAME}
+_FE_VIRTUAL = "(front-end data)"
+_INHERITED = "(inherited render targets)"
+_INHERITED_DEPTH = "(inherited depth target)"
+_FAN_CAP = 64
+_COMMUTING_DEPTH = ("less", "lequal", "greater", "gequal")
+_INDIRECT = ("DrawInstancedIndirect", "DrawIndexedInstancedIndirect", "MultiDrawInstancedIndirect",
+             "MultiDrawIndexedInstancedIndirect", "MultiDrawInstancedIndirectAuto",
+             "MultiDrawIndexedInstancedIndirectAuto")
+"""Draws that read their arguments (and ``Auto``: their count) from a buffer through the front end."""
+_INDEXED_NATIVE = {_OP[n] for n in ("DrawIndexedInstanced", "DrawIndexedInstancedIndirect",
+                                    "MultiDrawIndexedInstancedIndirect", "MultiDrawIndexedInstancedIndirectAuto")}
+
+
+def commute_class(pipeline: Pipeline | None, reorder: str, depth: str | None = None) -> str | None:
+    """The class within which draws of ``pipeline`` commute on their targets, or None.
+
+    Two draws writing a common target may swap when both have the same non-None
+    class: ``"oi"`` for ``order_independent`` pipelines (policies ``declared`` and
+    ``opaque``), and under ``opaque`` ``"opaque:<func>:<depth>"`` for opaque,
+    depth-tested, depth-writing draws with a less/lequal/greater/gequal test into
+    the same depth target (equal depths can then resolve differently).
+    """
+    if pipeline is None or reorder == "none":
+        return None
+    if pipeline.order_independent:
+        return "oi"
+    func = pipeline.depth.split(",")[0]
+    if (reorder == "opaque" and not pipeline.is_compute and pipeline.blend == "opaque" and pipeline.depth_write
+            and func in _COMMUTING_DEPTH and depth is not None):
+        return f"opaque:{func}:{depth}"
+    return None
+
+
+
+def ordered_chains(stream: Stream, table: StateTable, pipe: np.ndarray, seg: np.ndarray,
+                   reorder: str) -> np.ndarray:
+    """Per draw: True when every later draw of its segment must stay after the one before it.
+
+    Two consecutive draws of a segment are ordered when both write the colour targets of one
+    ``OMSetRenderTargets`` command and neither pipeline can commute under ``reorder``
+    (:func:`drawopt.analysis.graph.commute_class` gives None whatever the depth target): the
+    dependency graph then has an ``order`` edge between their (distinct) nodes, with no
+    other node between them. A segment whose draws are all so linked is a chain that no
+    schedule can reorder, and its graph is not needed. The test is conservative: False
+    only means "ask the graph".
+    """
+    d = pipe.shape[0]
+    if d == 0:
+        return np.zeros(0, bool)
+    decls = stream.decls
+    free = np.ones(len(decls) + 1, bool)  # may commute with another draw (or no pipeline)
+    for p in np.unique(pipe[pipe >= 0]).tolist():
+        pi = decls[p]
+        if isinstance(pi, Pipeline):
+            free[p] = commute_class(None if pi.is_compute else pi, reorder, "depth") is not None
+    fr = free[np.where(pipe >= 0, pipe, len(decls))]
+    rts = table.setter[:, RTS].astype(np.int64)
+    colour = np.zeros(d, bool)
+    ok = rts >= 0
+    ok[ok] = stream.op[rts[ok]] == _OP["OMSetRenderTargets"]
+    for c in np.unique(rts[ok]).tolist():
+        if any(decls[int(x)].kind != "depth" for x in stream.var(c).tolist()):
+            colour[rts == c] = True
+    link = (seg[1:] == seg[:-1]) & (rts[1:] == rts[:-1]) & colour[1:] & ~fr[1:] & ~fr[:-1]
+    # chained[i]: every draw after i in its segment is linked to its predecessor
+    last = np.r_[seg[1:] != seg[:-1], True]
+    bad = np.r_[~link, True] & ~last  # a missing link after draw i (i not the last of its segment)
+    nxt_bad = np.minimum.accumulate(np.where(bad, np.arange(d), d)[::-1])[::-1]
+    seg_end = np.minimum.accumulate(np.where(last, np.arange(d), d)[::-1])[::-1]
+    return nxt_bad >= seg_end
+
+
+def segments_are_chains(stream: Stream, table: StateTable, pipe: np.ndarray, seg: np.ndarray, reorder: str) -> bool:
+    """Every segment of more than one draw is a chain (:func:`ordered_chains`): no schedule can
+    reorder anything, and each draw is a cut (a part of its own) without building the graph."""
+    starts = np.r_[0, np.flatnonzero(np.diff(seg)) + 1] if seg.size else np.zeros(0, np.int64)
+    multi = np.diff(np.r_[starts, seg.shape[0]]) > 1
+    return bool(ordered_chains(stream, table, pipe, seg, reorder)[starts[multi]].all()) if multi.any() else True
+
+
+def node_of_command(G: nx.DiGraph | HazardGraph) -> np.ndarray:
+    """``out[i]``: the node holding command ``i`` (-1 outside the graph's range)."""
+    n = int(G.graph.get("commands", 0))
+    out = np.full(n, -1, np.int64)
+    if isinstance(G, HazardGraph):
+        if G.first.size:
+            lens = G.last - G.first + 1
+            out[ragged_index(G.first, lens)] = np.repeat(np.arange(G.first.shape[0], dtype=np.int64), lens)
+        return out
+    for v, d in G.nodes(data=True):
+        out[d["first"]:d["last"] + 1] = v
+    return out
+
+
+def hazard_view(G: nx.DiGraph) -> nx.DiGraph:
+    """A read-only view of ``G`` without ``state``-only edges (for passes that re-emit state)."""
+    return nx.subgraph_view(G, filter_edge=lambda u, v: G.edges[u, v]["reason"] != "state")
+
+
+# --------------------------------------------------------------------------- state slots
+_S_PSO, _S_RSG, _S_RSC, _S_HEAPS, _S_IB, _S_TOPO, _S_RTS, _S_VP, _S_SC, _S_BF, _S_SR, _S_GS, _S_AF = range(13)
+_S_VB, _S_RG, _S_RC = 32, 64, 80
+_SIMPLE_SLOT = {
+    "SetPipelineState": _S_PSO, "SetGraphicsRootSignature": _S_RSG, "SetComputeRootSignature": _S_RSC,
+    "SetDescriptorHeaps": _S_HEAPS, "IASetIndexBuffer": _S_IB, "IASetPrimitiveTopology": _S_TOPO,
+    "OMSetRenderTargets": _S_RTS, "RSSetViewports": _S_VP, "RSSetScissorRects": _S_SC, "OMSetBlendFactor": _S_BF,
+    "OMSetStencilRef": _S_SR, "GSSetParameters": _S_GS, "CSEnableAutomaticGpuFlush": _S_AF,
+}
+_ROOT_G = ("SetGraphicsRootDescriptorTable", "SetGraphicsRoot32BitConstants", "SetGraphicsRootConstantBufferView",
+           "SetGraphicsRootShaderResourceView")
+_ROOT_C = ("SetComputeRootDescriptorTable", "SetComputeRoot32BitConstants")
+_SLOT_NAMES = {_S_PSO: "pipeline", _S_RSG: "graphics root signature", _S_RSC: "compute root signature",
+               _S_HEAPS: "descriptor heaps", _S_IB: "index buffer", _S_TOPO: "primitive topology",
+               _S_RTS: "render targets", _S_VP: "viewport", _S_SC: "scissor", _S_BF: "blend factor",
+               _S_SR: "stencil ref", _S_GS: "GS parameters", _S_AF: "CSEnableAutomaticGpuFlush"}
+_K_DRAWS, _K_DISPATCH, _K_COPY, _K_FLUSH, _K_BARRIER, _K_OPAQUE, _K_STATE = range(7)
+_KIND_OF_CAT = {int(Cat.DRAW): _K_DRAWS, int(Cat.DISPATCH): _K_DISPATCH, int(Cat.COPY): _K_COPY,
+                int(Cat.FLUSH): _K_FLUSH, int(Cat.BARRIER): _K_BARRIER, int(Cat.OPAQUE): _K_OPAQUE}
+_KIND_TABLE = np.full(256, _K_STATE, np.int64)
+for _c, _k in _KIND_OF_CAT.items():
+    _KIND_TABLE[_c] = _k
+_R_CODE = {r: i for i, r in enumerate(EDGE_REASONS)}
+_BIG = np.int64(1) << np.int64(40)
+_REDUCE_CAP = 4096
+"""Two-path reduction skips a middle node with more than this many (in x out) pairs."""
+
+
+def _slot_name(slot: int) -> str:
+    if slot >= _S_RC:
+        return f"compute root parameter {slot - _S_RC}"
+    if slot >= _S_RG:
+        return f"root parameter {slot - _S_RG}"
+    if slot >= _S_VB:
+        return f"vertex buffer {slot - _S_VB}"
+    return _SLOT_NAMES.get(slot, "state")
+
+
+class _Builder:
+    """Builds the graph with numpy; see the module docstring for what it means."""
+
+    def __init__(self, s: Stream, reorder: str, start: int, stop: int, state_edges: bool = True):
+        self.s, self.reorder, self.start, self.stop = s, reorder, start, stop
+        self.with_state = state_edges
+        self.decls = s.decls
+        self.res_names: list[str] = []
+        self._cmd_seg: np.ndarray | None = None
+        self._act_set: dict[int, np.ndarray] = {}
+        self._act_set_cmd: dict[int, np.ndarray] = {}
+        self.res_ids: dict[str, int] = {}
+        self.labels: dict[str, int] = {}
+
+    def rid(self, name: str) -> int:
+        i = self.res_ids.get(name)
+        if i is None:
+            i = self.res_ids[name] = len(self.res_names)
+            self.res_names.append(name)
+        return i
+
+    def lab(self, label: str | None, mode: str) -> int:
+        """Access class: 0 read, 1 ordered write, >= 2 a commuting write class."""
+        if mode == "r":
+            return 0
+        if label is None:
+            return 1
+        return self.labels.setdefault(label, len(self.labels) + 2)
+
+    # ------------------------------------------------------------------ state events
+    def _events(self) -> None:
+        s, n = self.s, self.stop
+        op, args = s.op[:n], s.args[:n]
+        cmds, slots = [], []
+        for name, slot in _SIMPLE_SLOT.items():
+            i = np.flatnonzero(op == _OP[name])
+            cmds.append(i)
+            slots.append(np.full(i.size, slot, np.int64))
+        for names, base in ((_ROOT_G, _S_RG), (_ROOT_C, _S_RC)):
+            i = np.flatnonzero(np.isin(op, [_OP[x] for x in names]))
+            cmds.append(i)
+            slots.append(base + np.minimum(args[i, 0], 15))
+        i = np.flatnonzero(op == _OP["IASetVertexBuffers"])
+        cmds.append(i)
+        slots.append(_S_VB + np.minimum(args[i, 0], 31))
+        i = np.flatnonzero(op == _OP["DrawIndexedX"])   # leaves the index buffer undefined
+        cmds.append(i)
+        slots.append(np.full(i.size, _S_IB, np.int64))
+        opq = np.flatnonzero(op == _OP["Opaque"])
+        self.opq = opq
+        # a different root signature loses the root arguments; different heaps lose the tables
+        for name, base in (("SetGraphicsRootSignature", _S_RG), ("SetComputeRootSignature", _S_RC)):
+            i = np.flatnonzero(op == _OP[name])
+            ch = i[_changed(args[i, 0], self.epoch(i))]
+            for p in range(16):
+                cmds.append(ch)
+                slots.append(np.full(ch.size, base + p, np.int64))
+        i = np.flatnonzero(op == _OP["SetDescriptorHeaps"])
+        hv = np.array([hash(tuple(sorted(s.var(int(c)).tolist()))) for c in i], np.int64)
+        ch = i[_changed(hv, self.epoch(i))]
+        for base in (_S_RG, _S_RC):
+            for p in range(16):
+                cmds.append(ch)
+                slots.append(np.full(ch.size, base + p, np.int64))
+        c, sl = np.concatenate(cmds).astype(np.int64), np.concatenate(slots).astype(np.int64)
+        o = lex_order([sl, c])
+        self.ev_cmd, self.ev_slot = c[o], sl[o]
+        self.ev_key = self.ev_slot * _BIG + self.ev_cmd
+        self.vb_slots = sorted(set(np.unique(sl[sl >= _S_VB]).tolist()) & set(range(_S_VB, _S_RG)))
+        self.rg_slots = sorted(set(np.unique(sl).tolist()) & set(range(_S_RG, _S_RC)))
+        self.rc_slots = sorted(set(np.unique(sl).tolist()) & set(range(_S_RC, _S_RC + 16)))
+
+    def epoch(self, cmd: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.opq, cmd, side="left")
+
+    def setter_event(self, slot: int, cmd: np.ndarray) -> np.ndarray:
+        """Index in the event arrays of the last write of ``slot`` before each of ``cmd`` (-1: none)."""
+        return _setter_events(self.ev_cmd, self.ev_slot, slot, cmd, self.opq)
+
+    def act_setter_events(self, slots: list[int]) -> None:
+        """Find :meth:`act_setter_event` of every slot of ``slots`` at once (into its cache)."""
+        todo = [x for x in dict.fromkeys(slots) if x not in self._act_set]
+        if not todo:
+            return
+        ev, cmd = _act_setter_events(self.ev_cmd, self.ev_slot, np.array(todo, np.int64), self.act_cmd, self.opq)
+        for j, x in enumerate(todo):
+            self._act_set[x] = ev[j]
+            self._act_set_cmd[x] = cmd[j]
+
+    def _event_cmd(self, e: np.ndarray) -> np.ndarray:
+        """The command of each event index in ``e`` (-1 stays -1; no events at all: all -1)."""
+        if not e.size or not self.ev_cmd.size:
+            return np.full(e.size, -1, np.int64)
+        return np.where(e >= 0, self.ev_cmd[np.maximum(e, 0)], -1)
+
+    def setter(self, slot: int, cmd: np.ndarray) -> np.ndarray:
+        """The last command before each of ``cmd`` that writes ``slot`` (-1: none)."""
+        return self._event_cmd(self.setter_event(slot, cmd))
+
+    def act_setter_event(self, slot: int) -> np.ndarray:
+        """:meth:`setter_event` of ``slot`` for every action (cached)."""
+        e = self._act_set.get(slot)
+        if e is None:
+            e = self._act_set[slot] = self.setter_event(slot, self.act_cmd)
+        return e
+
+    def act_setter(self, slot: int) -> np.ndarray:
+        """:meth:`setter` of ``slot`` for every action."""
+        c = self._act_set_cmd.get(slot)
+        return c if c is not None else self._event_cmd(self.act_setter_event(slot))
+
+    # ------------------------------------------------------------------ segments
+    def _segments(self) -> None:
+        s = self.s
+        cats = s.cats()[self.start:self.stop].astype(np.int64)
+        ns = self.start + np.flatnonzero(cats != int(Cat.STATE))
+        trailing = (ns[-1] + 1 if ns.size else self.start) < self.stop
+        self.seg_cmd = ns   # the non-state command ending each segment
+        self.seg_first = np.r_[self.start, ns[:-1] + 1].astype(np.int64) if ns.size else np.zeros(0, np.int64)
+        self.seg_last = ns.copy()
+        kinds = _KIND_TABLE[s.cats()[ns]] if ns.size else np.zeros(0, np.int64)
+        if trailing:
+            self.seg_first = np.r_[self.seg_first, ns[-1] + 1 if ns.size else self.start]
+            self.seg_last = np.r_[self.seg_last, self.stop - 1]
+            kinds = np.r_[kinds, _K_STATE]
+        self.seg_kind = kinds
+        self.nseg = kinds.size
+
+    def seg_of(self, cmd: np.ndarray) -> np.ndarray:
+        """Segment of each command (-1 outside the range)."""
+        if self._cmd_seg is None:  # the segments tile start .. stop-1
+            self._cmd_seg = np.repeat(np.arange(self.nseg, dtype=np.int64), self.seg_last - self.seg_first + 1)
+        inside = (cmd >= self.start) & (cmd < self.stop)
+        return np.where(inside, self._cmd_seg[np.where(inside, cmd - self.start, 0)], -1)
+
+    # ------------------------------------------------------------------ accesses
+    def _accesses(self) -> None:
+        s, decls = self.s, self.decls
+        args = s.args
+        act_mask = np.isin(self.seg_kind, (_K_DRAWS, _K_DISPATCH, _K_COPY))
+        aseg = np.flatnonzero(act_mask)
+        acmd = self.seg_cmd[aseg] if aseg.size else np.zeros(0, np.int64)
+        aop = s.op[acmd].astype(np.int64)
+        self.act_seg, self.act_cmd, self.act_op = aseg, acmd, aop
+        self.act_setter_events([_S_PSO, _S_RTS, _S_IB, *self.vb_slots, *self.rg_slots, *self.rc_slots])
+        pset = self.act_setter(_S_PSO)
+        pso = np.where(pset >= 0, args[np.maximum(pset, 0), 0], -1)
+        is_pipe = np.array([isinstance(d, Pipeline) for d in decls.items] + [False], bool)
+        pso = np.where(is_pipe[pso], pso, -1)
+        self.act_pso = pso
+        # the bindings that decide what an action accesses
+        cols: list[np.ndarray] = [aop, pso, self.act_setter(_S_RTS)]
+        self.bind: dict[int, np.ndarray] = {_S_RTS: cols[-1]}
+        # what a binding contributes is (opcode, value) of the command that set it, ((-1, -1) when
+        # none): one column of ranks of those pairs (ordered as the pairs) per slot
+        crank = np.append(self._binding_ranks(), -1)  # the last entry: no setter (index -1)
+        for slot in [_S_IB, *self.vb_slots, *self.rg_slots, *self.rc_slots]:
+            c = self.act_setter(slot)
+            self.bind[slot] = c
+            cols.append(crank[c])
+        buf = np.isin(aop, _BUFFER_ARG_OPS)
+        for k in range(NARGS):
+            cols.append(np.where(buf, args[acmd, k], 0))
+        sig = pack_columns(cols) if acmd.size else np.zeros((0, len(cols)), np.int64)
+        first, inv = _unique_rows(sig)
+        per: list[list[tuple[int, int]]] = [self._resolve(int(a)) for a in first]
+        counts = np.array([len(x) for x in per], np.int64)
+        flat = np.array([x for lst in per for x in lst], np.int64).reshape(-1, 2)
+        # flushes and barriers (they write)
+        fe = self.rid(_FE_VIRTUAL)
+        fl = np.flatnonzero(self.seg_kind == _K_FLUSH)
+        br = np.flatnonzero(self.seg_kind == _K_BARRIER)
+        bcmd = self.seg_cmd[br]
+        bres = np.array([self.rid(decls[int(args[c, 0])].name) for c in bcmd], np.int64)
+        bfe = br[np.isin(args[bcmd, 2], list(_FE_STATES))]
+        # the actions' accesses, less those of resources nothing writes (reads alone order nothing:
+        # they give no edge, and the write signatures of the nodes do not see them)
+        written = np.zeros(len(self.res_names), bool)
+        written[flat[flat[:, 1] >= 1, 0]] = True
+        written[bres] = True
+        written[fe] |= bool(fl.size or bfe.size)
+        kept = written[flat[:, 0]]
+        cum = np.r_[0, np.cumsum(kept)]
+        offs = np.cumsum(counts) - counts
+        counts = cum[offs + counts] - cum[offs]
+        flat = flat[kept]
+        offs = np.cumsum(counts) - counts
+        nper = counts[inv] if inv.size else np.zeros(0, np.int64)
+        k = ragged_index(offs[inv], nper) if inv.size else np.zeros(0, np.int64)
+        acc_seg = [np.repeat(aseg, nper), fl, br, bfe]
+        acc_res = [flat[k, 0] if k.size else np.zeros(0, np.int64), np.full(fl.size, fe, np.int64), bres,
+                   np.full(bfe.size, fe, np.int64)]
+        acc_cls = [flat[k, 1] if k.size else np.zeros(0, np.int64), np.ones(fl.size, np.int64),
+                   np.ones(br.size, np.int64), np.ones(bfe.size, np.int64)]
+        self.acc_seg = np.concatenate(acc_seg).astype(np.int64)
+        self.acc_res = np.concatenate(acc_res).astype(np.int64)
+        self.acc_cls = np.concatenate(acc_cls).astype(np.int64)
+
+    def _binding_ranks(self) -> np.ndarray:
+        """Per command (-1 where it sets no slot): the rank of its ``(opcode, value)`` among those
+        of every state event (the value: the buffer of an index buffer, the argument of a root
+        argument, -1 for root constants and ``DrawIndexedX``), ordered as the pairs are."""
+        s = self.s
+        out = np.full(len(s), -1, np.int64)
+        is_ev = np.zeros(len(s), bool)
+        is_ev[self.ev_cmd] = True
+        c = np.flatnonzero(is_ev)
+        if not c.size:
+            return out
+        o = s.op[c].astype(np.int64)
+        val = np.where(o == _OP["IASetIndexBuffer"], s.args[c, 0], s.args[c, 1])
+        val = np.where(np.isin(o, [_OP["SetGraphicsRoot32BitConstants"], _OP["SetComputeRoot32BitConstants"],
+                                   _OP["DrawIndexedX"]]), -1, val)
+        order = lex_order([o, val])
+        o, val = o[order], val[order]
+        new = np.r_[True, (o[1:] != o[:-1]) | (val[1:] != val[:-1])]
+        out[c[order]] = np.cumsum(new) - 1
+        return out
+
+    def _resolve(self, a: int) -> list[tuple[int, int]]:
+        """Accesses of action ``a`` (an index into the action arrays) as (resource id, class)."""
+        s, decls = self.s, self.decls
+        cmd, op = int(self.act_cmd[a]), int(self.act_op[a])
+        sp = BY_CODE[op]
+        x = s.args[cmd]
+        if sp.name == "CopyBufferRegion":
+            return [(self.rid(decls[int(x[0])].name), 1), (self.rid(decls[int(x[2])].name), 0)]
+        p = int(self.act_pso[a])
+        pi = decls[p] if p >= 0 else None
+        acc: list[tuple[str, str, str | None]] = []
+        if sp.cat == Cat.DRAW:
+            if pi is not None and pi.is_compute:
+                pi = None
+            rc = int(self.bind[_S_RTS][a])
+            depth = None
+            targets: list[str] = []
+            if rc < 0:
+                targets, depth = [_INHERITED], _INHERITED_DEPTH
+            else:
+                for d in s.var(rc):
+                    dd = decls[int(d)]
+                    if dd.kind == "depth":
+                        depth = dd.name
+                    else:
+                        targets.append(dd.name)
+            lab = commute_class(pi, self.reorder, depth)
+            acc += [(t, "w", lab) for t in targets]
+            if depth is not None and pi is not None:
+                if pi.depth_write:
+                    acc.append((depth, "w", lab))
+                elif pi.depth_test:
+                    acc.append((depth, "r", None))
+            fe_read = False
+            if op in _INDEXED_NATIVE:
+                c = int(self.bind[_S_IB][a])
+                if c >= 0 and s.op[c] == _OP["IASetIndexBuffer"]:
+                    acc.append((decls[int(s.args[c, 0])].name, "r", None))
+                    fe_read = True
+            if sp.name == "DrawIndexedX":
+                acc.append((decls[int(x[0])].name, "r", None))
+                fe_read = True
+            if sp.name in _INDIRECT:
+                acc.append((decls[int(x[sp.col("args_buffer")])].name, "r", None))
+                if "count_buffer" in sp.fields:
+                    acc.append((decls[int(x[sp.col("count_buffer")])].name, "r", None))
+                fe_read = True
+            if fe_read:
+                acc.append((_FE_VIRTUAL, "r", None))
+            if pi is None or not pi.vertex_pulling:
+                for slot in self.vb_slots:
+                    c = int(self.bind[slot][a])
+                    if c >= 0:
+                        acc.append((decls[int(s.args[c, 1])].name, "r", None))
+            base = _S_RG
+        else:
+            if pi is not None and not pi.is_compute:
+                pi = None
+            base = _S_RC
+        if pi is not None:
+            oi = "oi" if (pi.order_independent and self.reorder != "none") else None
+            fixed = self._pipe_cache.get(p)
+            if fixed is None:
+                rs = decls[pi.root] if pi.root is not None and pi.root in decls else None
+                fixed = self._pipe_cache[p] = (  # declared writes= and read parameters: drawopt.analysis.access's rule
+                    [decls.items[r].name for r in declared_writes(decls, pi)],
+                    [r for r in (_resource_of(decls, nm) for nm in pi.reads) if r], rs,
+                    pi.read_params(len(rs.params)) if rs is not None else ())
+            uav_w: list[str] = list(fixed[0])
+            acc += [(r, "r", None) for r in fixed[1]]
+            rs, params = fixed[2], fixed[3]
+            for q in params:
+                b_ = self.bind.get(base + q)
+                c = int(b_[a]) if b_ is not None else -1
+                if c < 0 or rs is None or q >= len(rs.params):
+                    continue
+                rp = rs.params[q]
+                o = int(s.op[c])
+                if rp.kind == "table" and o in (_OP["SetGraphicsRootDescriptorTable"],
+                                                 _OP["SetComputeRootDescriptorTable"]):
+                    reads, writes = self._table(rp, int(s.args[c, 1]))
+                    acc += reads
+                    uav_w += writes
+                elif rp.kind in ("cbv", "srv", "uav") and o in (_OP["SetGraphicsRootConstantBufferView"],
+                                                                 _OP["SetGraphicsRootShaderResourceView"]):
+                    b = decls[int(s.args[c, 1])].name
+                    (uav_w.append(b) if rp.kind == "uav" else acc.append((b, "r", None)))
+            for r in uav_w:
+                acc.append((r, "w", oi))
+                if r in self.fe_bufs:
+                    acc.append((_FE_VIRTUAL, "w", "fe-writers"))
+        out: dict[int, int] = {}
+        rid_of = self.res_ids.get
+        for name, mode, label in acc:
+            r = rid_of(name)
+            if r is None:
+                r = self.rid(name)
+            c = 0 if mode == "r" else (1 if label is None else self.lab(label, mode))
+            if r not in out:
+                out[r] = c
+            elif out[r] != c:
+                a_, b_ = out[r], c
+                out[r] = max(a_, b_) if min(a_, b_) == 0 else (a_ if a_ == b_ else 1)
+        return sorted(out.items())
+
+    def _table(self, rp: Any, href: int) -> tuple[list[tuple[str, str, None]], list[str]]:
+        """What a descriptor table ``rp`` bound at ``href`` (heap index << 32 | slot) gives access
+        to: its reads (accesses, in range order) and the resources its UAV ranges write --
+        :func:`drawopt.analysis.access.table_access`, THE resource-access rule, by name."""
+        key = (id(rp), href)
+        got = self._table_cache.get(key)
+        if got is None:
+            names = self.decls.items
+            r, w = table_access(self.decls, rp, href, self._heap_views)
+            got = self._table_cache[key] = ([(names[i].name, "r", None) for i in r], [names[i].name for i in w])
+        return got
+
+    # ------------------------------------------------------------------ edges
+    def _hazard_edges(self) -> tuple[np.ndarray, ...]:
+        seg, res, cls = self.acc_seg, self.acc_res, self.acc_cls
+        ep = self.epoch(self.seg_cmd_or_first(seg))
+        o = lex_order([ep, res, seg])
+        seg, res, cls, ep = seg[o], res[o], cls[o], ep[o]
+        n = seg.size
+        if n == 0:
+            z = np.zeros(0, np.int64)
+            return z, z, z, z
+        key = ep * _BIG + res
+        newkey = np.r_[True, key[1:] != key[:-1]]
+        newgrp = newkey | np.r_[True, cls[1:] != cls[:-1]] | (cls == 1)
+        gid = np.cumsum(newgrp) - 1
+        gstart = np.flatnonzero(newgrp)
+        gsize = np.diff(np.r_[gstart, n])
+        ng = gstart.size
+        has_prev = np.r_[False, ~newkey[gstart[1:]]] if ng else np.zeros(0, bool)
+        g = gid
+        pg = g - 1
+        hp = has_prev[g]
+        psize = np.where(hp, gsize[np.maximum(pg, 0)], 0)
+        first_member = np.arange(n) == gstart[g]
+        full = hp & ((psize <= _FAN_CAP) | first_member)
+        anchor = hp & ~full
+        # full: edges from every member of the previous group
+        i_full = np.flatnonzero(full)
+        reps = psize[i_full]
+        v1 = np.repeat(i_full, reps)
+        u1 = ragged_index(gstart[pg[i_full]], reps)
+        # anchored: from the first member of this group
+        i_anc = np.flatnonzero(anchor)
+        u2, v2 = gstart[g[i_anc]], i_anc
+        u = np.r_[u1, u2].astype(np.int64)
+        v = np.r_[v1, v2].astype(np.int64)
+        ku, kv = self.seg_kind[seg[u]], self.seg_kind[seg[v]]
+        cu, cv = cls[u], cls[v]
+        reason = np.where(cv == 0, _R_CODE["raw"], np.where(cu == 0, _R_CODE["war"],
+                          np.where((ku == _K_DRAWS) & (kv == _K_DRAWS), _R_CODE["order"], _R_CODE["waw"])))
+        reason = np.where((ku == _K_BARRIER) | (kv == _K_BARRIER), _R_CODE["barrier"], reason)
+        reason = np.where((ku == _K_FLUSH) | (kv == _K_FLUSH), _R_CODE["flush"], reason)
+        keep = seg[u] != seg[v]
+        return seg[u][keep], seg[v][keep], reason[keep], res[u][keep]
+
+    def seg_cmd_or_first(self, seg: np.ndarray) -> np.ndarray:
+        return np.where(self.seg_kind[seg] == _K_STATE, self.seg_first[seg], self.seg_last[seg])
+
+    def _state_edges(self) -> tuple[np.ndarray, ...]:
+        """Read-after-write (a draw and the state it sees) and write-after-read/-write of state."""
+        decls = self.decls
+        aseg, aop = self.act_seg, self.act_op
+        is_draw = self.seg_kind[aseg] == _K_DRAWS
+        is_disp = self.seg_kind[aseg] == _K_DISPATCH
+        r_seg, r_slot, r_ev = [], [], []
+        group = np.where(is_draw, 0, np.where(is_disp, 1, 2)) * 1_000_000 + (self.act_pso + 1) * 4 + \
+            np.isin(aop, list(_INDEXED_NATIVE))
+        for gk in np.unique(group):
+            sel = np.flatnonzero(group == gk)
+            kind, rest = divmod(int(gk), 1_000_000)
+            if kind == 2:
+                continue
+            p = rest // 4 - 1
+            indexed = bool(rest % 4)
+            pi = decls[p] if p >= 0 else None
+            slots = self._read_slots(kind == 0, pi, indexed)
+            for slot in slots:
+                r_seg.append(aseg[sel])
+                r_slot.append(np.full(sel.size, slot, np.int64))
+                r_ev.append(self.act_setter_event(slot)[sel])
+        if not r_seg:
+            z = np.zeros(0, np.int64)
+            return z, z, z, z
+        rev = np.concatenate(r_ev)
+        ok = rev >= 0
+        rseg, rslot, rev = np.concatenate(r_seg)[ok], np.concatenate(r_slot)[ok], rev[ok]
+        rset = self.ev_cmd[rev]
+        sseg = self.seg_of(rset)
+        # read-after-write
+        m = sseg >= 0
+        u_raw, v_raw, res_raw = sseg[m], rseg[m], rslot[m]
+        # write-after-read: each reader before the next write of the slot (after the first event
+        # with the setter's key, should one command write a slot twice)
+        ne = self.ev_key.size
+        newkey = np.r_[True, self.ev_key[1:] != self.ev_key[:-1]]
+        first_dup = np.maximum.accumulate(np.where(newkey, np.arange(ne), 0))
+        nxt = first_dup[rev] + 1
+        okn = nxt < ne
+        nxt = np.minimum(nxt, ne - 1)
+        okn &= self.ev_slot[nxt] == rslot
+        ncmd = self.ev_cmd[nxt]
+        if self.opq.size:
+            okn &= self.epoch(ncmd) == self.epoch(rset)
+        nseg = self.seg_of(ncmd)
+        okn &= nseg >= 0
+        u_war, v_war, res_war = rseg[okn], nseg[okn], rslot[okn]
+        # write-after-write: a write nobody read, before the next write of the slot
+        read_ev = np.zeros(ne, bool)
+        read_ev[first_dup[rev]] = True
+        read_ev = read_ev[first_dup]
+        ev_in = (self.ev_cmd >= self.start) & (self.ev_cmd < self.stop)
+        has_next = np.r_[self.ev_slot[1:] == self.ev_slot[:-1], False] if self.ev_slot.size else np.zeros(0, bool)
+        unread = ev_in & has_next & ~read_ev
+        i = np.flatnonzero(unread)
+        ww_u = self.seg_of(self.ev_cmd[i])
+        ww_v = self.seg_of(self.ev_cmd[i + 1]) if i.size else np.zeros(0, np.int64)
+        same_ep = self.epoch(self.ev_cmd[i]) == self.epoch(self.ev_cmd[i + 1]) if i.size else np.zeros(0, bool)
+        okw = same_ep & (ww_v >= 0)
+        u = np.r_[u_raw, u_war, ww_u[okw]].astype(np.int64)
+        v = np.r_[v_raw, v_war, ww_v[okw]].astype(np.int64)
+        res = np.r_[res_raw, res_war, self.ev_slot[i][okw]].astype(np.int64)
+        keep = u != v
+        return u[keep], v[keep], np.full(int(keep.sum()), _R_CODE["state"], np.int64), -1 - res[keep]
+
+    def _read_slots(self, draw: bool, pi: Pipeline | None, indexed: bool) -> list[int]:
+        if draw:
+            slots = [_S_PSO, _S_RSG, _S_HEAPS, _S_TOPO, _S_RTS, _S_VP, _S_SC, _S_BF, _S_SR, _S_GS]
+            if indexed:
+                slots.append(_S_IB)
+            if pi is None or not pi.vertex_pulling:
+                slots += self.vb_slots
+            base, used = _S_RG, self.rg_slots
+        else:
+            slots = [_S_PSO, _S_RSC, _S_HEAPS, _S_AF]
+            base, used = _S_RC, self.rc_slots
+        if pi is not None and pi.params is not None:
+            slots += [base + q for q in pi.params if base + q in used]
+        else:
+            slots += used
+        return slots
+
+    def _opaque_edges(self) -> tuple[np.ndarray, ...]:
+        o = np.flatnonzero(self.seg_kind == _K_OPAQUE)
+        if not o.size:
+            z = np.zeros(0, np.int64)
+            return z, z, z, z
+        allseg = np.arange(self.nseg)
+        nxt = np.searchsorted(o, allseg, side="left")        # the first opaque at or after each segment
+        prv = np.searchsorted(o, allseg, side="left") - 1    # the last opaque before it
+        before = (nxt < o.size) & ~np.isin(allseg, o)
+        after = (prv >= 0) & ~np.isin(allseg, o)
+        u = np.r_[allseg[before], o[prv[after]], o[:-1]]
+        v = np.r_[o[nxt[before]], allseg[after], o[1:]]
+        return u, v, np.full(u.size, _R_CODE["opaque"], np.int64), np.full(u.size, -1 - 10_000, np.int64)
+
+    # ------------------------------------------------------------------ nodes
+    def _nodes(self, hu: np.ndarray, hv: np.ndarray) -> np.ndarray:
+        """Node of every segment: runs of segments of one kind that write the same resources
+        and have no hazard between them (so a node never ties unrelated work together)."""
+        mhp = np.full(self.nseg, -1, np.int64)
+        if hu.size:
+            np.maximum.at(mhp, hv, hu)
+        wsig = np.zeros(self.nseg, np.uint64)
+        w = self.acc_cls >= 1
+        with np.errstate(over="ignore"):
+            mixed = (self.acc_res[w].astype(np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+            mixed ^= mixed >> np.uint64(29)
+            np.add.at(wsig, self.acc_seg[w], mixed)
+        solo = np.isin(self.seg_kind, (_K_FLUSH, _K_BARRIER, _K_OPAQUE))
+        return _assign_nodes(self.seg_kind, solo, mhp, wsig)
+
+    def arrays(self) -> tuple[np.ndarray, ...] | None:
+        """The graph as arrays: ``(nfirst, nlast, nkind, nact, eu, ev, er, eres, mask)`` (per node:
+        first and last command, kind code, actions; per edge: ends, strongest reason code,
+        its resource code, reason bit mask), or None for an empty range."""
+        s = self.s
+        self.fe_bufs = _frontend_buffers(s)
+        self._heap_views = heap_views(self.decls)
+        self._pipe_cache: dict[int, tuple] = {}
+        self._table_cache: dict[tuple[int, int], tuple[list[tuple[str, str, None]], list[str]]] = {}
+        self._events()
+        self._segments()
+        if self.nseg == 0:
+            return None
+        self._accesses()
+        hu, hv, hr, hres = self._hazard_edges()
+        if self.with_state:
+            su, sv, sr, sres = self._state_edges()
+        else:
+            su = sv = sr = sres = np.zeros(0, np.int64)
+        ou, ov, orr, ores = self._opaque_edges()
+        node = self._nodes(np.r_[hu, ou], np.r_[hv, ov])
+        u = node[np.r_[hu, su, ou]]
+        v = node[np.r_[hv, sv, ov]]
+        r = np.r_[hr, sr, orr]
+        res = np.r_[hres, sres, ores]
+        keep = u != v
+        u, v, r, res = u[keep], v[keep], r[keep], res[keep]
+        nn = int(node[-1]) + 1
+        # one edge per node pair: the strongest reason, and every reason as a bit mask
+        o = np.argsort((u * nn + v) * len(EDGE_REASONS) + r, kind="stable")  # = np.lexsort((r, v, u))
+        u, v, r, res = u[o], v[o], r[o], res[o]
+        head = np.r_[True, (u[1:] != u[:-1]) | (v[1:] != v[:-1])] if u.size else np.zeros(0, bool)
+        hi = np.flatnonzero(head)
+        mask = np.bitwise_or.reduceat(np.left_shift(1, r), hi) if hi.size else np.zeros(0, np.int64)
+        eu, ev, er, eres = u[hi], v[hi], r[hi], res[hi]
+        keep = _two_path_reduce(eu, ev, mask, nn)
+        eu, ev, er, eres, mask = eu[keep], ev[keep], er[keep], eres[keep], mask[keep]
+        # nodes
+        nfirst = np.full(nn, np.iinfo(np.int64).max, np.int64)
+        nlast = np.zeros(nn, np.int64)
+        np.minimum.at(nfirst, node, self.seg_first)
+        np.maximum.at(nlast, node, self.seg_last)
+        nkind = np.zeros(nn, np.int64)
+        nkind[node] = self.seg_kind
+        nact = np.bincount(node[np.isin(self.seg_kind, (_K_DRAWS, _K_DISPATCH, _K_COPY))], minlength=nn)
+        return nfirst, nlast, nkind, nact, eu, ev, er, eres, mask
+
+    def build(self) -> nx.DiGraph:
+        G = nx.DiGraph(reorder=self.reorder, start=self.start, stop=self.stop, commands=len(self.s))
+        got = self.arrays()
+        if got is None:
+            return G
+        nfirst, nlast, nkind, nact, eu, ev, er, eres, mask = got
+        nodes = [{"first": f, "last": la, "kind": NODE_KINDS[k], "commands": la - f + 1, "actions": a}
+                 for f, la, k, a in zip(nfirst.tolist(), nlast.tolist(), nkind.tolist(), nact.tolist())]
+        # the strings of each edge: one lookup per distinct reason mask and resource
+        mu, minv = np.unique(mask, return_inverse=True)
+        mnames = [",".join(x for i, x in enumerate(EDGE_REASONS) if m >> i & 1) for m in mu.tolist()]
+        ru, rinv = np.unique(eres, return_inverse=True)
+        rnames = [self._res_name(r) for r in ru.tolist()]
+        edges = [{"reason": EDGE_REASONS[c], "reasons": mnames[m], "resource": rnames[rr]}
+                 for c, m, rr in zip(er.tolist(), minv.reshape(-1).tolist(), rinv.reshape(-1).tolist())]
+        _fill_digraph(G, nodes, eu.tolist(), ev.tolist(), edges)
+        return G
+
+    def _res_name(self, r: int) -> str:
+        if r >= 0:
+            name = self.res_names[r]
+            return "" if name == _FE_VIRTUAL else name
+        if r == -1 - 10_000:
+            return ""
+        return _slot_name(-1 - r)
+
+
+def _assign_nodes(kind: np.ndarray, solo: np.ndarray, maxpred: np.ndarray, wsig: np.ndarray,
+                  pure: bool | None = None) -> np.ndarray:
+    """Node of every segment (``drawopt._graph.assign_nodes``; twin :func:`_assign_nodes_py`)."""
+    mod = load_cext("_graph", pure)
+    if mod is not None:
+        return mod.assign_nodes(kind, solo, maxpred, wsig)
+    return _assign_nodes_py(kind, solo, maxpred, wsig)
+
+
+def _assign_nodes_py(kind: np.ndarray, solo: np.ndarray, maxpred: np.ndarray, wsig: np.ndarray) -> np.ndarray:
+    """Pure-Python twin of ``drawopt._graph.assign_nodes``."""
+    kinds, so, mh, ws = kind.tolist(), solo.tolist(), maxpred.tolist(), wsig.tolist()
+    node = [0] * len(kinds)
+    cur, first = -1, 0
+    for i, k in enumerate(kinds):
+        if cur < 0 or k != kinds[i - 1] or so[i] or mh[i] >= first or ws[i] != ws[i - 1]:
+            cur += 1
+            first = i
+        node[i] = cur
+    return np.array(node, np.int64)
+
+
+def _setter_events(ev_cmd: np.ndarray, ev_slot: np.ndarray, slot: int, cmd: np.ndarray,
+                   opq: np.ndarray) -> np.ndarray:
+    """Index of the last event writing ``slot`` strictly before each of ``cmd`` (-1: none, or an
+    Opaque command lies between them); events sorted by slot, then command."""
+    cmd = np.asarray(cmd, np.int64)
+    lo, hi = np.searchsorted(ev_slot, (slot, slot + 1)).tolist()
+    if lo == hi or not cmd.size:
+        return np.full(cmd.size, -1, np.int64)
+    pos = np.searchsorted(ev_cmd[lo:hi], cmd, side="left") - 1
+    out = np.where(pos >= 0, lo + pos, -1)
+    if opq.size:  # a setter on the other side of an Opaque command does not count
+        c = ev_cmd[np.maximum(out, 0)]
+        out = np.where((out >= 0) & (np.searchsorted(opq, c) == np.searchsorted(opq, cmd)), out, -1)
+    return out
+
+
+def _act_setter_events(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.ndarray, act_cmd: np.ndarray,
+                       opq: np.ndarray, pure: bool | None = None) -> np.ndarray:
+    """:func:`_setter_events` of every slot of ``slots`` for the actions ``act_cmd`` (non-decreasing),
+    one row per slot, and the events' commands (-1 for none): ``(events, commands)``, int64[K, A]
+    each (``drawopt._graph.act_setter_events``; twin :func:`_act_setter_events_py`)."""
+    mod = load_cext("_graph", pure)
+    if mod is not None and (act_cmd.shape[0] < 2 or bool((np.diff(act_cmd) >= 0).all())):
+        return mod.act_setter_events(ev_cmd, ev_slot, slots, act_cmd, opq)
+    return _act_setter_events_py(ev_cmd, ev_slot, slots, act_cmd, opq)
+
+
+def _act_setter_events_py(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.ndarray, act_cmd: np.ndarray,
+                          opq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pure-numpy twin of ``drawopt._graph.act_setter_events``."""
+    n = np.asarray(act_cmd).shape[0]
+    ev = np.empty((len(slots), n), np.int64)
+    cmd = np.full((len(slots), n), -1, np.int64)
+    for j, slot in enumerate(np.asarray(slots, np.int64).tolist()):
+        ev[j] = _setter_events(ev_cmd, ev_slot, slot, act_cmd, opq)
+        ok = ev[j] >= 0
+        cmd[j, ok] = ev_cmd[ev[j, ok]]
+    return ev, cmd
+
+
+def _fill_digraph(G: nx.DiGraph, nodes: list[dict[str, Any]], eu: list[int], ev: list[int],
+                  edges: list[dict[str, Any]]) -> None:
+    """Add nodes ``0 .. len(nodes)-1`` (attribute dicts ``nodes``) and edges ``eu[i] -> ev[i]``
+    (attribute dicts ``edges``, no duplicates) to the empty graph ``G``.
+
+    Equivalent to ``add_nodes_from`` + ``add_edges_from``, but fills networkx's adjacency
+    dicts directly (those methods cost microseconds per element in checks this builder does
+    not need); falls back to them for a graph class with its own storage factories.
+    """
+    plain = (type(G) is nx.DiGraph and not G._node and G._succ is G._adj
+             and G.node_dict_factory is dict and G.adjlist_inner_dict_factory is dict
+             and G.node_attr_dict_factory is dict and G.edge_attr_dict_factory is dict)
+    if not plain:  # pragma: no cover - only a subclass with custom storage gets here
+        G.add_nodes_from(enumerate(nodes))
+        G.add_edges_from(zip(eu, ev, edges))
+        return
+    n = len(nodes)
+    G._node.update(zip(range(n), nodes))
+    succ = G._succ
+    pred = G._pred
+    succ.update((i, {}) for i in range(n))
+    pred.update((i, {}) for i in range(n))
+    for a, b, d in zip(eu, ev, edges):
+        succ[a][b] = d
+        pred[b][a] = d
+    nx._clear_cache(G)
+
+
+def _unique_rows(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(mat, axis=0, return_index=True, return_inverse=True)[1:]``: the first row of each
+    distinct row in lexicographic order, and each row's rank; rows are interned by hash first."""
+    if not mat.shape[0]:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    ids, first = intern_rows(mat)
+    order = np.lexsort(mat[first].T[::-1])
+    rank = np.empty(order.size, np.int64)
+    rank[order] = np.arange(order.size)
+    return first[order], rank[ids]
+
+
+def pack_columns(cols: list[np.ndarray]) -> np.ndarray:
+    """Integer columns (equal lengths) packed into as few int64 columns as fit: runs of
+    consecutive columns become one mixed-radix number each (the first column the most
+    significant digit), so rows compare equal, and in lexicographic order, exactly as
+    the rows of the unpacked columns do.
+
+    Returns
+    -------
+    int64[N, K]
+        ``K >= 1`` columns (one, of zeros, for no input column).
+
+    Examples
+    --------
+    >>> pack_columns([np.array([1, 0, 1]), np.array([5, 7, 5])]).ravel().tolist()
+    [3, 2, 3]
+    """
+    if not cols:
+        return np.zeros((0, 1), np.int64)
+    out: list[np.ndarray] = []
+    group: list[tuple[np.ndarray, int, int]] = []
+    total = 1
+
+    def flush() -> None:
+        word = np.zeros(cols[0].shape[0], np.int64)
+        mult = 1
+        for col, lo, span in reversed(group):
+            word += (col - lo) * mult
+            mult *= span
+        out.append(word)
+
+    for col in cols:
+        col = np.asarray(col, np.int64)
+        lo, hi = (int(col.min()), int(col.max())) if col.size else (0, 0)
+        span = hi - lo + 1  # Python ints: no wrap
+        if group and total * span >= 1 << 62:
+            flush()
+            group, total = [], 1
+        if span >= 1 << 62:  # too wide to offset safely: a column of its own, as it is
+            if group:
+                flush()
+                group, total = [], 1
+            out.append(col)
+            continue
+        group.append((col, lo, span))
+        total *= span
+    if group:
+        flush()
+    return np.stack(out, axis=1)
+
+
+def lex_order(cols: list[np.ndarray]) -> np.ndarray:
+    """The stable order that sorts rows of integer columns ``cols`` (equal lengths; the first
+    column the most significant) lexicographically: ``np.lexsort(cols[::-1])``, sorted as
+    :func:`pack_columns` words (one ``argsort`` where they fit one).
+
+    Examples
+    --------
+    >>> lex_order([np.array([1, 0, 1]), np.array([5, 7, 4])]).tolist()
+    [1, 2, 0]
+    """
+    key = pack_columns(cols)
+    return np.argsort(key[:, 0], kind="stable") if key.shape[1] == 1 else np.lexsort(key.T[::-1])
+
+
+def _unique_int(x: np.ndarray) -> np.ndarray:
+    """Sorted distinct values of an integer array (``np.unique`` without its hash path, which is
+    far slower than a sort on large arrays of wide keys)."""
+    x = np.sort(np.asarray(x).reshape(-1))
+    if x.size < 2:
+        return x
+    return x[np.r_[True, x[1:] != x[:-1]]]
+
+
+def _changed(vals: np.ndarray, epochs: np.ndarray) -> np.ndarray:
+    """Mask of values that differ from the previous one (or start a new Opaque epoch)."""
+    if not vals.size:
+        return np.zeros(0, bool)
+    return np.r_[True, (vals[1:] != vals[:-1]) | (epochs[1:] != epochs[:-1])]
+
+
+def _resource_of(decls: Any, name: str) -> str | None:
+    try:
+        return decls.resource_of(name)
+    except (ValueError, KeyError):
+        return None
+
+
+def _frontend_buffers(s: Stream) -> set[str]:
+    """Buffers the GPU front end reads anywhere in ``s`` (args, counts, index data) or declared frontend."""
+    decls = s.decls
+    out = {d.name for d in decls.items if isinstance(d, Buffer) and d.frontend}
+    for name in _INDIRECT:
+        sp = BY_NAME[name]
+        where = s.op == sp.code
+        for col in ("args_buffer", "count_buffer"):
+            if col in sp.fields:
+                out |= {decls[int(i)].name for i in np.unique(s.args[where, sp.col(col)])}
+    for name, col in (("IASetIndexBuffer", 0), ("DrawIndexedX", 0)):
+        out |= {decls[int(i)].name for i in np.unique(s.args[s.op == _OP[name], col])}
+    return out
+
+
+def _two_path_reduce(u: np.ndarray, v: np.ndarray, mask: np.ndarray, nn: int, pure: bool | None = None) -> np.ndarray:
+    """Keep-mask of edges not implied by a path of two edges.
+
+    A hazard edge (any reason but ``state``) is dropped only for a path of two
+    hazard edges, a ``state``-only edge for any path of two edges, so that the
+    graph without ``state`` edges keeps every hazard. Middle nodes with more than
+    :data:`_REDUCE_CAP` (predecessor, successor) pairs are not used (their edges may stay).
+    ``drawopt._graph.two_path_reduce`` computes it; :func:`_two_path_reduce_py` is its twin.
+    """
+    state_only = mask == (1 << _R_CODE["state"])
+    mod = load_cext("_graph", pure)
+    if mod is not None:
+        return mod.two_path_reduce(u, v, state_only, nn, _REDUCE_CAP)
+    return _two_path_reduce_py(u, v, state_only, nn)
+
+
+def _two_path_reduce_py(u: np.ndarray, v: np.ndarray, state_only: np.ndarray, nn: int) -> np.ndarray:
+    """Pure-numpy twin of ``drawopt._graph.two_path_reduce``."""
+    keep = np.ones(u.size, bool)
+    if u.size < 2:
+        return keep
+    key = u * nn + v
+    korder = np.argsort(key)
+    ksorted = key[korder]
+    for hazard in (True, False):
+        sel = ~state_only if hazard else np.ones(u.size, bool)
+        eu, ev = u[sel], v[sel]
+        if eu.size < 2:
+            continue
+        indeg = np.bincount(ev, minlength=nn)
+        outdeg = np.bincount(eu, minlength=nn)
+        so = np.argsort(eu, kind="stable")
+        succ_v = ev[so]
+        succ_start = np.cumsum(outdeg) - outdeg
+        ok_mid = (indeg * outdeg <= _REDUCE_CAP) & (indeg > 0) & (outdeg > 0)
+        pe = np.flatnonzero(ok_mid[ev])               # edges u -> w into an eligible middle w
+        w = ev[pe]
+        reps = outdeg[w]
+        cu = np.repeat(eu[pe], reps)
+        cv = succ_v[ragged_index(succ_start[w], reps)]
+        ck = _unique_int(cu * nn + cv)
+        pos = np.clip(np.searchsorted(ksorted, ck), 0, ksorted.size - 1)
+        hit = korder[pos[ksorted[pos] == ck]]
+        target = ~state_only if hazard else state_only
+        drop = np.zeros(u.size, bool)
+        drop[hit] = True
+        keep &= ~(drop & target)
+    return keep
+
+
+_VARYING = frozenset({_OP[n] for n in ("CopyBufferRegion", "DrawIndexedX", *_INDIRECT)})
+_BUFFER_ARG_OPS = np.array(sorted(_VARYING), np.int64)
+_FE_STATES = {BARRIER_STATES.index("INDIRECT_ARGUMENT"), BARRIER_STATES.index("INDEX_BUFFER")}
+
+
+# --------------------------------------------------------------------------- entry points
+def build_graph(stream: Stream, reorder: str = "declared", start: int = 0, stop: int | None = None) -> nx.DiGraph:
+    """The dependency graph of commands ``start .. stop-1`` of ``stream``.
+
+    Parameters
+    ----------
+    stream
+        The stream.
+    reorder
+        The reorder policy: ``none``, ``declared`` (default) or ``opaque``; it decides
+        which draws on a common target get an ``order`` edge.
+    start, stop
+        The command range (state set before ``start`` is taken into account; edges
+        to commands outside the range are not represented).
+
+    Returns
+    -------
+    networkx.DiGraph
+        Nodes are runs of commands, edges what may not be reordered (see the
+        module docstring). ``G.graph`` holds ``reorder``, ``start``, ``stop`` and
+        ``commands`` (the stream's length).
+
+    Raises
+    ------
+    UsageError
+        For an unknown policy or a bad range.
+
+    Examples
+    --------
+    >>> from drawopt import StreamBuilder
+    >>> b = StreamBuilder()
+    >>> b.target("rt", 8, 8)
+    >>> b.pipeline("p", vs="v", ps="f", blend="alpha")
+    >>> b.OMSetRenderTargets("rt"); b.SetPipelineState("p")
+    >>> b.DrawInstanced(3, 1, 0, 0); b.DrawInstanced(3, 1, 3, 0)
+    >>> G = build_graph(b.build())
+    >>> [(u, v, d["reason"], d["resource"]) for u, v, d in G.edges(data=True)]
+    [(0, 1, 'order', 'rt')]
+    """
+    stop = _check_range(stream, reorder, start, stop)
+    return _Builder(stream, reorder, start, stop).build()
+
+
+def _check_range(stream: Stream, reorder: str, start: int, stop: int | None) -> int:
+    if reorder not in ("none", "declared", "opaque"):
+        raise UsageError(f"unknown reorder policy '{reorder}' (use none, declared or opaque)")
+    n = len(stream)
+    stop = n if stop is None else stop
+    if not (0 <= start <= stop <= n):
+        raise UsageError(f"bad command range {start}:{stop} (the stream has {n} commands)")
+    return stop
+
+
+class HazardGraph:
+    """The nodes and the hazard edges of the dependency graph, as arrays (:func:`hazard_graph`).
+
+    The nodes, and the edges whose reason is not ``state`` with their ``reason``, are
+    those of :func:`build_graph`'s graph (what :func:`hazard_view` shows of it). It
+    answers the part of the :class:`networkx.DiGraph` interface that
+    :func:`node_of_command` and :func:`drawopt.analysis.lowerbound.segment_units` use:
+    ``graph`` (the same attributes), ``number_of_nodes()``, ``number_of_edges()``,
+    ``nodes(data=True)`` and ``edges(data=...)``. Edges carry ``reason`` only (no
+    ``reasons``, no ``resource``).
+
+    Attributes
+    ----------
+    first, last : int64[V]
+        First and last command of each node.
+    kind : int64[V]
+        Index of each node's kind in :data:`NODE_KINDS`.
+    eu, ev : int64[E]
+        Edges ``eu[i] -> ev[i]``, sorted by ``(u, v)`` (the order networkx lists them in).
+    reason : int64[E]
+        Index of each edge's reason in :data:`EDGE_REASONS`.
+    """
+
+    def __init__(self, graph: dict[str, Any], first: np.ndarray, last: np.ndarray, kind: np.ndarray,
+                 eu: np.ndarray, ev: np.ndarray, reason: np.ndarray) -> None:
+        self.graph = graph
+        self.first, self.last, self.kind = first, last, kind
+        self.eu, self.ev, self.reason = eu, ev, reason
+
+    def number_of_nodes(self) -> int:
+        return int(self.first.shape[0])
+
+    def number_of_edges(self) -> int:
+        return int(self.eu.shape[0])
+
+    def nodes(self, data: bool = False) -> Any:
+        """Node ids, or ``(id, {"first", "last", "kind"})`` with ``data=True``."""
+        ids = range(self.number_of_nodes())
+        if not data:
+            return iter(ids)
+        return ((v, {"first": f, "last": la, "kind": NODE_KINDS[k]})
+                for v, f, la, k in zip(ids, self.first.tolist(), self.last.tolist(), self.kind.tolist()))
+
+    def edges(self, data: bool | str = False) -> Any:
+        """``(u, v)``, ``(u, v, reason)`` with ``data="reason"``, or ``(u, v, {"reason": ...})``
+        with ``data=True``; in ``(u, v)`` order."""
+        eu, ev = self.eu.tolist(), self.ev.tolist()
+        if data is False:
+            return zip(eu, ev)
+        names = [EDGE_REASONS[r] for r in self.reason.tolist()]
+        if data is True:
+            return ((u, v, {"reason": r}) for u, v, r in zip(eu, ev, names))
+        if data == "reason":
+            return zip(eu, ev, names)
+        return ((u, v, None) for u, v in zip(eu, ev))
+
+
+def hazard_graph(stream: Stream, reorder: str = "declared", start: int = 0, stop: int | None = None) -> HazardGraph:
+    """The dependency graph without its ``state`` edges, as arrays (:class:`HazardGraph`).
+
+    Same arguments and errors as :func:`build_graph`, whose graph has the same nodes and
+    the same non-``state`` edges; cheaper (no ``state`` edges to find, no networkx
+    objects), for passes that re-emit the state of every draw they move.
+    """
+    stop = _check_range(stream, reorder, start, stop)
+    b = _Builder(stream, reorder, start, stop, state_edges=False)
+    attrs = {"reorder": reorder, "start": start, "stop": stop, "commands": len(stream)}
+    got = b.arrays()
+    if got is None:
+        z = np.zeros(0, np.int64)
+        return HazardGraph(attrs, z, z, z, z, z, z)
+    nfirst, nlast, nkind, _nact, eu, ev, er, _eres, _mask = got
+    return HazardGraph(attrs, nfirst, nlast, nkind, eu, ev, er)
+
+
+def graph_summary(G: nx.DiGraph) -> dict[str, Any]:
+    """Counts of nodes by kind and edges by reason."""
+    kinds: dict[str, int] = {}
+    for _, d in G.nodes(data=True):
+        kinds[d["kind"]] = kinds.get(d["kind"], 0) + 1
+    reasons: dict[str, int] = {}
+    for _, _, d in G.edges(data=True):
+        reasons[d["reason"]] = reasons.get(d["reason"], 0) + 1
+    return {"nodes": G.number_of_nodes(), "edges": G.number_of_edges(), "node_kinds": kinds,
+            "edge_reasons": reasons}
+
+
+_COLORS = {"raw": "red", "war": "orange", "waw": "brown", "order": "blue", "flush": "purple",
+           "barrier": "darkgreen", "opaque": "black", "state": "gray"}
+
+
+def to_dot(G: nx.DiGraph, stream: Stream | None = None) -> str:
+    """Graphviz text of ``G`` (labels name the commands when ``stream`` is given)."""
+    out = ["digraph drawopt {", "  rankdir=TB;", '  node [shape=box, fontname="monospace", fontsize=10];']
+    for v, d in G.nodes(data=True):
+        label = f"{v}: {d['kind']} [{d['first']}..{d['last']}]"
+        if stream is not None:
+            names = [BY_CODE[int(o)].name for o in stream.op[d["first"]:d["last"] + 1]]
+            acts = [x for x in names if BY_NAME[x].cat not in (Cat.STATE,)]
+            if acts:
+                label += "\\n" + (acts[0] if len(acts) == 1 else f"{acts[0]} x{len(acts)}")
+            ln = int(stream.line[d["first"]])
+            if ln:
+                label += f"\\nline {ln}"
+        out.append(f'  n{v} [label="{label}"];')
+    for u, v, d in G.edges(data=True):
+        lab = d["reason"] + (f":{d['resource']}" if d.get("resource") else "")
+        lab = lab.replace('"', "'")
+        out.append(f'  n{u} -> n{v} [label="{lab}", color={_COLORS.get(d["reason"], "black")}];')
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def to_json(G: nx.DiGraph) -> dict[str, Any]:
+    """``networkx.node_link_data`` of ``G`` (JSON-able)."""
+    return nx.node_link_data(G, edges="links")
+
+
+GRAPH_FORMATS = {".dot": "dot", ".gv": "dot", ".graphml": "graphml", ".json": "json"}
+"""Graph file extension -> format."""
+
+
+def graph_bytes(G: nx.DiGraph, fmt: str, stream: Stream | None = None) -> bytes:
+    """``G`` encoded as ``dot``, ``graphml`` or ``json``."""
+    if fmt == "dot":
+        return to_dot(G, stream).encode()
+    if fmt == "graphml":
+        return "\n".join(nx.generate_graphml(G)).encode()
+    if fmt == "json":
+        return (json.dumps(to_json(G), indent=1) + "\n").encode()
+    raise UsageError(f"unknown graph format '{fmt}' (use dot, graphml or json)")
+
+
+def write_graph(G: nx.DiGraph, path: str | os.PathLike[str], stream: Stream | None = None) -> None:
+    """Write ``G`` as ``.dot``, ``.graphml`` or ``.json`` (by extension), atomically."""
+    from drawopt.ir.formats.atomic import write_atomic
+    p = os.fspath(path)
+    fmt = GRAPH_FORMATS.get(os.path.splitext(p)[1].lower())
+    if fmt is None:
+        raise UsageError(f"cannot tell the graph format of '{p}' (use .dot, .graphml or .json)")
+    write_atomic(p, graph_bytes(G, fmt, stream))
+

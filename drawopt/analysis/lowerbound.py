@@ -1,0 +1,237 @@
+"""Dependency parts and the lower bound on draw calls (docs/passes.md, "The lower bound").
+
+Draws are cut into dependency *segments* (:func:`drawopt.analysis.mergeclass.draw_segments`);
+the hazard graph's constraints (:data:`CONSTRAINT_REASONS`) between the *scheduling units*
+of a segment (:func:`segment_units`) give its *cuts* (:func:`cut_units`), which split it
+into *parts* (:func:`draw_parts`) that no pass can interleave. ``schedule`` plans one part
+at a time; :func:`lower_bound_parts` counts the calls a part needs per call class.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CONSTRAINT_REASONS", "segment_units", "cut_units", "draw_parts", "LowerBound", "lower_bound_parts",
+    "lower_bound", "report_figures",
+]
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from drawopt.analysis.costmodel import TargetModel, estimate_cpu_cost, get_target
+from drawopt.analysis.graph import EDGE_REASONS, HazardGraph, hazard_graph, node_of_command, segments_are_chains
+from drawopt.analysis.mergeclass import DrawFacts, call_classes, draw_facts, draw_segments
+from drawopt.analysis.state import StateTable, intern_rows, track
+from drawopt.ir.stream import Stream
+
+CONSTRAINT_REASONS = frozenset({"raw", "war", "waw", "order", "flush", "barrier", "opaque"})
+"""Graph edge reasons no pass reorders across (``state`` edges are re-created, not kept)."""
+
+
+def _constraint_edges(graph: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Sources and targets of the edges of ``graph`` whose reason is a constraint (arrays read
+    straight from a :class:`~drawopt.analysis.graph.HazardGraph`; a networkx graph is walked)."""
+    if isinstance(graph, HazardGraph):
+        keep = np.isin(graph.reason, [EDGE_REASONS.index(r) for r in CONSTRAINT_REASONS])
+        return graph.eu[keep].astype(np.int64), graph.ev[keep].astype(np.int64)
+    eu, ev = [], []
+    for u, v, r in graph.edges(data="reason"):
+        if r in CONSTRAINT_REASONS:
+            eu.append(u)
+            ev.append(v)
+    return np.asarray(eu, np.int64), np.asarray(ev, np.int64)
+
+
+def segment_units(graph: Any, draw_cmd: np.ndarray, seg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scheduling units of the draws and the constraints between them.
+
+    A unit is the set of draws of one graph node inside one segment: the graph
+    promises no hazard inside a node other than ``state``, so they may go in any
+    order. Every edge ``u -> v`` of the graph whose reason is not ``state`` becomes
+    a constraint between the units of ``u`` and ``v`` in each segment holding
+    draws of both.
+
+    Returns
+    -------
+    unit : int64[D]
+        Unit of every draw.
+    edges : int64[E, 2]
+        Unit-level constraints ``(a, b)``: every draw of ``a`` before every draw of ``b``.
+    """
+    node_of = node_of_command(graph)
+    node = node_of[draw_cmd]
+    if draw_cmd.size and (node < 0).any():
+        raise ValueError("the dependency graph does not cover every draw")
+    pair = np.stack([node, seg], axis=1)
+    unit, first = intern_rows(pair) if draw_cmd.size else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    u_node, u_seg = node[first], seg[first]
+    eu_a, ev_a = _constraint_edges(graph)
+    if not eu_a.size or not first.size:
+        return unit, np.zeros((0, 2), np.int64)
+    nseg = int(seg.max()) + 1
+    key = u_node * nseg + u_seg
+    korder = np.argsort(key, kind="stable")
+    ksorted = key[korder]
+    # units of each edge's source node (a node usually has one)
+    bynode = np.argsort(u_node, kind="stable")
+    nsorted = u_node[bynode]
+    lo = np.searchsorted(nsorted, eu_a, "left")
+    hi = np.searchsorted(nsorted, eu_a, "right")
+    cnt = hi - lo
+    rep = np.repeat(np.arange(eu_a.size), cnt)
+    src_units = bynode[np.repeat(lo, cnt) + (np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt))]
+    want = ev_a[rep] * nseg + u_seg[src_units]
+    pos = np.clip(np.searchsorted(ksorted, want), 0, max(ksorted.size - 1, 0))
+    hit = ksorted[pos] == want
+    edges = np.stack([src_units[hit], korder[pos[hit]]], axis=1)
+    return unit, edges
+
+
+
+
+
+@dataclass(eq=False)
+class LowerBound:
+    """The lower bound on draw calls and how it was reached.
+
+    ``bound``: the number; ``segments``: dependency segments holding draws;
+    ``parts``: parts of those segments; ``classes``: call classes;
+    ``part``: part id of every draw; ``cls``: class of every draw.
+    """
+
+    bound: int
+    segments: int
+    parts: int
+    classes: int
+    part: np.ndarray
+    cls: np.ndarray
+
+
+def cut_units(unit: np.ndarray, edges: np.ndarray, seg: np.ndarray) -> np.ndarray:
+    """Which scheduling units are *cuts* of their segment.
+
+    Units are numbered in stream order within each segment. A unit is a cut when
+    every earlier unit of its segment must precede it and it must precede every
+    later one (by paths of constraint edges): nothing can be moved across it.
+    With the units in topological order, that holds exactly when every later unit
+    has a direct predecessor at or after it and every earlier unit a direct
+    successor at or before it.
+    """
+    nu = int(unit.max()) + 1 if unit.size else 0
+    useg = np.zeros(nu, np.int64)
+    useg[unit] = seg
+    maxpred = np.full(nu, -1, np.int64)
+    minsucc = np.full(nu, np.iinfo(np.int64).max, np.int64)
+    if edges.size:
+        np.maximum.at(maxpred, edges[:, 1], edges[:, 0])
+        np.minimum.at(minsucc, edges[:, 0], edges[:, 1])
+    cut = np.zeros(nu, bool)
+    bounds = np.flatnonzero(np.diff(useg)) + 1
+    for lo, hi in zip(np.r_[0, bounds].tolist(), np.r_[bounds, nu].tolist()):
+        u = np.arange(lo, hi)
+        # A(s): min over j in (s, hi) of maxpred[j] >= s
+        suf = np.minimum.accumulate(maxpred[lo:hi][::-1])[::-1]  # suf[i] = min over j >= lo+i
+        after = np.r_[suf[1:], np.iinfo(np.int64).max]
+        # B(s): max over i in [lo, s) of minsucc[i] <= s
+        pre = np.maximum.accumulate(minsucc[lo:hi])
+        before = np.r_[np.iinfo(np.int64).min, pre[:-1]]
+        cut[lo:hi] = (after >= u) & (before <= u)
+    return cut
+
+
+def draw_parts(unit: np.ndarray, edges: np.ndarray, seg: np.ndarray) -> np.ndarray:
+    """Part of every draw: segments split at cut units (:func:`cut_units`), each cut a part.
+
+    In any order that respects ``edges``, every draw of a part comes after every
+    draw of the parts before it, so parts can be scheduled independently. Ids
+    increase along the stream.
+    """
+    if unit.size == 0:
+        return np.zeros(0, np.int64)
+    cut = cut_units(unit, edges, seg)
+    du = cut[unit]
+    new_unit = np.r_[True, unit[1:] != unit[:-1]]
+    new_seg = np.r_[True, seg[1:] != seg[:-1]]
+    prev_cut = np.r_[False, du[:-1]]
+    start = new_seg | (new_unit & (du | prev_cut))
+    return (np.cumsum(start) - 1).astype(np.int64)
+
+
+def lower_bound_parts(stream: Stream, target: Any, reorder: str = "declared", table: StateTable | None = None,
+                      graph: Any = None, facts: DrawFacts | None = None) -> LowerBound:
+    """The lower bound on draw calls (docs/passes.md, "The lower bound").
+
+    Draws are cut into **segments** (:func:`draw_segments`: dispatches, flushes,
+    barriers, copies, ``Opaque``, ``CSEnableAutomaticGpuFlush`` and pinned draws
+    separate them; no pass moves a draw across one). Within a segment, a scheduling
+    unit that the dependency graph (``reorder`` policy) places after everything
+    before it and before everything after it is a **cut**; the cuts split the
+    segment into **parts**, each cut being a part of its own; under ``reorder=none``
+    every draw is a part. In any order the passes can produce, every draw of a part
+    comes after every draw of the parts before it. A part needs at least one call
+    per **call class** it holds (:func:`call_classes`: the draws some pass could
+    fold into one call on ``target``), ``ceil(n / mdi_max_count)`` for a class of
+    ``n`` draws; one call may continue across a part boundary when both sides hold
+    its class. The bound is the sum over parts, less one for each boundary whose two
+    sides share a class.
+    """
+    model = get_target(target)
+    table = table if table is not None else track(stream)
+    facts = facts if facts is not None else draw_facts(stream, table)
+    d = len(facts)
+    if d == 0:
+        z = np.zeros(0, np.int64)
+        return LowerBound(0, 0, 0, 0, z, z)
+    mdi = bool(model.mdi)
+    cls = call_classes(facts, mdi=mdi)
+    seg = draw_segments(stream, facts)
+    if reorder == "none" or (graph is None and segments_are_chains(stream, table, facts.pipe, seg, reorder)):
+        # (a stream whose segments are all chains has one part per draw: no graph needed)
+        part = np.arange(d, dtype=np.int64)
+    else:
+        if graph is None:  # the hazard edges are all it reads: no state edges, no networkx
+            graph = hazard_graph(stream, reorder=reorder)
+        unit, edges = segment_units(graph, facts.cmd, seg)
+        part = draw_parts(unit, edges, seg)
+    limit = max(int(model.mdi_max_count), 1) if mdi else 1 << 62
+    pc = np.stack([part, cls], axis=1)
+    uniq, counts = np.unique(pc, axis=0, return_counts=True)
+    calls = int(np.sum(-(-counts // limit)))
+    # boundaries: part p and p+1 of one segment sharing a class
+    pseg = np.zeros(int(part.max()) + 1, np.int64)
+    pseg[part] = seg
+    ncls = int(cls.max()) + 1
+    keys = uniq[:, 0] * ncls + uniq[:, 1]
+    nxt = uniq[:, 0] + 1
+    valid = nxt <= part.max()
+    want = nxt[valid] * ncls + uniq[valid, 1]
+    pos = np.clip(np.searchsorted(keys, want), 0, keys.size - 1)
+    hit = (keys[pos] == want) & (pseg[uniq[valid, 0]] == pseg[np.minimum(nxt[valid], part.max())])
+    shared = np.unique(uniq[valid, 0][hit]).size
+    return LowerBound(calls - int(shared), int(np.unique(seg).size), int(part.max()) + 1, ncls, part, cls)
+
+
+def lower_bound(stream: Stream, target: str | TargetModel = "d3d12", reorder: str = "declared",
+                table: Any = None, graph: Any = None) -> int:
+    """The fewest draw calls any pipeline of drawopt's passes could reach (docs/passes.md).
+
+    One call per *merge class* per *part* of each *dependency segment*, less one
+    for every part boundary a call can span, and more where a hard limit (the
+    target's multi-draw count) forces splits. :func:`lower_bound_parts`
+    has the definition; ``table`` / ``graph`` may pass analyses already computed.
+    """
+    return lower_bound_parts(stream, get_target(target), reorder, table=table, graph=graph).bound
+
+
+def report_figures(stream: Stream, target: str | TargetModel = "d3d12", reorder: str = "declared",
+                   table: Any = None, graph: Any = None) -> dict[str, Any]:
+    """The report rows the cost model owns: ``{"cpu_cost": us, "lower_bound": calls}``.
+
+    ``drawopt optimize`` merges this dict into :func:`drawopt.stats.compute_stats`'s
+    for the before and the after column.
+    """
+    return {
+        "cpu_cost": round(estimate_cpu_cost(stream, target), 3),
+        "lower_bound": lower_bound(stream, target, reorder, table=table, graph=graph),
+    }

@@ -1,0 +1,1282 @@
+"""The state tracker: what every draw sees, as interned, comparable state ids.
+
+State model (SPEC "State" and the seeds)
+----------------------------------------
+The state is a fixed tuple of **slots** (:data:`SLOTS`)::
+
+    pipeline, gfx_rootsig, heaps, topology, render_targets, viewport, scissor,
+    blend_factor, stencil_ref, gs_params, index_buffer, vertex_buffers,
+    root0..root15 (graphics root arguments),
+    compute_rootsig, croot0..croot15 (compute root arguments)
+
+Each slot holds an interned **value id** (>= 0) or a marker: :data:`UNDEFINED`
+(-1), :data:`MASKED` (-2, the draw cannot observe the slot) or :data:`UNKNOWN`
+(-3, after an ``Opaque`` command). A root argument is a descriptor table
+(heap, slot), root constants (the 32-bit words; a partial update with
+``dest=`` merges into the current words) or a root CBV/SRV (buffer, offset).
+Vertex buffers merge per input slot the same way.
+
+Rules:
+
+* At the start of a command list everything is undefined except ``gs_params``,
+  which is the driver default (``GSSetParameters null``). A **bundle** inherits
+  the calling list's state (D3D12 bundle semantics), except the pipeline state
+  and the primitive topology; inherited slots start *unknown*.
+* ``SetDescriptorHeaps`` with different heaps than the current ones makes every
+  root argument that holds a descriptor table undefined (graphics and compute);
+  the same heaps again change nothing (d3d12-descriptor-tables-ru.txt). A
+  **bundle**'s first ``SetDescriptorHeaps`` changes no table: a bundle may set its
+  heaps once, and they must be the calling list's (a second, different set is the
+  ``bundle-heaps`` finding, and is tracked like any change).
+* ``Set{Graphics,Compute}RootSignature`` with a different root signature makes
+  every root argument of that side undefined; the same one changes nothing.
+* ``DrawIndexedX`` leaves the index buffer undefined (drawindexedx.txt).
+* ``CSEnableAutomaticGpuFlush`` is tracked by the flush rules, not here.
+* A change from an *unknown* root signature or heaps (a bundle's inherited ones,
+  or after ``Opaque``) makes the affected root arguments unknown, not undefined:
+  they may still hold the value set before, so that set stays observed.
+* After an ``Opaque`` command every slot is unknown. Unknown is never a finding,
+  and state ids of rows holding unknowns are distinct on either side of each
+  Opaque command, so nothing merges across one. A partial update (root constants
+  at ``dest=``, one vertex-buffer slot) of an unknown value is a distinct, partly
+  unknown value: ``("constants", (<unknown>, 5), "<unknown>")``.
+
+Each draw's row is **normalised** before interning: slots the draw cannot observe
+are masked: root arguments its pipeline does not read (:meth:`Pipeline.read_params
+<drawopt.ir.decls.Pipeline.read_params>`: ``params=``, all of its root signature by default,
+and always the ``perdraw`` parameter of each per-draw contract clause), the index
+buffer for non-indexed draws and for DrawIndexedX (which brings its own), vertex
+buffers for vertex-pulling pipelines, GS parameters when the pipeline has neither a GS
+nor tessellation (:attr:`Pipeline.observes_gs_params
+<drawopt.ir.decls.Pipeline.observes_gs_params>`: onchip GS mode forces tessellation
+always-offchip, so a tessellation draw observes the mode), and the compute side.
+A draw of a pipeline with an array clause (``draw_data`` / ``instance_data``, see
+docs/architecture.md "Rewrite contracts") that sees a buffer bound at the clause's
+P -- a root CBV/SRV, or a table whose descriptor views a buffer -- reads its lift
+items from the record, so the slots those items cover entirely are masked too: root
+constants all of whose words are lifted, and a descriptor table whose heap slot
+(``Q.0``) is lifted (the table binding itself is not read). A partly lifted
+constants parameter stays observed as a slot; :meth:`Scan.unobserved_words` gives
+its lifted words (dedupe-state uses them). A root view whose offset is lifted keeps
+its buffer observed. ``DrawIndexedX`` calls of a pipeline whose ``x`` clause applies
+read through ``x`` and are not masked. (:class:`ArrayMasks`; computed with numpy
+after the scan, so the Cython kernel and its pure twin share it.)
+The **state id** interns that row (ids in first-appearance order); the **pack
+class** interns it with the index buffer masked too (consecutive DrawIndexedX
+may change only the index buffer and format).
+
+Implementation: values are interned per command with numpy; one linear scan
+(Cython kernel :mod:`drawopt._state`, pure-Python twin :func:`_scan_py`) gives,
+for every observer (draw, dispatch, opaque command), the command that last set
+each slot (a re-set of the same value is the setter too); partial updates are
+resolved afterwards, vectorised per slot.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SLOTS", "NSLOTS", "UNDEFINED", "MASKED", "UNKNOWN", "SLOT_INDEX", "StateTable", "Scan",
+    "track", "scan", "compare_effective_state", "intern_rows", "describe_value",
+    "OBS_DRAW", "OBS_DISPATCH", "OBS_OPAQUE", "OBS_END", "ArrayMasks", "array_masks",
+]
+
+import bisect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from drawopt._accel import load_cext
+from drawopt.errors import InputError
+from drawopt.ir.decls import Buffer, Pipeline, RootSig, View, resolve_lift
+from drawopt.ir.ops import (
+    BY_CODE,
+    GS_MODES,
+    INDEX_FORMATS,
+    INDEXED_DRAW_OPS,
+    MAX_OPCODE,
+    NARGS,
+    OPS,
+    TOPOLOGIES,
+    Cat,
+)
+from drawopt.ir.stream import Stream, ragged_index
+
+NROOT = 16
+SLOTS: tuple[str, ...] = (
+    "pipeline", "gfx_rootsig", "heaps", "topology", "render_targets", "viewport", "scissor",
+    "blend_factor", "stencil_ref", "gs_params", "index_buffer", "vertex_buffers",
+    *(f"root{i}" for i in range(NROOT)),
+    "compute_rootsig",
+    *(f"croot{i}" for i in range(NROOT)),
+)
+"""Slot names, in row order."""
+NSLOTS = len(SLOTS)
+SLOT_INDEX: dict[str, int] = {s: i for i, s in enumerate(SLOTS)}
+
+(PIPELINE, GFX_RS, HEAPS, TOPOLOGY, RTS, VIEWPORT, SCISSOR, BLEND, STENCIL, GS, IB, VB) = range(12)
+ROOT0 = SLOT_INDEX["root0"]
+CRS = SLOT_INDEX["compute_rootsig"]
+CROOT0 = SLOT_INDEX["croot0"]
+
+UNDEFINED = -1
+MASKED = -2
+UNKNOWN = -3
+
+MASKED_DESC = "<masked>"
+UNKNOWN_DESC = "<unknown>"
+
+# observer kinds
+OBS_DRAW, OBS_DISPATCH, OBS_OPAQUE, OBS_END = 0, 1, 2, 3
+
+# kernel codes (cext/_state.pyx)
+K_NONE, K_SET, K_HEAPS, K_GRS, K_CRS, K_DRAW, K_DRAWX, K_DISPATCH, K_OPAQUE = range(9)
+_LAYOUT = np.array([NSLOTS, HEAPS, GFX_RS, CRS, IB, ROOT0, CROOT0, NROOT], dtype=np.int64)
+_ALL_BITS = (1 << NSLOTS) - 1
+
+_GFX_SLOTS = np.zeros(NSLOTS, bool)
+_GFX_SLOTS[:CRS] = True
+_CMP_SLOTS = np.zeros(NSLOTS, bool)
+_CMP_SLOTS[[PIPELINE, HEAPS, CRS]] = True
+_CMP_SLOTS[CROOT0:CROOT0 + NROOT] = True
+
+
+_OP = {o.name: o.code for o in OPS}
+_KCODE = np.zeros(MAX_OPCODE + 1, np.int64)
+_FIXED_SLOT = np.full(MAX_OPCODE + 1, -1, np.int64)
+for _o in OPS:
+    if _o.cat == Cat.STATE and _o.name != "CSEnableAutomaticGpuFlush":
+        _KCODE[_o.code] = K_SET
+    elif _o.cat == Cat.DRAW:
+        _KCODE[_o.code] = K_DRAWX if _o.name == "DrawIndexedX" else K_DRAW
+    elif _o.cat == Cat.DISPATCH:
+        _KCODE[_o.code] = K_DISPATCH
+    elif _o.cat == Cat.OPAQUE:
+        _KCODE[_o.code] = K_OPAQUE
+_KCODE[_OP["SetDescriptorHeaps"]] = K_HEAPS
+_KCODE[_OP["SetGraphicsRootSignature"]] = K_GRS
+_KCODE[_OP["SetComputeRootSignature"]] = K_CRS
+for _name, _slot in (("SetPipelineState", PIPELINE), ("SetGraphicsRootSignature", GFX_RS),
+                     ("SetComputeRootSignature", CRS), ("SetDescriptorHeaps", HEAPS),
+                     ("IASetPrimitiveTopology", TOPOLOGY), ("OMSetRenderTargets", RTS),
+                     ("RSSetViewports", VIEWPORT), ("RSSetScissorRects", SCISSOR),
+                     ("OMSetBlendFactor", BLEND), ("OMSetStencilRef", STENCIL),
+                     ("GSSetParameters", GS), ("IASetIndexBuffer", IB), ("IASetVertexBuffers", VB)):
+    _FIXED_SLOT[_OP[_name]] = _slot
+_GFX_ROOT_OPS = ("SetGraphicsRootDescriptorTable", "SetGraphicsRoot32BitConstants",
+                 "SetGraphicsRootConstantBufferView", "SetGraphicsRootShaderResourceView")
+_CMP_ROOT_OPS = ("SetComputeRootDescriptorTable", "SetComputeRoot32BitConstants")
+_TABLE_OPS = (_OP["SetGraphicsRootDescriptorTable"], _OP["SetComputeRootDescriptorTable"])
+_CONST_OPS = (_OP["SetGraphicsRoot32BitConstants"], _OP["SetComputeRoot32BitConstants"])
+_IS_INDEXED = np.zeros(MAX_OPCODE + 2, bool)
+_IS_INDEXED[list(INDEXED_DRAW_OPS)] = True
+_IS_MERGE = np.zeros(MAX_OPCODE + 1, bool)
+_IS_MERGE[[*_CONST_OPS, _OP["IASetVertexBuffers"]]] = True
+
+
+# ---------------------------------------------------------------------- interning
+_M1 = np.uint64(0x9E3779B97F4A7C15)
+_M2 = np.uint64(0xBF58476D1CE4E5B9)
+_M3 = np.uint64(0x94D049BB133111EB)
+
+
+def _hash_rows(mat: np.ndarray, pure: bool | None = None) -> np.ndarray:
+    """A 64-bit mixing hash of every row of an integer matrix (splitmix64 steps);
+    ``drawopt._state.hash_rows`` computes the same."""
+    mod = load_cext("_state", pure)
+    if mod is not None and hasattr(mod, "hash_rows"):
+        return mod.hash_rows(mat)
+    return _hash_rows_py(mat)
+
+
+def _hash_rows_py(mat: np.ndarray) -> np.ndarray:
+    """Pure-numpy twin of ``drawopt._state.hash_rows``."""
+    cols = np.ascontiguousarray(np.asarray(mat).T, dtype=np.int64).view(np.uint64)
+    h = np.full(cols.shape[1], 0x243F6A8885A308D3, dtype=np.uint64)
+    tmp = np.empty_like(h)
+    with np.errstate(over="ignore"):
+        for j in range(cols.shape[0]):
+            h ^= cols[j]
+            h += _M1
+            np.right_shift(h, np.uint64(30), out=tmp)
+            h ^= tmp
+            h *= _M2
+            np.right_shift(h, np.uint64(27), out=tmp)
+            h ^= tmp
+            h *= _M3
+            np.right_shift(h, np.uint64(31), out=tmp)
+            h ^= tmp
+    return h
+
+
+def intern_rows(mat: np.ndarray, hashes: np.ndarray | None = None,
+                chunk: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
+    """Intern the rows of an integer matrix.
+
+    Parameters
+    ----------
+    mat : ndarray, shape (M, k)
+        Integer rows.
+    hashes : uint64[M], optional
+        ``_hash_rows(mat)`` if already known.
+
+    Returns
+    -------
+    ids : int64[M]
+        Id of each row; ids are numbered in order of first appearance.
+    first : int64[U]
+        Row index of the first occurrence of each id.
+
+    Rows are grouped by a 64-bit hash, and every row is then compared with its
+    group's first row, so the result is exact (a hash collision falls back to
+    ``np.unique(axis=0)``).
+    """
+    mat = np.asarray(mat)
+    if mat.ndim == 1:
+        mat = mat[:, None]
+    m = mat.shape[0]
+    if m == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if mat.shape[1] == 1 and hashes is None:
+        _, first, inv = np.unique(mat[:, 0], return_index=True, return_inverse=True)
+    else:
+        h = _hash_rows(mat) if hashes is None else hashes
+        _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+        rep = first[inv]
+        ok = True
+        for lo in range(0, m, chunk):
+            if not np.array_equal(mat[lo:lo + chunk], mat[rep[lo:lo + chunk]]):
+                ok = False
+                break
+        if not ok:  # pragma: no cover - a 64-bit collision
+            _, first, inv = np.unique(mat, axis=0, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(order.shape[0], np.int64)
+    rank[order] = np.arange(order.shape[0])
+    return rank[inv], first[order].astype(np.int64)
+
+
+def _intern_values(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ids for the distinct rows of ``keys`` (any order; used for value ids, where only
+    distinctness matters): ``(ids, unique_rows)``.
+
+    Rows whose columns fit a mixed-radix int64 are combined into one key, and small
+    key ranges are compacted with a lookup table instead of a sort.
+    """
+    keys = np.asarray(keys, np.int64)
+    if keys.ndim == 1:
+        keys = keys[:, None]
+    m = keys.shape[0]
+    if m == 0:
+        return np.zeros(0, np.int64), keys[:0]
+    lo = keys.min(axis=0)
+    span = [int(b) - int(a) + 1 for a, b in zip(lo.tolist(), keys.max(axis=0).tolist())]  # Python ints: no wrap
+    total = 1
+    for x in span:
+        total *= x
+    if total >= 1 << 62:
+        ids, first = intern_rows(keys)
+        return ids, keys[first]
+    comb = np.zeros(m, np.int64)
+    mult = 1
+    for j in range(keys.shape[1] - 1, -1, -1):
+        comb += (keys[:, j] - lo[j]) * mult
+        mult *= span[j]
+    if total <= max(4 * m, 1 << 16):
+        present = np.zeros(total, bool)
+        present[comb] = True
+        remap = np.cumsum(present) - 1
+        ids = remap[comb]
+        first = np.empty(int(present.sum()), np.int64)
+        first[ids] = np.arange(m)
+    else:
+        _, first, ids = np.unique(comb, return_index=True, return_inverse=True)
+        ids = ids.reshape(-1)
+    return ids.astype(np.int64), keys[first]
+
+
+class _Values:
+    """Registry of value ids: blocks of consecutive ids, each with a decoder."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.decoders: list[Callable[[int], Any]] = []
+        self.next = 0
+        self._cache: dict[int, Any] = {}
+        self.partial: list[int] = []  # ids of values that are partly unknown
+
+    def partial_mask(self) -> np.ndarray:
+        """bool[n_values + 1]: partly unknown values (the last entry, for markers, is False)."""
+        m = np.zeros(self.next + 1, bool)
+        m[self.partial] = True
+        return m
+
+    def add(self, n: int, decode: Callable[[int], Any]) -> int:
+        start = self.next
+        self.starts.append(start)
+        self.decoders.append(decode)
+        self.next += n
+        return start
+
+    def decode(self, vid: int) -> Any:
+        vid = int(vid)
+        if vid == UNDEFINED:
+            return None
+        if vid == MASKED:
+            return MASKED_DESC
+        if vid == UNKNOWN:
+            return UNKNOWN_DESC
+        v = self._cache.get(vid, self)
+        if v is self:
+            k = bisect.bisect_right(self.starts, vid) - 1
+            if k < 0 or vid >= self.next:
+                raise KeyError(vid)
+            v = self.decoders[k](vid - self.starts[k])
+            self._cache[vid] = v
+        return v
+
+
+def describe_value(scan_: Scan, vid: int) -> Any:
+    """Canonical, stream-independent value of value id ``vid`` of ``scan_``."""
+    return scan_.values.decode(vid)
+
+
+# ---------------------------------------------------------------------- the scan
+def _scan_py(code: np.ndarray, slot: np.ndarray, val: np.ndarray, is_table: np.ndarray,
+             layout: np.ndarray, init_unknown: int, final_row: bool) -> tuple[np.ndarray, ...]:
+    """Pure-Python twin of ``drawopt._state.scan`` (identical results)."""
+    code_l = np.asarray(code, np.int64).tolist()
+    slot_l = np.asarray(slot, np.int64).tolist()
+    val_l = np.asarray(val, np.int64).tolist()
+    tab_l = np.asarray(is_table, np.uint8).tolist()
+    ns, _heaps, _grs, _crs, ib, root0, croot0, nroot = (int(x) for x in layout)
+    n = len(code_l)
+    nobs = sum(1 for c in code_l if c >= K_DRAW) + (1 if final_row else 0)
+    setter = np.empty((nobs, ns), np.int64)
+    unknown = np.empty(nobs, np.int64)
+    prev = [-2] * n
+    cur = [-1] * ns
+    unk = int(init_unknown)
+    allbits = (1 << ns) - 1
+    root_ranges = (range(root0, root0 + nroot), range(croot0, croot0 + nroot))
+    rows: list[list[int]] = []
+    unks: list[int] = []
+    for i in range(n):
+        c = code_l[i]
+        if c == K_NONE:
+            continue
+        if c <= K_CRS:
+            s = slot_l[i]
+            bit = 1 << s
+            p = -3 if unk & bit else cur[s]
+            prev[i] = p
+            if c == K_HEAPS:
+                curv = val_l[p] if p >= 0 else -1
+                if p == -3 or curv != val_l[i]:
+                    for rr in root_ranges:
+                        for r in rr:
+                            rb = 1 << r
+                            if not unk & rb and cur[r] >= 0 and tab_l[cur[r]]:
+                                if p == -3:
+                                    unk |= rb  # maybe changed: unknown, and its setter may still be observed
+                                else:
+                                    cur[r] = -1
+            elif c == K_GRS or c == K_CRS:
+                rr = root_ranges[0] if c == K_GRS else root_ranges[1]
+                curv = val_l[p] if p >= 0 else -1
+                if p == -3:
+                    for r in rr:
+                        rb = 1 << r
+                        if not unk & rb and cur[r] >= 0:
+                            unk |= rb  # maybe changed: unknown, and its setter may still be observed
+                elif curv != val_l[i]:
+                    for r in rr:
+                        cur[r] = -1
+                        unk &= ~(1 << r)
+            cur[s] = i
+            unk &= ~bit
+        else:
+            rows.append(list(cur))
+            unks.append(unk)
+            if c == K_DRAWX:
+                cur[ib] = -1
+                unk &= ~(1 << ib)
+            elif c == K_OPAQUE:
+                cur = [-1] * ns
+                unk = allbits
+    if final_row:
+        rows.append(list(cur))
+        unks.append(unk)
+    if nobs:
+        setter[:] = np.array(rows, dtype=np.int64).reshape(nobs, ns)
+        unknown[:] = np.array(unks, dtype=np.int64)
+    return setter, unknown, np.array(prev, dtype=np.int64)
+
+
+def _kernel(pure: bool | None) -> Callable[..., tuple[np.ndarray, ...]]:
+    mod = load_cext("_state", pure)
+    return mod.scan if mod is not None else _scan_py
+
+
+@dataclass
+class _Chains:
+    """The partial-update chains of one merge slot (root constants or vertex buffers).
+
+    ``cmds[k]`` is the k-th command writing the slot; ``start[k]`` whether it starts a
+    chain (the slot was reset or held another kind of value before it); ``init[k]``
+    the fill of words no command of the chain wrote (-1 undefined, -3 unknown);
+    ``owner``/``col``/``wv`` the words written (row, column, value).
+    """
+
+    slot: int
+    cmds: np.ndarray
+    start: np.ndarray
+    init: np.ndarray
+    owner: np.ndarray
+    col: np.ndarray
+    wv: np.ndarray
+    width: int
+    cached: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+
+    def matrices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(wmask, wval, filled)``: words written by each command and the words after it."""
+        if self.cached is not None:
+            return self.cached
+        m, w = self.cmds.shape[0], self.width
+        wmask = np.zeros((m, w), bool)
+        wval = np.zeros((m, w), np.int64)
+        wmask[self.owner, self.col] = True
+        wval[self.owner, self.col] = self.wv
+        filled = self.fill(wmask, wval)
+        return wmask, wval, filled
+
+    def fill(self, wmask: np.ndarray, wval: np.ndarray) -> np.ndarray:
+        m = wmask.shape[0]
+        rows = np.arange(m, dtype=np.int64)[:, None]
+        idx = np.where(wmask | self.start[:, None], rows, 0)
+        np.maximum.accumulate(idx, axis=0, out=idx)
+        hit = np.take_along_axis(wmask, idx, 0)
+        return np.where(hit, np.take_along_axis(wval, idx, 0), self.init[idx])
+
+
+@dataclass(eq=False)
+class VBTable:
+    """Columnar facts of the vertex-buffer values: value ids ``base .. base + n - 1``.
+
+    ``single[j]``: value ``base + j`` is exactly one binding, in slot 0, with no unknown
+    part; ``buffer``, ``offset``, ``stride`` that binding (``buffer`` a declaration index,
+    the first of its name, so equal buffers have equal names; -1 and zeros where not
+    ``single``).
+    """
+
+    base: int
+    single: np.ndarray
+    buffer: np.ndarray
+    offset: np.ndarray
+    stride: np.ndarray
+
+
+@dataclass(eq=False)
+class Scan:
+    """Everything one linear pass over a stream gives (shared by the tracker, the
+    validator and the passes).
+
+    Attributes
+    ----------
+    stream : Stream
+    kcode : int64[N]
+        Kernel code of each command.
+    slot : int64[N]
+        Slot each state command sets (-1: none).
+    cval : int64[N]
+        Value id the command leaves in its slot (-1: sets nothing).
+    prev : int64[N]
+        Command that last set the slot before this one (-1 undefined, -3 unknown,
+        -2 not a state command).
+    obs, obs_kind : int64[O], uint8[O]
+        Observers: draws, dispatches and Opaque commands (which may read any state),
+        plus, for a bundle, the end of the stream (index -1), whose state the calling
+        list inherits.
+    setter : int64[O, NSLOTS]
+        Command that last set each slot as seen by each observer (-1 none).
+    unknown : int64[O]
+        Bit ``s`` set when slot ``s`` is unknown at the observer.
+    pipe : int64[O]
+        Pipeline declaration index at each observer (-1 undefined, -3 unknown).
+    epoch : int64[O]
+        Opaque commands before each observer (separates states holding unknowns).
+    init_val : int64[NSLOTS]
+        Value of each slot with no setter: undefined, except ``gs_params`` (the
+        driver default, ``GSSetParameters null``).
+    values : _Values
+        The value registry: ``values.decode(vid)`` gives the canonical value;
+        ``values.partial_mask()`` flags partly unknown values.
+    chains : dict[int, _Chains]
+        Per merging slot (root constants, vertex buffers), its partial-update chains.
+    heap_type : int64[n_decls]
+        0 CBV_SRV_UAV heap, 1 SAMPLER heap, -1 not a heap.
+    vb_table : VBTable or None
+        Columnar facts of the vertex-buffer values (None: the stream binds none); see
+        :meth:`vb_single_binding`.
+
+    ``values_of``, ``read_mask``, ``normalised`` give per-observer rows;
+    ``value_before`` the value a set command replaces.
+    """
+
+    stream: Stream
+    kcode: np.ndarray
+    slot: np.ndarray
+    cval: np.ndarray
+    prev: np.ndarray
+    obs: np.ndarray
+    obs_kind: np.ndarray
+    setter: np.ndarray
+    unknown: np.ndarray
+    pipe: np.ndarray
+    epoch: np.ndarray
+    init_val: np.ndarray
+    values: _Values
+    chains: dict[int, _Chains]
+    heap_type: np.ndarray
+    _draw_mask: np.ndarray = field(repr=False)
+    _disp_mask: np.ndarray = field(repr=False)
+    _pidx: np.ndarray = field(repr=False)
+    _arr: ArrayMasks | None = field(default=None, repr=False)
+    _binds_buf: np.ndarray | None = field(default=None, repr=False)
+    vb_table: VBTable | None = field(default=None, repr=False)
+
+    def vb_single_binding(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """For value ids ``ids`` (any, markers included): ``(ok, buffer, offset, stride)``.
+
+        ``ok``: the id is a vertex-buffer value that is exactly one binding, in slot 0,
+        with no unknown part (what ``values.decode`` gives as ``((0, buffer, offset,
+        stride),)``); ``buffer`` a declaration index equal for equal buffer names. Other
+        ids (other slots' values, markers) give ``ok`` False, -1 and zeros.
+        """
+        ids = np.asarray(ids, np.int64)
+        tb = self.vb_table
+        if tb is None:
+            z = np.zeros(ids.shape, np.int64)
+            return np.zeros(ids.shape, bool), z - 1, z, z.copy()
+        j = ids - tb.base
+        inside = (j >= 0) & (j < tb.single.shape[0])
+        j = np.where(inside, j, 0)
+        ok = inside & tb.single[j]  # the table has a row: a stream binding vertex buffers has a value
+        return ok, np.where(ok, tb.buffer[j], -1), np.where(ok, tb.offset[j], 0), np.where(ok, tb.stride[j], 0)
+
+    @property
+    def _cval_ext(self) -> np.ndarray:
+        ext = self.__dict__.get("_cval_ext_")
+        if ext is None or ext.shape[0] != self.cval.shape[0] + 1:
+            ext = np.append(self.cval, UNDEFINED)
+            self.__dict__["_cval_ext_"] = ext
+        return ext
+
+    def values_of(self, sel: np.ndarray | slice) -> np.ndarray:
+        """Raw (unmasked) value ids of every slot at observers ``sel``: int64[k, NSLOTS]."""
+        st = self.setter[sel]
+        # index -1 (no setter) reads the appended dummy, replaced by the slot's initial value
+        v = np.where(st >= 0, self._cval_ext[st], self.init_val[None, :])
+        unk = self.unknown[sel]
+        if unk.any():
+            bits = ((unk[:, None] >> np.arange(NSLOTS, dtype=np.int64)) & 1).astype(bool)
+            v[bits] = UNKNOWN
+        return v
+
+    def read_mask(self, sel: np.ndarray | slice) -> np.ndarray:
+        """Which slots observers ``sel`` can observe: bool[k, NSLOTS]."""
+        kind = self.obs_kind[sel]
+        out = np.ones((kind.shape[0], NSLOTS), bool)
+        pidx = self._pidx[sel]
+        d = kind == OBS_DRAW
+        if d.any():
+            out[d] = self._draw_mask[pidx[d]]
+            out[d, IB] = _IS_INDEXED[self.stream.op[self.obs[sel][d]]]
+        x = kind == OBS_DISPATCH
+        if x.any():
+            out[x] = self._disp_mask[pidx[x]]
+        if d.any():
+            rows, pj = self.array_readers(sel)
+            if rows.size:
+                out[rows] &= ~self._arr.lifted[pj]
+        return out
+
+    def array_readers(self, sel: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
+        """The draws among observers ``sel`` that read their per-draw record from a bound
+        array (an array clause with a buffer bound at its P, not a ``DrawIndexedX`` that
+        reads through ``x``): their rows in ``sel`` and their pipelines' rows of
+        :class:`ArrayMasks`. The lift items of the clause are not observed there."""
+        arr = self._arr
+        none = np.zeros(0, np.int64)
+        if arr is None or self._binds_buf is None:
+            return none, none
+        pidx = self._pidx[sel]
+        pd = arr.perdraw[pidx]
+        cand = (self.obs_kind[sel] == OBS_DRAW) & (pd >= 0)
+        if not cand.any():
+            return none, none
+        idx = np.arange(self.obs.shape[0])[sel] if isinstance(sel, slice) else np.asarray(sel)
+        if idx.dtype == bool:
+            idx = np.flatnonzero(idx)
+        rows = np.flatnonzero(cand)
+        ops = self.stream.op[np.maximum(self.obs[idx[rows]], 0)]
+        rows = rows[~(arr.x_reads[pidx[rows]] & (ops == _OP["DrawIndexedX"]))]
+        col = ROOT0 + pd[rows]
+        st = self.setter[idx[rows], col]
+        unk = ((self.unknown[idx[rows]] >> col) & 1) == 1
+        bound = (st >= 0) & ~unk & self._binds_buf[np.maximum(st, 0)]
+        rows = rows[bound]
+        return rows, pidx[rows]
+
+    def lifted_slots(self, sel: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
+        """At the draws among ``sel`` that read a bound array (:meth:`array_readers`): the
+        root slots holding lift items (wholly or in part), as ``(rows in sel,
+        bool[k, NSLOTS])``."""
+        rows, pj = self.array_readers(sel)
+        m = np.zeros((rows.size, NSLOTS), bool)
+        if rows.size:
+            m[:] = self._arr.lifted[pj]
+            m[:, ROOT0:ROOT0 + NROOT] |= self._arr.words[pj] != 0
+        return rows, m
+
+    def unobserved_words(self, sel: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Root constants an observer reads only in part: the lifted words of a parameter
+        whose other words stay observed, at draws that read a bound array
+        (:meth:`array_readers`). Returns ``(row in sel, slot, bitmask of the unobserved
+        words as uint64)``, one entry per such (observer, slot)."""
+        rows, pj = self.array_readers(sel)
+        if not rows.size:
+            return rows, rows, np.zeros(0, np.uint64)
+        bits = self._arr.words[pj]                  # uint64[k, NROOT]
+        r, q = np.nonzero(bits)
+        return rows[r], ROOT0 + q, bits[r, q]
+
+    def normalised(self, sel: np.ndarray | slice) -> np.ndarray:
+        """Normalised rows (unobservable slots :data:`MASKED`) at observers ``sel``."""
+        v = self.values_of(sel)
+        v[~self.read_mask(sel)] = MASKED
+        return v
+
+    def value_before(self, cmds: np.ndarray) -> np.ndarray:
+        """Value of each command's slot just before it (-1 undefined, -3 unknown)."""
+        p = self.prev[cmds]
+        s = self.slot[cmds]
+        return np.where(p >= 0, self.cval[np.maximum(p, 0)], np.where(p == -3, UNKNOWN, self.init_val[s]))
+
+    def describe_row(self, row: np.ndarray) -> dict[str, Any]:
+        return {SLOTS[k]: self.values.decode(int(row[k])) for k in range(NSLOTS)}
+
+
+@dataclass(eq=False)
+class StateTable:
+    """Per-draw interned state of a stream (see the module docstring).
+
+    Attributes
+    ----------
+    draws : int64[D]
+        Command index of each draw command (``Cat.DRAW``).
+    state : int32[D]
+        State id of each draw (ids in first-appearance order).
+    pack : int32[D]
+        Pack class of each draw (the state with the index buffer masked).
+    rows : int64[S, NSLOTS]
+        Normalised value ids of each distinct state (-1 undefined, -2 masked, -3 unknown).
+        States of dispatches follow those of draws.
+    setter : int64[D, NSLOTS]
+        Command that last set each slot as seen by each draw (-1 none).
+    dispatches, dispatch_state, dispatch_setter :
+        The same for ``Dispatch`` commands.
+    scan : Scan
+        The underlying scan (values, observers), for the validator and passes.
+    """
+
+    draws: np.ndarray
+    state: np.ndarray
+    pack: np.ndarray
+    rows: np.ndarray
+    setter: np.ndarray
+    dispatches: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    dispatch_state: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    dispatch_setter: np.ndarray = field(default_factory=lambda: np.zeros((0, NSLOTS), np.int64))
+    scan: Scan | None = field(default=None, repr=False)
+
+    def describe(self, sid: int) -> dict[str, Any]:
+        """Slot -> canonical, stream-independent value of state ``sid``.
+
+        Values use names, not indices: ``pipeline`` a pipeline name, ``heaps`` a
+        tuple of heap names, a root argument ``("table", heap, slot)``,
+        ``("constants", words)`` (None for undefined words) or ``("cbv"|"srv",
+        buffer, offset)``, ``index_buffer`` ``(buffer, format, offset)``,
+        ``vertex_buffers`` a tuple of ``(slot, buffer, offset, stride)``, floats as
+        their IEEE bits. Undefined is None, masked ``"<masked>"``, unknown
+        ``"<unknown>"``; a partial update of an unknown value ends with a
+        ``"<unknown>"`` item (root constants: a third item; vertex buffers: a last
+        element).
+        """
+        assert self.scan is not None
+        return self.scan.describe_row(self.rows[sid])
+
+    def first_difference(self, a: int, b: int) -> str | None:
+        """The first slot whose values differ between states ``a`` and ``b``.
+
+        None if ``a == b``. Two states with identical rows that hold unknown values
+        are distinct only because an Opaque command separates them; the first
+        unknown slot is returned then.
+        """
+        if a == b:
+            return None
+        ra, rb = self.rows[a], self.rows[b]
+        diff = np.flatnonzero(ra != rb)
+        if diff.size:
+            return SLOTS[int(diff[0])]
+        partial = self.scan.values.partial_mask() if self.scan is not None else np.zeros(1, bool)
+        unk = np.flatnonzero((ra == UNKNOWN) | partial[np.where(ra >= 0, ra, -1)])
+        return SLOTS[int(unk[0])] if unk.size else None
+
+
+# ---------------------------------------------------------------------- building the scan
+def _names(decls) -> list[str]:
+    return [d.name for d in decls.items]
+
+
+def scan(stream: Stream, pure: bool | None = None) -> Scan:
+    """Run the linear state scan over ``stream`` (see :class:`Scan`).
+
+    Raises
+    ------
+    InputError
+        A root parameter index outside 0..15.
+    """
+    s = stream
+    n = len(s)
+    op = s.op.astype(np.int64)
+    decls = s.decls
+    names = _names(decls)
+    kcode = _KCODE[op] if n else np.zeros(0, np.int64)
+    if s.header.kind == "bundle":  # a bundle's first heaps are the caller's: that set changes no table
+        first = np.flatnonzero(kcode == K_HEAPS)[:1]
+        kcode = kcode.copy()
+        kcode[first] = K_SET
+    slot = _FIXED_SLOT[op].copy() if n else np.zeros(0, np.int64)
+    cval = np.full(n, -1, np.int64)
+    values = _Values()
+    is_table = np.zeros(n, np.uint8)
+    heap_type = np.array([(0 if getattr(d, "type", "") == "CBV_SRV_UAV" else 1) if d.kind == "heap" else -1
+                          for d in decls.items] or [-1], dtype=np.int64)
+
+    groups: dict[int, np.ndarray] = {}
+    if n:
+        order = np.argsort(op, kind="stable")
+        bounds = np.flatnonzero(np.diff(op[order])) + 1
+        for part in np.split(order, bounds):
+            if part.size:
+                groups[int(op[part[0]])] = part
+
+    def where(name: str) -> np.ndarray:
+        return groups.get(_OP[name], np.zeros(0, np.int64))
+
+    def block(idx: np.ndarray, keys: np.ndarray, decode: Callable[[np.ndarray], Any],
+              extra: np.ndarray | None = None) -> int:
+        """Intern ``keys`` (one row per command ``idx``) into a new block of value ids."""
+        allkeys = keys if extra is None else np.concatenate([extra, keys])
+        ids, uniq = _intern_values(allkeys)
+        base = values.add(uniq.shape[0], lambda j, u=uniq: decode(u[j]))
+        off = 0 if extra is None else extra.shape[0]
+        cval[idx] = base + ids[off:]
+        return base + (int(ids[0]) if extra is not None else 0)
+
+    a = s.args
+    # simple slots
+    idx = where("SetPipelineState")
+    block(idx, a[idx, :1], lambda r: names[int(r[0])])
+    for nm in ("SetGraphicsRootSignature", "SetComputeRootSignature"):
+        idx = where(nm)
+        block(idx, a[idx, :1], lambda r: names[int(r[0])])
+    idx = where("SetDescriptorHeaps")
+    if idx.size:
+        lens = s.var_len[idx].astype(np.int64)
+        vals = s.pool[ragged_index(s.var_off[idx], lens)]
+        owner = np.repeat(np.arange(idx.size), lens)
+        keys = np.full((idx.size, 2), -1, np.int64)
+        keys[owner, heap_type[vals]] = vals
+        block(idx, keys, lambda r: tuple(names[int(h)] for h in r if h >= 0))
+    idx = where("IASetPrimitiveTopology")
+    block(idx, a[idx, :1], lambda r: TOPOLOGIES[int(r[0])])
+    idx = where("OMSetRenderTargets")
+    if idx.size:
+        lens = s.var_len[idx].astype(np.int64)
+        vals = s.pool[ragged_index(s.var_off[idx], lens)]
+        owner = np.repeat(np.arange(idx.size), lens)
+        pos = np.arange(vals.size) - np.repeat(np.cumsum(lens) - lens, lens)
+        keys = np.full((idx.size, 9), -1, np.int64)
+        keys[owner, pos] = vals
+        block(idx, keys, lambda r: tuple(names[int(t)] for t in r if t >= 0))
+    for nm, w in (("RSSetViewports", 6), ("RSSetScissorRects", 4), ("OMSetBlendFactor", 4)):
+        idx = where(nm)
+        block(idx, a[idx, :w], lambda r: tuple(int(x) for x in r))
+    idx = where("OMSetStencilRef")
+    block(idx, a[idx, :1], lambda r: int(r[0]))
+    idx = where("GSSetParameters")
+    keys = a[idx, :5].copy()
+    keys[keys[:, 0] == 0] = 0  # null: the driver default, whatever the other fields say
+    gs_null = block(idx, keys, lambda r: ("null",) if r[0] == 0 else (GS_MODES[int(r[0])], *(int(x) for x in r[1:])),
+                    extra=np.zeros((1, 5), np.int64))
+    idx = where("IASetIndexBuffer")
+    block(idx, a[idx, :3], lambda r: (names[int(r[0])], INDEX_FORMATS[int(r[1])], int(r[2])))
+
+    # root arguments: slot from the index
+    for names_, base_slot in ((_GFX_ROOT_OPS, ROOT0), (_CMP_ROOT_OPS, CROOT0)):
+        for nm in names_:
+            idx = where(nm)
+            if not idx.size:
+                continue
+            ri = a[idx, 0]
+            bad = ri >= NROOT
+            if bad.any():
+                i = int(idx[np.argmax(bad)])
+                raise InputError(f"{nm}: root parameter index {int(a[i, 0])} is out of range (0..{NROOT - 1})",
+                                 "<stream>", int(s.line[i]), 1)
+            slot[idx] = base_slot + ri
+    for nm in ("SetGraphicsRootDescriptorTable", "SetComputeRootDescriptorTable"):
+        idx = where(nm)
+        is_table[idx] = 1
+        block(idx, a[idx, 1:2], lambda r: ("table", names[int(r[0]) >> 32], int(r[0]) & 0xFFFFFFFF))
+    for nm, kind in (("SetGraphicsRootConstantBufferView", "cbv"), ("SetGraphicsRootShaderResourceView", "srv")):
+        idx = where(nm)
+        block(idx, a[idx, 1:3], lambda r, k=kind: (k, names[int(r[0])], int(r[1])))
+
+    # the linear scan
+    bundle = s.header.kind == "bundle"
+    init_unknown = 0
+    if bundle:
+        init_unknown = _ALL_BITS & ~((1 << PIPELINE) | (1 << TOPOLOGY))
+    setter, unknown, prev = _kernel(pure)(kcode, slot, cval, is_table, _LAYOUT, init_unknown, bundle)
+
+    # partial updates (root constants, vertex buffers), resolved per slot
+    chains: dict[int, _Chains] = {}
+    vb_table: VBTable | None = None
+    merge_cmds = np.flatnonzero(_IS_MERGE[op]) if n else np.zeros(0, np.int64)
+    if merge_cmds.size:
+        const_mask = np.isin(op[merge_cmds], _CONST_OPS)
+        cc = merge_cmds[const_mask]
+        vbc = merge_cmds[~const_mask]
+        if vbc.size:
+            trip_ids, trip = _intern_values(a[vbc, 1:4])
+            tbase = values.add(trip.shape[0], lambda j, u=trip: (names[int(u[j][0])], int(u[j][1]),
+                                                                       int(u[j][2])))
+            vb_slots, vcol = np.unique(a[vbc, 0], return_inverse=True)
+            ch = _make_chains(VB, vbc, prev, np.arange(vbc.size), vcol.reshape(-1), tbase + trip_ids,
+                              vb_slots.shape[0])
+            chains[VB] = ch
+
+            def dec_vb(row: np.ndarray, slots: np.ndarray = vb_slots) -> tuple:
+                out: tuple = tuple((int(slots[k]), *values.decode(int(v))) for k, v in enumerate(row[:-1]) if v >= 0)
+                return out + (UNKNOWN_DESC,) if row[-1] else out
+            vb_base, vb_rows = _resolve(ch, cval, values, dec_vb)
+            # canonical buffer of each decl: the first decl of its name (values compare names)
+            first_of: dict[str, int] = {}
+            buf_canon = np.array([first_of.setdefault(nm, i) for i, nm in enumerate(names)] or [-1], np.int64)
+            vb_table = _vb_table(vb_base, vb_rows, vb_slots, trip, tbase, buf_canon)
+        if cc.size:
+            for sl in np.unique(slot[cc]):
+                c = cc[slot[cc] == sl]
+                cnt = a[c, 1]
+                dest = a[c, 2]
+                lens = cnt.astype(np.int64)
+                owner = np.repeat(np.arange(c.size), lens)
+                col = np.repeat(dest, lens) + (np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens))
+                wv = s.pool[ragged_index(s.var_off[c], s.var_len[c])]
+                ch = _make_chains(int(sl), c, prev, owner, col, wv, int((dest + cnt).max()))
+                chains[int(sl)] = ch
+                _resolve(ch, cval, values, _decode_constants)
+
+    # observers
+    obs_all = np.flatnonzero(kcode >= K_DRAW)
+    okc = kcode[obs_all]
+    kind = np.where(okc == K_DISPATCH, OBS_DISPATCH, np.where(okc == K_OPAQUE, OBS_OPAQUE, OBS_DRAW))
+    if bundle:
+        obs_all = np.append(obs_all, -1)
+        kind = np.append(kind, OBS_END)
+    kind = kind.astype(np.uint8)
+    opaque_cum = np.concatenate([[0], np.cumsum(op == _OP["Opaque"])]).astype(np.int64)
+    epoch = opaque_cum[np.where(obs_all >= 0, obs_all, n)]  # Opaque commands strictly before
+
+    ps = setter[:, PIPELINE]
+    pipe = np.full(ps.shape[0], UNDEFINED, np.int64)
+    pipe[ps >= 0] = a[ps[ps >= 0], 0]
+    pipe[((unknown >> PIPELINE) & 1) == 1] = UNKNOWN
+
+    init_val = np.full(NSLOTS, UNDEFINED, np.int64)
+    init_val[GS] = gs_null
+    draw_mask, disp_mask, pcompact = _pipeline_masks(decls)
+    pidx = np.where(pipe >= 0, pcompact[np.maximum(pipe, 0)], draw_mask.shape[0] - 1)
+    # a pipeline of the wrong kind reads like no pipeline (the rows of the other kind are "invalid")
+    arr = array_masks(decls)
+    binds_buf = None
+    if arr is not None:
+        binds_buf = np.zeros(n, bool)
+        binds_buf[where("SetGraphicsRootConstantBufferView")] = True
+        binds_buf[where("SetGraphicsRootShaderResourceView")] = True
+        idx = where("SetGraphicsRootDescriptorTable")
+        if idx.size:
+            buf_view = _buffer_views(decls)
+            keys = np.array([(h << 32) | v for h, v in buf_view], np.int64)  # heapref encoding
+            binds_buf[idx] = np.isin(a[idx, 1], keys)
+    return Scan(s, kcode, slot, cval, prev, obs_all, kind, setter, unknown, pipe, epoch, init_val, values,
+                chains, heap_type, draw_mask, disp_mask, pidx, arr, binds_buf, vb_table)
+
+
+@dataclass(frozen=True)
+class ArrayMasks:
+    """Per pipeline (compact index, as :func:`_pipeline_masks`; the last row: no valid
+    pipeline): what a draw does not observe when it reads its per-draw record from a
+    bound array (docs/architecture.md, "Rewrite contracts").
+
+    ``perdraw[j]``: root parameter P of pipeline ``j``'s array clause (``instance_data``,
+    else ``draw_data``; -1: none); ``lifted[j]``: the slots whose every observable value
+    is a lift item of that clause -- root constants all of whose words are lifted, and
+    descriptor tables whose heap slot (``Q.0``) is lifted (the table binding itself is
+    not read then; a root view keeps its buffer, so it stays observed); ``words[j, q]``:
+    for root constants ``q`` only some of whose words are lifted, those words as a
+    bitmask (uint64; the slot stays observed, dedupe-state drops writes of only
+    those words); ``x_reads[j]``:
+    ``DrawIndexedX`` calls read through the pipeline's ``x`` clause instead (it declares
+    one and pulls its vertices), so the array clause's mask does not apply to them.
+    """
+
+    perdraw: np.ndarray
+    lifted: np.ndarray
+    x_reads: np.ndarray
+    words: np.ndarray
+
+
+def array_masks(decls) -> ArrayMasks | None:
+    """The :class:`ArrayMasks` of ``decls``, or None when no pipeline has an array clause
+    with something to mask."""
+    pipes = [d for d in decls.items if isinstance(d, Pipeline)]
+    p = len(pipes)
+    perdraw = np.full(p + 1, -1, np.int64)
+    lifted = np.zeros((p + 1, NSLOTS), bool)
+    x_reads = np.zeros(p + 1, bool)
+    words = np.zeros((p + 1, NROOT), np.uint64)
+    for j, d in enumerate(pipes):
+        clause = d.array_clause
+        if clause is None or d.is_compute or d.root is None or d.root not in decls:
+            continue
+        rs = decls[d.root]
+        if not isinstance(rs, RootSig):
+            continue
+        c = d.contract[clause]
+        pd = int(c["perdraw"])  # an array clause names one (checked at load: Decls.add)
+        if rs.params[pd].kind == "constants":
+            continue
+        items: dict[int, set[int]] = {}
+        for q, k in resolve_lift(c["lift"], rs, pd)[0] if "lift" in c else ():
+            items.setdefault(q, set()).add(k)
+        reads = set(d.read_params(len(rs.params)))
+        for q, ks in items.items():
+            if q not in reads:
+                continue
+            rp = rs.params[q]
+            if (rp.kind == "constants" and ks >= set(range(rp.count))) or (rp.kind == "table" and 0 in ks):
+                lifted[j, ROOT0 + q] = True
+            elif rp.kind == "constants":
+                words[j, q] = sum(1 << k for k in ks if k < rp.count)
+        if lifted[j].any() or words[j].any():
+            perdraw[j] = pd
+            x_reads[j] = "x" in d.contract and d.vertex_pulling
+    return ArrayMasks(perdraw, lifted, x_reads, words) if (perdraw >= 0).any() else None
+
+
+def _buffer_views(decls) -> set[tuple[int, int]]:
+    """``(heap index, slot)`` of every view of a buffer."""
+    out: set[tuple[int, int]] = set()
+    for d in decls.items:
+        if isinstance(d, View) and d.resource is not None and d.resource in decls \
+                and isinstance(decls[d.resource], Buffer) and d.heap in decls:
+            out.add((decls.index[d.heap], d.slot))
+    return out
+
+
+def _decode_constants(row: np.ndarray) -> tuple:
+    """Canonical root constants: ``("constants", words)`` with None for undefined words,
+    trailing ones dropped. A partial update of an unknown value (``row[-1]`` set) keeps
+    ``"<unknown>"`` for the words its chain did not write, and has a third item
+    ``"<unknown>"``: the words after the last written one are unknown too."""
+    unknown_rest = bool(row[-1])
+    w = [int(x) if x >= 0 else (UNKNOWN_DESC if x == UNKNOWN else None) for x in row[:-1]]
+    fill = UNKNOWN_DESC if unknown_rest else None
+    while w and w[-1] == fill:
+        w.pop()
+    return ("constants", tuple(w), UNKNOWN_DESC) if unknown_rest else ("constants", tuple(w))
+
+
+def _make_chains(sl: int, cmds: np.ndarray, prev: np.ndarray, owner: np.ndarray, col: np.ndarray,
+                 wv: np.ndarray, width: int) -> _Chains:
+    p = prev[cmds]
+    start = np.ones(cmds.shape[0], bool)
+    start[1:] = p[1:] != cmds[:-1]
+    init = np.where(p == -3, UNKNOWN, UNDEFINED).astype(np.int64)
+    return _Chains(sl, cmds, start, init, np.asarray(owner, np.int64), np.asarray(col, np.int64),
+                   np.asarray(wv, np.int64), max(int(width), 1))
+
+
+def _resolve(ch: _Chains, cval: np.ndarray, values: _Values,
+             decode: Callable[[np.ndarray], Any]) -> tuple[int, np.ndarray]:
+    """Value ids of the merged values of a chain; values holding unknown words (a partial
+    update of an unknown value) are distinct values, listed in ``values.partial``.
+
+    Returns the first value id of the new block and its rows (the words, then the
+    unknown flag): row ``j`` is value ``base + j``."""
+    ch.cached = ch.matrices()
+    filled = ch.cached[2]
+    rows = np.arange(filled.shape[0], dtype=np.int64)
+    seg_start = np.maximum.accumulate(np.where(ch.start, rows, 0))
+    from_unknown = (ch.init[seg_start] == UNKNOWN).astype(np.int64)
+    ids, uniq = _intern_values(np.concatenate([filled, from_unknown[:, None]], axis=1))
+    base = values.add(uniq.shape[0], lambda j: decode(uniq[j]))
+    cval[ch.cmds] = base + ids
+    values.partial.extend((base + np.flatnonzero(uniq[:, -1])).tolist())
+    return base, uniq
+
+
+def _vb_table(base: int, rows: np.ndarray, slots: np.ndarray, trip: np.ndarray, tbase: int,
+              buf_canon: np.ndarray) -> VBTable:
+    """The :class:`VBTable` of the vertex-buffer values ``base ..``, from their rows (one
+    word per slot in ``slots``: a binding's value id ``tbase + k`` with ``trip[k]`` its
+    ``(buffer, offset, stride)``, or -1 / -3; then the unknown flag)."""
+    m = rows.shape[0]
+    words = rows[:, :-1]
+    bound = words >= 0
+    col = np.argmax(bound, axis=1)
+    single = (bound.sum(axis=1) == 1) & (rows[:, -1] == 0) & (slots[col] == 0)
+    t = trip[np.where(single, words[np.arange(m), col] - tbase, 0)]
+    return VBTable(base, single, np.where(single, buf_canon[t[:, 0]], -1),
+                   np.where(single, t[:, 1], 0), np.where(single, t[:, 2], 0))
+
+
+def _pipeline_masks(decls) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per pipeline: the slots a draw / a dispatch with it can observe.
+
+    Row ``P`` (the last) is for no valid pipeline (undefined, unknown or of the wrong
+    kind): everything of that side is read.
+    """
+    pipes = [(i, d) for i, d in enumerate(decls.items) if isinstance(d, Pipeline)]
+    compact = np.full(max(len(decls), 1), len(pipes), np.int64)
+    p = len(pipes)
+    draw = np.zeros((p + 1, NSLOTS), bool)
+    disp = np.zeros((p + 1, NSLOTS), bool)
+    draw[p] = _GFX_SLOTS
+    disp[p] = _CMP_SLOTS
+    for j, (i, d) in enumerate(pipes):
+        compact[i] = j
+        nparams = 0
+        if d.root is not None:
+            rs = decls[d.root]
+            assert isinstance(rs, RootSig)
+            nparams = len(rs.params)
+        reads = [q for q in d.read_params(nparams) if q < NROOT]
+        if d.is_compute:
+            draw[j] = draw[p]
+            disp[j, [PIPELINE, HEAPS, CRS]] = True
+            disp[j, [CROOT0 + q for q in reads]] = True
+        else:
+            disp[j] = disp[p]
+            draw[j] = _GFX_SLOTS
+            draw[j, ROOT0:ROOT0 + NROOT] = False
+            draw[j, [ROOT0 + q for q in reads]] = True
+            draw[j, VB] = not d.vertex_pulling
+            draw[j, GS] = d.observes_gs_params
+    return draw, disp, compact
+
+
+# ---------------------------------------------------------------------- the table
+_CHUNK = 1 << 16
+
+
+def _keyed_rows(sc: Scan, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Interning keys of observers ``sel`` and their hashes: normalised rows (int32) plus
+    an epoch column (the Opaque epoch when the row holds unknown values, else -1)."""
+    out = np.empty((sel.shape[0], NSLOTS + 1), np.int32)
+    hashes = np.empty(sel.shape[0], np.uint64)
+    partial = sc.values.partial_mask()
+    for lo in range(0, sel.shape[0], _CHUNK):
+        part = sel[lo:lo + _CHUNK]
+        hi = lo + part.shape[0]
+        v = sc.normalised(part)
+        has_unk = (v == UNKNOWN).any(axis=1)
+        if partial.any():
+            has_unk |= partial[np.where(v >= 0, v, -1)].any(axis=1)
+        out[lo:hi, :NSLOTS] = v
+        out[lo:hi, NSLOTS] = np.where(has_unk, sc.epoch[part], -1)
+        hashes[lo:hi] = _hash_rows(out[lo:hi])
+    return out, hashes
+
+
+def track(stream: Stream, pure: bool | None = None) -> StateTable:
+    """Track the state of every draw of ``stream``.
+
+    Parameters
+    ----------
+    stream : Stream
+    pure : bool, optional
+        Force (True) or forbid (False) the pure-Python scan; default: the compiled
+        kernel unless ``DRAWOPT_PURE=1``.
+
+    Returns
+    -------
+    StateTable
+    """
+    sc = scan(stream, pure)
+    dsel = np.flatnonzero(sc.obs_kind == OBS_DRAW)
+    xsel = np.flatnonzero(sc.obs_kind == OBS_DISPATCH)
+    dkeys, dh = _keyed_rows(sc, dsel)
+    dstate, dfirst = intern_rows(dkeys, dh)
+    # pack classes: a function of the state row (index buffer masked), interned over the
+    # distinct states in state-id order, which keeps first-appearance order among draws
+    pk = dkeys[dfirst].copy()
+    pk[:, IB] = MASKED
+    partial = sc.values.partial_mask()
+    known = (pk[:, :NSLOTS] != UNKNOWN).all(axis=1) & ~partial[np.where(pk[:, :NSLOTS] >= 0, pk[:, :NSLOTS], -1)].any(1)
+    pk[known, NSLOTS] = -1
+    pack_of_state, _ = intern_rows(pk)
+    xkeys, xh = _keyed_rows(sc, xsel)
+    xstate, xfirst = intern_rows(xkeys, xh)
+    rows = np.concatenate([dkeys[dfirst, :NSLOTS], xkeys[xfirst, :NSLOTS]]).astype(np.int64)
+    all_draws = dsel.shape[0] == sc.obs.shape[0]
+    return StateTable(
+        draws=sc.obs[dsel],
+        state=dstate.astype(np.int32),
+        pack=pack_of_state[dstate].astype(np.int32),
+        rows=rows.reshape(-1, NSLOTS),
+        setter=sc.setter if all_draws else sc.setter[dsel],
+        dispatches=sc.obs[xsel],
+        dispatch_state=(xstate + dfirst.shape[0]).astype(np.int32),
+        dispatch_setter=sc.setter[xsel],
+        scan=sc,
+    )
+
+
+# ---------------------------------------------------------------------- comparison
+_OBS_NAMES = {OBS_DRAW: "draw", OBS_DISPATCH: "dispatch", OBS_OPAQUE: "opaque command", OBS_END: "end of bundle"}
+
+
+def _canon_args(s: Stream, cmds: np.ndarray, name_id: dict[str, int], str_id: dict[str, int]) -> np.ndarray:
+    """Fixed arguments of commands ``cmds`` with declaration refs and strings replaced by
+    ids shared between streams (so two streams with different declaration orders compare)."""
+    valid = cmds >= 0
+    rows = np.zeros((cmds.shape[0], NARGS), np.int64)
+    rows[valid] = s.args[cmds[valid]]
+    if not valid.any():
+        return rows
+    dmap = np.array([name_id.setdefault(d.name, len(name_id)) for d in s.decls.items] or [0], np.int64)
+    ops = np.full(cmds.shape[0], -1, np.int64)
+    ops[valid] = s.op[cmds[valid]]
+    for code in np.unique(ops[valid]):
+        sp = BY_CODE[int(code)]
+        sel = ops == code
+        for j, arg in enumerate(sp.args):
+            col = rows[sel, j]
+            if arg.kind == "ref":
+                rows[sel, j] = dmap[col]
+            elif arg.kind == "heapref":
+                rows[sel, j] = (dmap[col >> 32] << 32) | (col & 0xFFFFFFFF)
+            elif arg.kind == "str":
+                rows[sel, j] = [str_id.setdefault(s.strings[int(v)], len(str_id)) for v in col]
+    return rows
+
+
+def _line(s: Stream, cmd: int) -> str:
+    if cmd < 0:
+        return "end"
+    ln = int(s.line[cmd])
+    return f"line {ln}" if ln > 0 else f"command {cmd}"
+
+
+def compare_effective_state(before: Stream, after: Stream, ignore: tuple[str, ...] = ("gs_params",)) -> str | None:
+    """Compare what every draw sees in two streams.
+
+    Slots named in ``ignore`` are not compared: GS parameters (the default) change
+    how fast a frame renders, not what it renders, so gs-plan may change them.
+
+    Every observer (draw, dispatch, Opaque command, and for a bundle its final
+    state) must appear in the same order, with the same arguments (declarations
+    compared by name) and the same normalised state, compared slot by slot through
+    the canonical values of :meth:`StateTable.describe`.
+
+    Returns
+    -------
+    str or None
+        None if equivalent, else a one-line reason naming the draw (its index among
+        the draws) and its line in each stream.
+    """
+    a, b = scan(before), scan(after)
+    na, nb = a.obs.shape[0], b.obs.shape[0]
+    n = min(na, nb)
+    rank_a, rank_b = _kind_rank(a.obs_kind), _kind_rank(b.obs_kind)
+
+    def where(k: int) -> str:
+        sa = (a, before, rank_a) if k < na else (b, after, rank_b)
+        sc, st, rk = sa
+        kind = int(sc.obs_kind[k])
+        cmd = int(sc.obs[k])
+        nm = f" {st.spec(cmd).name}" if cmd >= 0 else ""
+        la = _line(before, int(a.obs[k])) if k < na else "none"
+        lb = _line(after, int(b.obs[k])) if k < nb else "none"
+        return f"{_OBS_NAMES[kind]} #{int(rk[k])}{nm} (before: {la}; after: {lb})"
+
+    name_id: dict[str, int] = {}
+    str_id: dict[str, int] = {}
+    ca = _canon_args(before, a.obs[:n], name_id, str_id)
+    cb = _canon_args(after, b.obs[:n], name_id, str_id)
+    opa = np.full(n, -1, np.int64)
+    opb = np.full(n, -1, np.int64)
+    opa[a.obs[:n] >= 0] = before.op[a.obs[:n][a.obs[:n] >= 0]]
+    opb[b.obs[:n] >= 0] = after.op[b.obs[:n][b.obs[:n] >= 0]]
+    bad = (opa != opb) | (ca != cb).any(axis=1) | (a.obs_kind[:n] != b.obs_kind[:n])
+    first_bad = int(np.argmax(bad)) if bad.any() else n
+
+    for lo in range(0, first_bad, _CHUNK):
+        hi = min(first_bad, lo + _CHUNK)
+        sel = np.arange(lo, hi)
+        va, vb = a.normalised(sel), b.normalised(sel)
+        diff = np.zeros(hi - lo, bool)
+        slot_of = np.zeros(hi - lo, np.int64)
+        for k in range(NSLOTS):
+            if SLOTS[k] in ignore:
+                continue
+            key = ((va[:, k] + 3) << 32) | (vb[:, k] + 3)
+            uniq, inv = np.unique(key, return_inverse=True)
+            neq = np.fromiter((a.values.decode(int(x >> 32) - 3) != b.values.decode(int(x & 0xFFFFFFFF) - 3)
+                               for x in uniq), bool, uniq.shape[0])
+            if neq.any():
+                d = neq[inv.reshape(-1)]
+                slot_of[d & ~diff] = k
+                diff |= d
+        if diff.any():
+            j = int(np.argmax(diff))
+            k = int(slot_of[j])
+            x, y = a.values.decode(int(va[j, k])), b.values.decode(int(vb[j, k]))
+            return f"{where(lo + j)}: {SLOTS[k]} differs: {x!r} before, {y!r} after"
+    if first_bad < n:
+        k = first_bad
+        if opa[k] != opb[k] or a.obs_kind[k] != b.obs_kind[k]:
+            nmb = after.spec(int(b.obs[k])).name if b.obs[k] >= 0 else "the end of the bundle"
+            return f"{where(k)}: is {nmb} after"
+        return f"{where(k)}: arguments differ"
+    if na != nb:
+        k = n
+        side = "before" if na > nb else "after"
+        return f"{where(k)}: only {side} ({na} observers before, {nb} after)"
+    return None
+
+
+def _kind_rank(kind: np.ndarray) -> np.ndarray:
+    """Index of each observer among the observers of its kind."""
+    out = np.zeros(kind.shape[0], np.int64)
+    for k in np.unique(kind):
+        m = kind == k
+        out[m] = np.arange(int(m.sum()))
+    return out

@@ -1,0 +1,72 @@
+"""The ``drawopt`` command line (also ``python -m drawopt``).
+
+Exit status: 0 success, 1 findings (or a negative verdict), 2 bad input or usage.
+Errors are printed as ``file:line:col: error: message``, never as a traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = ["main"]
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from drawopt.cli.commands import SUBCOMMANDS
+from drawopt.errors import DrawoptError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # usage errors: exit 2, one line
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    p = _Parser(prog="drawopt", description="Offline optimizing compiler for GPU draw streams.")
+    p.add_argument("--version", action="version", version=f"drawopt {_version()}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, modname in SUBCOMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name, help="")
+            continue
+        try:
+            mod = importlib.import_module(modname)
+        except ModuleNotFoundError as e:
+            if e.name == modname:
+                continue  # subcommand not built yet
+            raise
+        sp = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(sp)
+        sp.set_defaults(_run=mod.run)
+    return p
+
+
+def _version() -> str:
+    from drawopt import __version__
+    return __version__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    only = argv[0] if argv and argv[0] in SUBCOMMANDS else None
+    args = build_parser(only).parse_args(argv)
+    if not getattr(args, "_run", None):
+        build_parser().print_help(sys.stderr)
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except DrawoptError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""Pieces shared by the three stream formats.
+
+* :data:`BAD_INPUT` -- the exception types a hostile input can provoke in the
+  standard library and numpy; every loader turns them into
+  :class:`~drawopt.errors.InputError`.
+* :class:`Plan` -- a per-command fast encoder. The text and JSON readers try it
+  first and fall back to :func:`drawopt.ir.stream.encode_command` (the reference
+  encoder, which also produces the error messages) whenever it declines, so the
+  fast path can never accept what the reference would reject.
+* :func:`header_from_json` / :func:`header_to_json` -- the header as JSON (used by
+  JSON and by the npz ``meta`` member).
+* :func:`check_decl_tokens` -- the rule that every string a declaration carries
+  can be written as a ``.dstream`` token, so that every format can be converted
+  to every other one losslessly.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BAD_INPUT", "FORMATS", "Plan", "plans_for", "value_index_of_check_arg", "header_from_json",
+    "header_to_json", "check_decl_tokens", "token_ok", "suggest", "opaque_text_error", "Fallback",
+]
+
+import difflib
+import struct
+import zipfile
+import zlib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from drawopt.ir import codec
+from drawopt.ir.decls import Decl, Decls, Pipeline, format_contract
+from drawopt.ir.ops import BY_NAME, OPS, Arg, OpSpec
+from drawopt.ir.stream import Header
+
+FORMATS = ("text", "json", "npz")
+
+BAD_INPUT: tuple[type[BaseException], ...] = (
+    ValueError, TypeError, KeyError, IndexError, OverflowError, MemoryError, RecursionError,
+    EOFError, OSError, zipfile.BadZipFile, zlib.error, struct.error, UnicodeError, NotImplementedError,
+)
+"""Exceptions that bad input can raise inside the readers (all become ``InputError``)."""
+
+_LIMITS = {"u32": (0, 2**32 - 1), "i32": (-(2**31), 2**31 - 1), "u64": (0, 2**63 - 1)}
+
+
+class Fallback(Exception):
+    """Raised by a fast encoder that declines an input (the reference encoder decides)."""
+
+
+# ---------------------------------------------------------------------------- tokens
+def token_ok(s: object) -> bool:
+    """Whether ``s`` can be written as one ``.dstream`` token (value of ``key=value``).
+
+    Non-empty, printable, no whitespace and no ``#`` (which starts a comment).
+    """
+    return isinstance(s, str) and bool(s) and s.isprintable() and " " not in s and "#" not in s
+
+
+def check_decl_tokens(d: Decl) -> None:
+    """Raise ``ValueError`` if a string of declaration ``d`` is not a ``.dstream`` token.
+
+    Only pipelines carry free-form strings (shader and layout names, contract
+    values); every other string is a checked identifier or enumerant.
+    """
+    if not isinstance(d, Pipeline):
+        return
+    for key in ("vs", "hs", "ds", "gs", "ps", "cs", "layout", "depth", "root", "uav_stage"):
+        v = getattr(d, key)
+        if v is not None and not token_ok(v):
+            raise ValueError(f"pipeline '{d.name}': {key} {v!r} must be one token "
+                             "(printable, no spaces, no '#')")
+    for key in ("reads", "writes"):
+        for v in getattr(d, key):
+            if not token_ok(v) or "," in v:
+                raise ValueError(f"pipeline '{d.name}': {key} entry {v!r} is not a name")
+    if d.contract and not token_ok(format_contract(d.contract)):
+        raise ValueError(f"pipeline '{d.name}': contract values must be printable, without spaces or '#'")
+
+
+def opaque_text_error(t: object) -> str | None:
+    """Why ``t`` cannot be the text of an ``Opaque`` command (None if it can)."""
+    if not isinstance(t, str) or not t:
+        return "Opaque needs a non-empty text"
+    if "\n" in t:
+        return "Opaque text must be one line"
+    return None
+
+
+def suggest(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices``, else ``''``."""
+    m = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{m[0]}'?)" if m else ""
+
+
+# ---------------------------------------------------------------------------- header
+HEADER_KEYS = ("context", "kind", "fast_semantics", "auto_gpu_flush", "target", "reorder")
+"""Header keys in the order every format writes them; ``target``/``reorder`` only when recorded."""
+
+
+def header_to_json(h: Header) -> dict[str, Any]:
+    """The header as a JSON object (every key, version excluded; provenance keys only when recorded)."""
+    obj: dict[str, Any] = {"context": h.context, "kind": h.kind, "fast_semantics": h.fast_semantics,
+                           "auto_gpu_flush": h.auto_gpu_flush}
+    for k in ("target", "reorder"):
+        if getattr(h, k):
+            obj[k] = getattr(h, k)
+    return obj
+
+
+def header_from_json(obj: object) -> Header:
+    """Inverse of :func:`header_to_json` (missing keys take their defaults); ``ValueError``."""
+    if not isinstance(obj, dict):
+        raise ValueError("header must be an object")
+    for k, v in obj.items():
+        if k not in HEADER_KEYS:
+            raise ValueError(f"unknown header key '{k}'{suggest(str(k), HEADER_KEYS)}")
+        want = bool if k in ("fast_semantics", "auto_gpu_flush") else str
+        if not isinstance(v, want):
+            raise ValueError(f"header key '{k}' must be {'true or false' if want is bool else 'a string'}")
+    return Header(1, **obj)
+
+
+def header_text(h: Header) -> str:
+    """The ``.dstream`` header line of ``h``.
+
+    >>> header_text(Header(target="vulkan", reorder="declared"))
+    'drawopt 1 context=graphics kind=list fast_semantics=off auto_gpu_flush=on target=vulkan reorder=declared'
+    """
+    words = [f"drawopt {h.version}"]
+    for k, v in header_to_json(h).items():
+        words.append(f"{k}={('on' if v else 'off') if isinstance(v, bool) else v}")
+    return " ".join(words)
+
+
+# ---------------------------------------------------------------------------- fast encoders
+def value_index_of_check_arg(sp: OpSpec, arg: int) -> tuple[int | None, str | None]:
+    """Map a :class:`~drawopt.ir.stream.StreamCheckError` argument position to the source.
+
+    Returns ``(values_index, keyword)``: the index among the positional values
+    (fixed positionals, then the variadic tail), or the keyword name, or
+    ``(None, None)`` for the whole command.
+    """
+    if arg < 0:
+        return None, None
+    positional = [j for j, a in enumerate(sp.args) if not a.keyword]
+    if arg < len(sp.args):
+        a = sp.args[arg]
+        if a.keyword:
+            return None, a.name
+        return positional.index(arg), None
+    return len(positional) + (arg - len(sp.args)), None
+
+
+class Plan:
+    """Fast encoder of one command for the text (``str`` tokens) or JSON (values) reader.
+
+    ``encode(values)`` returns ``(row, var)`` exactly as
+    :func:`drawopt.ir.stream.encode_command` would for positional-only input, or
+    raises :class:`Fallback` (or any lookup error) to hand the input over to it.
+    """
+
+    __slots__ = ("spec", "code", "convs", "var_conv", "nfix", "tail", "var_min", "var_max", "has_var")
+
+    def __init__(self, sp: OpSpec, decls: Decls, json_mode: bool):
+        self.spec = sp
+        self.code = sp.code
+        positional = [j for j, a in enumerate(sp.args) if not a.keyword]
+        if positional != list(range(len(positional))):  # pragma: no cover - vocabulary invariant
+            raise AssertionError(f"{sp.name}: keyword arguments must follow positional ones")
+        self.has_var = sp.var is not None
+        # with a variadic tail, only required positionals are accepted (as encode_command does)
+        fixed = [j for j in positional if not (self.has_var and sp.args[j].optional)]
+        self.nfix = len(fixed)
+        self.convs = [_conv(sp.args[j], decls, json_mode) for j in fixed]
+        self.var_conv = _conv(sp.var, decls, json_mode) if sp.var is not None else None
+        self.tail = [a.default or 0 for a in sp.args[self.nfix:]] + [0] * (6 - len(sp.args))
+        self.var_min, self.var_max = sp.var_min, sp.var_max
+
+    def encode(self, vals: list[Any]) -> tuple[list[int], list[int]]:
+        nfix = self.nfix
+        if not self.has_var:
+            if len(vals) != nfix:
+                raise Fallback
+            row = [c(t) for c, t in zip(self.convs, vals)]
+            row += self.tail
+            return row, []
+        nvar = len(vals) - nfix
+        if nvar < self.var_min or nvar > self.var_max:
+            raise Fallback
+        row = [c(t) for c, t in zip(self.convs, vals)]
+        row += self.tail
+        vc = self.var_conv
+        return row, [vc(t) for t in vals[nfix:]]  # type: ignore[misc]
+
+
+def plans_for(decls: Decls, json_mode: bool) -> dict[str, Plan]:
+    """A :class:`Plan` per command name, bound to ``decls`` (which may still grow)."""
+    return {sp.name: Plan(sp, decls, json_mode) for sp in OPS if sp.name != "Opaque"}
+
+
+def _conv(a: Arg, decls: Decls, json_mode: bool) -> Callable[[Any], int]:
+    k = a.kind
+    if k in _LIMITS:
+        lo, hi = _LIMITS[k]
+        if json_mode:
+            def conv_int_json(t: Any) -> int:
+                if type(t) is int and lo <= t <= hi:
+                    return t
+                raise Fallback
+            return conv_int_json
+
+        def conv_int(t: str) -> int:
+            v = int(t, 0)
+            if lo <= v <= hi:
+                return v
+            raise Fallback
+        return conv_int
+    # declarations may be added while a text stream is read: look them up through ``decls``
+    if k == "ref":
+        allowed = frozenset(a.ref)
+
+        def conv_ref(t: str) -> int:
+            i = decls.index[t]
+            if decls.items[i].kind in allowed:
+                return i
+            raise Fallback
+        return conv_ref
+    if k == "enum":
+        table = {v: i for i, v in enumerate(a.values)}
+        return table.__getitem__
+    if k == "heapref":
+        def conv_heapref(t: str) -> int:
+            h, _, rest = t.partition("[")
+            digits = rest[:-1]
+            if rest[-1:] != "]" or not digits.isascii() or not digits.isdigit():
+                raise Fallback
+            i = decls.index[h]
+            d = decls.items[i]
+            slot = int(digits)
+            if d.kind != "heap" or slot >= d.size:  # type: ignore[union-attr]
+                raise Fallback
+            return (i << 32) | slot
+        return conv_heapref
+
+    def conv_codec(t: Any) -> int:  # f32, bool: rare, go through the reference codec
+        return codec.encode(a, t, decls, [])
+    return conv_codec
+
+
+OPAQUE = BY_NAME["Opaque"]
