@@ -80,8 +80,7 @@ def run_target(stream: Stream, target: str, verify_each: bool, reorder: str = "d
     """Run ``target``'s default pipeline on ``stream`` under ``reorder``; the report of one table."""
     before = figures(stream, target, reorder)
     pipeline = default_pipeline(target)
-    pm = PassManager(parse_pipeline(pipeline, target=target, reorder=reorder), verify_each=verify_each,
-                     reorder=reorder)
+    pm = PassManager(parse_pipeline(pipeline), verify_each=verify_each, reorder=reorder, target=target)
     t0 = time.perf_counter()
     out = pm.run(stream)
     seconds = time.perf_counter() - t0

@@ -1,7 +1,9 @@
 """Pass manager: pass registry, pipeline strings, cached analyses, --verify-each.
 
 A pass is a small dataclass with a kebab-case ``name``; its options are its
-fields, so ``schedule{reorder=opaque}`` sets ``reorder: str = "declared"``.
+fields, so ``mdi{max-count=64}`` sets ``max_count: int | None = None``. The target and the
+reorder policy are the pipeline's context (:class:`PipelineContext`), read by every pass from
+its analysis manager, not options of any pass.
 It declares the analyses it ``requires`` and the ones it ``preserves`` (as in
 LLVM's new pass manager); the manager caches analyses and drops those a pass
 did not preserve. ``apply`` returns a :class:`PassResult`.
@@ -17,7 +19,7 @@ are rolled back).
 from __future__ import annotations
 
 __all__ = [
-    "Pass", "PassResult", "AnalysisManager", "PassManager", "PASSES", "ANALYSES",
+    "Pass", "PassResult", "AnalysisManager", "PipelineContext", "PassManager", "PASSES", "ANALYSES",
     "parse_pipeline", "get_pass", "PassError", "DEFAULT_PIPELINE", "default_pipeline",
     "option", "check_options", "PassRecord", "check_policy", "record_provenance",
 ]
@@ -91,6 +93,13 @@ class Pass:
     preserves: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = ""
 
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        for name in (*cls.requires, *cls.preserves):
+            if name not in ANALYSES and name != "*":
+                raise TypeError(f"pass {cls.__name__}: unknown analysis '{name}' in requires/preserves "
+                                f"(known: {', '.join(ANALYSES)})")
+
     def __post_init__(self) -> None:
         check_options(self)
 
@@ -104,12 +113,12 @@ class Pass:
 
 
 def option(default: Any, *, min: float | None = None, max: float | None = None,
-           choices: tuple[str, ...] | None = None, target: bool = False, kind: type | None = None) -> Any:
+           choices: tuple[str, ...] | None = None, kind: type | None = None) -> Any:
     """A pass option field with its valid range, checked by :func:`check_options` when the pass is made.
 
-    ``min``/``max`` bound a number (inclusive), ``choices`` a string, ``target=True`` names
-    a cost-model target. A ``None`` default means "unset" (the pass chooses); ``kind`` is
-    then the type a pipeline string's value is read as.
+    ``min``/``max`` bound a number (inclusive), ``choices`` a string. A ``None`` default
+    means "unset" (the pass chooses); ``kind`` is then the type a pipeline string's value
+    is read as.
 
     >>> from dataclasses import dataclass
     >>> @dataclass(frozen=True)
@@ -121,7 +130,7 @@ def option(default: Any, *, min: float | None = None, max: float | None = None,
     ...
     drawopt.errors.UsageError: pass 'p': option count must be >= 1, got 0
     """
-    meta = {"min": min, "max": max, "choices": choices, "target": target, "kind": kind}
+    meta = {"min": min, "max": max, "choices": choices, "kind": kind}
     return field(default=default, metadata={"drawopt": meta})
 
 
@@ -139,9 +148,6 @@ def check_options(p: Pass) -> None:
         if v is None and f.default is None:
             continue
         key = f.name.replace("_", "-")
-        if meta["target"]:
-            from drawopt.analysis.costmodel import get_target
-            get_target(v)
         if meta["choices"] is not None and v not in meta["choices"]:
             raise UsageError(f"pass '{p.name}': option {key} must be one of {', '.join(meta['choices'])}, got '{v}'")
         if meta["min"] is not None and v < meta["min"]:
@@ -155,33 +161,99 @@ def _load(spec: str) -> Any:
     return getattr(importlib.import_module(mod), attr)
 
 
-class AnalysisManager:
-    """Caches analyses of one stream; ``invalidate`` drops what a pass did not preserve."""
+@dataclass(frozen=True)
+class PipelineContext:
+    """What a whole pipeline runs under: the ``target`` whose cost model decides and the
+    ``reorder`` policy (docs/passes.md). Passes read it from their analysis manager
+    (``am.target``, ``am.reorder``); it is not an option of any pass.
 
-    def __init__(self, options: dict[str, Any] | None = None) -> None:
+    >>> PipelineContext("xbox-one").reorder
+    'declared'
+    """
+
+    target: str = "d3d12"
+    reorder: str = "declared"
+
+
+class AnalysisManager:
+    """The analyses of the stream being optimized, computed once and shared by every pass.
+
+    ``get(name, stream)`` computes analysis ``name`` (:data:`ANALYSES`) of ``stream`` the first
+    time it is asked for and returns the cached result until a pass changes the stream;
+    :meth:`invalidate` then keeps only what the pass declared it ``preserves`` (``"*"``:
+    everything; a pass that changed nothing preserves everything). The pass manager asks for
+    each pass's ``requires`` before running it. A :meth:`pin` ned stream's analyses outlive
+    the stream change (the pipeline's input, for the report), and :meth:`cached` looks one up
+    without computing it.
+
+    >>> from drawopt.gen import generate
+    >>> s = generate("quads", 8)
+    >>> am = AnalysisManager(PipelineContext("vulkan"))
+    >>> am.get("state", s) is am.get("state", s), am.computed, am.target
+    (True, {'state': 1}, 'vulkan')
+    """
+
+    def __init__(self, context: PipelineContext | None = None, options: dict[str, Any] | None = None) -> None:
+        self.context = context or PipelineContext()
         self._cache: dict[str, Any] = {}
         self._stream: Stream | None = None
+        self._pinned: list[tuple[Stream, dict[str, Any]]] = []
         self.options = dict(options or {})
         self.computed: dict[str, int] = {}
+        """How often each analysis was computed (for tests and ``--time-passes``)."""
+
+    @property
+    def target(self) -> str:
+        """The pipeline's target (:class:`PipelineContext`)."""
+        return self.context.target
+
+    @property
+    def reorder(self) -> str:
+        """The pipeline's reorder policy (:class:`PipelineContext`)."""
+        return self.context.reorder
+
+    def _analyses_of(self, stream: Stream) -> dict[str, Any]:
+        for s, cache in self._pinned:
+            if s is stream:
+                return cache
+        if self._stream is not stream:
+            self._cache = {}
+            self._stream = stream
+        return self._cache
 
     def get(self, name: str, stream: Stream) -> Any:
         """The analysis ``name`` of ``stream`` (computed once until invalidated)."""
-        if self._stream is not stream:
-            self._cache.clear()
-            self._stream = stream
-        if name not in self._cache:
+        if name not in ANALYSES:
+            raise KeyError(f"unknown analysis '{name}' (known: {', '.join(ANALYSES)})")
+        cache = self._analyses_of(stream)
+        if name not in cache:
             fn: Callable[..., Any] = _load(ANALYSES[name])
-            self._cache[name] = fn(stream)
+            cache[name] = fn(stream)
             self.computed[name] = self.computed.get(name, 0) + 1
-        return self._cache[name]
+        return cache[name]
+
+    def cached(self, name: str, stream: Stream) -> Any | None:
+        """The analysis ``name`` of ``stream`` if it was computed and is still valid, else None."""
+        for s, cache in self._pinned:
+            if s is stream:
+                return cache.get(name)
+        return self._cache.get(name) if self._stream is stream else None
+
+    def pin(self, stream: Stream) -> None:
+        """Keep ``stream``'s analyses (those computed already and later) after the stream changes."""
+        if not any(s is stream for s, _ in self._pinned):
+            cache = self._cache if self._stream is stream else {}
+            self._pinned.append((stream, cache))
 
     def invalidate(self, result: PassResult) -> None:
-        if "*" in result.preserved:
-            self._stream = result.stream
-            return
-        keep = {k: v for k, v in self._cache.items() if k in result.preserved}
-        self._cache = keep
-        self._stream = result.stream
+        """The pass that returned ``result`` ran: its new stream keeps only what it preserved."""
+        if "*" in result.preserved or result.stream is self._stream:
+            cache = self._cache
+        else:
+            cache = {k: v for k, v in self._cache.items() if k in result.preserved}
+        if any(s is self._stream for s, _ in self._pinned) and result.stream is not self._stream:
+            cache = dict(cache)  # the pinned stream keeps its own
+        self._cache, self._stream = cache, result.stream
 
 
 _ITEM = re.compile(r"\s*([a-z][a-z0-9-]*)\s*(?:\{([^{}]*)\})?\s*(?:,|$)")
@@ -216,7 +288,7 @@ def _convert(value: str, current: Any, pname: str, key: str) -> Any:
 
 
 def parse_pipeline(text: str, **overrides: Any) -> list[Pass]:
-    """Parse ``"dedupe-state,schedule{reorder=opaque}"`` into pass instances.
+    """Parse ``"dedupe-state,mdi{max-count=64}"`` into pass instances.
 
     ``overrides`` set options on every pass that has a field of that name (the CLI's
     ``--reorder``, ``--target``, ...), before the options given in braces.
@@ -288,9 +360,14 @@ class PassManager:
         self.on_pass = on_pass
         self.on_start = on_start
         self.reorder = check_policy(passes, reorder)
+        if target:
+            from drawopt.analysis.costmodel import get_target
+            get_target(target)  # an unknown target is a usage error
         self.target = target
         self.verify = verify
         self.records: list[PassRecord] = []
+        self.analyses = AnalysisManager(PipelineContext(target or "d3d12", self.reorder))
+        """The last run's analyses: the input's and the output's state tables stay cached for the report."""
         self.verified: bool | None = None
         """True when the output was verified against the input, None when not checked."""
 
@@ -320,13 +397,16 @@ class PassManager:
 
     def _run_passes(self, stream: Stream, verify_each: bool, roll_back: bool = False) -> Stream:
         self.records = []
-        am = AnalysisManager()
+        am = self.analyses = AnalysisManager(self.analyses.context)
+        am.pin(stream)
         counts = _finding_counts(stream, am)
         for i, p in enumerate(self.passes):
             if self.on_start:
                 self.on_start(p)
             t0 = time.perf_counter()
             try:
+                for name in p.requires:
+                    am.get(name, stream)
                 res = p.apply(stream, am)
             except DrawoptError:
                 raise
@@ -385,27 +465,22 @@ class PassManager:
 
 
 def check_policy(passes: list[Pass], reorder: str) -> str:
-    """``reorder``, checked: a known policy that no pass's own ``reorder`` option exceeds.
+    """``reorder``, checked: a known policy (``none``, ``declared``, ``opaque``).
 
-    A pass may reorder less than the run's policy, never more (``schedule{reorder=opaque}``
-    under ``declared``): its output would not verify under the run's policy.
+    The policy is the pipeline's context (:class:`PipelineContext`), not a pass option, so no
+    pass can reorder more than the run allows: every pass reads ``am.reorder``.
 
-    >>> check_policy(parse_pipeline("schedule{reorder=none}"), "declared")
+    >>> check_policy(parse_pipeline("schedule"), "declared")
     'declared'
-    >>> check_policy(parse_pipeline("schedule{reorder=opaque}"), "declared")
+    >>> check_policy([], "sometimes")
     Traceback (most recent call last):
     ...
-    drawopt.errors.UsageError: pass 'schedule{reorder=opaque}' reorders more than the policy 'declared' allows: ...
+    drawopt.errors.UsageError: unknown reorder policy 'sometimes' (known: none, declared, opaque)
     """
     from drawopt.ir.stream import REORDER_POLICIES
 
     if reorder not in REORDER_POLICIES:
         raise UsageError(f"unknown reorder policy '{reorder}' (known: {', '.join(REORDER_POLICIES)})")
-    for p in passes:
-        own = getattr(p, "reorder", reorder)
-        if REORDER_POLICIES.index(own) > REORDER_POLICIES.index(reorder):
-            raise UsageError(f"pass '{p}' reorders more than the policy '{reorder}' allows: its output would "
-                             f"not verify under it (run with reorder '{own}' for the whole pipeline)")
     return reorder
 
 

@@ -272,8 +272,8 @@ def report_to_json(report: dict[str, Any], indent: int | None = 2) -> str:
 def check_optimize_args(passes: Any, target: str, reorder: str, options: dict[str, Any]) -> list[Any]:
     """:func:`drawopt.optimize`'s argument checks; returns the passes (the target's default pipeline for None).
 
-    A pass may not reorder more than the run's policy allows (``schedule{reorder=opaque}``
-    under ``reorder="declared"``): its output would not verify under that policy.
+    The target and the reorder policy are the pipeline's context, not pass options
+    (``schedule{reorder=opaque}`` is an unknown option: say ``reorder="opaque"``).
 
     >>> check_optimize_args("weld", "ps5", "declared", {})
     Traceback (most recent call last):
@@ -282,7 +282,7 @@ def check_optimize_args(passes: Any, target: str, reorder: str, options: dict[st
     >>> check_optimize_args("schedule{reorder=opaque}", "d3d12", "declared", {})
     Traceback (most recent call last):
     ...
-    drawopt.errors.UsageError: pass 'schedule{reorder=opaque}' reorders more than the policy 'declared' allows: ...
+    drawopt.errors.UsageError: pass 'schedule': unknown option 'reorder=opaque' (options: none)
     """
     import dataclasses
 

@@ -82,7 +82,7 @@ from drawopt.analysis.flushrules import (
 from drawopt.ir.decls import Buffer
 from drawopt.ir.ops import BY_NAME, INDEXED_DRAW_OPS
 from drawopt.ir.stream import CommandBuffer, Stream, concat
-from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
+from drawopt.passmanager import AnalysisManager, Pass, PassResult
 
 _IA = BY_NAME["IASetIndexBuffer"].code
 _DX = BY_NAME["DrawIndexedX"].code
@@ -349,9 +349,8 @@ class FlushPass(Pass):
     """Insert the seed's flush sequences and ``IASetIndexBuffer`` re-binds (see the module docstring).
 
     Options: ``drop_redundant_flushes`` (remove input flushes that cover nothing),
-    ``coalesce`` (let one inserted sequence take other stages' pending writes),
-    ``target`` (accepted for pipeline-wide ``--target``; the rules are the seed's on
-    every target, since the stream's commands are the D3D12.X ones).
+    ``coalesce`` (let one inserted sequence take other stages' pending writes). The rules
+    are the seed's on every target (the stream's commands are the D3D12.X ones).
     """
 
     name: ClassVar[str] = "flush"
@@ -361,7 +360,6 @@ class FlushPass(Pass):
 
     drop_redundant_flushes: bool = False
     coalesce: bool = True
-    target: str = option("d3d12", target=True)
 
     def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
         rebinds = _rebinds_in_range(stream, index_rebinds(stream))

@@ -1018,7 +1018,7 @@ def apply_plan(stream: Stream, plan: MdiPlan, args_name: str, perdraw_name: str)
 class MdiPass(Pass):
     """Turn same-state draws into multi-draw-indirect batches (see the module docstring).
 
-    Options: ``target`` (cost model and limits), ``max_count`` (at least 1; unset =
+    The pipeline's target (``am.target``) gives the cost model and limits. Options: ``max_count`` (at least 1; unset =
     the target's limit; otherwise the smaller of the two), ``min_batch`` (fewest direct draws
     per batch; the cost model may ask for more), ``lift`` (per-draw data under
     ``draw_data`` contracts).
@@ -1029,14 +1029,13 @@ class MdiPass(Pass):
     preserves: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = "batch same-state draws into MultiDraw*Indirect calls"
 
-    target: str = option("d3d12", target=True)
     max_count: int | None = option(None, min=1, kind=int)
     min_batch: int = option(2, min=1)
     lift: bool = True
 
     def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
         table = am.get("state", stream)
-        plan = plan_mdi(stream, table, target=self.target, max_count=self.max_count or 0,
+        plan = plan_mdi(stream, table, target=am.target, max_count=self.max_count or 0,
                         min_batch=self.min_batch, lift=self.lift)
         report: dict[str, Any] = {
             "direct_batches": plan.direct_batches, "direct_draws_batched": plan.direct_draws,

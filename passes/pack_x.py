@@ -1143,8 +1143,8 @@ def pack_x(stream: Stream, *, table: StateTable | None = None, max_instances: in
 class PackXPass(Pass):
     """Rewrite runs of compatible draws into wave-packed DrawIndexedX calls (module docstring).
 
-    Options: ``target`` (pack only where the cost model says it pays: xbox-one),
-    ``force`` (also on xbox-series), ``max_instances`` (draws with more instances
+    Packs only where the pipeline target's cost model (``am.target``) says it pays
+    (xbox-one). Options: ``force`` (also on xbox-series), ``max_instances`` (draws with more instances
     are left alone).
     """
 
@@ -1153,13 +1153,12 @@ class PackXPass(Pass):
     preserves: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = "rewrite runs of compatible draws into wave-packed DrawIndexedX calls"
 
-    target: str = option("d3d12", target=True)
     force: bool = False
     max_instances: int = option(16, min=1)
 
     def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
-        if not pack_x_pays_off(self.target, self.force):
-            return PassResult.unchanged(stream, skipped=_target_reason(self.target))
+        if not pack_x_pays_off(am.target, self.force):
+            return PassResult.unchanged(stream, skipped=_target_reason(am.target))
         table = am.get("state", stream)
         out, report = pack_x(stream, table=table, max_instances=self.max_instances)
         if out is stream:

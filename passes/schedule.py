@@ -115,8 +115,8 @@ from drawopt.analysis.state import (
 )
 from drawopt.ir.decls import Pipeline
 from drawopt.ir.ops import BY_NAME, Cat
-from drawopt.ir.stream import FLAG_NOMERGE, REORDER_POLICIES, CommandBuffer, Stream, concat
-from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
+from drawopt.ir.stream import FLAG_NOMERGE, CommandBuffer, Stream, concat
+from drawopt.passmanager import AnalysisManager, Pass, PassResult
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
 _CONST_OPS = (_OP["SetGraphicsRoot32BitConstants"], _OP["SetComputeRoot32BitConstants"])
@@ -964,9 +964,9 @@ def _content_ids(sa: Any, a: Stream, sb: Any, b: Stream) -> tuple[np.ndarray, np
 class SchedulePass(Pass):
     """Group draws by state within the dependency graph (see the module docstring).
 
-    Options: ``reorder`` (``none``, ``declared``, ``opaque``: which draws on a
-    shared target commute), ``target`` (whose call classes the list scheduler
-    keeps together).
+    No options: the pipeline's reorder policy (``am.reorder``: ``none``, ``declared``,
+    ``opaque``) says which draws on a shared target commute, and its target (``am.target``)
+    whose call classes the list scheduler keeps together.
     """
 
     name: ClassVar[str] = "schedule"
@@ -974,14 +974,12 @@ class SchedulePass(Pass):
     preserves: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = "reorder draws by state within the dependency graph; re-emit the state they need"
 
-    reorder: str = option("declared", choices=REORDER_POLICIES)
-    target: str = option("d3d12", target=True)
 
     def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
         table: StateTable = am.get("state", stream)
         draws = table.draws.astype(np.int64)
         report: dict[str, Any] = {"draws": int(draws.size), "moved": 0, "segments": 0, "kept_order": 0}
-        if draws.size < 2 or self.reorder == "none":
+        if draws.size < 2 or am.reorder == "none":
             return PassResult.unchanged(stream, **report)
         pipe, pinned = _draw_pipes(stream, table)
         seg = draw_segments(stream, SimpleNamespace(cmd=draws, pipe=pipe, pinned=pinned))  # type: ignore[arg-type]
@@ -991,7 +989,7 @@ class SchedulePass(Pass):
         ends = np.r_[bounds, draws.size]
         multi = ends - starts > 1
         report["segments"] = int(multi.sum())
-        if multi.any() and segments_are_chains(stream, table, pipe, seg, self.reorder):
+        if multi.any() and segments_are_chains(stream, table, pipe, seg, am.reorder):
             # every draw of every segment must stay after the previous one: nothing can move,
             # and no dependency graph is needed to find that out
             report["parts"] = 0
@@ -999,7 +997,7 @@ class SchedulePass(Pass):
         facts = draw_facts(stream, table)
         rank = sort_keys(stream, table, facts)
         if multi.any():
-            graph = _build_graph(stream, self.reorder)
+            graph = _build_graph(stream, am.reorder)
             unit, edges = segment_units(graph, draws, seg)
             # a cut (a unit nothing can move across) splits a segment into parts scheduled apart
             part = draw_parts(unit, edges, seg)
@@ -1026,7 +1024,7 @@ class SchedulePass(Pass):
                     uniq, uloc = np.unique(u, return_inverse=True)
                     le = np.searchsorted(uniq, edges[lo_e:hi_e])
                     if not sticky:
-                        sticky = [call_classes(facts, mdi=bool(get_target(self.target).mdi)), facts.pipe]
+                        sticky = [call_classes(facts, mdi=bool(get_target(am.target).mdi)), facts.pipe]
                     local = schedule_order(r, uloc.reshape(-1), le, [g[a:b] for g in sticky])
                 new[a:b] = a + local
         moved = int(np.count_nonzero(new != np.arange(draws.size)))

@@ -74,7 +74,7 @@ from drawopt.errors import UsageError
 from drawopt.ir.decls import Buffer, Pipeline
 from drawopt.ir.ops import BY_NAME, INDEXED_DRAW_OPS, U32_MAX
 from drawopt.ir.stream import FLAG_NOMERGE, Stream
-from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
+from drawopt.passmanager import AnalysisManager, Pass, PassResult
 
 _DI = BY_NAME["DrawInstanced"].code
 _DII = BY_NAME["DrawIndexedInstanced"].code
@@ -464,8 +464,8 @@ class WeldPass(Pass):
     """Index non-indexed triangle lists over generated index buffers (see the module docstring).
 
     Options: ``min_saving`` (the least fraction of a draw's vertices the weld must save,
-    default 0.25: unique vertices at most 3/4 of them), ``target`` (the cost model),
-    ``force`` (weld where the cost model says it does not pay).
+    default 0.25: unique vertices at most 3/4 of them), ``force`` (weld where the cost model
+    of the pipeline's target, ``am.target``, says it does not pay).
     """
 
     name: ClassVar[str] = "weld"
@@ -474,7 +474,6 @@ class WeldPass(Pass):
     summary: ClassVar[str] = "weld byte-equal vertices: non-indexed triangle lists become indexed draws"
 
     min_saving: float = 0.25
-    target: str = option("d3d12", target=True)
     force: bool = False
 
     def __post_init__(self) -> None:
@@ -484,7 +483,7 @@ class WeldPass(Pass):
 
     def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
         table: StateTable = am.get("state", stream)
-        plan = plan_weld(stream, table, self.min_saving, self.target, self.force)
+        plan = plan_weld(stream, table, self.min_saving, am.target, self.force)
         report: dict[str, Any] = {
             "candidates": plan.candidates, "welded_draws": int(plan.draws.size),
             "runs": int(plan.run_fmt.size), "vertices": plan.vertices, "unique_vertices": plan.unique_vertices,

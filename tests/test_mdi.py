@@ -24,7 +24,7 @@ from drawopt.errors import InputError
 from drawopt.gen import generate
 from drawopt.ir.ops import BY_NAME, MULTI_DRAW_OPS, Cat
 from drawopt.ir.stream import Stream, StreamBuilder
-from drawopt.passmanager import AnalysisManager, PassManager, get_pass, parse_pipeline
+from drawopt.passmanager import AnalysisManager, PassManager, PipelineContext, get_pass, parse_pipeline
 from drawopt.validate import findings
 from drawopt.verify import verify
 
@@ -144,8 +144,8 @@ class _Seen:
         return [(self.st, "gpu-indexed" if indexed else "gpu-plain", (buf, off))]
 
 
-def run(s: Stream, passes: str = "mdi") -> tuple[Stream, dict]:
-    pm = PassManager(parse_pipeline(passes), verify_each=True)
+def run(s: Stream, passes: str = "mdi", target: str = "d3d12") -> tuple[Stream, dict]:
+    pm = PassManager(parse_pipeline(passes), verify_each=True, target=target)
     out = pm.run(s)
     assert expand(out) == expand(s)
     return out, pm.records[-1].report
@@ -228,7 +228,7 @@ def test_limit_splits_cleanly() -> None:
     for k in range(11):
         b.DrawInstanced(6, 1, 6 * k, 0)
     s = b.build()
-    out, _ = run(s, "mdi{max-count=4,target=xbox-one}")
+    out, _ = run(s, "mdi{max-count=4}", target="xbox-one")
     assert [(c.name, c.args[0]) for c in out.commands() if c.spec.cat == Cat.DRAW] == [
         ("MultiDrawInstancedIndirect", 4), ("MultiDrawInstancedIndirect", 4), ("MultiDrawInstancedIndirect", 3)]
     # the target's own limit applies too
@@ -248,7 +248,7 @@ def test_cost_model_minimum(target: str) -> None:
         b.SetGraphicsRootDescriptorTable(0, "res[0]")
         for k in range(n):
             b.DrawInstanced(6, 1, 6 * k, 0)
-        out, _ = run(b.build(), f"mdi{{target={target}}}")
+        out, _ = run(b.build(), "mdi", target=target)
         assert calls(out) == (["MultiDrawInstancedIndirect"] if n >= need else ["DrawInstanced"] * n)
 
 
@@ -270,7 +270,7 @@ def test_different_state_not_merged() -> None:
     for _ in range(4):
         b.DrawInstanced(6, 1, 0, 0)
     s = b.build()
-    out, _ = run(s, "mdi{target=xbox-one}")        # xbox-one batches from 2 draws
+    out, _ = run(s, "mdi", target="xbox-one")        # xbox-one batches from 2 draws
     assert calls(out) == ["DrawInstanced", "DrawInstanced", "MultiDrawInstancedIndirect", "DrawInstanced",
                           "MultiDrawInstancedIndirect", "DrawInstanced"] + ["DrawInstanced"] * 4
     assert out.flags[[i for i, c in enumerate(out.commands()) if c.flags]].size == 1
@@ -289,7 +289,7 @@ def test_nothing_but_state_between() -> None:
     b.ResourceBarrier("rt", "RENDER_TARGET", "RENDER_TARGET")
     b.DrawInstanced(6, 1, 0, 0)
     s = b.build()
-    pm = PassManager([MdiPass(target="xbox-one")], verify_each=True)
+    pm = PassManager([MdiPass()], verify_each=True, target="xbox-one")
     assert pm.run(s) is s
 
 
@@ -335,7 +335,7 @@ def test_auto_variants_keep_their_count() -> None:
     b.DrawInstancedIndirect("cullargs", 256)
     b.MultiDrawInstancedIndirectAuto("counts", 8, 8, "cullargs", 272, 16)
     s = b.build()
-    pm = PassManager([MdiPass(target="xbox-one")], verify_each=True)
+    pm = PassManager([MdiPass()], verify_each=True, target="xbox-one")
     assert pm.run(s) is s
 
 
@@ -356,7 +356,7 @@ def test_generated_name_is_fresh_and_output_is_a_fixpoint() -> None:
 @pytest.mark.parametrize("flushes", ["missing", "correct"])
 def test_gpu_driven_then_flush(flushes: str) -> None:
     s = generate("gpu-driven", 1500, seed=2, flushes=flushes, fast_semantics=True)
-    out, rep = run(s, "mdi{target=xbox-one},flush")
+    out, rep = run(s, "mdi,flush", target="xbox-one")
     assert not [f for f in findings(out) if f.rule == "missing-flush"]
     n_in, n_out = len(calls(s)), len(calls(out))
     assert n_out < n_in
@@ -370,7 +370,7 @@ def test_gpu_driven_then_flush(flushes: str) -> None:
 def test_frame_100k() -> None:
     # speed is measured by bench/, not asserted here (the machine is shared)
     s = generate("frame", 100_000, seed=7)
-    pm = PassManager([MdiPass(target="xbox-one")])
+    pm = PassManager([MdiPass()], target="xbox-one")
     out = pm.run(s)
     assert len(calls(out)) < len(calls(s))
     assert pm.verified and not pm.records[0].rejected
@@ -437,7 +437,7 @@ def test_draw_data_lifts_root_constants(later: str) -> None:
 
 def test_draw_data_not_lifted_when_a_later_draw_would_see_the_binding() -> None:
     s = _objects("reader")
-    pm = PassManager([MdiPass(target="xbox-one")], verify_each=True)
+    pm = PassManager([MdiPass()], verify_each=True, target="xbox-one")
     assert pm.run(s) is s
 
 
@@ -446,7 +446,7 @@ def test_draw_data_array_already_bound() -> None:
     merge as they are: StartInstanceLocation is kept, so is every record they read, and
     the root constants they no longer read may differ."""
     s = _objects(bound=True)
-    out, rep = run(s, "mdi{target=xbox-one,lift=false}")
+    out, rep = run(s, "mdi{lift=false}", target="xbox-one")
     assert calls(out) == ["MultiDrawIndexedInstancedIndirect"]
     assert "perdraw_buffer" not in rep and rep["lifted_batches"] == 0
     assert out.decls["mdi_args0"].data.reshape(5, 5)[:, 4].tolist() == [0, 7, 14, 21, 28]
@@ -515,7 +515,7 @@ def test_random_streams_draw_the_same(s: Stream, target: str, max_count: int | N
     # the oracle lists every record of a multi-draw: keep to streams whose multi-draws it can
     # list (random u32 counts reach 2^32; one such stream took a CI run's memory)
     assume(int(s.args[s.mask(*_MULTI), 0].sum()) <= MAX_ORACLE_RECORDS)
-    res = MdiPass(target=target, max_count=max_count).apply(s, AnalysisManager())
+    res = MdiPass(max_count=max_count).apply(s, AnalysisManager(PipelineContext(target)))
     out = res.stream
     out.check()
     assert expand(out) == expand(s)

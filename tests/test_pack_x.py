@@ -664,11 +664,11 @@ def test_targets_follow_the_cost_model() -> None:
                             ("xbox-one", True)):
         out = optimize(s, "pack-x", target=target).stream
         assert (out is not s) == changed, target
-    (p,) = parse_pipeline("pack-x{force=1,max-instances=2}", target="xbox-series")
-    assert p.force and p.max_instances == 2 and p.target == "xbox-series"
-    assert optimize(s, [p]).stream is not s
-    (p,) = parse_pipeline("pack-x{force=1}", target="d3d12")
-    assert optimize(s, [p]).stream is s  # force cannot add DrawIndexedX to a target without it
+    (p,) = parse_pipeline("pack-x{force=1,max-instances=2}")
+    assert p.force and p.max_instances == 2
+    assert optimize(s, [p], target="xbox-series").stream is not s
+    (p,) = parse_pipeline("pack-x{force=1}")
+    assert optimize(s, [p], target="d3d12").stream is s  # force cannot add DrawIndexedX to a target without it
     links = px.pack_links(s, target="xbox-series")
     assert links and all(w.startswith("cost model: target 'xbox-series' runs DrawIndexedX like") for w in links)
     with pytest.raises(Exception, match="unknown target"):
@@ -679,7 +679,7 @@ def test_pass_registered_and_reports() -> None:
     from drawopt.passmanager import PassManager, get_pass
     assert get_pass("pack-x") is px.PackXPass and px.PackXPass.name == "pack-x"
     s = formats.load(GOLDEN / "r16-lifted.in.dstream")
-    pm = PassManager(parse_pipeline("pack-x", target="xbox-one"), verify_each=True)
+    pm = PassManager(parse_pipeline("pack-x"), verify_each=True, target="xbox-one")
     pm.run(s)
     (rec,) = pm.records
     assert rec.modified and rec.verified and rec.report["runs"] == 1 and rec.report["buffer"] == "packx_perdraw"

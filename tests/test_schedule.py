@@ -19,8 +19,7 @@ from drawopt.verify import verify
 
 
 def run(stream, reorder="declared", target="d3d12", verify_each=True):
-    pm = PassManager(parse_pipeline("schedule", reorder=reorder, target=target), verify_each=verify_each,
-                     reorder=reorder)
+    pm = PassManager(parse_pipeline("schedule"), verify_each=verify_each, reorder=reorder, target=target)
     out = pm.run(stream)
     return out, pm.records[0]
 
@@ -237,11 +236,15 @@ def test_bundle_with_inherited_state_keeps_its_order_when_it_must() -> None:
     assert rec.report.get("fallback", "").startswith("the input state") or "fallback" not in rec.report
 
 
-def test_options_are_checked() -> None:
-    with pytest.raises(UsageError, match="reorder must be one of"):
-        SchedulePass(reorder="random")
+def test_target_and_policy_are_pipeline_context_not_options() -> None:
+    # the pipeline's context decides; a pass-level policy could exceed the run's (issue 13)
+    for opt in ("reorder=opaque", "target=xbox-one"):
+        with pytest.raises(UsageError, match=f"unknown option '{opt}'"):
+            parse_pipeline(f"schedule{{{opt}}}")
     with pytest.raises(UsageError, match="unknown target"):
-        SchedulePass(target="ps5")
+        PassManager([SchedulePass()], target="ps5")
+    with pytest.raises(UsageError, match="unknown reorder policy"):
+        PassManager([SchedulePass()], reorder="random")
 
 
 def test_restater_rollback() -> None:

@@ -31,7 +31,8 @@ _VB = BY_NAME["IASetVertexBuffers"].code
 
 
 def run(s: Stream, passes: str, **kw) -> tuple[Stream, list]:
-    pm = PassManager(parse_pipeline(passes, **kw), verify_each=True)
+    target = kw.pop("target", "d3d12")
+    pm = PassManager(parse_pipeline(passes, **kw), verify_each=True, target=target)
     out = pm.run(s)
     return out, pm.records
 

@@ -34,7 +34,7 @@ REORDER = REORDER_POLICIES
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("input", nargs="?", help="input stream (.dstream, .json, .npz, or - for stdin)")
     p.add_argument("-o", "--output", help="output stream (format by extension; - for stdout)")
-    p.add_argument("--passes", help="comma-separated pass pipeline, e.g. 'dedupe-state,schedule{reorder=opaque}' "
+    p.add_argument("--passes", help="comma-separated pass pipeline, e.g. 'dedupe-state,mdi{max-count=64}' "
                                     "(default: the target's best safe pipeline; see --print-passes)")
     p.add_argument("--target", choices=TARGETS, default="d3d12", help="target whose cost model decides (default d3d12)")
     p.add_argument("--target-profile", metavar="FILE.json",
