@@ -65,7 +65,7 @@ from drawopt.analysis.gsmodel import (
 )
 from drawopt.errors import UsageError
 from drawopt.ir.decls import Pipeline
-from drawopt.ir.ops import BY_NAME, GS_MODES, Cat
+from drawopt.ir.ops import BY_NAME, COL_PIPELINE, GS_MODES, Cat
 from drawopt.ir.stream import FLAG_NOMERGE, Stream, concat
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
 
@@ -142,7 +142,7 @@ def plan_stream(stream: Stream, *, lds_limit: int = LDS_DEFAULT, min_prims: int 
     n = len(stream)
     decls = stream.decls
     is_pso = stream.op == _PSO
-    ptable, prow = _forward_fill(is_pso, stream.args[is_pso, 0], np.array(-1, np.int64))
+    ptable, prow = _forward_fill(is_pso, stream.args[is_pso, COL_PIPELINE], np.array(-1, np.int64))
     pipe = ptable[prow]
     has_gs = np.zeros(len(decls) + 1, bool)  # index -1 (no pipeline) -> False
     tess_only = np.zeros(len(decls) + 1, bool)

@@ -48,13 +48,16 @@ import numpy as np
 
 from drawopt.analysis.mergeclass import INSTANCES, RANGES, DrawFacts, adjacent_links, draw_facts
 from drawopt.analysis.state import CRS, GFX_RS, HEAPS, StateTable
-from drawopt.ir.ops import BY_NAME, U32_MAX, Cat
+from drawopt.ir.ops import BY_NAME, U32_MAX, Cat, Op, shared_col
 from drawopt.ir.stream import Stream
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
 _CONST_OPS = (_OP["SetGraphicsRoot32BitConstants"], _OP["SetComputeRoot32BitConstants"])
 _VB_OP = _OP["IASetVertexBuffers"]
+_VB_SLOT = Op.IASetVertexBuffers.col("slot")
+_CONST_DEST, _CONST_COUNT = (shared_col(("SetGraphicsRoot32BitConstants", a), ("SetComputeRoot32BitConstants", a))
+                             for a in ("dest", "count"))
 _INST, _RANGE = 1, 2
 
 
@@ -147,13 +150,13 @@ def _overwritten(stream: Stream, table: StateTable, cmds: np.ndarray) -> np.ndar
         if k < 0:
             continue
         if op == _VB_OP:
-            key = int(stream.args[c, 0])
+            key = int(stream.args[c, _VB_SLOT])
             if key in seen_vb:
                 drop.append(c)
             seen_vb.add(key)
         elif op in _CONST_OPS:
-            lo = int(stream.args[c, 2])
-            hi = lo + int(stream.args[c, 1])
+            lo = int(stream.args[c, _CONST_DEST])
+            hi = lo + int(stream.args[c, _CONST_COUNT])
             if any(a <= lo and hi <= b for a, b in covered.get(k, [])):
                 drop.append(c)
             covered.setdefault(k, []).append((lo, hi))

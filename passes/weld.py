@@ -72,12 +72,13 @@ from drawopt.analysis.flushrules import forward_fill
 from drawopt.analysis.state import PIPELINE, TOPOLOGY, VB, StateTable
 from drawopt.errors import UsageError
 from drawopt.ir.decls import Buffer, Pipeline
-from drawopt.ir.ops import BY_NAME, INDEXED_DRAW_OPS, U32_MAX
+from drawopt.ir.ops import BY_NAME, COL_PIPELINE, INDEXED_DRAW_OPS, U32_MAX, Op
 from drawopt.ir.stream import FLAG_NOMERGE, Stream
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
 
 _DI = BY_NAME["DrawInstanced"].code
 _DII = BY_NAME["DrawIndexedInstanced"].code
+_DI_VERTS, _DI_INST, _DI_START = (Op.DrawInstanced.col(a) for a in ("vertex_count", "instance_count", "start_vertex"))
 _IA = BY_NAME["IASetIndexBuffer"].code
 _DX = BY_NAME["DrawIndexedX"].code
 _OPAQUE = BY_NAME["Opaque"].code
@@ -275,7 +276,7 @@ def plan_weld(stream: Stream, table: StateTable, min_saving: float = 0.25, targe
     sid = table.state.astype(np.int64)
     # the pipeline and its contract
     ps = table.setter[:, PIPELINE]
-    pipe = np.where(ps >= 0, stream.args[np.maximum(ps, 0), 0], -1)
+    pipe = np.where(ps >= 0, stream.args[np.maximum(ps, 0), COL_PIPELINE], -1)
     pipe = np.where((ps >= 0) & (stream.op[np.maximum(ps, 0)] == _SPV), pipe, -1)
     nd = len(decls)
     p_ok = np.zeros(nd + 1, bool)
@@ -305,8 +306,8 @@ def plan_weld(stream: Stream, table: StateTable, min_saving: float = 0.25, targe
             tri |= topo == v
     skip("topology", cand & ~tri)
     cand &= tri
-    args = stream.args[draws]
-    small = (args[:, 0] < 3) | (args[:, 1] < 1)
+    args = stream.args[draws]  # DrawInstanced rows
+    small = (args[:, _DI_VERTS] < 3) | (args[:, _DI_INST] < 1)
     skip("small", cand & small)
     cand &= ~small
     ci = np.flatnonzero(cand)
@@ -316,8 +317,8 @@ def plan_weld(stream: Stream, table: StateTable, min_saving: float = 0.25, targe
     bindings = _Bindings.of(slots)
     ci, bid = ci[bid >= 0], bid[bid >= 0]
     # every vertex inside the contents
-    count = args[ci, 0]
-    start = args[ci, 2]
+    count = args[ci, _DI_VERTS]
+    start = args[ci, _DI_START]
     nbytes = np.array([d.data.size * 4 if isinstance(d, Buffer) and d.data is not None else 0
                        for d in decls.items] + [0], np.int64)
     inside = np.ones(ci.size, bool)
@@ -396,7 +397,7 @@ def plan_weld(stream: Stream, table: StateTable, min_saving: float = 0.25, targe
                              (stream.op[np.maximum(nxt_cmd, 0)] == _OPAQUE))
     restore = np.where(reads_next, ib_at[run_first], -1)
     # ------------------------------------------------------------------ cost per run
-    inst = args[ci, 1]
+    inst = args[ci, _DI_INST]
     saved = np.bincount(w_run, weights=((count - unique) * inst)[welded], minlength=nrun)
     binds = 1 + (restore >= 0)
     keep_run = np.array([force or weld_pays_off(target, int(saved[r]), int(binds[r])) for r in range(nrun)], bool)
@@ -503,11 +504,12 @@ class WeldPass(Pass):
         old = stream.args[w]
         op[w] = _DII
         args[w] = 0
-        args[w, 0] = old[:, 0]
-        args[w, 1] = old[:, 1]
-        args[w, 2] = plan.first
-        args[w, 3] = 0
-        args[w, 4] = old[:, 3]
+        dii = Op.DrawIndexedInstanced
+        args[w, dii.col("index_count")] = old[:, _DI_VERTS]
+        args[w, dii.col("instance_count")] = old[:, _DI_INST]
+        args[w, dii.col("start_index")] = plan.first
+        args[w, dii.col("base_vertex")] = 0
+        args[w, dii.col("start_instance")] = old[:, Op.DrawInstanced.col("start_instance")]
         out = Stream(stream.header, decls, op, args, stream.var_off, stream.var_len, stream.pool, stream.flags,
                      stream.line, stream.strings)
         inserts: dict[int, list[tuple[int, list[int], list[int]]]] = {}

@@ -44,7 +44,7 @@ import numpy as np
 
 from drawopt.analysis.state import CROOT0, NROOT, OBS_DISPATCH, OBS_DRAW, ROOT0, Scan, scan
 from drawopt.ir.decls import Decls, Pipeline, RootParam, RootSig, View
-from drawopt.ir.ops import BY_NAME
+from drawopt.ir.ops import BY_NAME, Op
 from drawopt.ir.stream import Stream
 
 CS, VS, PS = 0, 1, 2
@@ -225,7 +225,7 @@ def may_gpu_write(stream: Stream, sc: Scan | None = None) -> np.ndarray:
     decls = stream.decls
     out = np.zeros(len(decls) + 1, bool)
     out[gpu_writes(stream, sc).res] = True
-    out[stream.args[stream.op == _COPY, 0]] = True
+    out[stream.args[stream.op == _COPY, Op.CopyBufferRegion.col("dst")]] = True
     for d in decls.items:
         if isinstance(d, Pipeline):
             out[declared_writes(decls, d)] = True

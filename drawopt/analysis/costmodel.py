@@ -87,7 +87,7 @@ from typing import Any
 import numpy as np
 
 from drawopt.errors import UsageError
-from drawopt.ir.ops import BY_NAME, MAX_OPCODE, OPS, Cat
+from drawopt.ir.ops import BY_NAME, COL_DRAW_COUNT, COL_MULTI_ARGS, MAX_OPCODE, OPS, Cat
 from drawopt.ir.stream import Stream
 
 TARGETS = ("xbox-one", "xbox-series", "d3d12", "vulkan", "gl")
@@ -327,8 +327,8 @@ def cost_by_command(stream: Stream, target: str | TargetModel) -> np.ndarray:
     multi = np.flatnonzero(np.isin(stream.op, list(_MULTI)))
     if multi.size:
         cpu = np.array([bool(getattr(d, "cpu", False)) for d in stream.decls.items] or [False])
-        count = stream.args[multi, 0]
-        written = cpu[stream.args[multi, 1]]
+        count = stream.args[multi, COL_DRAW_COUNT]
+        written = cpu[stream.args[multi, COL_MULTI_ARGS]]
         costs[multi] += np.where(written, count, 0) * m.mdi_record_us
     consts = np.isin(stream.op, list(_CONSTS))
     costs[consts] += stream.var_len[consts] * m.root_value_us

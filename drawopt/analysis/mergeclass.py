@@ -84,7 +84,7 @@ from drawopt.analysis.state import (
     intern_rows,
 )
 from drawopt.ir.decls import Buffer, Pipeline, lift_items
-from drawopt.ir.ops import BY_NAME, MAX_OPCODE, Cat
+from drawopt.ir.ops import BY_NAME, COL_DRAW_COUNT, COL_INSTANCES, COL_PIPELINE, MAX_OPCODE, Cat, Op
 from drawopt.ir.stream import FLAG_NOMERGE, Stream
 
 VERTS_PER_PRIM = {"POINTLIST": 1, "LINELIST": 2, "TRIANGLELIST": 3, "LINELIST_ADJ": 4,
@@ -323,7 +323,7 @@ def draw_facts(stream: Stream, table: StateTable, fold: bool = True) -> DrawFact
     args = stream.args[cmd].copy()
     sid = table.state.astype(np.int64)
     ps = table.setter[:, PIPELINE] if d else np.zeros(0, np.int64)
-    pipe = np.where(ps >= 0, stream.args[np.maximum(ps, 0), 0], -1) if d else np.zeros(0, np.int64)
+    pipe = np.where(ps >= 0, stream.args[np.maximum(ps, 0), COL_PIPELINE], -1) if d else np.zeros(0, np.int64)
     pf = _pipe_facts(stream)
     pidx = np.where(pipe >= 0, pipe, len(stream.decls))
     pinned = ((stream.flags[cmd] & FLAG_NOMERGE) != 0) | pf["never_merge"][pidx]
@@ -531,11 +531,12 @@ def adjacent_links(facts: DrawFacts, rule: MergeRule) -> Link:
         elif req == "list_topology":
             check(facts.vpp[a] > 0, req)
         elif req == "whole_primitives":
-            cnt = facts.args[a, 0]  # vertex_count / index_count
+            cnt = facts.args[a, COL_DRAW_COUNT]  # vertex_count / index_count
             check(cnt % np.maximum(facts.vpp[a], 1) == 0, req)
         elif req == "single_instance":
-            si = np.where(facts.op[a] == _DI, 3, 4)
-            check((facts.args[a, 1] == 1) & (facts.args[b, 1] == 1) &
+            si = np.where(facts.op[a] == _DI, Op.DrawInstanced.col("start_instance"),
+                          Op.DrawIndexedInstanced.col("start_instance"))
+            check((facts.args[a, COL_INSTANCES] == 1) & (facts.args[b, COL_INSTANCES] == 1) &
                   (facts.args[a, si] == facts.args[b, si]), req)
         elif req == "x_contract":
             check(pf["x_ok"][pidx], req)

@@ -27,7 +27,8 @@ Opcodes are stable: they are written into ``.npz`` files.
 from __future__ import annotations
 
 __all__ = [
-    "NARGS", "Arg", "OpSpec", "OPS", "BY_NAME", "Cat", "op_code",
+    "NARGS", "Arg", "OpSpec", "OPS", "BY_NAME", "Cat", "op_code", "Op", "shared_col",
+    "COL_PIPELINE", "COL_DRAW_COUNT", "COL_INSTANCES", "COL_MULTI_ARGS", "COL_AUTO_MAX",
     "INDEX_FORMATS", "INDEX_SIZE", "TOPOLOGIES", "PIPELINED_EVENTS",
     "FLUSH_MODES", "BARRIER_STATES", "GS_MODES", "RESOURCE_KINDS",
     "DRAW_OPS", "INDEXED_DRAW_OPS", "INDIRECT_DRAW_OPS", "MULTI_DRAW_OPS", "STATE_OPS",
@@ -247,6 +248,52 @@ MAX_OPCODE = max(BY_CODE)
 def op_code(name: str) -> int:
     """Opcode of command ``name`` (``KeyError`` if unknown)."""
     return BY_NAME[name].code
+
+
+class _OpEnum(IntEnum):
+    """The opcodes by name, from :data:`OPS` (stable: written into ``.npz`` files).
+
+    >>> Op.DrawInstanced == 32, Op(11).name, Op.IASetIndexBuffer.col("offset")
+    (True, 'IASetIndexBuffer', 2)
+    """
+
+    @property
+    def spec(self) -> OpSpec:
+        """The command's :class:`OpSpec`."""
+        return BY_CODE[int(self)]
+
+    def col(self, arg: str) -> int:
+        """Column of the command's fixed argument ``arg`` in a stream's ``args`` rows."""
+        return BY_CODE[int(self)].col(arg)
+
+
+Op = _OpEnum("Op", {o.name: o.code for o in OPS})  # type: ignore[misc]
+"""The opcodes by name (:class:`_OpEnum`): ``Op.DrawInstanced``, ``Op.IASetIndexBuffer.col("offset")``."""
+
+
+def shared_col(*pairs: tuple[str, str]) -> int:
+    """The one column that every ``(command, argument)`` pair names (for code that reads one
+    column of rows of several commands at once); ``ValueError`` if they disagree.
+
+    >>> shared_col(("DrawInstanced", "instance_count"), ("DrawIndexedInstanced", "instance_count"))
+    1
+    """
+    cols = {BY_NAME[op].col(arg) for op, arg in pairs}
+    if len(cols) != 1:
+        raise ValueError(f"{pairs} are in different columns: {sorted(cols)}")
+    return cols.pop()
+
+
+# Argument columns that several commands share, named once (checked against the table when imported).
+COL_PIPELINE = Op.SetPipelineState.col("pipeline")
+COL_DRAW_COUNT = shared_col(("DrawInstanced", "vertex_count"), ("DrawIndexedInstanced", "index_count"),
+                            ("MultiDrawInstancedIndirect", "count"), ("MultiDrawIndexedInstancedIndirect", "count"))
+"""Vertices / indices of a direct draw, records of a CPU-counted multi-draw."""
+COL_INSTANCES = shared_col(("DrawInstanced", "instance_count"), ("DrawIndexedInstanced", "instance_count"))
+COL_MULTI_ARGS = shared_col(("MultiDrawInstancedIndirect", "args_buffer"),
+                            ("MultiDrawIndexedInstancedIndirect", "args_buffer"))
+COL_AUTO_MAX = shared_col(("MultiDrawInstancedIndirectAuto", "max_count"),
+                          ("MultiDrawIndexedInstancedIndirectAuto", "max_count"))
 
 
 def _codes(*names: str) -> frozenset[int]:

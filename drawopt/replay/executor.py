@@ -43,7 +43,8 @@ import numpy as np
 
 from drawopt.errors import InputError
 from drawopt.ir.decls import Buffer, Depth, Pipeline, Target, View
-from drawopt.ir.ops import BY_CODE, BY_NAME, TOPOLOGIES, Cat
+from drawopt.ir.ops import BY_CODE, BY_NAME, COL_DRAW_COUNT, COL_INSTANCES, TOPOLOGIES, Cat
+from drawopt.ir.ops import Op as Cmd
 from drawopt.ir.stream import Stream
 from drawopt.replay import content
 from drawopt.replay.gl import GL, GLFunctions, GLInfo, on_release
@@ -183,8 +184,8 @@ def indexed_indices(s: Stream) -> int:
     decls = s.decls
     op = s.op
     synth = np.array([isinstance(d, Buffer) and d.data is None for d in decls.items] + [False])
-    ib_rows = np.flatnonzero(op == BY_NAME["IASetIndexBuffer"].code)
-    ib_of = s.args[ib_rows, 0].astype(np.int64) if ib_rows.size else np.zeros(0, np.int64)
+    ib_rows = np.flatnonzero(op == Cmd.IASetIndexBuffer)
+    ib_of = s.args[ib_rows, Cmd.IASetIndexBuffer.col("buffer")].astype(np.int64)
 
     def bound(rows: np.ndarray) -> np.ndarray:
         """Whether the index buffer bound at each of ``rows`` is synthesized."""
@@ -195,14 +196,15 @@ def indexed_indices(s: Stream) -> int:
         return out
 
     total = 0.0
-    rows = np.flatnonzero(op == BY_NAME["DrawIndexedInstanced"].code)
+    rows = np.flatnonzero(op == Cmd.DrawIndexedInstanced)
     if rows.size:
         m = bound(rows)
-        total += float((s.args[rows[m], 0].astype(np.float64) * s.args[rows[m], 1]).sum())
-    rows = np.flatnonzero(op == BY_NAME["DrawIndexedX"].code)
+        counts = s.args[rows[m], COL_DRAW_COUNT].astype(np.float64)
+        total += float((counts * s.args[rows[m], COL_INSTANCES]).sum())
+    rows = np.flatnonzero(op == Cmd.DrawIndexedX)
     if rows.size:
-        m = synth[s.args[rows, 0].astype(np.int64)]
-        total += float(s.args[rows[m], 3].astype(np.float64).sum())
+        m = synth[s.args[rows, Cmd.DrawIndexedX.col("buffer")].astype(np.int64)]
+        total += float(s.args[rows[m], Cmd.DrawIndexedX.col("index_count")].astype(np.float64).sum())
     for name, ci, bi, oi, si in (("DrawIndexedInstancedIndirect", None, 0, 1, None),
                                  ("MultiDrawIndexedInstancedIndirect", 0, 1, 2, 3),
                                  ("MultiDrawIndexedInstancedIndirectAuto", 2, 3, 4, 5)):
