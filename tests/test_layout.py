@@ -68,3 +68,13 @@ def test_the_layer_check_catches_upward_and_sideways_imports(tmp_path: Path) -> 
         "drawopt.verify.model (verify) imports drawopt.analysis.state (analysis)",
     ]
     assert cycles(imports) == [["drawopt.analysis.graph", "drawopt.analysis.state"]]
+
+
+def test_the_architecture_page_draws_every_layer() -> None:
+    from drawopt.layers import LAYERS
+
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    drawing = text[text.index("## Layers"):text.index("## Modules")]
+    for name, _rank, prefixes in LAYERS:
+        if name != "package":
+            assert f"\n  {name} " in drawing or f"\n  {name}  " in drawing or f"  {name}\n" in drawing, name
