@@ -48,7 +48,7 @@ import numpy as np
 
 from drawopt.analysis.mergeclass import INSTANCES, RANGES, DrawFacts, adjacent_links, draw_facts
 from drawopt.analysis.state import CRS, GFX_RS, HEAPS, StateTable
-from drawopt.ir.ops import BY_NAME, U32_MAX, Cat, Op, shared_col
+from drawopt.ir.ops import BY_NAME, COL_DRAW_COUNT, COL_INSTANCES, U32_MAX, Cat, Op, shared_col
 from drawopt.ir.stream import Stream
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
 
@@ -87,50 +87,60 @@ def plan_merges(facts: DrawFacts, limit: int = U32_MAX) -> MergePlan:
     change = np.zeros(typ.shape[0], bool)
     change[1:] = (typ[1:] > 0) & (typ[:-1] > 0) & (typ[1:] != typ[:-1])
     typ[change] = 0
-    # counts: instance_count (col 1) for instance runs; vertex/index count (col 0) for ranges
-    heads: list[int] = []
-    lasts: list[int] = []
-    kinds: list[int] = []
-    totals: list[int] = []
-    split = 0
+    # counts: instance_count for instance runs; vertex/index count for ranges
     args = facts.args
     link_pos = np.flatnonzero(typ > 0)
+    heads, lasts, kinds, totals = (np.zeros(0, np.int64),) * 4
+    split = 0
     if link_pos.size:
-        # maximal runs of equal link types: draws i..j where typ[i..j-1] all equal and > 0
-        brk = np.flatnonzero(np.diff(link_pos) > 1) + 1
-        for part in np.split(link_pos, brk):
-            for sub in _split_types(part, typ):
-                a, b = int(sub[0]), int(sub[-1]) + 1  # draws a..b
-                k = int(typ[a])
-                col = 1 if k == _INST else 0
-                cnt = args[a:b + 1, col].tolist()
-                start, acc = a, 0
-                for i, c in zip(range(a, b + 1), cnt):
-                    if acc + c > limit and i > start:
-                        if i - 1 > start:
-                            heads.append(start)
-                            lasts.append(i - 1)
-                            kinds.append(k)
-                            totals.append(acc)
-                        split += 1
-                        start, acc = i, 0
-                    acc += c
-                if b > start:
-                    heads.append(start)
-                    lasts.append(b)
-                    kinds.append(k)
-                    totals.append(acc)
-    plan = MergePlan(np.asarray(heads, np.int64), np.asarray(lasts, np.int64), np.asarray(kinds, np.int64),
-                     np.asarray(totals, np.int64), split)
+        # maximal runs of one link type: draws a..b where typ[a..b-1] are all > 0 (a type change
+        # between two links was cut above, so a run is a stretch of consecutive link positions)
+        first = np.flatnonzero(np.r_[True, np.diff(link_pos) > 1])
+        a = link_pos[first]
+        b = link_pos[np.r_[first[1:], link_pos.size] - 1] + 1
+        k = typ[a]
+        col = np.where(k == _INST, COL_INSTANCES, COL_DRAW_COUNT)
+        cum = np.zeros((n + 1, 2), np.int64)
+        np.cumsum(args[:, [COL_DRAW_COUNT, COL_INSTANCES]], axis=0, out=cum[1:])
+        which = (col == COL_INSTANCES).astype(np.int64)
+        total = cum[b + 1, which] - cum[a, which]
+        fits = total <= limit
+        heads, lasts, kinds, totals = a[fits], b[fits], k[fits], total[fits]
+        big = np.flatnonzero(~fits)
+        if big.size:  # runs over the limit: cut them where the running sum would pass it
+            h, la, kd, tt = [heads], [lasts], [kinds], [totals]
+            for r in big.tolist():
+                runs, cuts = _split_at_limit(int(a[r]), int(b[r]), args[:, int(col[r])], limit)
+                split += cuts
+                for s0, s1, acc in runs:
+                    h.append(np.array([s0]))
+                    la.append(np.array([s1]))
+                    kd.append(np.array([int(k[r])]))
+                    tt.append(np.array([acc]))
+            heads, lasts, kinds, totals = (np.concatenate(x).astype(np.int64) for x in (h, la, kd, tt))
+            order = np.argsort(heads, kind="stable")
+            heads, lasts, kinds, totals = heads[order], lasts[order], kinds[order], totals[order]
+    plan = MergePlan(heads, lasts, kinds, totals, split)
     plan.links = {"instances": int(np.count_nonzero(typ == _INST)), "ranges": int(np.count_nonzero(typ == _RANGE))}
     return plan
 
 
-def _split_types(part: np.ndarray, typ: np.ndarray) -> list[np.ndarray]:
-    """Split consecutive link positions where the link type changes."""
-    t = typ[part]
-    cut = np.flatnonzero(np.diff(t) != 0) + 1
-    return [p for p in np.split(part, cut) if p.size]
+def _split_at_limit(a: int, b: int, counts: np.ndarray, limit: int) -> tuple[list[tuple[int, int, int]], int]:
+    """The runs ``(first, last, total)`` of draws ``a..b`` cut where the running count would pass
+    ``limit`` (a draw that alone passes it stays by itself, unmerged), and how many cuts."""
+    runs: list[tuple[int, int, int]] = []
+    cuts = 0
+    start, acc = a, 0
+    for i, c in zip(range(a, b + 1), counts[a:b + 1].tolist()):
+        if acc + c > limit and i > start:
+            if i - 1 > start:
+                runs.append((start, i - 1, acc))
+            cuts += 1
+            start, acc = i, 0
+        acc += c
+    if b > start:
+        runs.append((start, b, acc))
+    return runs, cuts
 
 
 def _overwritten(stream: Stream, table: StateTable, cmds: np.ndarray) -> np.ndarray:

@@ -109,6 +109,48 @@ def _instances(n: int, counts: list[int]) -> Stream:
     return b.build()
 
 
+def _plan_by_draw(facts, limit: int) -> list[tuple[int, int, int, int]]:
+    """The runs of :func:`plan_merges`, walked draw by draw (the definition the vectorized
+    planner must match): ``(first, last, kind, total)``."""
+    inst = adjacent_links(facts, INSTANCES).ok
+    rng = adjacent_links(facts, RANGES).ok
+    typ = np.where(inst, 1, np.where(rng, 2, 0))
+    typ[1:][(typ[1:] > 0) & (typ[:-1] > 0) & (typ[1:] != typ[:-1])] = 0
+    out, i = [], 0
+    while i < typ.size:
+        if typ[i] == 0:
+            i += 1
+            continue
+        j = i
+        while j + 1 < typ.size and typ[j + 1] == typ[i]:
+            j += 1
+        col = 1 if typ[i] == 1 else 0
+        start, acc = i, 0
+        for d in range(i, j + 2):
+            c = int(facts.args[d, col])
+            if acc + c > limit and d > start:
+                if d - 1 > start:
+                    out.append((start, d - 1, int(typ[i]), acc))
+                start, acc = d, 0
+            acc += c
+        if j + 1 > start:
+            out.append((start, j + 1, int(typ[i]), acc))
+        i = j + 1
+    return out
+
+
+@pytest.mark.parametrize("kind", ["quads", "frame", "bundle", "gpu-driven"])
+def test_the_vectorized_planner_matches_the_draw_by_draw_definition(kind: str) -> None:
+    s = generate(kind, 600, seed=3)
+    facts = draw_facts(s, track(s))
+    whole = plan_merges(facts).total.tolist()
+    edges = {v + d for v in whole[:20] for d in (-1, 0, 1)}  # a run exactly at the limit, just over, under
+    for limit in sorted({1, 2, 5, 37, 1000, 2**32 - 1} | edges):
+        plan = plan_merges(facts, limit=limit)
+        got = list(zip(plan.head.tolist(), plan.last.tolist(), plan.kind.tolist(), plan.total.tolist()))
+        assert got == _plan_by_draw(facts, limit), (kind, limit)
+
+
 def test_instance_runs_split_at_the_count_limit() -> None:
     s = _instances(6, [4, 4, 4, 4, 4, 4])
     facts = draw_facts(s, track(s))
