@@ -420,25 +420,63 @@ def test_gpu_written_args_through_compute() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- order
-def test_swapping_blended_draws_shows_but_depth_tested_opaque_draws_commute() -> None:
-    for blend, depth, expect_same in (("alpha", "off", False), ("opaque", "less,write", True)):
-        b = StreamBuilder()
+def _swap_pair(blend: str, depth: str, bundle: bool = False) -> tuple[Stream, Stream]:
+    """Two overlapping draws that differ only in a root constant, and the same stream with them
+    swapped; a ``bundle`` sets no targets (it draws into the caller's) and keeps its exit state."""
+    b = StreamBuilder(kind="bundle" if bundle else "list")
+    if not bundle:
         b.target("rt", 64, 64)
         b.depth("z", 64, 64)
-        b.rootsig("rs", "constants(1)")
-        b.pipeline("p", vs="v", ps="f", root="rs", blend=blend, depth=depth)
+    b.rootsig("rs", "constants(1)")
+    b.pipeline("p", vs="v", ps="f", root="rs", blend=blend, depth=depth)
+    if not bundle:
         b.OMSetRenderTargets("rt", "z")
-        b.SetGraphicsRootSignature("rs")
-        b.SetPipelineState("p")
-        k = len(b.build())
-        b.SetGraphicsRoot32BitConstants(0, 1, 1)
-        b.DrawInstanced(600, 1, 0, 0)
-        b.SetGraphicsRoot32BitConstants(0, 1, 2)
-        b.DrawInstanced(600, 1, 0, 0)
-        s = b.build()
-        swapped = rewrite(s, k, [C("SetGraphicsRoot32BitConstants", 0, 1, 2), C("DrawInstanced", 600, 1, 0, 0),
-                                 C("SetGraphicsRoot32BitConstants", 0, 1, 1), C("DrawInstanced", 600, 1, 0, 0)])
-        (assert_same if expect_same else assert_differs)(s, swapped)
+    b.SetGraphicsRootSignature("rs")
+    b.SetPipelineState("p")
+    k = len(b.build())
+    b.SetGraphicsRoot32BitConstants(0, 1, 1)
+    b.DrawInstanced(600, 1, 0, 0)
+    b.SetGraphicsRoot32BitConstants(0, 1, 2)
+    b.DrawInstanced(600, 1, 0, 0)
+    s = b.build()
+    swapped = rewrite(s, k, [C("SetGraphicsRoot32BitConstants", 0, 1, 2), C("DrawInstanced", 600, 1, 0, 0),
+                             C("SetGraphicsRoot32BitConstants", 0, 1, 1), C("DrawInstanced", 600, 1, 0, 0),
+                             C("SetGraphicsRoot32BitConstants", 0, 1, 2)])  # the exit state a bundle leaves
+    return s, swapped
+
+
+def test_swapping_blended_draws_shows_but_depth_tested_opaque_draws_commute() -> None:
+    for blend, depth, expect_same in (("alpha", "off", False), ("opaque", "less,write", True)):
+        (assert_same if expect_same else assert_differs)(*_swap_pair(blend, depth))
+
+
+def test_bundle_draws_are_depth_tested_against_the_inherited_depth_target() -> None:
+    """Regression (trust-opaque): a bundle's depth-tested draws test against the caller's depth
+    target, which the verifier models ("(inherited depth target)") and lets opaque draws commute on;
+    the replay rendered ``<default>`` with no depth buffer, so GL skipped the test and a verified
+    ``--reorder opaque`` rewrite of the ``bundle`` kind rendered 88% of its pixels differently."""
+    from drawopt.verify import verify
+    s, swapped = _swap_pair("opaque", "less,write", bundle=True)
+    assert verify(s, swapped, reorder="opaque").equivalent
+    assert not verify(s, swapped, reorder="declared").equivalent
+    assert_same(s, swapped)
+    assert "<default depth>" in render(s).images
+    # the planted wrong twin: blended draws do not commute, in a bundle or not
+    s, swapped = _swap_pair("alpha", "off", bundle=True)
+    assert not verify(s, swapped, reorder="opaque").equivalent
+    assert_differs(s, swapped)
+    assert "<default depth>" not in render(s).images  # no pipeline depth-tests: no depth target
+
+
+def test_generated_bundle_reordered_under_opaque_renders_the_same() -> None:
+    """The bug's reproducer at its smallest: ``gen --kind bundle --draws 4 --seed 7``, scheduled
+    under ``--reorder opaque`` (two depth-tested draws swap), renders the input's images."""
+    gen = pytest.importorskip("drawopt.gen")
+    from drawopt.result import optimize
+    s = gen.generate("bundle", 4, seed=7)
+    res = optimize(s, "schedule", reorder="opaque")
+    assert res.verified and not np.array_equal(res.stream.op, s.op)  # reordered, and verified
+    assert_same(s, res.stream)
 
 
 # ------------------------------------------------------------------- every generated kind, GS, tessellation

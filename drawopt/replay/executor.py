@@ -98,6 +98,9 @@ CONTENTS = ("light", "full")
 PRIM_BUDGET = 1 << 20
 """Light content: at most about this many primitives drawn from synthesized index buffers per frame."""
 DEFAULT_TARGET = "<default>"
+DEFAULT_DEPTH = "<default depth>"
+"""The depth target of draws with no ``OMSetRenderTargets`` (bundles): the caller's depth target,
+which the verifier's model (``(inherited depth target)``) and the ``opaque`` reorder policy assume."""
 _STREAM_RE = re.compile(r"[_\-.]")
 
 
@@ -317,6 +320,10 @@ class Frame:
         self.gl.glBindVertexArray(0)
         depth_funcs = {p.depth.split(",")[0] for p in self.s.decls.of_kind("pipeline") if p.depth_test}
         self.clear_depth = 0.0 if depth_funcs and depth_funcs <= {"greater", "gequal"} else 1.0
+        # a draw with no OMSetRenderTargets (a bundle) draws into the caller's targets: a colour
+        # target and, when a pipeline depth-tests, a depth target (the verifier's "inherited depth
+        # target", which the opaque reorder policy lets draws commute on); without it GL skips the test
+        self.inherited_targets = (DEFAULT_TARGET, DEFAULT_DEPTH) if depth_funcs else (DEFAULT_TARGET,)
         cells_x = max(1, self.W // max(1, self.opts.cell_px))
         cells_y = max(1, self.H // max(1, self.opts.cell_px))
         self.grid = (cells_x, cells_y, cells_x * cells_y, self.opts.pool_size - 1)
@@ -382,8 +389,13 @@ class Frame:
         t = self.targets.get(name)
         if t is not None:
             return t
-        d = self.s.decls[name] if name != DEFAULT_TARGET else Target(name="default", width=self.W,
-                                                                       height=self.H, format="R8G8B8A8_UNORM")
+        d: Any
+        if name == DEFAULT_TARGET:
+            d = Target(name="default", width=self.W, height=self.H, format="R8G8B8A8_UNORM")
+        elif name == DEFAULT_DEPTH:
+            d = Depth(name="default_depth", width=self.W, height=self.H, format="D32_FLOAT")
+        else:
+            d = self.s.decls[name]
         if isinstance(d, Depth):
             t = self.ctx.depth_texture((self.W, self.H))
         else:
@@ -770,7 +782,7 @@ class Frame:
             return None
         self._use(pr.glo)
         # targets, viewport, scissor
-        names = self.rt_names or (DEFAULT_TARGET,)
+        names = self.rt_names or self.inherited_targets
         fbo = self._fbo(names)
         self._set("fbo", fbo.glo, Op.BIND_FRAMEBUFFER, GL.FRAMEBUFFER, fbo.glo)
         first = self.target_decl[names[0]] if names[0] in self.target_decl else self.s.decls[names[0]]
