@@ -69,17 +69,18 @@ finding. Rules (ids are stable; :data:`RULES` describes them in one line):
 
 from __future__ import annotations
 
-__all__ = ["Finding", "FlushNeed", "RULES", "findings", "missing_flushes"]
+__all__ = ["Finding", "FlushNeed", "IndexReads", "RULES", "findings", "index_range_violations", "missing_flushes"]
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from drawopt.analysis.access import gpu_writes
+from drawopt.analysis.access import GpuWrites, gpu_writes
 from drawopt.analysis.state import (
     CROOT0,
     GS,
     IB,
+    NROOT,
     OBS_DISPATCH,
     OBS_DRAW,
     ROOT0,
@@ -163,6 +164,13 @@ class _Ctx:
         self.pipes = {i: d for i, d in enumerate(s.decls.items) if isinstance(d, Pipeline)}
         self.names = [d.name for d in s.decls.items]
         self.obs = obs
+        self._writes: GpuWrites | None = None
+
+    def writes(self) -> GpuWrites:
+        """The stream's GPU writes (:func:`drawopt.analysis.access.gpu_writes`), computed once."""
+        if self._writes is None:
+            self._writes = gpu_writes(self.s, self.sc)
+        return self._writes
 
     def undefined(self, sel: np.ndarray, slot: int) -> np.ndarray:
         """Slot ``slot`` undefined (not unknown) at observers ``sel``."""
@@ -208,35 +216,45 @@ def _table_undefined(c: _Ctx) -> list[Finding]:
     for side, nm in ((False, "SetGraphicsRootSignature"), (True, "SetComputeRootSignature")):
         cm = np.flatnonzero(s.op == _code(nm))
         rs_chg[side] = cm[_changed(sc, cm)]
+    nd = len(s.decls)
     for sel, compute in ((c.dsel, False), (c.xsel, True)):
         if not sel.size:
             continue
-        valid = c.valid_pipe(sel, compute)
-        p = sc.pipe[sel]
-        base = CROOT0 if compute else ROOT0
+        # reads[p, q]: how many times pipeline p reads root parameter q as a descriptor table
+        # (its params= may name one twice); the last row stands for no or an unknown pipeline
+        reads = np.zeros((nd + 1, NROOT), np.int64)
         for pi, d in c.pipes.items():
             if d.is_compute != compute or d.root is None:
                 continue
-            m = valid & (p == pi)
-            if not m.any():
-                continue
             rs = s.decls[d.root]
             assert isinstance(rs, RootSig)
-            reads = range(len(rs.params)) if d.params is None else d.params
-            for q in reads:
-                if rs.params[q].kind != "table":
-                    continue
-                osel = sel[m]
-                bad = osel[c.undefined(osel, base + q)]
-                if not bad.size:
-                    continue
-                sets = np.flatnonzero(sc.slot == base + q)
-                for o in bad:
-                    i = int(c.obs[o])
-                    out.append(Finding("table-undefined", i, int(s.line[i]),
-                                       f"{s.spec(i).name} reads descriptor table root parameter {q} of pipeline "
-                                       f"'{d.name}', which is undefined: "
-                                       + _table_reason(s, i, sets, heaps_chg, rs_chg[compute])))
+            for q in (range(len(rs.params)) if d.params is None else d.params):
+                if rs.params[q].kind == "table":
+                    reads[pi, q] += 1
+        cols = np.flatnonzero(reads.any(axis=0))  # the parameters some pipeline reads as a table
+        if not cols.size:
+            continue
+        p = sc.pipe[sel]
+        prow = np.where(p >= 0, p, nd)
+        base = CROOT0 if compute else ROOT0
+        # candidates: read, and no setter (undefined or unknown); one column gather per parameter
+        cand = (reads[:, cols] > 0)[prow]
+        for j, k in enumerate(cols.tolist()):
+            cand[:, j] &= sc.setter[sel, base + k] == -1
+        row, j = np.nonzero(cand)
+        known = ((sc.unknown[sel[row]] >> (base + cols[j])) & 1) == 0
+        row, j = row[known], j[known]
+        if not row.size:
+            continue
+        rep = reads[prow[row], cols[j]]
+        row, q = np.repeat(row, rep), np.repeat(cols[j], rep)
+        sets = {int(k): np.flatnonzero(sc.slot == base + k) for k in np.unique(q).tolist()}
+        for o, k in zip(sel[row].tolist(), q.tolist()):
+            i = int(c.obs[o])
+            out.append(Finding("table-undefined", i, int(s.line[i]),
+                               f"{s.spec(i).name} reads descriptor table root parameter {k} of pipeline "
+                               f"'{c.names[int(sc.pipe[o])]}', which is undefined: "
+                               + _table_reason(s, i, sets[k], heaps_chg, rs_chg[compute])))
     return out
 
 
@@ -313,18 +331,17 @@ def _index_buffer_undefined(c: _Ctx) -> list[Finding]:
     return out
 
 
-def _cpu_known_args(c: _Ctx, cmds: np.ndarray, bufs: np.ndarray) -> np.ndarray:
+def _cpu_known_args(s: Stream, cmds: np.ndarray, bufs: np.ndarray, writes: GpuWrites | Scan | None) -> np.ndarray:
     """bool per command: its args buffer's contents are known on the CPU there -- a ``cpu``
     buffer with ``data`` that no GPU command (:func:`drawopt.analysis.access.gpu_writes`, a copy, an
-    ``Opaque`` command) writes before it."""
-    s = c.s
+    ``Opaque`` command) writes before it. ``writes``: the stream's GPU writes, or its scan."""
     decls = s.decls.items
     known_d = np.array([isinstance(d, Buffer) and d.cpu and d.data is not None for d in decls] + [False], bool)
     known = known_d[bufs]
     if not known.any():
         return known
     first = np.full(len(decls) + 1, np.iinfo(np.int64).max, np.int64)
-    gw = gpu_writes(s, c.sc)
+    gw = writes if isinstance(writes, GpuWrites) else gpu_writes(s, writes)
     np.minimum.at(first, gw.res, gw.cmd)
     cp = np.flatnonzero(s.op == _code("CopyBufferRegion"))
     np.minimum.at(first, s.args[cp, 0], cp)
@@ -332,74 +349,130 @@ def _cpu_known_args(c: _Ctx, cmds: np.ndarray, bufs: np.ndarray) -> np.ndarray:
     return known & (first[bufs] > cmds) & ((opq[0] if opq.size else np.iinfo(np.int64).max) > cmds)
 
 
+@dataclass(frozen=True)
+class IndexReads:
+    """Index data read by indexed draws: one row per draw record, columns of int64.
+
+    ``cmd``: the draw; ``setter``: the ``IASetIndexBuffer`` whose binding it reads;
+    ``record``: -1 for a ``DrawIndexedInstanced``, else which record of its CPU-known args
+    (0 for a ``DrawIndexedInstancedIndirect``); ``count``, ``start``: the record's index
+    count and start index; ``buffer``: the index buffer (declaration index); ``end``: the
+    byte one past the last index read; ``size``: the buffer's size in bytes.
+    """
+
+    cmd: np.ndarray
+    setter: np.ndarray
+    record: np.ndarray
+    count: np.ndarray
+    start: np.ndarray
+    buffer: np.ndarray
+    end: np.ndarray
+    size: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.cmd.size)
+
+
+_RANGE_OPS = np.zeros(MAX_OPCODE + 1, np.int8)  # 1 direct, 2 single indirect, 3 multi-draw
+_RANGE_OPS[[_code("DrawIndexedInstanced"), _code("DrawIndexedInstancedIndirect"),
+            _code("MultiDrawIndexedInstancedIndirect")]] = (1, 2, 3)
+
+
+def index_range_violations(stream: Stream, cmds: np.ndarray, setters: np.ndarray,
+                           writes: GpuWrites | Scan | None = None) -> IndexReads:
+    """The draw records of ``cmds`` that read past the end of the index buffer bound by ``setters``.
+
+    THE ``index-range`` rule (module docstring), for any binding: ``setters[k]`` is the
+    ``IASetIndexBuffer`` command whose buffer, format and offset draw ``cmds[k]`` reads
+    with (the one in force, or, for a pass, one it would put in force). Checked: each
+    ``DrawIndexedInstanced``, and each record of a ``DrawIndexedInstancedIndirect`` or
+    ``MultiDrawIndexedInstancedIndirect`` whose args are CPU-known at the draw (records
+    past the args data read zeros: nothing drawn); other commands are ignored.
+    ``writes``: the stream's :func:`~drawopt.analysis.access.gpu_writes` or its scan, if
+    known. Vectorised: no Python loop per draw or record.
+
+    >>> import drawopt
+    >>> s = drawopt.loads('''drawopt 1
+    ... buffer ib size=64
+    ... IASetIndexBuffer ib R16_UINT 0
+    ... DrawIndexedInstanced 30 1 0 0 0
+    ... DrawIndexedInstanced 30 1 4 0 0''')
+    >>> v = index_range_violations(s, np.array([1, 2]), np.array([0, 0]))
+    >>> v.cmd.tolist(), v.end.tolist(), v.size.tolist()
+    ([2], [68], [64])
+    """
+    s = stream
+    args = s.args
+    cmds = np.asarray(cmds, np.int64).reshape(-1)
+    setters = np.asarray(setters, np.int64).reshape(-1)
+    kind = _RANGE_OPS[s.op[cmds]] if cmds.size else np.zeros(0, np.int8)
+    d = kind == 1
+    rcmd, rset, rrec = [cmds[d]], [setters[d]], [np.full(int(d.sum()), -1, np.int64)]
+    rcount, rstart = [args[cmds[d], 0]], [args[cmds[d], 2]]
+    ind = kind >= 2
+    ic, ist, multi = cmds[ind], setters[ind], kind[ind] == 3
+    abuf = np.where(multi, args[ic, 1], args[ic, 0])
+    ok = _cpu_known_args(s, ic, abuf, writes) if ic.size else np.zeros(0, bool)
+    if ok.any():
+        ic, ist, multi, abuf = ic[ok], ist[ok], multi[ok], abuf[ok]
+        # a single indirect draw is a multi-draw of one record at its offset
+        count = np.where(multi, args[ic, 0], 1)
+        off = np.where(multi, args[ic, 2], args[ic, 1])
+        stride = np.where(multi, args[ic, 3], 0)
+        # the args data of the buffers read, as one pool of words
+        ub, ui = np.unique(abuf, return_inverse=True)
+        data = [s.decls.items[b].data for b in ub.tolist()]
+        words = np.array([x.size for x in data], np.int64)
+        base = np.cumsum(words) - words
+        pool = data[0] if len(data) == 1 else np.concatenate(data)
+        nw = words[ui]
+        # records past the data read zeros (nothing drawn); a zero stride repeats one record
+        fit = np.where(stride != 0, np.maximum(0, (nw * 4 - off - 12) // np.where(stride != 0, stride, 1) + 1), 1)
+        nrec = np.minimum(count, fit)
+        row = np.repeat(np.arange(ic.size), nrec)
+        k = np.arange(row.size, dtype=np.int64) - np.repeat(np.cumsum(nrec) - nrec, nrec)
+        w0 = (off[row] + k * stride[row]) // 4
+        inside = w0 + 3 <= nw[row]
+        row, k, w0 = row[inside], k[inside], w0[inside]
+        g = base[ui[row]] + w0
+        rcmd.append(ic[row])
+        rset.append(ist[row])
+        rrec.append(k)
+        rcount.append(pool[g].astype(np.int64))
+        rstart.append(pool[g + 2].astype(np.int64))
+    rc, rs, rec = np.concatenate(rcmd), np.concatenate(rset), np.concatenate(rrec)
+    count, start = np.concatenate(rcount).astype(np.int64), np.concatenate(rstart).astype(np.int64)
+    sizes = np.array([d.size if isinstance(d, Buffer) else 0 for d in s.decls.items] + [0], np.int64)
+    isz = np.where(args[rs, 1] == 0, INDEX_SIZE[0], INDEX_SIZE[1])
+    buf = args[rs, 0]
+    end = args[rs, 2] + (start + count) * isz
+    bad = (count > 0) & (end > sizes[buf])
+    return IndexReads(rc[bad], rs[bad], rec[bad], count[bad], start[bad], buf[bad], end[bad], sizes[buf[bad]])
+
+
 def _index_range(c: _Ctx) -> list[Finding]:
     """Direct indexed draws, and the records of indexed indirect / multi-draw calls whose
     args are CPU-known (``mdi`` folds direct draws into those), reading past the end of
-    the bound index buffer."""
+    the bound index buffer (:func:`index_range_violations` with the bindings in force)."""
     s, sc = c.s, c.sc
-    dop = s.op[c.obs[c.dsel]]
-    direct = dop == _code("DrawIndexedInstanced")
-    ind = np.isin(dop, [_code("DrawIndexedInstancedIndirect"), _code("MultiDrawIndexedInstancedIndirect")])
-    sel = c.dsel[direct | ind]
+    sel = c.dsel[_RANGE_OPS[s.op[c.obs[c.dsel]]] > 0]
     st = sc.setter[sel, IB]
     known = (st >= 0) & (((sc.unknown[sel] >> IB) & 1) == 0)
     sel, st = sel[known], st[known]
     if not sel.size:
         return []
-    cmds = c.obs[sel]
-    sizes = np.array([d.size if isinstance(d, Buffer) else 0 for d in s.decls.items], np.int64)
-    # one row per draw record: (command, setter of the IB, index count, start index, record or -1)
-    isdir = s.op[cmds] == _code("DrawIndexedInstanced")
-    rc, rs, rcount, rstart, rsub = [cmds[isdir]], [st[isdir]], [s.args[cmds[isdir], 0]], \
-        [s.args[cmds[isdir], 2]], [np.full(int(isdir.sum()), -1, np.int64)]
-    ic, ist = cmds[~isdir], st[~isdir]
-    multi = s.op[ic] == _code("MultiDrawIndexedInstancedIndirect")
-    abuf = np.where(multi, s.args[ic, 1], s.args[ic, 0])
-    ok = _cpu_known_args(c, ic, abuf) if ic.size else np.zeros(0, bool)
-    # single indirect draws: one record each, gathered per args buffer
-    one = ok & ~multi
-    for b in np.unique(abuf[one]).tolist():
-        m = one & (abuf == b)
-        data = s.decls.items[b].data
-        w0 = s.args[ic[m], 1] // 4
-        inside = w0 + 3 <= data.size
-        rc.append(ic[m][inside])
-        rs.append(ist[m][inside])
-        rcount.append(data[w0[inside]].astype(np.int64))
-        rstart.append(data[w0[inside] + 2].astype(np.int64))
-        rsub.append(np.zeros(int(inside.sum()), np.int64))
-    # multi-draws: count records at offset + k * stride
-    for i, sti, b in zip(ic[ok & multi].tolist(), ist[ok & multi].tolist(), abuf[ok & multi].tolist()):
-        count, off, stride = int(s.args[i, 0]), int(s.args[i, 2]), int(s.args[i, 3])
-        d = s.decls.items[b]
-        words = d.data.astype(np.int64)
-        # records past the data read zeros (nothing drawn); a zero stride repeats one record
-        fit = max(0, (d.data.size * 4 - off - 12) // stride + 1) if stride else 1
-        k = np.arange(min(count, fit), dtype=np.int64)
-        w0 = (off + k * stride) // 4
-        inside = w0 + 3 <= d.data.size
-        w0 = w0[inside]
-        rc.append(np.full(w0.size, i, np.int64))
-        rs.append(np.full(w0.size, sti, np.int64))
-        rcount.append(words[w0])
-        rstart.append(words[w0 + 2])
-        rsub.append(k[inside])
-    rcmd, rset = np.concatenate(rc), np.concatenate(rs)
-    count, start, sub = np.concatenate(rcount), np.concatenate(rstart), np.concatenate(rsub)
-    size = np.where(s.args[rset, 1] == 0, INDEX_SIZE[0], INDEX_SIZE[1])
-    buf = s.args[rset, 0]
-    end = s.args[rset, 2] + (start + count) * size
-    bad = (count > 0) & (end > sizes[buf])
+    v = index_range_violations(s, c.obs[sel], st, c.writes())
     out = []
-    for k in np.flatnonzero(bad):
-        i = int(rcmd[k])
-        what = s.spec(i).name if sub[k] < 0 else f"{s.spec(i).name} (draw {int(sub[k])} of its CPU-written args)"
-        if s.spec(i).name == "DrawIndexedInstancedIndirect":
-            what = f"{s.spec(i).name} (its CPU-written args)"
+    for i, rec, end, b, size, rset in zip(v.cmd.tolist(), v.record.tolist(), v.end.tolist(), v.buffer.tolist(),
+                                         v.size.tolist(), v.setter.tolist()):
+        name = s.spec(i).name
+        if name == "DrawIndexedInstancedIndirect":
+            what = f"{name} (its CPU-written args)"
+        else:
+            what = name if rec < 0 else f"{name} (draw {rec} of its CPU-written args)"
         out.append(Finding("index-range", i, int(s.line[i]),
-                           f"{what} reads indices up to byte {int(end[k])} of index buffer "
-                           f"'{c.names[int(buf[k])]}' ({int(sizes[buf[k]])} bytes, bound at {_at(s, int(rset[k]))})"))
-    out.sort(key=lambda f: f.cmd)
+                           f"{what} reads indices up to byte {end} of index buffer "
+                           f"'{c.names[b]}' ({size} bytes, bound at {_at(s, rset)})"))
     return out
 
 
@@ -449,13 +522,14 @@ def missing_flushes(stream: Stream, sc: Scan | None = None) -> list[FlushNeed]:
     list of FlushNeed
         In reader order.
     """
-    s = stream
-    if sc is None:
-        sc = scan(s)
+    return _flush_needs(_Ctx(stream, sc if sc is not None else scan(stream)))
+
+
+def _flush_needs(c: _Ctx) -> list[FlushNeed]:
+    s, sc = c.s, c.sc
     n = len(s)
     if n == 0:
         return []
-    c = _Ctx(s, sc)
     decls = s.decls
     compute_ctx = s.header.context == "compute"
     is_buf = np.array([isinstance(d, Buffer) for d in decls.items] or [False])
@@ -467,7 +541,7 @@ def missing_flushes(stream: Stream, sc: Scan | None = None) -> list[FlushNeed]:
 
     # the writes: THE resource-access rule (drawopt.analysis.access), buffers only; draws cannot run on
     # async compute (draw-on-compute reports them), so there they write nothing
-    gw = gpu_writes(s, sc)
+    gw = c.writes()
     nd = len(decls) + 1
     p_compute = np.zeros(nd, bool)
     p_class = np.zeros(nd, np.int64)
@@ -625,7 +699,7 @@ def missing_flushes(stream: Stream, sc: Scan | None = None) -> list[FlushNeed]:
 def _missing_flush(c: _Ctx) -> list[Finding]:
     s = c.s
     out = []
-    for need in missing_flushes(s, c.sc):
+    for need in _flush_needs(c):
         w = need.writer
         wname = s.spec(w).name
         if need.stage == "cs+partial":

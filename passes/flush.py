@@ -79,6 +79,7 @@ from drawopt.analysis.flushrules import (
     last_access,
     required_sequence,
 )
+from drawopt.analysis.state import IB, OBS_DRAW, Scan, scan
 from drawopt.ir.decls import Buffer
 from drawopt.ir.ops import BY_NAME, INDEXED_DRAW_OPS
 from drawopt.ir.stream import CommandBuffer, Stream, concat
@@ -115,7 +116,7 @@ def index_rebinds(stream: Stream) -> list[tuple[int, int]]:
     return list(zip(x[ok].tolist(), src[ok].tolist()))
 
 
-def _rebinds_in_range(stream: Stream, rebinds: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def _rebinds_in_range(stream: Stream, rebinds: list[tuple[int, int]], sc: Scan | None = None) -> list[tuple[int, int]]:
     """``rebinds`` less those that would make a draw read what no input draw read.
 
     pack-x re-issues the index buffer after its own runs; a re-bind here is for an input that
@@ -123,35 +124,42 @@ def _rebinds_in_range(stream: Stream, rebinds: list[tuple[int, int]]) -> list[tu
     re-bound buffer is written (a copy or a GPU write) before the re-bind point (the draw would
     read the written data where the input read nothing: a new hazard), or when a draw would read
     past the buffer's end (trading an ``index-buffer-undefined`` finding for an ``index-range``
-    one; no pass may add a finding of any rule; ``validate`` owns that rule).
+    one; no pass may add a finding of any rule). ``validate`` owns that rule: the draws a re-bind
+    would give an index buffer are checked with :func:`drawopt.validate.index_range_violations`
+    under the binding the re-bind puts in force (a re-bind changes what no other draw reads).
+    ``sc``: the stream's :func:`drawopt.analysis.state.scan`, if known.
     """
     if not rebinds:
         return rebinds
     from drawopt.analysis.access import gpu_writes
-    from drawopt.validate import findings
+    from drawopt.validate import index_range_violations
 
     # a buffer something writes (a copy or a GPU write) before a re-bind point: the draw reading it there
     # would read data the input never read (it read an undefined index buffer): when unsure, don't re-bind
-    written: dict[int, int] = {}
-    w = gpu_writes(stream)
+    sc = sc if sc is not None else scan(stream)
+    w = gpu_writes(stream, sc)
+    first = np.full(len(stream.decls) + 1, np.iinfo(np.int64).max, np.int64)
     copies = np.flatnonzero(stream.op == BY_NAME["CopyBufferRegion"].code)
-    for c, r in zip(np.r_[w.cmd, copies].tolist(), np.r_[w.res, stream.args[copies, 0]].tolist()):
-        written[int(r)] = min(written.get(int(r), c), c)
-    rebinds = [(after, src) for after, src in rebinds if written.get(int(stream.args[src, 0]), after + 1) > after]
+    np.minimum.at(first, np.r_[w.res, stream.args[copies, 0]].astype(np.int64), np.r_[w.cmd, copies].astype(np.int64))
+    rebinds = [(after, src) for after, src in rebinds if first[int(stream.args[src, 0])] > after]
     if not rebinds:
         return rebinds
 
-    def range_findings(s: Stream) -> int:
-        return sum(f.rule == "index-range" for f in findings(s))
-
-    base = range_findings(stream)
-
-    def with_rebinds(pairs: list[tuple[int, int]]) -> Stream:
-        return splice(stream, {after + 1: [_copy(stream, src)] for after, src in pairs})
-
-    if range_findings(with_rebinds(rebinds)) <= base:
-        return rebinds
-    return [pair for pair in rebinds if range_findings(with_rebinds([pair])) <= base]
+    # the draws each re-bind would bind: those reading the index buffer its DrawIndexedX left undefined
+    # (the scan's: an Opaque command in between leaves it unknown, which no re-bind changes)
+    d = np.flatnonzero(sc.obs_kind == OBS_DRAW)
+    d = d[(sc.setter[d, IB] == -1) & (((sc.unknown[d] >> IB) & 1) == 0)]
+    cmds = sc.obs[d]
+    dx = np.flatnonzero(stream.op == _DX)
+    k = np.searchsorted(dx, cmds) - 1
+    after = np.where(k >= 0, dx[np.maximum(k, 0)] if dx.size else -1, -1)
+    src_of = np.full(len(stream) + 1, -1, np.int64)
+    pairs = np.array(rebinds, np.int64).reshape(-1, 2)
+    src_of[pairs[:, 0]] = pairs[:, 1]
+    src = src_of[after]
+    m = src >= 0
+    out_of_range = set(after[m][np.isin(cmds[m], index_range_violations(stream, cmds[m], src[m], w).cmd)].tolist())
+    return [pair for pair in rebinds if pair[0] not in out_of_range]
 
 
 # --------------------------------------------------------------------------- flushes
@@ -362,11 +370,16 @@ class FlushPass(Pass):
     coalesce: bool = True
 
     def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
-        rebinds = _rebinds_in_range(stream, index_rebinds(stream))
+        state = am.cached("state", stream) if am is not None else None  # the pass manager's, if it has it
+        sc = state.scan if state is not None else None
+        rebinds = index_rebinds(stream)
+        if rebinds:
+            rebinds = _rebinds_in_range(stream, rebinds, sc)
         s1 = stream
         if rebinds:
             s1 = splice(stream, {after + 1: [_copy(stream, src)] for after, src in rebinds})
-        plan = plan_flushes(s1, self.drop_redundant_flushes, self.coalesce)
+        plan = plan_flushes(s1, self.drop_redundant_flushes, self.coalesce,
+                            flush_access(s1, sc if s1 is stream else None))
         report: dict[str, Any] = {
             "index_rebinds": len(rebinds), "flush_points": plan.points,
             "flushes_inserted": plan.inserted, "flushes_dropped": len(plan.drops),
