@@ -108,6 +108,13 @@ Never merged: draws flagged ``nomerge``, draws of pipelines whose contract says
 ``never_merge``, ``DrawIndexedX`` (pack-x's business), the ``Auto`` variants,
 zero-count multi-draws. Without such a contract, draws whose root
 constants differ have different state ids and stay apart.
+
+Implementation: columnar throughout (no Python object per draw or per command; the
+plan is arrays, :class:`MdiPlan`). The three sequential loops -- greedy record groups,
+progressions of indirect draws, the per-draw array's section layout -- run in the
+Cython kernel ``drawopt._mdi`` (``cext/_mdi.pyx``); their pure-Python twins
+(``_greedy_py``, ``_indirect_groups_py``, ``_layout_py``; ``DRAWOPT_PURE=1``) give
+identical results and the tests compare the two.
 """
 
 from __future__ import annotations
