@@ -482,6 +482,8 @@ class _Draws:
     """Per-draw columns used while planning."""
 
     cmd: np.ndarray
+    op: np.ndarray          # opcode of each draw
+    args: np.ndarray        # int64[D, NARGS]: its arguments
     state: np.ndarray
     kind: np.ndarray
     eligible: np.ndarray
@@ -675,7 +677,7 @@ def _split_cbv(stream: Stream, dr: _Draws, bf: np.ndarray, bl: np.ndarray, blift
     lim = _contract_columns(stream.decls, contracts)["cap"][dr.pipe[bf]]
     members = _ranges(bf, bl)
     starts = np.r_[0, np.cumsum(bl[:-1])].astype(np.int64)
-    ninst = stream.args[dr.cmd[members], 1]     # lifted members are direct draws: one record per instance
+    ninst = dr.args[members, 1]     # lifted members are direct draws: one record per instance
     nrec = np.add.reduceat(ninst, starts) if bf.size else np.zeros(0, np.int64)
     over = blift & (nrec > lim)
     if not over.any():
@@ -702,11 +704,9 @@ def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: _Users, sin
     starts where one binding cannot address more (:func:`_record_bytes_limit`). The
     layout is the kernel's (:func:`_layout_py`); the records are written with numpy.
     """
-    op, args = stream.op, stream.args
     n_lifted = users.count
     if singles.size:
-        scmd = dr.cmd[singles]
-        sil = np.where(op[scmd] == _DII, args[scmd, 4], args[scmd, 3]) & _M32
+        sil = np.where(dr.op[singles] == _DII, dr.args[singles, 4], dr.args[singles, 3]) & _M32
         users.add(singles, np.ones(singles.size, np.int64), np.where(dr.pinned[singles], sil, -1))
     first = np.concatenate(users.first)
     nd = np.concatenate(users.ndraws)
@@ -719,7 +719,7 @@ def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: _Users, sin
     zone = zone_of[first]
     cmd = dr.cmd[first]
     members = _ranges(first, nd)
-    ninst = args[dr.cmd[members], 1]
+    ninst = dr.args[members, 1]
     mstart = np.r_[0, np.cumsum(nd[:-1])].astype(np.int64)
     nrec = np.add.reduceat(ninst, mstart)
     order = np.lexsort((cmd, zone))
@@ -749,18 +749,21 @@ def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: _Users, sin
     mbase = sec_off[sec[user_of]] // 4 + (idx[user_of] + before) * mw
     owner = np.repeat(np.arange(members.size), ninst)
     inst = np.arange(owner.size) - np.repeat(np.cumsum(ninst) - ninst, ninst)
-    rc = dr.cmd[members][owner]
-    indexed = op[rc] == _DII
-    w0 = np.where(indexed, args[rc, 3] & _M32, 0)
-    w1 = (np.where(indexed, args[rc, 4], args[rc, 3]) + inst) & _M32
-    rw = mw[owner]
-    rpos = mbase[owner] + inst * rw
-    for w in np.unique(rw).tolist():
-        s = np.flatnonzero(rw == w)
-        if w > 2:
-            assert dr.has_nat[members[owner[s]]].all()
-        block = np.concatenate([w0[s, None], w1[s, None], dr.lift_vals[members[owner[s]], :w - 2] & _M32], axis=1)
-        data[rpos[s, None] + np.arange(w)] = block
+    indexed = dr.op[members] == _DII
+    bv = np.where(indexed, dr.args[members, 3] & _M32, 0)[owner]
+    seen = np.where(indexed, dr.args[members, 4], dr.args[members, 3])[owner] + inst
+    rpos = mbase[owner] + inst * mw[owner]
+    data[rpos] = bv
+    data[rpos + 1] = seen & _M32
+    for w in np.unique(words).tolist():
+        if w == 2:
+            continue
+        m = np.flatnonzero(mw == w)
+        assert dr.has_nat[members[m]].all()
+        r = np.flatnonzero(np.repeat(mw == w, ninst))
+        lv = dr.lift_vals[members[m], :w - 2] & _M32
+        for j in range(w - 2):
+            data[rpos[r] + 2 + j] = np.repeat(lv[:, j], ninst[m])
     plan.perdraw_words = [data]
     # lifted batches: each member's args record starts at its batch's first record + the
     # instances before it; single draws: StartInstanceLocation renumbered, pinned ones kept
@@ -769,7 +772,7 @@ def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: _Users, sin
         recs[rows, col] = (idx[user_of[mi]] + before[mi]).astype(np.uint32)
     ren = np.flatnonzero(restore[n_lifted:] < 0) + n_lifted
     if ren.size:
-        col = np.where(op[cmd[ren]] == _DII, 4, 3)
+        col = np.where(dr.op[first[ren]] == _DII, 4, 3)
         plan.sinst = np.stack([cmd[ren], col, idx[ren]], axis=1).astype(np.int64)
     plan.renumbered_draws = int(ren.size)
 
@@ -779,7 +782,9 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
     op = stream.op
     draws = np.asarray(table.draws, np.int64)
     state = np.asarray(table.state, np.int64)
-    kind = _KIND[op[draws]].astype(np.int8)
+    dop = op[draws]
+    dargs = stream.args[draws]
+    kind = _KIND[dop].astype(np.int8)
     # pinned: @nomerge, never_merge pipelines, and draws without a graphics pipeline
     never = np.array([not isinstance(d, Pipeline) or d.never_merge or d.is_compute for d in decls.items] + [True],
                      bool)
@@ -787,15 +792,15 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
     pipe = forward_fill(len(stream), pso, stream.args[pso, 0])[draws]
     pinned = ((stream.flags[draws] & FLAG_NOMERGE) != 0) | never[pipe]
     eligible = (kind != _NONE) & ~pinned
-    multi = (op[draws] == _M) | (op[draws] == _MI)
-    eligible &= ~(multi & (stream.args[draws, 0] == 0))
+    multi = (dop == _M) | (dop == _MI)
+    eligible &= ~(multi & (dargs[:, 0] == 0))
     key = state.copy()
     # indirect draws reading args the CPU wrote (declared cpu, with data, no GPU write before)
-    nrec = np.where(multi, stream.args[draws, 0], 1).astype(np.int64)
+    nrec = np.where(multi, dargs[:, 0], 1).astype(np.int64)
     ind = np.flatnonzero((kind == _IND) | (kind == _IND_IDX))
     cpu_ind = np.zeros(draws.size, bool)
     if ind.size:
-        buf = np.where(multi[ind], stream.args[draws[ind], 1], stream.args[draws[ind], 0])
+        buf = np.where(multi[ind], dargs[ind, 1], dargs[ind, 0])
         known = np.array([isinstance(d, Buffer) and d.cpu and d.data is not None for d in decls.items] + [False])
         if known[buf].any():
             first_write = _first_writes(stream, table.scan)
@@ -856,7 +861,8 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
         next_key += int(ids.max()) + 1
         has_lift[cand[nat]] = True
     assert table.rows.shape[1] == NSLOTS
-    return _Draws(draws, state, kind, eligible, key, pipe, lift_vals, has_nat, has_lift, nrec, cpu_ind, pinned)
+    return _Draws(draws, dop, dargs, state, kind, eligible, key, pipe, lift_vals, has_nat, has_lift, nrec, cpu_ind,
+                  pinned)
 
 
 def _first_writes(stream: Stream, sc: Any = None) -> np.ndarray:
@@ -952,9 +958,9 @@ def _lifted_runs(stream: Stream, table: StateTable, dr: _Draws, runs: tuple[np.n
     op, args = stream.op, stream.args
     n = dr.cmd.size
     run_of = np.repeat(np.arange(first.size), length)
-    direct = (op[dr.cmd] == _DI) | (op[dr.cmd] == _DII)
-    inst = np.where(direct, args[dr.cmd, 1], 0)
-    sil = np.where(op[dr.cmd] == _DII, args[dr.cmd, 4], args[dr.cmd, 3]) & _M32
+    direct = (dr.op == _DI) | (dr.op == _DII)
+    inst = np.where(direct, dr.args[:, 1], 0)
+    sil = np.where(dr.op == _DII, dr.args[:, 4], dr.args[:, 3]) & _M32
     run_inst = np.add.reduceat(inst, first) if first.size else np.zeros(0, np.int64)
     cc = _contract_columns(stream.decls, contracts)
     draw_pd = cc["pd"][dr.pipe]
@@ -1047,12 +1053,12 @@ def _ranges(firsts: np.ndarray, lens: np.ndarray) -> np.ndarray:
 def _member_records(stream: Stream, dr: _Draws, members: np.ndarray, indexed: bool) -> np.ndarray:
     """The args records of ``members`` in order: a direct draw's arguments, or the records
     a CPU-written indirect draw reads (decoded from its buffer's data: zeros past it)."""
-    cmds = dr.cmd[members]
     cpu = dr.cpu_ind[members]
-    if not cpu.any():
-        return args_records(stream, cmds, indexed)
     width = 5 if indexed else 4
-    a = stream.args[cmds]
+    a = dr.args[members]
+    if not cpu.any():    # args_records of the draws
+        return (a[:, :width] & _M32).astype(np.uint32)
+    cmds = dr.cmd[members]
     multi = (stream.op[cmds] == _M) | (stream.op[cmds] == _MI)
     cnt = np.where(cpu & multi, a[:, 0], 1)
     buf = np.where(multi, a[:, 1], a[:, 0])
@@ -1151,7 +1157,11 @@ def _merge_indirect(stream: Stream, cmds: np.ndarray, new_run: np.ndarray, kind:
 # --------------------------------------------------------------------------- rewriting
 def apply_plan(stream: Stream, plan: MdiPlan, args_name: str, perdraw_name: str) -> Stream:
     """The rewritten stream: multi-draw calls in place of the first draws (after their
-    per-draw binds), absorbed draws removed, generated buffers declared."""
+    per-draw binds), absorbed draws removed, generated buffers declared.
+
+    The stream is spliced first (binds inserted, absorbed draws dropped: one gather of its
+    columns), then the kept commands the plan rewrites are changed in place at their new
+    positions."""
     decls = stream.decls.copy()
     args_index = perdraw_index = -1
     if plan.args_bytes:
@@ -1160,26 +1170,37 @@ def apply_plan(stream: Stream, plan: MdiPlan, args_name: str, perdraw_name: str)
     if plan.perdraw_bytes:
         words = np.concatenate(plan.perdraw_words)
         perdraw_index = decls.add(Buffer(perdraw_name, plan.perdraw_bytes, cpu=True, data=words))
-    op = stream.op.copy()
-    args = stream.args.copy()
-    flags = stream.flags.copy()
-    rep = plan.replace
-    if rep.size:
-        at = rep[:, 0]
-        op[at] = rep[:, 1]
-        args[at] = 0
-        args[at, 0] = rep[:, 2]
-        args[at, 1] = np.where(rep[:, 3] < 0, args_index, rep[:, 3])
-        args[at, 2] = rep[:, 4]
-        args[at, 3] = rep[:, 5]
-        flags[at] = 0
-    if plan.sinst.size:
-        args[plan.sinst[:, 0], plan.sinst[:, 1]] = plan.sinst[:, 2]
-    out = Stream(stream.header, decls, op, args, stream.var_off, stream.var_len, stream.pool, flags,
-                 stream.line, stream.strings)
+    base = Stream(stream.header, decls, stream.op, stream.args, stream.var_off, stream.var_len, stream.pool,
+                  stream.flags, stream.line, stream.strings)
     binds = {c: [(vop, (param, perdraw_index, off), ())] for c, vop, param, off in plan.bind.tolist()}
     removed = np.concatenate(plan.remove) if plan.remove else np.zeros(0, np.int64)
-    return splice(out, binds, removed)
+    out = splice(base, binds, removed)
+    if out.op is stream.op:   # nothing inserted or dropped: the columns are still the input's
+        out = Stream(out.header, decls, out.op.copy(), out.args.copy(), out.var_off, out.var_len, out.pool,
+                     out.flags.copy(), out.line, out.strings)
+    # where each kept command went: after the kept commands and the binds before it
+    keep = np.ones(len(stream), np.int64)
+    keep[removed] = 0
+    kept_before = np.cumsum(keep) - keep
+    bind_at = np.sort(plan.bind[:, 0])
+
+    def moved(cmds: np.ndarray) -> np.ndarray:
+        assert keep[cmds].all()
+        return kept_before[cmds] + np.searchsorted(bind_at, cmds, side="right")
+
+    rep = plan.replace
+    if rep.size:
+        at = moved(rep[:, 0])
+        out.op[at] = rep[:, 1]
+        out.args[at] = 0
+        out.args[at, 0] = rep[:, 2]
+        out.args[at, 1] = np.where(rep[:, 3] < 0, args_index, rep[:, 3])
+        out.args[at, 2] = rep[:, 4]
+        out.args[at, 3] = rep[:, 5]
+        out.flags[at] = 0
+    if plan.sinst.size:
+        out.args[moved(plan.sinst[:, 0]), plan.sinst[:, 1]] = plan.sinst[:, 2]
+    return out
 
 
 @dataclass(frozen=True)
