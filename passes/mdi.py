@@ -155,6 +155,7 @@ _GRS = BY_NAME["SetGraphicsRootSignature"].code
 _OPAQUE = BY_NAME["Opaque"].code
 _COPY = BY_NAME["CopyBufferRegion"].code
 _DX = BY_NAME["DrawIndexedX"].code
+_M32 = 0xFFFFFFFF
 
 # kinds of draws for batching
 _NONE, _DIRECT, _DIRECT_IDX, _IND, _IND_IDX = 0, 1, 2, 3, 4
@@ -187,9 +188,12 @@ def args_records(stream: Stream, cmds: np.ndarray, indexed: bool) -> np.ndarray:
     InstanceCount, StartIndexLocation, BaseVertexLocation, StartInstanceLocation),
     the signed base vertex stored as its two's-complement 32-bit word.
     """
-    width = 5 if indexed else 4
-    rows = stream.args[cmds, :width]
-    return (rows & 0xFFFFFFFF).astype(np.uint32)
+    return _records_of(stream.args[cmds], indexed)
+
+
+def _records_of(rows: np.ndarray, indexed: bool) -> np.ndarray:
+    """:func:`args_records` of draws whose argument rows are ``rows``."""
+    return (rows[:, :5 if indexed else 4] & _M32).astype(np.uint32)
 
 
 # --------------------------------------------------------------------------- per-draw contracts
@@ -257,7 +261,6 @@ def draw_data_contracts(decls: Decls) -> dict[int, DrawDataContract | None]:
     return out
 
 
-_M32 = 0xFFFFFFFF
 _TABLE = BY_NAME["SetGraphicsRootDescriptorTable"].code
 _VIEW_OP = {"table": _TABLE, "cbv": _CBV, "srv": _SRV}
 
@@ -1054,18 +1057,17 @@ def _member_records(stream: Stream, dr: _Draws, members: np.ndarray, indexed: bo
     """The args records of ``members`` in order: a direct draw's arguments, or the records
     a CPU-written indirect draw reads (decoded from its buffer's data: zeros past it)."""
     cpu = dr.cpu_ind[members]
-    width = 5 if indexed else 4
     a = dr.args[members]
-    if not cpu.any():    # args_records of the draws
-        return (a[:, :width] & _M32).astype(np.uint32)
-    cmds = dr.cmd[members]
-    multi = (stream.op[cmds] == _M) | (stream.op[cmds] == _MI)
+    if not cpu.any():
+        return _records_of(a, indexed)
+    width = 5 if indexed else 4
+    multi = (dr.op[members] == _M) | (dr.op[members] == _MI)
     cnt = np.where(cpu & multi, a[:, 0], 1)
     buf = np.where(multi, a[:, 1], a[:, 0])
     owner = np.repeat(np.arange(members.size), cnt)
     i = np.arange(owner.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
     byte = np.where(multi, a[:, 2], a[:, 1])[owner] + i * np.where(multi, a[:, 3], 0)[owner]
-    out = (a[owner, :width] & _M32).astype(np.uint32)     # a direct draw's own arguments
+    out = _records_of(a[owner], indexed)     # a direct draw's own arguments
     rows = np.flatnonzero(cpu[owner])
     if (byte[rows] % 4).any():
         raise ValueError("unaligned word read")
