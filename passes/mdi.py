@@ -108,21 +108,30 @@ Never merged: draws flagged ``nomerge``, draws of pipelines whose contract says
 ``never_merge``, ``DrawIndexedX`` (pack-x's business), the ``Auto`` variants,
 zero-count multi-draws. Without such a contract, draws whose root
 constants differ have different state ids and stay apart.
+
+Implementation: columnar throughout (no Python object per draw or per command; the
+plan is arrays, :class:`MdiPlan`). The three sequential loops -- greedy record groups,
+progressions of indirect draws, the per-draw array's section layout -- run in the
+Cython kernel ``drawopt._mdi`` (``cext/_mdi.pyx``); their pure-Python twins
+(``_greedy_py``, ``_indirect_groups_py``, ``_layout_py``; ``DRAWOPT_PURE=1``) give
+identical results and the tests compare the two.
 """
 
 from __future__ import annotations
 
 __all__ = ["MdiPass", "MdiPlan", "plan_mdi", "args_records", "DrawDataContract", "draw_data_contracts"]
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import numpy as np
 from drawopt.passes.flush import splice
 
+from drawopt._accel import load_cext
+from drawopt.analysis.access import gpu_writes
 from drawopt.analysis.costmodel import TargetModel, cost_by_command, get_target, mdi_min_batch
-from drawopt.analysis.flushrules import flush_access, forward_fill
+from drawopt.analysis.flushrules import forward_fill
 from drawopt.analysis.mergeclass import fence_mask
 from drawopt.analysis.state import MASKED, NSLOTS, OBS_DRAW, ROOT0, UNDEFINED, StateTable, intern_rows
 from drawopt.ir.decls import Buffer, Decls, Pipeline, RootSig, lift_items, resolve_lift
@@ -138,13 +147,15 @@ _M = BY_NAME["MultiDrawInstancedIndirect"].code
 _MI = BY_NAME["MultiDrawIndexedInstancedIndirect"].code
 _SRV = BY_NAME["SetGraphicsRootShaderResourceView"].code
 _CBV = BY_NAME["SetGraphicsRootConstantBufferView"].code
-_P_SETS = np.array([BY_NAME[n].code for n in (
+_IS_P_SET = np.zeros(1 << 16, bool)   # by opcode: sets a graphics root argument
+_IS_P_SET[[BY_NAME[n].code for n in (
     "SetGraphicsRootDescriptorTable", "SetGraphicsRoot32BitConstants", "SetGraphicsRootConstantBufferView",
-    "SetGraphicsRootShaderResourceView")], np.uint16)
+    "SetGraphicsRootShaderResourceView")]] = True
 _GRS = BY_NAME["SetGraphicsRootSignature"].code
 _OPAQUE = BY_NAME["Opaque"].code
 _COPY = BY_NAME["CopyBufferRegion"].code
 _DX = BY_NAME["DrawIndexedX"].code
+_M32 = 0xFFFFFFFF
 
 # kinds of draws for batching
 _NONE, _DIRECT, _DIRECT_IDX, _IND, _IND_IDX = 0, 1, 2, 3, 4
@@ -177,9 +188,12 @@ def args_records(stream: Stream, cmds: np.ndarray, indexed: bool) -> np.ndarray:
     InstanceCount, StartIndexLocation, BaseVertexLocation, StartInstanceLocation),
     the signed base vertex stored as its two's-complement 32-bit word.
     """
-    width = 5 if indexed else 4
-    rows = stream.args[cmds, :width]
-    return (rows & 0xFFFFFFFF).astype(np.uint32)
+    return _records_of(stream.args[cmds], indexed)
+
+
+def _records_of(rows: np.ndarray, indexed: bool) -> np.ndarray:
+    """:func:`args_records` of draws whose argument rows are ``rows``."""
+    return (rows[:, :5 if indexed else 4] & _M32).astype(np.uint32)
 
 
 # --------------------------------------------------------------------------- per-draw contracts
@@ -247,47 +261,204 @@ def draw_data_contracts(decls: Decls) -> dict[int, DrawDataContract | None]:
     return out
 
 
-def _split_value(v: Any, kind: str, ks: list[int]) -> tuple[list[int], tuple] | None:
-    """A root argument's decoded value (:meth:`drawopt.analysis.state.Scan.values`) split into the
-    lifted words ``ks`` and the rest, which must be equal across a lifted run (the other
-    words of root constants, a table's heap, a root view's buffer and unlifted offset
-    word); None when a lifted word is not defined."""
-    if not isinstance(v, tuple) or not v:
-        return None
-    if kind == "constants":
-        if len(v) != 2 or v[0] != "constants":
-            return None
-        w = tuple(v[1]) + (None,) * (max(ks) + 1 - len(v[1]))
-        lifted = [w[k] for k in ks]
-        if not all(isinstance(x, int) for x in lifted):
-            return None
-        return lifted, tuple(x for n, x in enumerate(w) if n not in ks)
-    if len(v) != 3 or v[0] != kind:
-        return None
-    if kind == "table":
-        return [int(v[2])], ("table", v[1])
-    off = int(v[2])
-    return ([(off >> (32 * k)) & 0xFFFFFFFF for k in ks],
-            (kind, v[1], tuple((off >> (32 * k)) & 0xFFFFFFFF for k in (0, 1) if k not in ks)))
+_TABLE = BY_NAME["SetGraphicsRootDescriptorTable"].code
+_VIEW_OP = {"table": _TABLE, "cbv": _CBV, "srv": _SRV}
+
+
+class _ValueSplit:
+    """Root argument values split into lifted words and the rest, columnar (see ``__call__``).
+
+    Root constants come from the scan's resolved partial-update chains
+    (:attr:`drawopt.analysis.state.Scan.chains`), the other kinds from the command that set
+    the value (equal value ids are equal arguments)."""
+
+    def __init__(self, stream: Stream, sc: Any) -> None:
+        self.stream, self.sc = stream, sc
+        self.source = np.full(sc.values.next + 1, -1, np.int64)   # per value id: a command that sets it
+        setc = np.flatnonzero(sc.cval >= 0)
+        self.source[sc.cval[setc]] = setc
+        self.partial = sc.values.partial_mask()
+        first: dict[str, int] = {}   # per declaration: the first of its name (values compare names)
+        self.canon = np.array([first.setdefault(d.name, i) for i, d in enumerate(stream.decls.items)] + [-1],
+                              np.int64)
+        self._rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _chain(self, slot: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(row of each value id, filled words)`` of the root-constants chains of ``slot``."""
+        if slot not in self._rows:
+            ch = self.sc.chains.get(slot)
+            if ch is None:
+                return None
+            row_of = np.full(self.sc.values.next + 1, -1, np.int64)
+            row_of[self.sc.cval[ch.cmds]] = np.arange(ch.cmds.shape[0])
+            self._rows[slot] = (row_of, ch.matrices()[2])   # words after each command (-1 undefined, -3 unknown)
+        return self._rows[slot]
+
+    def __call__(self, vids: np.ndarray, q: int, kind: str, ks: list[int]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Values ``vids`` of graphics root parameter ``q`` (of kind ``kind``; markers
+        included) split into the lifted words ``ks`` and the rest, which must be equal
+        across a lifted run (the other words of root constants, a table's heap, a root
+        view's buffer and unlifted offset word): ``(ok, lifted[m, len(ks)], rest[m, r])``,
+        ``ok`` False where a lifted word is not defined or the value is of another kind;
+        equal ``rest`` rows are equal rests."""
+        m = vids.shape[0]
+        ok = vids >= 0
+        v = np.maximum(vids, 0)
+        none = (np.zeros(m, bool), np.zeros((m, len(ks)), np.int64), np.zeros((m, 0), np.int64))
+        if kind == "constants":
+            chain = self._chain(ROOT0 + q)
+            if chain is None or max(ks) >= chain[1].shape[1]:
+                return none
+            row_of, filled = chain
+            r = np.where(ok, row_of[v], -1)
+            ok &= (r >= 0) & ~self.partial[v]
+            words = filled[np.maximum(r, 0)]
+            lifted = words[:, ks]
+            ok &= (lifted >= 0).all(axis=1)
+            return ok, lifted, words[:, [n for n in range(filled.shape[1]) if n not in ks]]
+        c = self.source[v]
+        ok &= (c >= 0) & (self.stream.op[np.maximum(c, 0)] == _VIEW_OP[kind])
+        a = self.stream.args[np.maximum(c, 0)]
+        if kind == "table":   # heapref: heap index << 32 | slot
+            return ok, np.repeat((a[:, 1] & _M32)[:, None], len(ks), axis=1), self.canon[a[:, 1] >> 32][:, None]
+        off = a[:, 2]
+        lifted = np.stack([(off >> (32 * k)) & _M32 for k in ks], axis=1)
+        rest = np.stack([self.canon[a[:, 1]], *((off >> (32 * k)) & _M32 for k in (0, 1) if k not in ks)], axis=1)
+        return ok, lifted, rest
+
+
+# --------------------------------------------------------------------------- kernels (pure twins)
+def _kernels(pure: bool | None) -> Any:
+    """The compiled kernels (``drawopt._mdi``) or their pure-Python twins below."""
+    mod = load_cext("_mdi", pure)
+    return mod if mod is not None else SimpleNamespace(greedy=_greedy_py, indirect_groups=_indirect_groups_py,
+                                                        layout=_layout_py)
+
+
+def _greedy_py(values: np.ndarray, new_run: np.ndarray, limit: np.ndarray) -> np.ndarray:
+    """Group of each element: consecutive elements of one run (``new_run`` starts one) whose
+    ``values`` sum to at most their ``limit`` (a group holds at least one element)."""
+    gid = np.zeros(values.shape[0], np.int64)
+    g, total = -1, 0
+    for i, (x, nr, lim) in enumerate(zip(values.tolist(), new_run.tolist(), limit.tolist())):
+        if i == 0 or nr or total + x > lim:
+            g += 1
+            total = 0
+        total += x
+        gid[i] = g
+    return gid
+
+
+def _indirect_groups_py(cnt: np.ndarray, buf: np.ndarray, off: np.ndarray, stride: np.ndarray,
+                        new_run: np.ndarray, rec: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy groups of consecutive indirect draws of one run that read one args buffer at
+    ``O, O+S, O+2S, ...`` (at most ``limit`` records; S a multiple of 4, at least ``rec``):
+    ``(group of each draw, stride S of each group)``. A draw is ``cnt`` records at ``off``
+    with its own ``stride`` (a single indirect draw: 1 and -1); S is fixed by the first
+    multi-draw of count > 1 or the second draw of the group (-1: not fixed)."""
+    n = cnt.shape[0]
+    gid = np.zeros(n, np.int64)
+    gstride: list[int] = []
+    g_buf = g_off = g_n = 0
+    g_stride = -1
+    for i, (c, b, o, st, nr) in enumerate(zip(cnt.tolist(), buf.tolist(), off.tolist(), stride.tolist(),
+                                              new_run.tolist())):
+        ok = False
+        if i and not nr and b == g_buf and g_n + c <= limit:
+            want = o - g_off
+            if g_stride < 0:  # stride not fixed yet: the group is one single draw
+                ok = want >= rec and want % 4 == 0 and (c == 1 or st == want)
+                if ok:
+                    g_stride = want
+            else:
+                ok = want == g_n * g_stride and (c == 1 or st == g_stride)
+        if ok:
+            g_n += c
+        else:
+            if i:
+                gstride.append(g_stride)
+            g_buf, g_off, g_n = b, o, c
+            g_stride = st if c > 1 else -1
+        gid[i] = len(gstride)
+    if n:
+        gstride.append(g_stride)
+    return gid, np.array(gstride, np.int64)
+
+
+def _layout_py(zone: np.ndarray, stride: np.ndarray, nrec: np.ndarray, restore: np.ndarray, limit: np.ndarray,
+               align: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Lay out the per-draw array sections of readers sorted by zone (the module docstring, 2).
+
+    Reader u has ``nrec[u]`` records of ``stride[u]`` bytes; one binding addresses at most
+    ``limit[u]`` bytes; ``restore[u]`` >= 0: a pinned draw whose records must sit at that
+    index. Within a zone each reader's records start at the first multiple of its stride not
+    yet used (a restored one at its own index, in a new section when the open one has passed
+    it); a new section starts where the next reader does not fit. Sections follow each other
+    in the buffer at the ``align`` (of their first reader) boundary, each at least 4 bytes.
+
+    Returns ``(index, section)`` of each reader (its first record's index in its section),
+    ``(first reader, byte offset)`` of each section, and the buffer's size in bytes.
+    """
+    u_n = zone.shape[0]
+    idx = np.zeros(u_n, np.int64)
+    sec = np.zeros(u_n, np.int64)
+    sec_first: list[int] = []
+    sec_off: list[int] = []
+    total = nbytes = 0
+    is_open = False
+
+    def close() -> None:
+        nonlocal total, is_open
+        if is_open:
+            al = int(align[sec_first[-1]])
+            at = -(-total // al) * al
+            sec_off.append(at)
+            total = at + max(nbytes, 4)
+        is_open = False
+
+    for u, (z, s, n, rs, lim) in enumerate(zip(zone.tolist(), stride.tolist(), nrec.tolist(), restore.tolist(),
+                                               limit.tolist())):
+        if u and z != int(zone[u - 1]):
+            close()
+            nbytes = 0
+        if rs >= 0:
+            i = rs
+            if i * s < nbytes or (i + n) * s > lim:
+                close()
+                nbytes = 0
+        else:
+            i = -(-nbytes // s)
+            if is_open and (i + n) * s > lim:
+                close()
+                nbytes, i = 0, 0
+        if not is_open:
+            sec_first.append(u)
+            is_open = True
+        idx[u] = i
+        sec[u] = len(sec_first) - 1
+        nbytes = (i + n) * s
+    close()
+    return idx, sec, np.array(sec_first, np.int64), np.array(sec_off, np.int64), total
 
 
 # --------------------------------------------------------------------------- planning
 @dataclass
 class MdiPlan:
-    """The rewrite.
+    """The rewrite, as arrays (no object per command).
 
-    ``replace[c] = (opcode, count, buffer, offset, stride)`` puts a multi-draw call at
-    command ``c`` (``buffer`` -1: the generated args buffer); ``bind[c] = (opcode,
-    root parameter, offset)`` binds the generated per-draw buffer right before it;
-    ``sinst[c] = (column, value)`` renumbers direct draw ``c``'s StartInstanceLocation
-    (argument ``column``) into its stretch's per-draw array; ``remove``: the draw
-    commands absorbed; ``args_words`` / ``perdraw_words``: the generated buffers'
-    contents (``args_bytes`` / ``perdraw_bytes`` long).
+    ``replace`` rows ``(command, opcode, count, buffer, offset, stride)`` put a multi-draw
+    call at the command (``buffer`` -1: the generated args buffer); ``bind`` rows
+    ``(command, opcode, root parameter, offset)`` bind the generated per-draw buffer right
+    before the command; ``sinst`` rows ``(command, column, value)`` renumber a direct draw's
+    StartInstanceLocation (argument ``column``) into its stretch's per-draw array;
+    ``remove``: the draw commands absorbed; ``args_words`` / ``perdraw_words``: the
+    generated buffers' contents (``args_bytes`` / ``perdraw_bytes`` long).
     """
 
-    replace: dict[int, tuple[int, int, int, int, int]] = field(default_factory=dict)
-    bind: dict[int, tuple[int, int, int]] = field(default_factory=dict)
-    sinst: dict[int, tuple[int, int]] = field(default_factory=dict)
+    replace_parts: list[np.ndarray] = field(default_factory=list)
+    bind: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int64))
+    sinst: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))
     remove: list[np.ndarray] = field(default_factory=list)
     args_words: list[np.ndarray] = field(default_factory=list)
     perdraw_words: list[np.ndarray] = field(default_factory=list)
@@ -303,36 +474,70 @@ class MdiPlan:
     indirect_merges: int = 0
     indirect_calls: int = 0
 
+    @property
+    def replace(self) -> np.ndarray:
+        """``int64[k, 6]``: every multi-draw call the plan writes (see the class docstring)."""
+        return np.concatenate(self.replace_parts) if self.replace_parts else np.zeros((0, 6), np.int64)
+
 
 @dataclass
 class _Draws:
     """Per-draw columns used while planning."""
 
     cmd: np.ndarray
+    op: np.ndarray          # opcode of each draw
+    args: np.ndarray        # int64[D, NARGS]: its arguments
     state: np.ndarray
     kind: np.ndarray
     eligible: np.ndarray
     key: np.ndarray
     pipe: np.ndarray
-    lift_words: dict[int, np.ndarray]  # draw position -> record words 2.. (lifted constants)
-    nrec: np.ndarray                   # records each draw command contributes (a multi-draw: its count)
-    cpu_ind: np.ndarray                # an indirect draw whose args the CPU wrote (decoded into records)
-    nat_words: dict[int, np.ndarray]   # every direct draw reading its lift items natively, pinned ones too
-    pinned: np.ndarray                 # @nomerge, never_merge or no graphics pipeline: the draw is kept as it is
+    lift_vals: np.ndarray   # int64[D, items]: the lift items' values of a draw reading them natively
+    has_nat: np.ndarray     # every direct draw reading its lift items natively, pinned ones too
+    has_lift: np.ndarray    # such draws that may be lifted (eligible)
+    nrec: np.ndarray        # records each draw command contributes (a multi-draw: its count)
+    cpu_ind: np.ndarray     # an indirect draw whose args the CPU wrote (decoded into records)
+    pinned: np.ndarray      # @nomerge, never_merge or no graphics pipeline: the draw is kept as it is
+
+
+@dataclass
+class _Users:
+    """Readers of the stretches' per-draw arrays, columnar, in the order found: lifted
+    batches (draw positions ``first .. first + ndraws - 1``), then single draws (renumbered,
+    or restored when pinned: ``restore`` is their StartInstanceLocation, else -1).
+    ``fills``: per lifted-batch block, ``(args records, rows, column, first user)``: the rows'
+    StartInstanceLocation is set once the layout gives each batch its first record."""
+
+    first: list[np.ndarray] = field(default_factory=list)
+    ndraws: list[np.ndarray] = field(default_factory=list)
+    restore: list[np.ndarray] = field(default_factory=list)
+    fills: list[tuple[np.ndarray, np.ndarray, int, int]] = field(default_factory=list)
+    count: int = 0
+
+    def add(self, first: np.ndarray, ndraws: np.ndarray, restore: np.ndarray) -> int:
+        """Append readers; returns the index of the first one."""
+        at = self.count
+        self.first.append(first)
+        self.ndraws.append(ndraws)
+        self.restore.append(restore)
+        self.count += int(first.size)
+        return at
 
 
 def plan_mdi(stream: Stream, table: StateTable, *, target: str | TargetModel = "d3d12",
-             max_count: int = 0, min_batch: int = 2, lift: bool = True) -> MdiPlan:
+             max_count: int = 0, min_batch: int = 2, lift: bool = True, pure: bool | None = None) -> MdiPlan:
     """Decide the batches (see the module docstring).
 
     ``table``: the stream's :class:`drawopt.analysis.state.StateTable`. ``lift``: allow
-    per-draw data under ``draw_data`` / ``instance_data`` contracts.
+    per-draw data under ``draw_data`` / ``instance_data`` contracts. ``pure``: force (True)
+    or refuse (False) the pure-Python kernels (default: ``DRAWOPT_PURE``).
     """
     plan = MdiPlan()
     model = get_target(target)
     draws = np.asarray(table.draws, np.int64)
     if not model.mdi or draws.size == 0:
         return plan
+    kern = _kernels(pure)
     limit = model.mdi_max_count if max_count <= 0 else min(max_count, model.mdi_max_count)
     limit = max(1, int(limit))
     dr = _draw_columns(stream, table, lift and stream.header.kind == "list")
@@ -350,67 +555,98 @@ def plan_mdi(stream: Stream, table: StateTable, *, target: str | TargetModel = "
         dr.eligible[singles] = False   # a zone's single draw stays a direct draw
         runs = _runs(dr, between_ok)
     else:
-        lifted_first = set()
-    users: list[_User] = []
+        lifted_first = np.zeros(0, np.int64)
+    users = _Users()
 
     first, length = runs
     run_kind = dr.kind[first]
     cpu_before = np.r_[0, np.cumsum(dr.cpu_ind)]
-    costs = cost_by_command(stream, model)
+    costs: np.ndarray | None = None
     for k in (_DIRECT, _DIRECT_IDX):
         sel = np.flatnonzero((run_kind == k) & dr.eligible[first])
         if not sel.size:
             continue
-        is_lift = np.isin(first[sel], np.fromiter(lifted_first, np.int64, len(lifted_first)))
+        is_lift = np.isin(first[sel], lifted_first)
         simple = cpu_before[first[sel] + length[sel]] == cpu_before[first[sel]]   # no CPU-indirect member
         # runs of direct draws only: vectorised split
         vs = simple & (is_lift | (length[sel] >= min_direct[k]))
         if vs.any():
             bf, bl, blift = _split(first[sel[vs]], length[sel[vs]], is_lift[vs], limit, min_direct[k])
-            bf, bl, blift = _split_cbv(stream, dr, bf, bl, blift, contracts)
+            bf, bl, blift = _split_cbv(stream, dr, bf, bl, blift, contracts, kern)
             if bf.size:
-                _emit_direct(stream, dr, plan, k, bf, bl, blift, contracts, users, zone_of)
+                _emit_direct(stream, dr, plan, k, bf, bl, blift, users)
         # runs with CPU-written indirect draws: one progression on one buffer is merged as it
         # is (no copy); anything else is decoded into generated records, batch by batch
-        for r in sel[~simple].tolist():
-            f, n = int(first[r]), int(length[r])
-            pos = np.arange(f, f + n)
-            if dr.cpu_ind[pos].all():
-                before = plan.indirect_merges
-                _merge_indirect(stream, dr.cmd[pos], _IND if k == _DIRECT else _IND_IDX, limit, costs, model, plan,
-                                whole=True)
-                if plan.indirect_merges > before:
-                    continue
-            for bpos in _greedy(dr.nrec[pos], limit):
-                members = pos[bpos]
-                if members.size < 2:
-                    continue
-                recs = int(dr.nrec[members].sum())
-                if model.mdi_call_us + recs * model.mdi_record_us >= float(costs[dr.cmd[members]].sum()):
-                    continue
-                _emit_direct(stream, dr, plan, k, members[:1], np.array([members.size]), np.zeros(1, bool),
-                             contracts, users, zone_of)
+        cpu_runs = sel[~simple]
+        if cpu_runs.size:
+            if costs is None:
+                costs = cost_by_command(stream, model)
+            _cpu_runs(stream, dr, plan, k, first[cpu_runs], length[cpu_runs], limit, costs, model, users, kern)
 
     for k in (_IND, _IND_IDX):
-        for r in np.flatnonzero((run_kind == k) & (length >= 2) & dr.eligible[first]).tolist():
-            idx = draws[first[r]:first[r] + length[r]]
-            _merge_indirect(stream, idx, k, limit, costs, model, plan)
-    if users or singles.size:
-        _emit_sections(stream, dr, plan, users, singles, zone_of, contracts)
+        rr = np.flatnonzero((run_kind == k) & (length >= 2) & dr.eligible[first])
+        if rr.size:
+            if costs is None:
+                costs = cost_by_command(stream, model)
+            pos, new_run = _ranges_runs(first[rr], length[rr])
+            _merge_indirect(stream, draws[pos], new_run, k, limit, costs, model, plan, False, kern)
+    if users.count or singles.size:
+        _emit_sections(stream, dr, plan, users, singles, zone_of, contracts, kern)
     return plan
 
 
-@dataclass
-class _User:
-    """A reader of one stretch's per-draw array: a lifted batch, a renumbered single draw
-    (``fill`` gives it its first record index) or a pinned draw that gets a restoring
-    binding (``restore``: its StartInstanceLocation, records below it are zeros)."""
+def _ranges_runs(firsts: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The positions of runs ``firsts[r] .. firsts[r] + lens[r] - 1`` in order, and a flag
+    (uint8) where each run starts."""
+    pos = _ranges(firsts, lens)
+    new_run = np.zeros(pos.size, np.uint8)
+    new_run[np.r_[0, np.cumsum(lens[:-1])].astype(np.int64)] = 1
+    return pos, new_run
 
-    cmd: int
-    zone: int
-    words: np.ndarray                       # one record per instance, in order
-    fill: Callable[[int], None] | None = None
-    restore: int = -1
+
+def _group_starts(gid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start index and length of each group of consecutive equal ``gid``."""
+    n = gid.shape[0]
+    gs = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]]) if n else np.zeros(0, np.int64)
+    return gs, np.diff(np.r_[gs, n])
+
+
+def _cheaper(after: np.ndarray, costs: np.ndarray, gs: np.ndarray, glen: np.ndarray) -> np.ndarray:
+    """``after[g] < costs[gs[g]:gs[g] + glen[g]].sum()`` for each group, each sum exactly as
+    ``ndarray.sum`` gives it (pairwise): the vectorised sequential sum is used where it is
+    clearly on one side, the exact one near a tie."""
+    before = np.add.reduceat(costs, gs) if gs.size else np.zeros(0)
+    out = after < before
+    near = np.flatnonzero(np.abs(after - before) <= 1e-6 * (np.abs(after) + np.abs(before)) + 1e-12)
+    for g in near.tolist():
+        out[g] = float(after[g]) < float(costs[gs[g]:gs[g] + glen[g]].sum())
+    return out
+
+
+def _cpu_runs(stream: Stream, dr: _Draws, plan: MdiPlan, k: int, firsts: np.ndarray, lens: np.ndarray, limit: int,
+              costs: np.ndarray, model: TargetModel, users: _Users, kern: Any) -> None:
+    """Runs of direct draws of kind ``k`` holding CPU-written indirect draws: a run of only
+    those that is one progression on one buffer is merged as it is (no copy); the others
+    are cut greedily into batches of at most ``limit`` records, each batched over
+    generated records (decoded from the buffers' data) when that is cheaper."""
+    merged = np.zeros(firsts.size, bool)
+    allcpu = np.minimum.reduceat(dr.cpu_ind[_ranges(firsts, lens)].astype(np.int8),
+                                 np.r_[0, np.cumsum(lens[:-1])].astype(np.int64)) == 1
+    wr = np.flatnonzero(allcpu)
+    if wr.size:
+        pos, new_run = _ranges_runs(firsts[wr], lens[wr])
+        merged[wr] = _merge_indirect(stream, dr.cmd[pos], new_run, _IND if k == _DIRECT else _IND_IDX, limit,
+                                     costs, model, plan, True, kern)
+    rr = np.flatnonzero(~merged)
+    if not rr.size:
+        return
+    pos, new_run = _ranges_runs(firsts[rr], lens[rr])
+    gs, glen = _group_starts(kern.greedy(dr.nrec[pos], new_run, np.full(pos.size, limit, np.int64)))
+    recs = np.add.reduceat(dr.nrec[pos], gs) if gs.size else np.zeros(0, np.int64)
+    ok = glen >= 2
+    ok &= _cheaper(model.mdi_call_us + recs * model.mdi_record_us, costs[dr.cmd[pos]], gs, glen)
+    if ok.any():
+        _emit_direct(stream, dr, plan, k, pos[gs[ok]], glen[ok], np.zeros(int(ok.sum()), bool), users)
 
 
 def _record_bytes_limit(c: DrawDataContract) -> int:
@@ -419,77 +655,48 @@ def _record_bytes_limit(c: DrawDataContract) -> int:
     return CBV_MAX_BYTES if c.view_op == _CBV else MAX_SECTION_RECORDS * 4 * c.words
 
 
+def _contract_columns(decls: Decls, contracts: dict[int, DrawDataContract | None]) -> dict[str, np.ndarray]:
+    """Per declaration index (plus one), facts of its usable array clause: ``pd`` root
+    parameter (-1: none), ``vop`` binding opcode, ``words`` per record, ``limit`` bytes one
+    binding addresses, ``cap`` records one binding addresses (``1 << 62`` without a clause)."""
+    n = len(decls) + 1
+    out = {"pd": np.full(n, -1, np.int64), "vop": np.zeros(n, np.int64), "words": np.ones(n, np.int64),
+           "limit": np.zeros(n, np.int64), "cap": np.full(n, 1 << 62, np.int64)}
+    for i, c in contracts.items():
+        if c is not None:
+            out["pd"][i], out["vop"][i], out["words"][i] = c.perdraw, c.view_op, c.words
+            out["limit"][i] = _record_bytes_limit(c)
+            out["cap"][i] = _record_bytes_limit(c) // (4 * c.words)
+    return out
+
+
 def _split_cbv(stream: Stream, dr: _Draws, bf: np.ndarray, bl: np.ndarray, blift: np.ndarray,
-               contracts: dict[int, DrawDataContract | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               contracts: dict[int, DrawDataContract | None], kern: Any
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lifted batches whose per-instance records one binding cannot address (a root CBV:
     64 KiB) split greedily into batches that it can."""
     if not blift.any():
         return bf, bl, blift
-    lim = np.array([_record_bytes_limit(c) // (4 * c.words) if c is not None else 1 << 62
-                    for c in (contracts.get(int(p)) for p in dr.pipe[bf].tolist())], np.int64)
+    lim = _contract_columns(stream.decls, contracts)["cap"][dr.pipe[bf]]
     members = _ranges(bf, bl)
     starts = np.r_[0, np.cumsum(bl[:-1])].astype(np.int64)
-    ninst = stream.args[dr.cmd[members], 1]     # lifted members are direct draws: one record per instance
+    ninst = dr.args[members, 1]     # lifted members are direct draws: one record per instance
     nrec = np.add.reduceat(ninst, starts) if bf.size else np.zeros(0, np.int64)
-    over = np.flatnonzero(blift & (nrec > lim))
-    if not over.size:
+    over = blift & (nrec > lim)
+    if not over.any():
         return bf, bl, blift
-    out_f: list[np.ndarray] = []
-    out_l: list[np.ndarray] = []
-    out_x: list[np.ndarray] = []
-    prev = 0
-    for b in over.tolist():
-        out_f.append(bf[prev:b])
-        out_l.append(bl[prev:b])
-        out_x.append(blift[prev:b])
-        pos = members[starts[b]:starts[b] + bl[b]]
-        groups = _greedy(ninst[starts[b]:starts[b] + bl[b]], int(lim[b]))
-        out_f.append(np.array([int(pos[g[0]]) for g in groups], np.int64))
-        out_l.append(np.array([g.size for g in groups], np.int64))
-        out_x.append(np.ones(len(groups), bool))
-        prev = b + 1
-    out_f.append(bf[prev:])
-    out_l.append(bl[prev:])
-    out_x.append(blift[prev:])
-    return np.concatenate(out_f), np.concatenate(out_l), np.concatenate(out_x)
+    ob = np.flatnonzero(over)
+    om, new_run = _ranges_runs(starts[ob], bl[ob])     # indices into members
+    gs, glen = _group_starts(kern.greedy(ninst[om], new_run, np.repeat(lim[ob], bl[ob])))
+    keep = np.flatnonzero(~over)
+    batch = np.concatenate([keep, np.repeat(ob, bl[ob])[gs]])
+    order = np.argsort(batch, kind="stable")     # a split batch's parts in place of it, in order
+    return (np.concatenate([bf[keep], members[om[gs]]])[order], np.concatenate([bl[keep], glen])[order],
+            np.concatenate([blift[keep], np.ones(gs.size, bool)])[order])
 
 
-def _append_perdraw(plan: MdiPlan, words: np.ndarray, view_op: int, lead: int = 0) -> int:
-    """Append ``lead`` zero words and then ``words`` to the generated per-draw buffer at the
-    next :data:`PERDRAW_ALIGN` (CBV) / :data:`PERDRAW_ALIGN_SRV` boundary; returns that
-    boundary's byte offset."""
-    align = PERDRAW_ALIGN if view_op == _CBV else PERDRAW_ALIGN_SRV
-    at = -(-plan.perdraw_bytes // align) * align
-    pad = (at - plan.perdraw_bytes) // 4 + lead   # the buffer holds perdraw_bytes // 4 words so far
-    if pad:
-        plan.perdraw_words.append(np.zeros(pad, np.uint32))
-    plan.perdraw_words.append(words.reshape(-1).astype(np.uint32))
-    plan.perdraw_bytes = at + max((lead + words.size) * 4, 4)
-    if not lead + words.size:
-        plan.perdraw_words.append(np.zeros(1, np.uint32))
-    return at
-
-
-def _single_words(stream: Stream, dr: _Draws, d: int, c: DrawDataContract) -> tuple[np.ndarray, int, int]:
-    """The records direct draw ``d`` reads natively, one per instance (base vertex,
-    StartInstanceLocation + i, its lift items), its StartInstanceLocation and that
-    argument's column."""
-    cmd = int(dr.cmd[d])
-    a = stream.args[cmd]
-    indexed = int(stream.op[cmd]) == _DII
-    col = 4 if indexed else 3
-    sil = int(a[col]) & 0xFFFFFFFF
-    ninst = int(a[1])
-    words = np.zeros((ninst, c.words), np.int64)
-    words[:, 0] = (int(a[3]) & 0xFFFFFFFF) if indexed else 0
-    words[:, 1] = (sil + np.arange(ninst)) & 0xFFFFFFFF
-    if c.items:
-        words[:, 2:] = dr.nat_words[d] & 0xFFFFFFFF
-    return words, sil, col
-
-
-def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: list[_User], singles: np.ndarray,
-                   zone_of: np.ndarray, contracts: dict[int, DrawDataContract | None]) -> None:
+def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: _Users, singles: np.ndarray,
+                   zone_of: np.ndarray, contracts: dict[int, DrawDataContract | None], kern: Any) -> None:
     """Lay out each stretch's per-draw array and bind it (the module docstring, 2).
 
     The readers of a stretch's zone, in command order, get consecutive records of one
@@ -497,76 +704,80 @@ def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: list[_User]
     so that each reader's records are at index ``StartInstanceLocation + i``. A pinned
     draw's records go at its own StartInstanceLocation (a new section when the open one
     has passed it). Each section is bound right before its first reader; a new section
-    starts where one binding cannot address more (:func:`_record_bytes_limit`).
+    starts where one binding cannot address more (:func:`_record_bytes_limit`). The
+    layout is the kernel's (:func:`_layout_py`); the records are written with numpy.
     """
-    for d in singles.tolist():
-        c = contracts[int(dr.pipe[d])]
-        assert c is not None
-        words, sil, col = _single_words(stream, dr, d, c)
-        cmd = int(dr.cmd[d])
-        if dr.pinned[d]:
-            users.append(_User(cmd, int(zone_of[d]), words, restore=sil))
-        else:
-            def fill(base: int, cmd: int = cmd, col: int = col) -> None:
-                plan.sinst[cmd] = (col, base)
-            users.append(_User(cmd, int(zone_of[d]), words, fill=fill))
-    pipe_of = dict(zip(dr.cmd.tolist(), dr.pipe.tolist()))
-    users.sort(key=lambda u: (u.zone, u.cmd))
-    i = 0
-    while i < len(users):
-        j = i
-        while j < len(users) and users[j].zone == users[i].zone:
-            j += 1
-        zone = users[i:j]
-        i = j
-        c0 = contracts[pipe_of[zone[0].cmd]]
-        assert c0 is not None
-        vop, pd = c0.view_op, c0.perdraw
-        parts: list[np.ndarray] = []
-        nbytes = 0
-        bound: list[int] = []     # readers that bind the open section
-        need_bind = True
-        for u in zone:
-            c = contracts[pipe_of[u.cmd]]
-            assert c is not None and c.perdraw == pd and c.view_op == vop
-            stride = 4 * c.words
-            if u.restore >= 0:
-                # a pinned draw reads records StartInstanceLocation + i: put them there in the
-                # open section if it has not reached that index yet, else in a new section
-                idx = u.restore
-                if idx * stride < nbytes or (idx + u.words.shape[0]) * stride > _record_bytes_limit(c):
-                    _close_section(plan, parts, bound, vop, pd)
-                    nbytes, need_bind = 0, True
-                plan.restored_draws += 1
-            else:
-                idx = -(-nbytes // stride)
-                if parts and (idx + u.words.shape[0]) * stride > _record_bytes_limit(c):
-                    _close_section(plan, parts, bound, vop, pd)
-                    nbytes, idx, need_bind = 0, 0, True
-            if idx * stride > nbytes:
-                parts.append(np.zeros((idx * stride - nbytes) // 4, np.int64))
-            parts.append(u.words.reshape(-1))
-            nbytes = (idx + u.words.shape[0]) * stride
-            if u.fill is not None:
-                u.fill(idx)
-            if need_bind:
-                bound.append(u.cmd)
-                need_bind = False
-        _close_section(plan, parts, bound, vop, pd)
-    plan.renumbered_draws = len(plan.sinst)
-
-
-def _close_section(plan: MdiPlan, parts: list[np.ndarray], bound: list[int], vop: int, pd: int) -> None:
-    """Append the open section ``parts`` to the per-draw buffer and bind it at root
-    parameter ``pd`` before each command of ``bound``; both lists are emptied."""
-    if not parts:
-        return
-    off = _append_perdraw(plan, np.concatenate(parts), vop)
-    for cmd in bound:
-        plan.bind[cmd] = (vop, pd, off)
-    plan.perdraw_binds += len(bound)
-    parts.clear()
-    bound.clear()
+    n_lifted = users.count
+    if singles.size:
+        sil = np.where(dr.op[singles] == _DII, dr.args[singles, 4], dr.args[singles, 3]) & _M32
+        users.add(singles, np.ones(singles.size, np.int64), np.where(dr.pinned[singles], sil, -1))
+    first = np.concatenate(users.first)
+    nd = np.concatenate(users.ndraws)
+    restore = np.concatenate(users.restore)
+    cc = _contract_columns(stream.decls, contracts)
+    pipe = dr.pipe[first]
+    assert (cc["pd"][pipe] >= 0).all()
+    words = cc["words"][pipe]
+    vop, pd = cc["vop"][pipe], cc["pd"][pipe]
+    zone = zone_of[first]
+    cmd = dr.cmd[first]
+    members = _ranges(first, nd)
+    ninst = dr.args[members, 1]
+    mstart = np.r_[0, np.cumsum(nd[:-1])].astype(np.int64)
+    nrec = np.add.reduceat(ninst, mstart)
+    order = np.lexsort((cmd, zone))
+    zs = zone[order]
+    zfirst = order[np.r_[0, np.flatnonzero(zs[1:] != zs[:-1]) + 1]]
+    zof = np.repeat(zfirst, np.diff(np.r_[np.flatnonzero(np.r_[True, zs[1:] != zs[:-1]]), zs.size]))
+    assert (pd[order] == pd[zof]).all() and (vop[order] == vop[zof]).all()   # one array per zone
+    align = np.where(vop == _CBV, PERDRAW_ALIGN, PERDRAW_ALIGN_SRV).astype(np.int64)
+    idx_s, sec_s, sf_s, sec_off, total = kern.layout(zs, (4 * words)[order], nrec[order], restore[order],
+                                                     cc["limit"][pipe][order], align[order])
+    idx = np.empty_like(idx_s)
+    idx[order] = idx_s
+    sec = np.empty_like(sec_s)
+    sec[order] = sec_s
+    sf = order[sf_s]
+    plan.bind = np.stack([cmd[sf], vop[sf], pd[sf], sec_off], axis=1).astype(np.int64)
+    plan.perdraw_binds += int(sf.size)
+    plan.restored_draws += int((restore >= 0).sum())
+    plan.perdraw_bytes = int(total)
+    # the records: one per instance (base vertex, the instance the shader saw, lift items) at
+    # index idx + (instances before it in its reader) of its section
+    data = np.zeros(int(total) // 4, np.uint32)
+    user_of = np.repeat(np.arange(first.size), nd)
+    before = np.cumsum(ninst) - ninst
+    before -= np.repeat(before[mstart], nd)
+    mw = words[user_of]
+    mbase = sec_off[sec[user_of]] // 4 + (idx[user_of] + before) * mw
+    owner = np.repeat(np.arange(members.size), ninst)
+    inst = np.arange(owner.size) - np.repeat(np.cumsum(ninst) - ninst, ninst)
+    indexed = dr.op[members] == _DII
+    bv = np.where(indexed, dr.args[members, 3] & _M32, 0)[owner]
+    seen = np.where(indexed, dr.args[members, 4], dr.args[members, 3])[owner] + inst
+    rpos = mbase[owner] + inst * mw[owner]
+    data[rpos] = bv
+    data[rpos + 1] = seen & _M32
+    for w in np.unique(words).tolist():
+        if w == 2:
+            continue
+        m = np.flatnonzero(mw == w)
+        assert dr.has_nat[members[m]].all()
+        r = np.flatnonzero(np.repeat(mw == w, ninst))
+        lv = dr.lift_vals[members[m], :w - 2] & _M32
+        for j in range(w - 2):
+            data[rpos[r] + 2 + j] = np.repeat(lv[:, j], ninst[m])
+    plan.perdraw_words = [data]
+    # lifted batches: each member's args record starts at its batch's first record + the
+    # instances before it; single draws: StartInstanceLocation renumbered, pinned ones kept
+    for recs, rows, col, u0 in users.fills:
+        mi = np.arange(mstart[u0], mstart[u0] + rows.size)
+        recs[rows, col] = (idx[user_of[mi]] + before[mi]).astype(np.uint32)
+    ren = np.flatnonzero(restore[n_lifted:] < 0) + n_lifted
+    if ren.size:
+        col = np.where(dr.op[first[ren]] == _DII, 4, 3)
+        plan.sinst = np.stack([cmd[ren], col, idx[ren]], axis=1).astype(np.int64)
+    plan.renumbered_draws = int(ren.size)
 
 
 def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
@@ -574,7 +785,9 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
     op = stream.op
     draws = np.asarray(table.draws, np.int64)
     state = np.asarray(table.state, np.int64)
-    kind = _KIND[op[draws]].astype(np.int8)
+    dop = op[draws]
+    dargs = stream.args[draws]
+    kind = _KIND[dop].astype(np.int8)
     # pinned: @nomerge, never_merge pipelines, and draws without a graphics pipeline
     never = np.array([not isinstance(d, Pipeline) or d.never_merge or d.is_compute for d in decls.items] + [True],
                      bool)
@@ -582,85 +795,86 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
     pipe = forward_fill(len(stream), pso, stream.args[pso, 0])[draws]
     pinned = ((stream.flags[draws] & FLAG_NOMERGE) != 0) | never[pipe]
     eligible = (kind != _NONE) & ~pinned
-    multi = (op[draws] == _M) | (op[draws] == _MI)
-    eligible &= ~(multi & (stream.args[draws, 0] == 0))
+    multi = (dop == _M) | (dop == _MI)
+    eligible &= ~(multi & (dargs[:, 0] == 0))
     key = state.copy()
-    lift_words: dict[int, np.ndarray] = {}
     # indirect draws reading args the CPU wrote (declared cpu, with data, no GPU write before)
-    nrec = np.where(multi, stream.args[draws, 0], 1).astype(np.int64)
+    nrec = np.where(multi, dargs[:, 0], 1).astype(np.int64)
     ind = np.flatnonzero((kind == _IND) | (kind == _IND_IDX))
     cpu_ind = np.zeros(draws.size, bool)
     if ind.size:
-        buf = np.where(multi[ind], stream.args[draws[ind], 1], stream.args[draws[ind], 0])
+        buf = np.where(multi[ind], dargs[ind, 1], dargs[ind, 0])
         known = np.array([isinstance(d, Buffer) and d.cpu and d.data is not None for d in decls.items] + [False])
-        first_write = _first_writes(stream, table.scan)
-        cpu_ind[ind] = known[buf] & (draws[ind] < first_write[buf])
+        if known[buf].any():
+            first_write = _first_writes(stream, table.scan)
+            cpu_ind[ind] = known[buf] & (draws[ind] < first_write[buf])
         kind[cpu_ind & (kind == _IND)] = _DIRECT
         kind[cpu_ind & (kind == _IND_IDX)] = _DIRECT_IDX
 
-    contracts = draw_data_contracts(decls)
-    nat_words: dict[int, np.ndarray] = {}
-    if contracts and table.scan is not None:
-        sc = table.scan
-        dsel = np.flatnonzero(sc.obs_kind == OBS_DRAW)
-        next_key = int(state.max()) + 1 if state.size else 0
-        for i, c in contracts.items():
-            # direct draws of the pipeline (pinned ones too: they may get a restoring binding)
-            mine = np.flatnonzero((pipe == i) & ((kind == _DIRECT) | (kind == _DIRECT_IDX)) & ~cpu_ind)
-            if c is None or not mine.size:
-                continue
-            raw = sc.values_of(dsel[mine])
-            pv = raw[:, ROOT0 + c.perdraw]
-            native = (pv == UNDEFINED) & lift   # nothing bound at P: the shader reads the root arguments
-            arrayf = pv >= 0           # a buffer is bound at P: the draws already read their records
-            # the lifted words, and the rest of each lifted parameter (which must stay equal)
-            vals = np.zeros((mine.size, len(c.items)), np.int64)
-            rest = np.zeros((mine.size, len(c.params)), np.int64)
-            ok = native | arrayf
-            rest_ids: dict[tuple, int] = {}
-            for j, q in enumerate(c.params):
-                ks = [k for qq, k in c.items if qq == q]
-                cols = [n for n, (qq, _) in enumerate(c.items) if qq == q]
-                qkind = c.kind(q)
-                cache: dict[int, tuple[list[int], tuple] | None] = {}
-                for r, vid in enumerate(raw[:, ROOT0 + q].tolist()):
-                    if vid not in cache:
-                        cache[vid] = _split_value(sc.values.decode(vid) if vid >= 0 else None, qkind, ks)
-                    got = cache[vid]
-                    if got is None:
-                        ok[r] = False
-                        continue
-                    vals[r, cols] = got[0]
-                    rest[r, j] = rest_ids.setdefault((q, got[1]), len(rest_ids))
-            for d, v in zip(mine[ok & native].tolist(), vals[ok & native]):
-                nat_words[d] = v
-            sel = ok & eligible[mine]
-            if not sel.any():
-                continue
-            cand = mine[sel]
-            nat = native[sel]
-            rows = table.rows[state[cand]].copy()
-            for q in c.params:
-                rows[:, ROOT0 + q] = MASKED
-            rows[nat, ROOT0 + c.perdraw] = MASKED
-            rows = np.concatenate([rows, rest[sel], np.full((cand.size, 1), i, np.int64),
-                                   nat[:, None].astype(np.int64)], axis=1)
-            ids, _ = intern_rows(rows)
-            key[cand] = next_key + ids
-            next_key += int(ids.max()) + 1
-            for d in cand[nat].tolist():
-                lift_words[d] = nat_words[d]
+    contracts = {i: c for i, c in draw_data_contracts(decls).items() if c is not None}
+    width = max((len(c.items) for c in contracts.values()), default=0)
+    lift_vals = np.zeros((draws.size, width), np.int64)
+    has_nat = np.zeros(draws.size, bool)
+    has_lift = np.zeros(draws.size, bool)
+    sc = table.scan
+    # pipelines with one clause (P, lift items) are keyed together, with the pipeline in the key
+    groups: dict[tuple, list[int]] = {}
+    for i, c in contracts.items():
+        groups.setdefault((c.perdraw, c.items, c.kinds), []).append(i)
+    direct = ((kind == _DIRECT) | (kind == _DIRECT_IDX)) & ~cpu_ind
+    split = _ValueSplit(stream, sc) if groups and sc is not None else None
+    varying = np.flatnonzero((table.rows != table.rows[:1]).any(axis=0)) if split else np.zeros(0, np.int64)
+    next_key = int(state.max()) + 1 if state.size else 0
+    for pipes in groups.values() if split else ():
+        c = contracts[pipes[0]]
+        # direct draws of the pipelines (pinned ones too: they may get a restoring binding)
+        mine = np.flatnonzero(np.isin(pipe, pipes) & direct)
+        if not mine.size:
+            continue
+        raw = _raw_slots(table, mine, [ROOT0 + c.perdraw, *(ROOT0 + q for q in c.params)])
+        native = (raw[:, 0] == UNDEFINED) & lift   # nothing bound at P: the shader reads the root arguments
+        arrayf = raw[:, 0] >= 0       # a buffer is bound at P: the draws already read their records
+        # the lifted words, and the rest of each lifted parameter (which must stay equal)
+        vals = np.zeros((mine.size, len(c.items)), np.int64)
+        ok = native | arrayf
+        rests: list[np.ndarray] = []
+        for j, q in enumerate(c.params):
+            ks = [k for qq, k in c.items if qq == q]
+            got, lifted, rest = split(raw[:, 1 + j], q, c.kind(q), ks)
+            ok &= got
+            vals[:, [n for n, (qq, _) in enumerate(c.items) if qq == q]] = lifted
+            rests.append(rest)
+        nat = ok & native
+        lift_vals[mine[nat], :len(c.items)] = vals[nat]
+        has_nat[mine[nat]] = True
+        sel = ok & eligible[mine]
+        if not sel.any():
+            continue
+        cand = mine[sel]
+        nat = native[sel]
+        # the key: the state with the lifted parameters masked (and P where nothing is bound),
+        # the rest of each lifted parameter, the pipeline and whether the draw is native
+        keep = varying[~np.isin(varying, [ROOT0 + q for q in c.params])]
+        rows = table.rows[state[cand][:, None], keep[None, :]]
+        if ROOT0 + c.perdraw in keep:
+            rows[nat, np.searchsorted(keep, ROOT0 + c.perdraw)] = MASKED
+        rows = np.concatenate([rows, *(r[sel] for r in rests), pipe[cand, None], nat[:, None]], axis=1)
+        ids, _ = intern_rows(rows)
+        key[cand] = next_key + ids
+        next_key += int(ids.max()) + 1
+        has_lift[cand[nat]] = True
     assert table.rows.shape[1] == NSLOTS
-    return _Draws(draws, state, kind, eligible, key, pipe, lift_words, nrec, cpu_ind, nat_words, pinned)
+    return _Draws(draws, dop, dargs, state, kind, eligible, key, pipe, lift_vals, has_nat, has_lift, nrec, cpu_ind,
+                  pinned)
 
 
 def _first_writes(stream: Stream, sc: Any = None) -> np.ndarray:
     """Per declaration index (plus one): the first command that writes it on the GPU
-    (a UAV write by :mod:`drawopt.analysis.access`'s rule, or a copy destination); ``int64`` max
-    where none does. ``sc``: the stream's state scan, if known."""
-    acc = flush_access(stream, sc)
+    (a UAV write by :func:`drawopt.analysis.access.gpu_writes`, or a copy destination); ``int64``
+    max where none does. ``sc``: the stream's state scan, if known."""
+    w = gpu_writes(stream, sc)
     out = np.full(len(stream.decls) + 1, np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(out, acc.w_res, acc.w_cmd)
+    np.minimum.at(out, w.res, w.cmd)
     cp = np.flatnonzero(stream.op == _COPY)
     np.minimum.at(out, stream.args[cp, 0], cp)
     return out
@@ -691,31 +905,49 @@ def _readers(stream: Stream, table: StateTable, dr: _Draws, pd: int) -> np.ndarr
     whose pipeline reads ``pd`` as state or names it in a per-draw clause, except
     ``DrawIndexedX`` calls of a pipeline whose array clause (not its ``x`` clause) names
     it (they read their record through ``x``: docs/architecture.md)."""
-    sc = table.scan
-    assert sc is not None
-    dsel = np.flatnonzero(sc.obs_kind == OBS_DRAW)
-    mask = sc.read_mask(dsel)[:, ROOT0 + pd].copy()
-    is_x = stream.op[dr.cmd] == _DX
+    mask = _observes(table, ROOT0 + pd)
+    named = np.zeros(len(stream.decls) + 1, bool)
+    through_x = np.zeros(len(stream.decls) + 1, bool)
     for i, p in enumerate(stream.decls.items):
         if not isinstance(p, Pipeline):
             continue
-        named = [n for n, c in p.contract.items() if n in ("x", "instance_data", "draw_data")
+        names = [n for n, c in p.contract.items() if n in ("x", "instance_data", "draw_data")
                  and c.get("perdraw") == str(pd)]
-        if not named:
+        if not names:
             continue
-        mine = dr.pipe == i
-        mask |= mine
+        named[i] = True
         ac = p.array_clause
         x = p.contract.get("x")
-        if ac in named and x is not None and p.vertex_pulling and x.get("perdraw") != str(pd) and \
-                pd not in {q for q, _ in lift_items(x.get("lift", ""))}:
-            mask &= ~(mine & is_x)
+        through_x[i] = ac in names and x is not None and p.vertex_pulling and x.get("perdraw") != str(pd) and \
+            pd not in {q for q, _ in lift_items(x.get("lift", ""))}
+    mask |= named[dr.pipe]
+    mask &= ~(through_x[dr.pipe] & (stream.op[dr.cmd] == _DX))
     return np.flatnonzero(mask)
+
+
+def _observes(table: StateTable, slot: int) -> np.ndarray:
+    """Per draw: whether it can observe ``slot`` (its normalised row does not hold
+    :data:`MASKED` there: :meth:`drawopt.analysis.state.Scan.read_mask`)."""
+    return table.rows[:, slot][table.state] != MASKED
+
+
+def _raw_slots(table: StateTable, pos: np.ndarray, slots: list[int]) -> np.ndarray:
+    """Raw value ids (:meth:`drawopt.analysis.state.Scan.values_of`) of ``slots`` at draw
+    positions ``pos``: the normalised row where the draw observes the slot (the two agree
+    there), the scan's value where it does not."""
+    v = table.rows[:, slots][table.state[pos]]
+    hid = np.flatnonzero((v == MASKED).any(axis=1))
+    if hid.size:
+        sc = table.scan
+        assert sc is not None
+        dsel = np.flatnonzero(sc.obs_kind == OBS_DRAW)
+        v[hid] = sc.values_of(dsel[pos[hid]])[:, slots]
+    return v
 
 
 def _lifted_runs(stream: Stream, table: StateTable, dr: _Draws, runs: tuple[np.ndarray, np.ndarray],
                  min_direct: dict[int, int], contracts: dict[int, DrawDataContract | None]
-                 ) -> tuple[np.ndarray, set[int], np.ndarray, np.ndarray] | None:
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """Decide each stretch's zone: which runs are lifted and which single draws read the
     stretch's array (renumbered, or restored when pinned) (the module docstring, 2).
 
@@ -723,35 +955,28 @@ def _lifted_runs(stream: Stream, table: StateTable, dr: _Draws, runs: tuple[np.n
     first draw position of each lifted run, the zone's single draws, and per draw
     position its zone (-1: none; one id per parameter and stretch).
     """
-    if not dr.lift_words:
+    if not dr.has_lift.any():
         return None
     first, length = runs
-    decls = stream.decls
     op, args = stream.op, stream.args
     n = dr.cmd.size
     run_of = np.repeat(np.arange(first.size), length)
-    direct = np.isin(op[dr.cmd], (_DI, _DII))
-    inst = np.where(direct, args[dr.cmd, 1], 0)
-    sil = np.where(op[dr.cmd] == _DII, args[dr.cmd, 4], args[dr.cmd, 3]) & 0xFFFFFFFF
+    direct = (dr.op == _DI) | (dr.op == _DII)
+    inst = np.where(direct, dr.args[:, 1], 0)
+    sil = np.where(dr.op == _DII, dr.args[:, 4], dr.args[:, 3]) & _M32
     run_inst = np.add.reduceat(inst, first) if first.size else np.zeros(0, np.int64)
-    pd_of = np.full(len(decls) + 1, -1, np.int64)
-    cap_of = np.zeros(len(decls) + 1, np.int64)   # records one binding of the array may address
-    for i, c in contracts.items():
-        if c is not None:
-            pd_of[i] = c.perdraw
-            cap_of[i] = _record_bytes_limit(c) // (4 * c.words)
-    draw_pd = pd_of[dr.pipe]
-    cap = cap_of[dr.pipe]
+    cc = _contract_columns(stream.decls, contracts)
+    draw_pd = cc["pd"][dr.pipe]
+    cap = np.where(draw_pd >= 0, cc["cap"][dr.pipe], 0)   # records one binding of the array may address
     fits = inst <= cap
-    in_lift = np.zeros(n, bool)
-    in_lift[np.fromiter(dr.lift_words, np.int64, len(dr.lift_words))] = True
+    in_lift = dr.has_lift
     run_fits = np.minimum.reduceat(fits.astype(np.int8), first) == 1 if first.size else np.zeros(0, bool)
     liftable_run = in_lift[first] & dr.eligible[first] & (run_inst <= MAX_LIFTED_RECORDS) & run_fits
     # single draws that can read the array: renumbered (StartInstanceLocation rewritten) or,
     # when pinned, restored (bound at an offset where record StartInstanceLocation + i is theirs)
     restorable = np.zeros(n, bool)
-    if dr.nat_words:
-        nw = np.fromiter(dr.nat_words, np.int64, len(dr.nat_words))
+    nw = np.flatnonzero(dr.has_nat)
+    if nw.size:
         reach = sil[nw] + inst[nw]
         restorable[nw] = direct[nw] & np.where(dr.pinned[nw], (reach <= MAX_RESTORE_RECORDS) & (reach <= cap[nw]),
                                                fits[nw])
@@ -770,7 +995,7 @@ def _lifted_runs(stream: Stream, table: StateTable, dr: _Draws, runs: tuple[np.n
     rs_cmds = np.flatnonzero(op == _GRS)
     rs_change = rs_cmds[np.r_[True, args[rs_cmds[1:], 0] != args[rs_cmds[:-1], 0]]] if rs_cmds.size else rs_cmds
     opaque = np.flatnonzero(op == _OPAQUE)
-    sets = np.flatnonzero(np.isin(op, _P_SETS))
+    sets = np.flatnonzero(_IS_P_SET[op])
     zid = 0
     for pd in np.unique(run_pd[(run_pd >= 0) & beneficial]).tolist():
         readers = _readers(stream, table, dr, pd)
@@ -800,12 +1025,10 @@ def _lifted_runs(stream: Stream, table: StateTable, dr: _Draws, runs: tuple[np.n
         zone_of[zr] = zid + seg[zr]
         zid += nseg
         restored.append(zr[~lifted_run[run_of[zr]]])
-    for r in np.flatnonzero(in_lift[first] & ~lifted_run).tolist():
-        f, ln = int(first[r]), int(length[r])
-        key[f:f + ln] = dr.state[f:f + ln]
-    rest = np.unique(np.concatenate(restored)) if restored else np.zeros(0, np.int64)
-    return key, set(first[lifted_run].tolist()), rest, zone_of
-
+    fall_back = (in_lift[first] & ~lifted_run)[run_of]   # runs not lifted batch on their state ids
+    key[fall_back] = dr.state[fall_back]
+    rest = restored[0] if len(restored) == 1 else np.unique(np.concatenate(restored or [np.zeros(0, np.int64)]))
+    return key, first[lifted_run], rest, zone_of
 
 
 def _split(firsts: np.ndarray, lens: np.ndarray, lifted: np.ndarray, limit: int,
@@ -830,47 +1053,35 @@ def _ranges(firsts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     return np.repeat(firsts - np.r_[0, np.cumsum(lens[:-1])], lens) + np.arange(total)
 
 
-def _greedy(nrec: np.ndarray, limit: int) -> list[np.ndarray]:
-    """Consecutive groups of members (indices into ``nrec``) holding at most ``limit`` records."""
-    out: list[np.ndarray] = []
-    cur: list[int] = []
-    total = 0
-    for i, r in enumerate(nrec.tolist()):
-        if cur and total + r > limit:
-            out.append(np.asarray(cur, np.int64))
-            cur, total = [], 0
-        cur.append(i)
-        total += r
-    if cur:
-        out.append(np.asarray(cur, np.int64))
+def _member_records(stream: Stream, dr: _Draws, members: np.ndarray, indexed: bool) -> np.ndarray:
+    """The args records of ``members`` in order: a direct draw's arguments, or the records
+    a CPU-written indirect draw reads (decoded from its buffer's data: zeros past it)."""
+    cpu = dr.cpu_ind[members]
+    a = dr.args[members]
+    if not cpu.any():
+        return _records_of(a, indexed)
+    width = 5 if indexed else 4
+    multi = (dr.op[members] == _M) | (dr.op[members] == _MI)
+    cnt = np.where(cpu & multi, a[:, 0], 1)
+    buf = np.where(multi, a[:, 1], a[:, 0])
+    owner = np.repeat(np.arange(members.size), cnt)
+    i = np.arange(owner.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    byte = np.where(multi, a[:, 2], a[:, 1])[owner] + i * np.where(multi, a[:, 3], 0)[owner]
+    out = _records_of(a[owner], indexed)     # a direct draw's own arguments
+    rows = np.flatnonzero(cpu[owner])
+    if (byte[rows] % 4).any():
+        raise ValueError("unaligned word read")
+    for b in np.unique(buf[owner[rows]]).tolist():
+        r = rows[buf[owner[rows]] == b]
+        data = stream.decls[b].data
+        w = byte[r, None] // 4 + np.arange(width)
+        inside = (w >= 0) & (w < data.size)
+        out[r] = np.where(inside, data[np.clip(w, 0, max(data.size - 1, 0))] if data.size else 0, 0)
     return out
 
 
-def _member_records(stream: Stream, dr: _Draws, members: np.ndarray, indexed: bool) -> np.ndarray:
-    """The args records of ``members`` in order: a direct draw's arguments, or the records
-    a CPU-written indirect draw reads (decoded from its buffer's data)."""
-    cmds = dr.cmd[members]
-    if not dr.cpu_ind[members].any():
-        return args_records(stream, cmds, indexed)
-    width = 5 if indexed else 4
-    rows: list[np.ndarray] = []
-    for m, c in zip(members.tolist(), cmds.tolist()):
-        if not dr.cpu_ind[m]:
-            rows.append(args_records(stream, np.array([c]), indexed))
-            continue
-        a = stream.args[c]
-        if int(stream.op[c]) in (_M, _MI):
-            cnt, buf, off, stride = int(a[0]), int(a[1]), int(a[2]), int(a[3])
-        else:
-            cnt, buf, off, stride = 1, int(a[0]), int(a[1]), 0
-        d = stream.decls[buf]
-        rows.append(np.stack([d.words(off + i * stride, width) for i in range(cnt)]))
-    return np.concatenate(rows).astype(np.uint32)
-
-
 def _emit_direct(stream: Stream, dr: _Draws, plan: MdiPlan, k: int, bf: np.ndarray, bl: np.ndarray,
-                 blift: np.ndarray, contracts: dict[int, DrawDataContract | None], users: list[_User],
-                 zone_of: np.ndarray) -> None:
+                 blift: np.ndarray, users: _Users) -> None:
     """Batches of members ``bf[b] .. bf[b] + bl[b] - 1`` (draw positions) over generated records.
 
     A lifted batch renumbers StartInstanceLocation: draw d of the batch starts at the
@@ -880,108 +1091,79 @@ def _emit_direct(stream: Stream, dr: _Draws, plan: MdiPlan, k: int, bf: np.ndarr
     """
     rec = _REC[k]
     indexed = k == _DIRECT_IDX
-    sinst_col = 4 if indexed else 3
     members = _ranges(bf, bl)
     cmds = dr.cmd[members]
     recs = _member_records(stream, dr, members, indexed)
     starts = np.r_[0, np.cumsum(bl[:-1])].astype(np.int64)
     nrec = np.add.reduceat(dr.nrec[members], starts)
     rec_starts = np.r_[0, np.cumsum(nrec[:-1])].astype(np.int64)
-    batch_off = plan.args_bytes + rec_starts * rec
-    code = _MULTI_OF[k]
-    for b, (f, cnt, o) in enumerate(zip(dr.cmd[bf].tolist(), nrec.tolist(), batch_off.tolist())):
-        plan.replace[f] = (code, cnt, -1, o, rec)
-        if not blift[b]:
-            continue
-        c = contracts[int(dr.pipe[bf[b]])]
-        assert c is not None
-        ln = int(bl[b])
-        pos = members[starts[b]:starts[b] + ln]
-        a = stream.args[dr.cmd[pos]]
-        ninst = a[:, 1]
-        first = np.r_[0, np.cumsum(ninst[:-1])].astype(np.int64)
-        rows = slice(int(rec_starts[b]), int(rec_starts[b]) + ln)   # lifted members are direct draws
-        owner = np.repeat(np.arange(ln), ninst)
-        inst = np.arange(owner.size) - first[owner]
-        words = np.zeros((owner.size, c.words), np.int64)
-        words[:, 0] = (a[owner, 3] & 0xFFFFFFFF) if indexed else 0           # BaseVertexLocation
-        words[:, 1] = (a[owner, sinst_col] + inst) & 0xFFFFFFFF                # the instance seen
-        if c.items:
-            lw = np.stack([dr.lift_words[int(p)] for p in pos.tolist()])
-            words[:, 2:] = lw[owner] & 0xFFFFFFFF
-
-        def fill(base: int, rows: slice = rows, first: np.ndarray = first) -> None:
-            recs[rows, sinst_col] = (base + first).astype(np.uint32)
-        users.append(_User(f, int(zone_of[bf[b]]), words, fill=fill))
-        plan.lifted_batches += 1
-        plan.lifted_draws += ln
+    nb = bf.size
+    plan.replace_parts.append(np.stack([dr.cmd[bf], np.full(nb, _MULTI_OF[k]), nrec, np.full(nb, -1),
+                                        plan.args_bytes + rec_starts * rec, np.full(nb, rec)], axis=1).astype(np.int64))
+    lb = np.flatnonzero(blift)
+    if lb.size:
+        u0 = users.add(bf[lb], bl[lb], np.full(lb.size, -1, np.int64))
+        rows = _ranges(rec_starts[lb], bl[lb])     # lifted members are direct draws: one record each
+        users.fills.append((recs, rows, 4 if indexed else 3, u0))
+        plan.lifted_batches += int(lb.size)
+        plan.lifted_draws += int(bl[lb].sum())
     plan.args_words.append(recs)
     plan.args_bytes += int(recs.shape[0]) * rec
     absorbed = np.ones(members.size, bool)
     absorbed[starts] = False
     plan.remove.append(cmds[absorbed])
-    plan.direct_batches += int(bf.size)
+    plan.direct_batches += int(nb)
     plan.direct_draws += int(bl.sum())
 
 
-def _merge_indirect(stream: Stream, idx: np.ndarray, kind: int, limit: int, costs: np.ndarray,
-                    model: TargetModel, plan: MdiPlan, whole: bool = False) -> None:
-    """Greedy merge of one same-state run of indirect draws (command indices ``idx``).
-
-    ``whole``: merge only if the whole run is one progression (else change nothing).
-    """
-    rec = _REC[kind]
-    code = _MULTI_OF[kind]
+def _merge_indirect(stream: Stream, cmds: np.ndarray, new_run: np.ndarray, kind: int, limit: int,
+                    costs: np.ndarray, model: TargetModel, plan: MdiPlan, whole: bool, kern: Any) -> np.ndarray:
+    """Greedy merge of same-state runs of indirect draws (commands ``cmds``, a run starting
+    where ``new_run`` is set): each group that :func:`_indirect_groups_py` forms of two or
+    more draws becomes one multi-draw call where that costs less. ``whole``: merge a run
+    only if all of it is one group. Returns whether each run had a merge."""
     args = stream.args
-    groups: list[tuple[list[int], int, int, int, int]] = []  # (commands, buffer, offset, count, stride)
-    cur: list[int] = []
-    g_buf = g_off = g_n = 0
-    g_stride = -1
-    for c in idx.tolist():
-        if int(stream.op[c]) in (_M, _MI):
-            cnt, buf, off, st = (int(x) for x in args[c, :4])
-        else:
-            buf, off = int(args[c, 0]), int(args[c, 1])
-            cnt, st = 1, -1
-        if cur:
-            ok = buf == g_buf and g_n + cnt <= limit
-            if ok:
-                want = off - g_off
-                if g_stride < 0:  # stride not fixed yet: the group is one single draw
-                    ok = want >= rec and want % 4 == 0 and (cnt == 1 or st == want)
-                    if ok:
-                        g_stride = want
-                else:
-                    ok = want == g_n * g_stride and (cnt == 1 or st == g_stride)
-            if ok:
-                cur.append(c)
-                g_n += cnt
-                continue
-            groups.append((cur, g_buf, g_off, g_n, g_stride))
-        cur = [c]
-        g_buf, g_off, g_n = buf, off, cnt
-        g_stride = st if cnt > 1 else -1
-    if cur:
-        groups.append((cur, g_buf, g_off, g_n, g_stride))
-    if whole and len(groups) != 1:
-        return
-    for g, buf, off, total, stride in groups:
-        if len(g) < 2:
-            continue
-        d = stream.decls[buf]
-        after = model.mdi_call_us + (total * model.mdi_record_us if getattr(d, "cpu", False) else 0.0)
-        if after >= float(costs[np.asarray(g)].sum()):
-            continue
-        plan.replace[g[0]] = (code, total, buf, off, stride)
-        plan.remove.append(np.asarray(g[1:], np.int64))
-        plan.indirect_merges += 1
-        plan.indirect_calls += len(g)
+    multi = (stream.op[cmds] == _M) | (stream.op[cmds] == _MI)
+    a = args[cmds]
+    cnt = np.where(multi, a[:, 0], 1)
+    buf = np.where(multi, a[:, 1], a[:, 0])
+    off = np.where(multi, a[:, 2], a[:, 1])
+    gid, gstride = kern.indirect_groups(cnt, buf, off, np.where(multi, a[:, 3], -1), new_run, _REC[kind], limit)
+    gs, glen = _group_starts(gid)
+    run = np.cumsum(new_run, dtype=np.int64) - 1
+    grun = run[gs]
+    nruns = int(run[-1]) + 1 if run.size else 0
+    ok = glen >= 2
+    if whole:
+        ok &= np.bincount(grun, minlength=nruns)[grun] == 1
+    total = np.add.reduceat(cnt, gs) if gs.size else np.zeros(0, np.int64)
+    gbuf = buf[gs]
+    cpu = np.array([bool(getattr(d, "cpu", False)) for d in stream.decls.items] + [False])
+    after = model.mdi_call_us + np.where(cpu[gbuf], total * model.mdi_record_us, 0.0)
+    ok &= _cheaper(after, costs[cmds], gs, glen)
+    g = np.flatnonzero(ok)
+    merged = np.zeros(nruns, bool)
+    if not g.size:
+        return merged
+    merged[grun[g]] = True
+    plan.replace_parts.append(np.stack([cmds[gs[g]], np.full(g.size, _MULTI_OF[kind]), total[g], gbuf[g],
+                                        off[gs[g]], gstride[g]], axis=1).astype(np.int64))
+    absorbed = ok[gid]
+    absorbed[gs] = False
+    plan.remove.append(cmds[absorbed])
+    plan.indirect_merges += int(g.size)
+    plan.indirect_calls += int(glen[g].sum())
+    return merged
 
 
 # --------------------------------------------------------------------------- rewriting
 def apply_plan(stream: Stream, plan: MdiPlan, args_name: str, perdraw_name: str) -> Stream:
     """The rewritten stream: multi-draw calls in place of the first draws (after their
-    per-draw binds), absorbed draws removed, generated buffers declared."""
+    per-draw binds), absorbed draws removed, generated buffers declared.
+
+    The stream is spliced first (binds inserted, absorbed draws dropped: one gather of its
+    columns), then the kept commands the plan rewrites are changed in place at their new
+    positions."""
     decls = stream.decls.copy()
     args_index = perdraw_index = -1
     if plan.args_bytes:
@@ -990,28 +1172,37 @@ def apply_plan(stream: Stream, plan: MdiPlan, args_name: str, perdraw_name: str)
     if plan.perdraw_bytes:
         words = np.concatenate(plan.perdraw_words)
         perdraw_index = decls.add(Buffer(perdraw_name, plan.perdraw_bytes, cpu=True, data=words))
-    op = stream.op.copy()
-    args = stream.args.copy()
-    flags = stream.flags.copy()
-    if plan.replace:
-        at = np.fromiter(plan.replace.keys(), np.int64, len(plan.replace))
-        vals = np.array(list(plan.replace.values()), np.int64)
-        op[at] = vals[:, 0]
-        args[at] = 0
-        args[at, 0] = vals[:, 1]
-        args[at, 1] = np.where(vals[:, 2] < 0, args_index, vals[:, 2])
-        args[at, 2] = vals[:, 3]
-        args[at, 3] = vals[:, 4]
-        flags[at] = 0
-    if plan.sinst:
-        at = np.fromiter(plan.sinst.keys(), np.int64, len(plan.sinst))
-        vals = np.array(list(plan.sinst.values()), np.int64).reshape(-1, 2)
-        args[at, vals[:, 0]] = vals[:, 1]
-    out = Stream(stream.header, decls, op, args, stream.var_off, stream.var_len, stream.pool, flags,
-                 stream.line, stream.strings)
-    binds = {c: [(vop, (param, perdraw_index, off), ())] for c, (vop, param, off) in plan.bind.items()}
+    base = Stream(stream.header, decls, stream.op, stream.args, stream.var_off, stream.var_len, stream.pool,
+                  stream.flags, stream.line, stream.strings)
+    binds = {c: [(vop, (param, perdraw_index, off), ())] for c, vop, param, off in plan.bind.tolist()}
     removed = np.concatenate(plan.remove) if plan.remove else np.zeros(0, np.int64)
-    return splice(out, binds, removed)
+    out = splice(base, binds, removed)
+    if out.op is stream.op:   # nothing inserted or dropped: the columns are still the input's
+        out = Stream(out.header, decls, out.op.copy(), out.args.copy(), out.var_off, out.var_len, out.pool,
+                     out.flags.copy(), out.line, out.strings)
+    # where each kept command went: after the kept commands and the binds before it
+    keep = np.ones(len(stream), np.int64)
+    keep[removed] = 0
+    kept_before = np.cumsum(keep) - keep
+    bind_at = np.sort(plan.bind[:, 0])
+
+    def moved(cmds: np.ndarray) -> np.ndarray:
+        assert keep[cmds].all()
+        return kept_before[cmds] + np.searchsorted(bind_at, cmds, side="right")
+
+    rep = plan.replace
+    if rep.size:
+        at = moved(rep[:, 0])
+        out.op[at] = rep[:, 1]
+        out.args[at] = 0
+        out.args[at, 0] = rep[:, 2]
+        out.args[at, 1] = np.where(rep[:, 3] < 0, args_index, rep[:, 3])
+        out.args[at, 2] = rep[:, 4]
+        out.args[at, 3] = rep[:, 5]
+        out.flags[at] = 0
+    if plan.sinst.size:
+        out.args[moved(plan.sinst[:, 0]), plan.sinst[:, 1]] = plan.sinst[:, 2]
+    return out
 
 
 @dataclass(frozen=True)
@@ -1045,7 +1236,7 @@ class MdiPass(Pass):
             "indirect_merges": plan.indirect_merges, "indirect_calls_merged": plan.indirect_calls,
             "args_bytes": plan.args_bytes, "perdraw_bytes": plan.perdraw_bytes,
         }
-        if not plan.replace:
+        if not plan.replace.size:
             return PassResult.unchanged(stream, **report)
         args_name = stream.decls.free_name("mdi_args")
         perdraw_name = stream.decls.free_name("mdi_perdraw")

@@ -13,13 +13,14 @@ import dataclasses
 
 import numpy as np
 import pytest
+from drawopt.passes import mdi
 from drawopt.passes.mdi import MAX_LIFTED_RECORDS, MdiPass, args_records, draw_data_contracts, plan_mdi
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import streams
 
 from drawopt.analysis.costmodel import MODELS, mdi_min_batch
-from drawopt.analysis.state import track
+from drawopt.analysis.state import OBS_DRAW, ROOT0, track
 from drawopt.errors import InputError
 from drawopt.gen import generate
 from drawopt.ir.ops import BY_NAME, MULTI_DRAW_OPS, Cat
@@ -235,7 +236,7 @@ def test_limit_splits_cleanly() -> None:
     small = dataclasses.replace(MODELS["vulkan"], mdi_max_count=5)
     t = track(s)
     plan = plan_mdi(s, t, target=small)
-    assert sorted(v[1] for v in plan.replace.values()) == [5, 5]   # the last draw is a remainder of 1
+    assert sorted(plan.replace[:, 2].tolist()) == [5, 5]   # the last draw is a remainder of 1
     assert plan.direct_draws == 10
 
 
@@ -887,3 +888,161 @@ def test_draws_with_billions_of_instances_compare_whole() -> None:
     assert rep["lifted_draws"] == 0
     forms = [e[3] for e in expand(s)]
     assert forms == [("instances", 0, 0xFFFFFFFF), ("instances", 5, 0xFFFFFFFF)]
+
+
+# --------------------------------------------------------------------------- kernels and columnar facts
+def _reference_split(v, kind: str, ks: list[int]):
+    """The rule ``_ValueSplit`` implements, on decoded values (``Scan.values.decode``): the
+    lifted words ``ks`` and the rest of a root argument, or None when a lifted word is not
+    defined (or the value is of another kind)."""
+    if not isinstance(v, tuple) or not v:
+        return None
+    if kind == "constants":
+        if len(v) != 2 or v[0] != "constants":
+            return None
+        w = tuple(v[1]) + (None,) * (max(ks) + 1 - len(v[1]))
+        lifted = [w[k] for k in ks]
+        if not all(isinstance(x, int) for x in lifted):
+            return None
+        return lifted, tuple(x for n, x in enumerate(w) if n not in ks)
+    if len(v) != 3 or v[0] != kind:
+        return None
+    if kind == "table":
+        return [int(v[2])] * len(ks), ("table", v[1])
+    off = int(v[2])
+    return ([(off >> (32 * k)) & 0xFFFFFFFF for k in ks],
+            (kind, v[1], tuple((off >> (32 * k)) & 0xFFFFFFFF for k in (0, 1) if k not in ks)))
+
+
+def check_columnar_facts(s: Stream) -> None:
+    """mdi's columnar reads of the state agree with the state module's own: raw values and
+    observed slots from the normalised rows (``Scan.values_of`` / ``read_mask``), and the
+    lifted words and rests of every contract's lifted parameters (``values.decode``)."""
+    table = track(s)
+    sc = table.scan
+    dsel = np.flatnonzero(sc.obs_kind == OBS_DRAW)
+    if not dsel.size:
+        return
+    raw = sc.values_of(dsel)
+    read = sc.read_mask(dsel)
+    pos = np.arange(dsel.size)
+    for slot in range(ROOT0, ROOT0 + 16):
+        assert np.array_equal(mdi._observes(table, slot), read[:, slot])
+        assert np.array_equal(mdi._raw_slots(table, pos, [slot])[:, 0], raw[:, slot])
+    split = mdi._ValueSplit(s, sc)
+    for c in draw_data_contracts(s.decls).values():
+        if c is None:
+            continue
+        for q in c.params:
+            ks = [k for qq, k in c.items if qq == q]
+            vids = raw[:, ROOT0 + q]
+            ok, lifted, rest = split(vids, q, c.kind(q), ks)
+            ref = [_reference_split(sc.values.decode(int(v)) if v >= 0 else None, c.kind(q), ks)
+                   for v in vids.tolist()]
+            assert ok.tolist() == [r is not None for r in ref]
+            good = np.flatnonzero(ok)
+            assert lifted[good].tolist() == [ref[g][0] for g in good]
+            tuples = [ref[g][1] for g in good]   # equal rests <=> equal rest rows
+            rows = [tuple(r) for r in rest[good].tolist()]
+            assert len(set(tuples)) == len(set(rows)) == len(set(zip(tuples, rows)))
+
+
+def test_columnar_facts_on_contract_streams() -> None:
+    for s in (_stretch_stream(), _stretch_stream(False), _objects(bound=True), _objects("reader"),
+              generate("frame", 2000, seed=3)):
+        check_columnar_facts(s)
+    b = _scene("draw_data(perdraw=2,lift=0+1.0+3.1)")
+    b.buffer("huge", 1 << 34)
+    for k, slot in enumerate((3, 4, 4, 5)):
+        b.SetGraphicsRootDescriptorTable(0, f"res[{slot}]")
+        b.SetGraphicsRoot32BitConstants(1, 2, 100 + k, k % 2)
+        b.SetGraphicsRootShaderResourceView(3, "huge", (k << 32) + 16 * (k % 2))   # offset halves
+        b.DrawIndexedInstanced(36, 1, 0, 0, 0)
+    check_columnar_facts(b.build())
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(streams(max_commands=60))
+def test_columnar_facts_on_random_streams(s: Stream) -> None:
+    try:
+        track(s)
+    except InputError:
+        assume(False)
+    check_columnar_facts(s)
+
+
+def _compiled():
+    fast, pure = mdi._kernels(False), mdi._kernels(True)
+    assert fast.layout is not mdi._layout_py, "drawopt._mdi is not built"
+    return fast, pure
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kernels_match_pure_twins(seed: int) -> None:
+    fast, pure = _compiled()
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    new_run = (rng.random(n) < 0.1).astype(np.uint8)
+    values = rng.integers(0, 50, n)
+    limit = rng.integers(1, 120, n)
+    assert np.array_equal(fast.greedy(values, new_run, limit), pure.greedy(values, new_run, limit))
+    # indirect draws: mostly progressions on few buffers, some multi-draws, odd strides and gaps
+    cnt = np.where(rng.random(n) < 0.3, rng.integers(0, 5, n), 1)
+    stride = np.where(cnt == 1, -1, rng.choice([0, 8, 16, 20, 24, 32], n))
+    step = rng.choice([0, 4, 16, 20, 24, 32, -24], n)
+    off = np.cumsum(step * np.maximum(cnt, 1))
+    buf = rng.integers(0, 2, n)
+    for rec in (16, 20):
+        for lim in (1, 3, 0xFFFFFFFF):
+            a = fast.indirect_groups(cnt, buf, off, stride, new_run, rec, lim)
+            b = pure.indirect_groups(cnt, buf, off, stride, new_run, rec, lim)
+            assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    # the per-draw array layout: zones sorted, strides of 2..6 words, pinned draws
+    zone = np.sort(rng.integers(-1, 4 + n // 4, n))     # some zones of one reader
+    stride = 4 * rng.integers(2, 7, n)
+    nrec = np.where(rng.random(n) < 0.3, 0, rng.integers(0, 40, n))   # empty readers and sections too
+    restore = np.where(rng.random(n) < 0.2, rng.integers(0, 60, n), -1)
+    limit = np.where(rng.random(n) < 0.5, 1 << 16, 400)
+    align = np.where(zone % 2 == 0, 256, 16)
+    a = fast.layout(zone, stride, nrec, restore, limit, align)
+    b = pure.layout(zone, stride, nrec, restore, limit, align)
+    assert all(np.array_equal(x, y) for x, y in zip(a[:4], b[:4])) and a[4] == b[4]
+
+
+def _plan_arrays(p) -> tuple:
+    return (p.replace.tolist(), p.bind.tolist(), p.sinst.tolist(), np.concatenate(p.remove or [[]]).tolist(),
+            [w.tolist() for w in p.args_words], [w.tolist() for w in p.perdraw_words],
+            {k: v for k, v in vars(p).items() if isinstance(v, int)})
+
+
+@pytest.mark.parametrize("kind", ["frame", "gpu-driven", "bundle", "quads"])
+def test_pure_and_compiled_plans_agree(kind: str) -> None:
+    _compiled()
+    s = generate(kind, 3000, seed=4)
+    t = track(s)
+    for target in ("d3d12", "xbox-one"):
+        assert _plan_arrays(plan_mdi(s, t, target=target, pure=True)) == \
+            _plan_arrays(plan_mdi(s, t, target=target, pure=False))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(streams(max_commands=60), st.sampled_from(["xbox-one", "d3d12"]), st.sampled_from([0, 2, 3]))
+def test_pure_and_compiled_plans_agree_on_random_streams(s: Stream, target: str, max_count: int) -> None:
+    _compiled()
+    try:
+        t = track(s)
+    except InputError:
+        assume(False)
+    assume(int(s.args[s.mask(*_MULTI), 0].sum()) <= MAX_ORACLE_RECORDS)
+    assert _plan_arrays(plan_mdi(s, t, target=target, max_count=max_count, pure=True)) == \
+        _plan_arrays(plan_mdi(s, t, target=target, max_count=max_count, pure=False))
+
+
+def test_stretch_plan_layout() -> None:
+    """The columnar plan of the one-array-per-stretch case: one bind before the first
+    batch, renumbered single draws as (command, column, record index) rows."""
+    s = _stretch_stream()
+    p = plan_mdi(s, track(s))
+    assert p.bind.shape == (1, 4) and p.bind[0, 1:].tolist() == [BY_NAME["SetGraphicsRootShaderResourceView"].code,
+                                                                  2, 0]
+    assert sorted(p.sinst[:, 2].tolist()) == [3, 9, 12] and p.renumbered_draws == 3

@@ -1,0 +1,221 @@
+"""Sequential loops of the ``mdi`` pass (``drawopt._mdi``).
+
+The model lives in :mod:`drawopt.passes.mdi`; this module only runs its three
+greedy loops. ``greedy``, ``indirect_groups`` and ``layout`` are the public
+wrappers (they fix dtypes and contiguity and allocate the outputs); the ``_``
+functions are the typed kernels, run without the GIL. The pure-Python twins are
+``drawopt.passes.mdi._greedy_py``, ``_indirect_groups_py`` and ``_layout_py``; the
+tests check that both give identical arrays.
+"""
+
+import numpy as np
+
+from libc.stdint cimport int64_t, uint8_t
+
+__all__ = ["greedy", "indirect_groups", "layout"]
+
+
+def greedy(values, new_run, limit):
+    """Group of each element: consecutive elements of one run (``new_run`` starts one)
+    whose ``values`` sum to at most their ``limit`` (a group holds at least one element).
+
+    Parameters
+    ----------
+    values, limit : int64[n]
+    new_run : uint8[n]
+
+    Returns
+    -------
+    gid : int64[n]
+        Group numbers from 0, in order.
+    """
+    cdef const int64_t[::1] v = np.ascontiguousarray(values, dtype=np.int64)
+    cdef const uint8_t[::1] nr = np.ascontiguousarray(new_run, dtype=np.uint8)
+    cdef const int64_t[::1] lim = np.ascontiguousarray(limit, dtype=np.int64)
+    cdef Py_ssize_t n = v.shape[0]
+    if nr.shape[0] != n or lim.shape[0] != n:
+        raise ValueError("greedy: values, new_run and limit must have one length")
+    gid = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] g = gid
+    with nogil:
+        _greedy(v, nr, lim, g)
+    return gid
+
+
+cdef void _greedy(const int64_t[::1] v, const uint8_t[::1] nr, const int64_t[::1] lim,
+                  int64_t[::1] gid) noexcept nogil:
+    cdef Py_ssize_t i, n = v.shape[0]
+    cdef int64_t g = -1, total = 0
+    for i in range(n):
+        if i == 0 or nr[i] or total + v[i] > lim[i]:
+            g += 1
+            total = 0
+        total += v[i]
+        gid[i] = g
+
+
+def indirect_groups(cnt, buf, off, stride, new_run, int64_t rec, int64_t limit):
+    """Greedy groups of consecutive indirect draws of one run reading one args buffer at
+    ``O, O+S, O+2S, ...`` (at most ``limit`` records; S a multiple of 4, at least ``rec``).
+
+    Parameters
+    ----------
+    cnt, buf, off, stride : int64[n]
+        Each draw's records, args buffer, offset and own stride (a single indirect draw:
+        count 1, stride -1).
+    new_run : uint8[n]
+        A run starts here (groups never cross runs).
+
+    Returns
+    -------
+    gid : int64[n]
+        Group of each draw (from 0, in order).
+    gstride : int64[groups]
+        Stride S of each group (-1: not fixed, a one-draw group).
+    """
+    cdef const int64_t[::1] c = np.ascontiguousarray(cnt, dtype=np.int64)
+    cdef const int64_t[::1] b = np.ascontiguousarray(buf, dtype=np.int64)
+    cdef const int64_t[::1] o = np.ascontiguousarray(off, dtype=np.int64)
+    cdef const int64_t[::1] s = np.ascontiguousarray(stride, dtype=np.int64)
+    cdef const uint8_t[::1] nr = np.ascontiguousarray(new_run, dtype=np.uint8)
+    cdef Py_ssize_t n = c.shape[0]
+    if b.shape[0] != n or o.shape[0] != n or s.shape[0] != n or nr.shape[0] != n:
+        raise ValueError("indirect_groups: all columns must have one length")
+    gid = np.empty(n, dtype=np.int64)
+    gstride = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] g = gid
+    cdef int64_t[::1] gs = gstride
+    cdef Py_ssize_t ng
+    with nogil:
+        ng = _indirect_groups(c, b, o, s, nr, rec, limit, g, gs)
+    return gid, gstride[:ng].copy()
+
+
+cdef Py_ssize_t _indirect_groups(const int64_t[::1] cnt, const int64_t[::1] buf, const int64_t[::1] off,
+                                 const int64_t[::1] st, const uint8_t[::1] nr, int64_t rec, int64_t limit,
+                                 int64_t[::1] gid, int64_t[::1] gstride) noexcept nogil:
+    cdef Py_ssize_t i, n = cnt.shape[0]
+    cdef Py_ssize_t g = -1
+    cdef int64_t g_buf = 0, g_off = 0, g_n = 0, g_stride = -1, want, c
+    cdef bint ok
+    for i in range(n):
+        c = cnt[i]
+        ok = False
+        if i > 0 and not nr[i] and buf[i] == g_buf and g_n + c <= limit:
+            want = off[i] - g_off
+            if g_stride < 0:  # stride not fixed yet: the group is one single draw
+                ok = want >= rec and want % 4 == 0 and (c == 1 or st[i] == want)
+                if ok:
+                    g_stride = want
+            elif g_stride == 0:
+                ok = want == 0 and (c == 1 or st[i] == 0)
+            else:  # want == g_n * g_stride, without overflowing
+                ok = want % g_stride == 0 and want / g_stride == g_n and (c == 1 or st[i] == g_stride)
+        if ok:
+            g_n += c
+        else:
+            if g >= 0:
+                gstride[g] = g_stride
+            g += 1
+            g_buf = buf[i]
+            g_off = off[i]
+            g_n = c
+            g_stride = st[i] if c > 1 else -1
+        gid[i] = g
+    if g >= 0:
+        gstride[g] = g_stride
+    return g + 1
+
+
+def layout(zone, stride, nrec, restore, limit, align):
+    """Lay out the per-draw array sections of readers sorted by zone.
+
+    Parameters
+    ----------
+    zone, stride, nrec, restore, limit, align : int64[u]
+        Each reader's zone, record stride (bytes), records, index its records must sit at
+        (-1: the first multiple of its stride not yet used), most bytes one binding
+        addresses, and the buffer alignment of a section it starts.
+
+    Returns
+    -------
+    idx, section : int64[u]
+        Each reader's first record index in its section, and that section.
+    first, offset : int64[sections]
+        Each section's first reader and byte offset in the buffer.
+    total : int
+        The buffer's size in bytes (each section at least 4 bytes).
+    """
+    cdef const int64_t[::1] z = np.ascontiguousarray(zone, dtype=np.int64)
+    cdef const int64_t[::1] s = np.ascontiguousarray(stride, dtype=np.int64)
+    cdef const int64_t[::1] n = np.ascontiguousarray(nrec, dtype=np.int64)
+    cdef const int64_t[::1] rs = np.ascontiguousarray(restore, dtype=np.int64)
+    cdef const int64_t[::1] lim = np.ascontiguousarray(limit, dtype=np.int64)
+    cdef const int64_t[::1] al = np.ascontiguousarray(align, dtype=np.int64)
+    cdef Py_ssize_t u = z.shape[0]
+    if s.shape[0] != u or n.shape[0] != u or rs.shape[0] != u or lim.shape[0] != u or al.shape[0] != u:
+        raise ValueError("layout: all columns must have one length")
+    idx = np.empty(u, dtype=np.int64)
+    sec = np.empty(u, dtype=np.int64)
+    first = np.empty(u, dtype=np.int64)
+    offset = np.empty(u, dtype=np.int64)
+    cdef int64_t[::1] iv = idx
+    cdef int64_t[::1] sv = sec
+    cdef int64_t[::1] fv = first
+    cdef int64_t[::1] ov = offset
+    cdef Py_ssize_t ns
+    cdef int64_t total = 0
+    with nogil:
+        ns = _layout(z, s, n, rs, lim, al, iv, sv, fv, ov, &total)
+    return idx, sec, first[:ns].copy(), offset[:ns].copy(), int(total)
+
+
+cdef inline int64_t _close(Py_ssize_t ns, int64_t nbytes, int64_t total, const int64_t[::1] align,
+                           int64_t[::1] first, int64_t[::1] offset) noexcept nogil:
+    """Place open section ``ns - 1`` (``nbytes`` long) after ``total`` bytes: the new total."""
+    cdef int64_t a = align[first[ns - 1]]
+    cdef int64_t at = ((total + a - 1) // a) * a
+    offset[ns - 1] = at
+    return at + (nbytes if nbytes > 4 else 4)
+
+
+cdef Py_ssize_t _layout(const int64_t[::1] zone, const int64_t[::1] stride, const int64_t[::1] nrec,
+                        const int64_t[::1] restore, const int64_t[::1] limit, const int64_t[::1] align,
+                        int64_t[::1] idx, int64_t[::1] sec, int64_t[::1] first, int64_t[::1] offset,
+                        int64_t* total) noexcept nogil:
+    cdef Py_ssize_t u, n = zone.shape[0]
+    cdef Py_ssize_t ns = 0
+    cdef int64_t nbytes = 0, i, s, t = 0
+    cdef bint is_open = False
+    for u in range(n):
+        if u > 0 and zone[u] != zone[u - 1]:
+            if is_open:
+                t = _close(ns, nbytes, t, align, first, offset)
+                is_open = False
+            nbytes = 0
+        s = stride[u]
+        if restore[u] >= 0:
+            i = restore[u]
+            if i * s < nbytes or (i + nrec[u]) * s > limit[u]:
+                if is_open:
+                    t = _close(ns, nbytes, t, align, first, offset)
+                    is_open = False
+                nbytes = 0
+        else:
+            i = (nbytes + s - 1) // s
+            if is_open and (i + nrec[u]) * s > limit[u]:
+                t = _close(ns, nbytes, t, align, first, offset)
+                is_open = False
+                nbytes = 0
+                i = 0
+        if not is_open:
+            first[ns] = u
+            ns += 1
+            is_open = True
+        idx[u] = i
+        sec[u] = ns - 1
+        nbytes = (i + nrec[u]) * s
+    if is_open:
+        t = _close(ns, nbytes, t, align, first, offset)
+    total[0] = t
+    return ns
