@@ -58,10 +58,9 @@ inserts the sequence after it.
 
 from __future__ import annotations
 
-__all__ = ["FlushPass", "FlushPlan", "plan_flushes", "index_rebinds", "splice"]
+__all__ = ["FlushPass", "FlushPlan", "plan_flushes", "index_rebinds"]
 
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -82,14 +81,13 @@ from drawopt.analysis.flushrules import (
 from drawopt.analysis.state import IB, OBS_DRAW, Scan, scan
 from drawopt.ir.decls import Buffer
 from drawopt.ir.ops import BY_NAME, INDEXED_DRAW_OPS
-from drawopt.ir.stream import CommandBuffer, Stream, concat
+from drawopt.ir.stream import Encoded, Stream, splice
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
 
 _IA = BY_NAME["IASetIndexBuffer"].code
 _DX = BY_NAME["DrawIndexedX"].code
 _INDEXED = np.array(sorted(INDEXED_DRAW_OPS), np.uint16)
 
-Encoded = tuple[int, Sequence[int], Sequence[int]]
 """A new command: ``(opcode, fixed args, variadic args)``."""
 
 
@@ -323,32 +321,6 @@ def _insert(plan: FlushPlan, at: int, steps: list[FlushStep]) -> None:
     plan.inserts.setdefault(at, []).extend(steps)
 
 
-# --------------------------------------------------------------------------- splicing
-def splice(stream: Stream, inserts: Mapping[int, Sequence[Encoded]], drops: Sequence[int] | np.ndarray = ()) -> Stream:
-    """``stream`` with new commands inserted before the given indices and ``drops`` removed.
-
-    ``inserts[i]``: commands to place before command ``i`` (``len(stream)``: at the
-    end), in order. Vectorised: the new commands are built once and merged in with
-    one stable sort.
-    """
-    n = len(stream)
-    keep = np.ones(n, bool)
-    if len(drops):
-        keep[np.asarray(drops, np.int64)] = False
-    cb = CommandBuffer()
-    at: list[int] = []
-    for pos in sorted(inserts):
-        for code, a, v in inserts[pos]:
-            cb.append(code, a, v)
-            at.append(pos)
-    if not len(cb):
-        return stream if keep.all() else stream.take(np.flatnonzero(keep))
-    new = cb.build(stream.header, stream.decls, stream.strings)
-    both = concat([stream, new], stream.header, stream.decls, stream.strings)
-    key = np.concatenate([2 * np.arange(n, dtype=np.int64) + 1, 2 * np.asarray(at, np.int64)])
-    order = np.argsort(key, kind="stable")
-    order = order[(order >= n) | keep[np.minimum(order, n - 1)]] if n else order
-    return both.take(order)
 
 
 # --------------------------------------------------------------------------- the pass

@@ -126,7 +126,6 @@ from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import numpy as np
-from drawopt.passes.flush import splice
 
 from drawopt._accel import load_cext
 from drawopt.analysis.access import gpu_writes
@@ -136,7 +135,7 @@ from drawopt.analysis.mergeclass import fence_mask
 from drawopt.analysis.state import MASKED, NSLOTS, OBS_DRAW, ROOT0, UNDEFINED, StateTable, intern_rows
 from drawopt.ir.decls import Buffer, Decls, Pipeline, RootSig, lift_items, resolve_lift
 from drawopt.ir.ops import BY_NAME
-from drawopt.ir.stream import ARGS_SIZE, FLAG_NOMERGE, Stream
+from drawopt.ir.stream import ARGS_SIZE, FLAG_NOMERGE, Stream, splice
 from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
 
 _DI = BY_NAME["DrawInstanced"].code

@@ -64,7 +64,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-from drawopt.passes.flush import splice
 
 from drawopt.analysis.access import may_gpu_write
 from drawopt.analysis.costmodel import weld_pays_off
@@ -73,7 +72,7 @@ from drawopt.analysis.state import PIPELINE, TOPOLOGY, VB, StateTable
 from drawopt.errors import UsageError
 from drawopt.ir.decls import Buffer, Pipeline
 from drawopt.ir.ops import BY_NAME, COL_PIPELINE, INDEXED_DRAW_OPS, U32_MAX, Op
-from drawopt.ir.stream import FLAG_NOMERGE, Stream
+from drawopt.ir.stream import FLAG_NOMERGE, Stream, splice
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
 
 _DI = BY_NAME["DrawInstanced"].code

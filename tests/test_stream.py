@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import streams
 
 from drawopt.ir.decls import Buffer, Decls, Pipeline, RootParam, View, decl_from_json, decl_to_json, parse_contract
 from drawopt.ir.ops import BY_CODE, BY_NAME, NARGS, OPS, Cat
@@ -217,3 +220,44 @@ def test_lift_lists_are_checked_when_a_pipeline_is_declared() -> None:
     assert "bad" not in d and "noroot" not in d and "far" not in d and "ok" in d
     with pytest.raises(ValueError, match="clause 'x' given twice"):   # which one would the error be in?
         Pipeline("twice", vs="v", root="rs", contract="x(vertex_bits=16,lift=1.0),x(vertex_bits=16,lift=9)")
+
+
+def _splice_by_sort(stream: Stream, inserts, drops=()) -> Stream:
+    """The definition of ``splice``: the new commands appended, then everything ordered by
+    (position, new before old) with the dropped commands left out."""
+    from drawopt.ir.stream import CommandBuffer
+
+    n = len(stream)
+    keep = np.ones(n, bool)
+    keep[np.asarray(drops, np.int64)] = False
+    cb, at = CommandBuffer(), []
+    for pos in sorted(inserts):
+        for code, a, v in inserts[pos]:
+            cb.append(code, a, v)
+            at.append(pos)
+    both = concat([stream, cb.build(stream.header, stream.decls, stream.strings)], stream.header, stream.decls,
+                  stream.strings)
+    key = np.concatenate([2 * np.arange(n, dtype=np.int64) + 1, 2 * np.asarray(at, np.int64)])
+    order = np.argsort(key, kind="stable")
+    order = order[(order >= n) | keep[np.minimum(order, n - 1)]] if n else order
+    return both.take(order)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(streams(max_commands=30), st.data())
+def test_splice_scatters_what_sorting_would_give(s: Stream, data) -> None:
+    from drawopt.ir.formats import dumps
+    from drawopt.ir.stream import splice
+
+    n = len(s)
+    drops = data.draw(st.lists(st.integers(0, max(n - 1, 0)), max_size=n, unique=True)) if n else []
+    donors = list(range(n))
+    inserts: dict[int, list] = {}
+    for pos in data.draw(st.lists(st.integers(0, n), max_size=6)):
+        if donors:  # copies of existing commands (valid by construction), variadic tails included
+            i = data.draw(st.sampled_from(donors))
+            inserts.setdefault(pos, []).append((int(s.op[i]), s.args[i].tolist(), s.var(i).tolist()))
+    got, want = splice(s, inserts, drops), _splice_by_sort(s, inserts, drops)
+    assert dumps(got, "text") == dumps(want, "text")
+    assert (got.op == want.op).all() and (got.args == want.args).all() and (got.var_len == want.var_len).all()
+    assert (got.var_values() == want.var_values()).all() and (got.flags == want.flags).all()

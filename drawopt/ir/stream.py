@@ -21,10 +21,11 @@ from __future__ import annotations
 __all__ = [
     "Header", "Stream", "Command", "CommandBuffer", "Emitter", "StreamBuilder",
     "StreamCheckError", "FLAG_NOMERGE", "FLAG_NAMES", "ARGS_SIZE", "ragged_index", "REORDER_POLICIES",
+    "Encoded", "splice",
 ]
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -591,6 +592,60 @@ def concat(parts: Sequence[Stream], header: Header, decls: Decls, strings: list[
     return Stream(header, decls, np.concatenate([p.op for p in parts]),
                   np.concatenate([p.args for p in parts]), off, lens, np.concatenate(pools),
                   np.concatenate([p.flags for p in parts]), np.concatenate([p.line for p in parts]), strings)
+
+
+Encoded = tuple[int, Sequence[int], Sequence[int]]
+"""One command to insert: ``(opcode, fixed args, variadic values)``."""
+
+
+def splice(stream: Stream, inserts: Mapping[int, Sequence[Encoded]], drops: Sequence[int] | np.ndarray = ()) -> Stream:
+    """``stream`` with new commands inserted before the given indices and ``drops`` removed:
+    the IR's one rewrite primitive (passes express their edits as inserts and drops).
+
+    ``inserts[i]``: commands to place before command ``i`` (``len(stream)``: at the end), in
+    order. Every column is written once: the kept commands and the new ones are scattered
+    straight to their output rows (no concatenation, no sort).
+
+    >>> from drawopt.ir.ops import Op
+    >>> b = StreamBuilder(); b.pipeline("p", vs="pull", ps="flat")
+    >>> b.SetPipelineState("p"); b.DrawInstanced(3, 1, 0, 0); b.DrawInstanced(6, 1, 0, 0)
+    >>> out = splice(b.build(), {2: [(int(Op.SetPipelineState), [0], [])]}, drops=[0])
+    >>> [c.name for c in out.commands()]
+    ['DrawInstanced', 'SetPipelineState', 'DrawInstanced']
+    """
+    n = len(stream)
+    keep = np.ones(n, bool)
+    if len(drops):
+        keep[np.asarray(drops, np.int64)] = False
+    cb = CommandBuffer()
+    at: list[int] = []
+    for pos in sorted(inserts):
+        for code, a, v in inserts[pos]:
+            cb.append(code, a, v)
+            at.append(pos)
+    if not len(cb):
+        return stream if keep.all() else stream.take(np.flatnonzero(keep))
+    new = cb.build(stream.header, stream.decls, stream.strings)
+    ins = np.asarray(at, np.int64)
+    kept = np.flatnonzero(keep)
+    # output row of every kept command (after the inserts at or before it) and of every new one
+    row_old = np.arange(kept.size, dtype=np.int64) + np.searchsorted(ins, kept, "right")
+    row_new = np.searchsorted(kept, ins, "left") + np.arange(ins.size, dtype=np.int64)
+    total = kept.size + ins.size
+
+    def scatter(old: np.ndarray, added: np.ndarray) -> np.ndarray:
+        out = np.empty((total, *old.shape[1:]), old.dtype)
+        out[row_old] = old[kept]
+        out[row_new] = added
+        return out
+
+    lens = scatter(stream.var_len, new.var_len.astype(stream.var_len.dtype))
+    src_off = scatter(stream.var_off, new.var_off + stream.pool.shape[0])
+    off = np.zeros(total, np.int64)
+    np.cumsum(lens[:-1].astype(np.int64), out=off[1:])
+    pool = np.concatenate([stream.pool, new.pool])[ragged_index(src_off, lens)]
+    return Stream(stream.header, stream.decls, scatter(stream.op, new.op), scatter(stream.args, new.args), off,
+                  lens, pool, scatter(stream.flags, new.flags), scatter(stream.line, new.line), stream.strings)
 
 
 class StreamBuilder:
