@@ -19,9 +19,11 @@ from __future__ import annotations
 __all__ = [
     "BAD_INPUT", "FORMATS", "Plan", "plans_for", "value_index_of_check_arg", "header_from_json",
     "header_to_json", "check_decl_tokens", "token_ok", "suggest", "opaque_text_error", "Fallback",
+    "command_block", "printer_table",
 ]
 
 import difflib
+import json
 import struct
 import zipfile
 import zlib
@@ -30,8 +32,8 @@ from typing import Any
 
 from drawopt.ir import codec
 from drawopt.ir.decls import Decl, Decls, Pipeline, format_contract
-from drawopt.ir.ops import BY_NAME, OPS, Arg, OpSpec
-from drawopt.ir.stream import Header
+from drawopt.ir.ops import BY_NAME, MAX_OPCODE, OPS, Arg, OpSpec
+from drawopt.ir.stream import FLAG_NAMES, Header, Stream
 
 FORMATS = ("text", "json", "npz")
 
@@ -249,3 +251,45 @@ def _conv(a: Arg, decls: Decls, json_mode: bool) -> Callable[[Any], int]:
 
 
 OPAQUE = BY_NAME["Opaque"]
+
+
+# ---------------------------------------------------------------------------- compiled printing
+def command_block(s: Stream, printer: Any, py_line, prefix: str, suffix: str, last_suffix: str) -> str:
+    """The command lines of ``s`` printed by ``printer`` (a ``drawopt._text.CommandPrinter``),
+    with ``py_line(s, i)`` printing each command it stops at; every line gets ``prefix`` and
+    ``suffix`` (``last_suffix`` after the last one)."""
+    n = len(s)
+    parts = []
+    op, args, var_off, var_len, pool, flags = s.op, s.args, s.var_off, s.var_len, s.pool, s.flags
+    i = 0
+    while i < n:
+        text, i = printer.format(op, args, var_off, var_len, pool, flags, i)
+        parts.append(text)
+        if i < n:
+            parts.append(prefix + py_line(s, i) + (suffix if i < n - 1 else last_suffix))
+            i += 1
+    return "".join(parts)
+
+
+def printer_table(names: list[str], json_mode: bool) -> tuple[list[Any], ...]:
+    """``(ops, refs, heap_names, flags)`` for ``drawopt._text.CommandPrinter``: the tokens the
+    Python printers write (``text._command_printer``, ``jsonfmt._json_printer``)."""
+    q = json.dumps if json_mode else str
+
+    def desc(j: int, a, hex_big: bool = False):
+        key = (json.dumps(a.name) + ": " if json_mode else a.name + "=").encode() if a.keyword else None
+        return (j, a.kind, a.default or 0, hex_big, tuple(q(v).encode() for v in a.values), key)
+
+    ops: list[Any] = [None] * (MAX_OPCODE + 1)
+    for sp in OPS:
+        if sp is OPAQUE:
+            continue
+        head = ("[" + json.dumps(sp.name)) if json_mode else sp.name
+        var = None
+        if sp.var is not None:
+            var = desc(-1, sp.var, hex_big=not json_mode and sp.name.endswith("32BitConstants"))
+        ops[sp.code] = (head.encode(), [desc(j, a) for j, a in enumerate(sp.args) if not a.keyword],
+                        [desc(j, a) for j, a in enumerate(sp.args) if a.keyword], var)
+    flags = [(b, (json.dumps(f) if json_mode else "@" + f).encode()) for f, b in FLAG_NAMES.items()]
+    return ops, [q(n).encode() for n in names], [n.encode() for n in names], flags
+

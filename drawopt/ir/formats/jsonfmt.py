@@ -36,6 +36,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from drawopt._accel import load_cext
 from drawopt.errors import InputError
 from drawopt.ir import codec
 from drawopt.ir.decls import ContractError, Decls, decl_from_json, decl_to_json
@@ -43,10 +44,12 @@ from drawopt.ir.formats.common import (
     OPAQUE,
     Fallback,
     check_decl_tokens,
+    command_block,
     header_from_json,
     header_to_json,
     opaque_text_error,
     plans_for,
+    printer_table,
     suggest,
     value_index_of_check_arg,
 )
@@ -417,6 +420,22 @@ def _decl_json(d) -> str:
     return json.dumps(decl_to_json(d))
 
 
+def _json_line(printers, strings: list[str], code: int, row, vals, fl: int) -> str:
+    """One command array (the Python printer)."""
+    if code == _OPAQUE_CODE:
+        line = '["Opaque", ' + json.dumps(strings[row[0]])
+        if fl:
+            line += ', {"flags": [' + ", ".join(json.dumps(n) for n, b in FLAG_NAMES.items() if fl & b) + "]}"
+        return line + "]"
+    return printers[code](row, vals, fl)
+
+
+def _py_json_line(printers, s: Stream, i: int) -> str:
+    o, ln = int(s.var_off[i]), int(s.var_len[i])
+    return _json_line(printers, s.strings, int(s.op[i]), s.args[i].tolist(),
+                      s.pool[o:o + ln].tolist() if ln else (), int(s.flags[i]))
+
+
 def dumps_json(s: Stream) -> str:
     """The JSON text of ``s``: one declaration and one command per line."""
     out = ['{"drawopt": 1,', f' "header": {json.dumps(header_to_json(s.header))},']
@@ -429,19 +448,20 @@ def dumps_json(s: Stream) -> str:
         out.append(' "decls": [],')
     names = [d.name for d in s.decls]
     printers = {sp.code: _json_printer(sp, names) for sp in OPS if sp is not OPAQUE}
+    kern = load_cext("_text")
+    if kern is not None and len(s):
+        ops, refs, heaps, flags = printer_table(names, json_mode=True)
+        printer = kern.CommandPrinter(ops, refs, heaps, (b"false", b"true"), flags, _f32_json, True, b'"', b"  ",
+                                      b",\n", b"\n")
+        out.append(' "commands": [')
+        return "\n".join(out) + "\n" + command_block(s, printer, lambda s_, i: _py_json_line(printers, s_, i),
+                                                      "  ", ",\n", "\n") + " ]}\n"
     ops, rows, offs, lens = s.op.tolist(), s.args.tolist(), s.var_off.tolist(), s.var_len.tolist()
     pool, fls = s.pool.tolist(), s.flags.tolist()
     lines = []
     for i in range(len(s)):
-        code, fl = ops[i], fls[i]
-        if code == _OPAQUE_CODE:
-            line = '["Opaque", ' + json.dumps(s.strings[rows[i][0]])
-            if fl:
-                line += ', {"flags": [' + ", ".join(json.dumps(n) for n, b in FLAG_NAMES.items() if fl & b) + "]}"
-            lines.append(line + "]")
-            continue
         o, ln = offs[i], lens[i]
-        lines.append(printers[code](rows[i], pool[o:o + ln] if ln else (), fl))
+        lines.append(_json_line(printers, s.strings, ops[i], rows[i], pool[o:o + ln] if ln else (), fls[i]))
     if lines:
         out.append(' "commands": [')
         out += ["  " + x + "," for x in lines[:-1]] + ["  " + lines[-1]]
@@ -450,4 +470,3 @@ def dumps_json(s: Stream) -> str:
         out.append(' "commands": []}')
     out.append("")
     return "\n".join(out)
-

@@ -7,10 +7,13 @@ command per line (``Name positional... key=value... @flag...``); ``#`` starts a
 comment. The printer is deterministic and canonical: ``dumps(loads(t))`` is a
 fixed point.
 
-The reader is built for large frames: lines are split with ``str.split``, each
-command goes through a per-command fast encoder (:class:`~.common.Plan`), and
-only unusual lines (keywords, flags, errors) take the reference path through
-:func:`drawopt.ir.stream.encode_command`.
+The reader and the printer are built for large frames. The compiled kernels of
+``drawopt._text`` (``cext/_text.pyx``) read and print the common lines; their
+pure twins here are :class:`_PureScanner` (``str.split`` and a per-command fast
+encoder, :class:`~.common.Plan`) and the Python printers. Every line a kernel or
+a twin declines -- declarations, ``Opaque``, unusual token forms, every error --
+takes the reference path through :func:`drawopt.ir.stream.encode_command`,
+which also writes the error messages. ``DRAWOPT_PURE=1`` selects the twins.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from drawopt._accel import load_cext
 from drawopt.errors import InputError
 from drawopt.ir import codec
 from drawopt.ir.decls import (
@@ -50,9 +54,11 @@ from drawopt.ir.formats.common import (
     OPAQUE,
     Fallback,
     check_decl_tokens,
+    command_block,
     header_text,
     opaque_text_error,
     plans_for,
+    printer_table,
     suggest,
     token_ok,
     value_index_of_check_arg,
@@ -96,16 +102,136 @@ def _strip_comment(raw: str) -> str:
     return raw if h < 0 else raw[:h]
 
 
+class _PureScanner:
+    """Pure-Python twin of ``drawopt._text.TextScanner``: reads the lines a :class:`~.common.Plan`
+    encodes and hands every other one to the reader (same methods, same columns)."""
+
+    def __init__(self, lines: list[str], plans: dict[str, Any]):
+        self.lines, self.plans = lines, plans
+        self.next = 0
+        self.ready = False
+        self.op: list[int] = []
+        self.args: list[int] = []
+        self.pool: list[int] = []
+        self.var_len: list[int] = []
+        self.flags: list[int] = []
+        self.line: list[int] = []
+        self.words: dict[int, list[int]] = {}   # buffer decl index -> data words
+
+    def scan(self) -> tuple[int, str] | None:
+        """Consume lines up to the next one the reader must handle: ``(lineno, text)`` or None."""
+        lines, plans = self.lines, self.plans
+        op, args, pool, var_len, flags, line = self.op, self.args, self.pool, self.var_len, self.flags, self.line
+        ready = self.ready
+        i, n = self.next, len(lines)
+        while i < n:
+            raw = lines[i]
+            i += 1
+            h = raw.find("#")
+            toks = (raw if h < 0 else raw[:h]).split()
+            if not toks:
+                continue
+            plan = plans.get(toks[0])
+            if plan is not None and ready:
+                try:
+                    row, var = plan.encode(toks[1:])
+                except _FAST_FAIL:
+                    pass
+                else:
+                    op.append(plan.code)
+                    args += row
+                    if var:
+                        pool += var
+                    var_len.append(len(var))
+                    flags.append(0)
+                    line.append(i)
+                    continue
+            self.next = i
+            return i, raw
+        self.next = i
+        return None
+
+    def declared(self, name: bytes, index: int, kind_bit: int, size: int) -> None:
+        """The plans look declarations up in ``Decls`` itself."""
+
+    def add(self, code: int, row: list[int], var: list[int], fl: int, lineno: int) -> None:
+        self.op.append(code)
+        self.args += row
+        if var:
+            self.pool += var
+        self.var_len.append(len(var))
+        self.flags.append(fl)
+        self.line.append(lineno)
+
+    def data_have(self, di: int) -> int:
+        return len(self.words.get(di, ()))
+
+    def data_add(self, di: int, words: list[int]) -> None:
+        self.words.setdefault(di, []).extend(words)
+
+    def finish(self):
+        n = len(self.op)
+        lens = np.array(self.var_len, dtype=np.int32)
+        off = np.zeros(n, np.int64)
+        if n:
+            np.cumsum(lens[:-1], out=off[1:])
+        data = {di: np.array(w, dtype=np.uint32) for di, w in self.words.items()}
+        return (np.array(self.op, np.uint16), np.array(self.args, dtype=np.int64).reshape(n, NARGS), off, lens,
+                np.array(self.pool, dtype=np.int64), np.array(self.flags, np.uint8), np.array(self.line, np.int32),
+                data)
+
+
+_KIND_BIT = {k: 1 << i for i, k in enumerate(("buffer", "texture", "target", "depth", "heap", "view", "rootsig",
+                                             "pipeline"))}
+
+
+@lru_cache(maxsize=1)
+def _scanner_ops() -> list[tuple[Any, ...]]:
+    """The commands as ``drawopt._text.TextScanner`` reads them, filled the way
+    :func:`~drawopt.ir.stream.encode_command` fills them (positional slots, keywords, defaults)."""
+    def desc(a, keyword: bool):
+        mask = 0
+        for k in (a.ref if a.kind == "ref" else ("heap",) if a.kind == "heapref" else ()):
+            mask |= _KIND_BIT[k]
+        return (a.kind, mask, tuple(v.encode() for v in a.values), a.name.encode() if keyword else None)
+
+    out = []
+    for sp in OPS:
+        if sp is OPAQUE:
+            continue
+        positional = [j for j, a in enumerate(sp.args) if not a.keyword]
+        nreq = sum(1 for j in positional if not sp.args[j].optional)
+        slots = positional[:nreq] if sp.var is not None else positional
+        out.append((sp.code, sp.name.encode(), nreq, slots, [j for j, a in enumerate(sp.args) if a.keyword],
+                    [desc(a, a.keyword) for a in sp.args], desc(sp.var, False) if sp.var is not None else None,
+                    sp.var_min, sp.var_max,
+                    [a.default if a.optional else 0 for a in sp.args] + [0] * (NARGS - len(sp.args))))
+    return out
+
+
 class _Reader:
     def __init__(self, text: str, file: str):
         self.file = file
-        self.lines = text.split("\n")
+        self.text = text
+        self._lines: list[str] | None = None
         self.decls = Decls()
         self.strings: list[str] = []
         self.string_ix: dict[str, int] = {}
         self.header: Header | None = None
-        self.words: dict[int, list[int]] = {}   # buffer decl index -> data words
         self.plans = plans_for(self.decls, json_mode=False)
+        kern = load_cext("_text")
+        if kern is not None:
+            self.sc = kern.TextScanner(text.encode("utf-8", "surrogatepass"), _scanner_ops(),
+                                       [(f.encode(), b) for f, b in FLAG_NAMES.items()], _KIND_BIT["buffer"])
+        else:
+            self.sc = _PureScanner(self.lines, self.plans)
+
+    @property
+    def lines(self) -> list[str]:
+        """The source lines (split when first needed: errors, the pure scanner)."""
+        if self._lines is None:
+            self._lines = self.text.split("\n")
+        return self._lines
 
     # ------------------------------------------------------------------ errors
     def fail(self, message: str, lineno: int, tok: int = 0, offset: int = 0) -> NoReturn:
@@ -116,48 +242,35 @@ class _Reader:
 
     # ------------------------------------------------------------------ main loop
     def read(self) -> Stream:
+        sc = self.sc
         plans = self.plans
-        op: list[int] = []
-        args: list[int] = []
-        pool: list[int] = []
-        var_len: list[int] = []
-        flags: list[int] = []
-        line: list[int] = []
-        pad = [0] * NARGS
-        for lineno, raw in enumerate(self.lines, 1):
+        pad = [0] * (NARGS - 1)
+        while True:
+            got = sc.scan()
+            if got is None:
+                break
+            lineno, raw = got
             h = raw.find("#")
             toks = (raw if h < 0 else raw[:h]).split()
             if not toks:
                 continue
             name = toks[0]
-            plan = plans.get(name)
-            if plan is not None and self.header is not None:
-                try:
-                    row, var = plan.encode(toks[1:])
-                    fl = 0
-                except _FAST_FAIL:
-                    row, var, fl = self.slow_command(plan.spec, toks, lineno)
-                op.append(plan.code)
-                args += row
-                if var:
-                    pool += var
-                var_len.append(len(var))
-                flags.append(fl)
-                line.append(lineno)
-                continue
             if self.header is None:
                 if name != "drawopt":
                     self.fail("expected the header line 'drawopt 1 ...' before anything else", lineno)
                 self.header = self.read_header(toks, lineno)
+                sc.ready = True
                 continue
+            plan = plans.get(name)
+            if plan is not None:  # the scanner's fast path declined it
+                row, var, fl = self.slow_command(plan.spec, toks, lineno)
+                sc.add(plan.code, row, var, fl, lineno)
+                continue
+            ndecl = len(self.decls)
             try:
                 if name == "Opaque":
                     row, var, fl = self.opaque(raw, lineno)
-                    op.append(_OPAQUE_CODE)
-                    args += row + pad[1:]
-                    var_len.append(0)
-                    flags.append(fl)
-                    line.append(lineno)
+                    sc.add(_OPAQUE_CODE, row + pad, var, fl, lineno)
                 elif name == "data":
                     self.data(toks)
                 elif name in DECL_KEYWORDS:
@@ -168,21 +281,17 @@ class _Reader:
                     raise _LineError(_unknown_command(name))
             except _LineError as e:
                 self.fail(e.message, lineno, e.tok, e.offset)
+            for di in range(ndecl, len(self.decls)):
+                d = self.decls[di]
+                sc.declared(d.name.encode(), di, _KIND_BIT[d.kind], getattr(d, "size", 0))
         if self.header is None:
             raise InputError("empty stream: expected the header line 'drawopt 1 ...'", self.file,
                              max(len(self.lines), 1), 1)
-        for di, words in self.words.items():
+        op, args, off, lens, pool, flags, line, data = sc.finish()
+        for di, words in data.items():
             b = self.decls[di]
-            self.decls.replace(Buffer(b.name, b.size, b.cpu, np.array(words, dtype=np.uint32), b.frontend))
-        n = len(op)
-        lens = np.array(var_len, dtype=np.int32)
-        off = np.zeros(n, np.int64)
-        if n:
-            np.cumsum(lens[:-1], out=off[1:])
-        s = Stream(self.header, self.decls, np.array(op, np.uint16),
-                   np.array(args, dtype=np.int64).reshape(n, NARGS), off, lens,
-                   np.array(pool, dtype=np.int64), np.array(flags, np.uint8), np.array(line, np.int32),
-                   self.strings)
+            self.decls.replace(Buffer(b.name, b.size, b.cpu, words, b.frontend))
+        s = Stream(self.header, self.decls, op, args, off, lens, pool, flags, line, self.strings)
         try:
             s.check()
         except StreamCheckError as e:
@@ -304,12 +413,11 @@ class _Reader:
         if words and (min(words) < 0 or max(words) > 0xFFFFFFFF):
             i = next(i for i, w in enumerate(words) if not 0 <= w <= 0xFFFFFFFF)
             raise _LineError(f"data word {words[i]} is out of range (0..4294967295)", i + 2)
-        have = self.words.setdefault(di, [])
-        room = b.size // 4 - len(have)
+        room = b.size // 4 - self.sc.data_have(di)
         if len(words) > room:
             raise _LineError(f"data exceeds buffer '{name}' ({b.size} bytes = {b.size // 4} words)",
                              2 + max(room, 0))
-        have += words
+        self.sc.data_add(di, words)
 
     def declaration(self, toks: list[str]) -> None:
         kw = toks[0]
@@ -621,11 +729,10 @@ def _decl_lines(d: Decl) -> list[str]:
         rest = f"size={d.size}" + (" cpu" if d.cpu else "") + (" frontend" if d.frontend else "")
         out = [f"buffer   {d.name:<8} {rest}"]
         if d.data is not None:
-            words = [_word_tok(w) for w in d.data.tolist()]
-            if not words:
+            if not d.data.size:
                 out.append(f"data     {d.name}")
-            for i in range(0, len(words), _WORDS_PER_LINE):
-                out.append(f"data     {d.name:<8} " + " ".join(words[i:i + _WORDS_PER_LINE]))
+            else:
+                out.append(_data_lines(f"data     {d.name:<8} ", d.data))
         return out
     if isinstance(d, Texture):  # and Target, Depth
         return [f"{d.kind:<8} {d.name:<8} {d.width}x{d.height} {d.format}"]
@@ -675,6 +782,33 @@ def _pipeline_keys(p: Pipeline) -> str:
     return " ".join(parts)
 
 
+def _data_lines_py(prefix: str, words: np.ndarray) -> str:
+    """The ``data`` lines of ``words``, ``_WORDS_PER_LINE`` a line, without the last newline."""
+    toks = [_word_tok(w) for w in words.tolist()]
+    return "\n".join(prefix + " ".join(toks[i:i + _WORDS_PER_LINE]) for i in range(0, len(toks), _WORDS_PER_LINE))
+
+
+def _data_lines(prefix: str, words: np.ndarray) -> str:
+    kern = load_cext("_text")
+    if kern is None:
+        return _data_lines_py(prefix, words)
+    return kern.format_words(prefix.encode(), words, _WORDS_PER_LINE)[:-1]
+
+
+def _text_line(printers, strings: list[str], code: int, row, vals, fl: int) -> str:
+    """One command line (the Python printer)."""
+    if code == _OPAQUE_CODE:
+        return _opaque_line(strings[row[0]], fl)
+    line = printers[code](row, vals)
+    return line + _flag_suffix(fl) if fl else line
+
+
+def _py_text_line(printers, s: Stream, i: int) -> str:
+    o, ln = int(s.var_off[i]), int(s.var_len[i])
+    return _text_line(printers, s.strings, int(s.op[i]), s.args[i].tolist(),
+                      s.pool[o:o + ln].tolist() if ln else (), int(s.flags[i]))
+
+
 def dumps_text(s: Stream) -> str:
     """The canonical ``.dstream`` text of ``s`` (header, declarations, a blank line, commands)."""
     h = s.header
@@ -684,6 +818,15 @@ def dumps_text(s: Stream) -> str:
     names = [d.name for d in s.decls]
     printers = {sp.code: _command_printer(sp, names) for sp in OPS if sp.name != "Opaque"}
     n = len(s)
+    kern = load_cext("_text")
+    if kern is not None:
+        head = "\n".join(out) + "\n"
+        if not n:
+            return head
+        ops, refs, heaps, flags = printer_table(names, json_mode=False)
+        printer = kern.CommandPrinter(ops, refs, heaps, (b"FALSE", b"TRUE"), flags, _f32, False, b"", b"", b"\n",
+                                      b"\n")
+        return head + "\n" + command_block(s, printer, lambda s_, i: _py_text_line(printers, s_, i), "", "\n", "\n")
     if n:
         out.append("")
     ops = s.op.tolist()
@@ -694,15 +837,7 @@ def dumps_text(s: Stream) -> str:
     fls = s.flags.tolist()
     strings = s.strings
     for i in range(n):
-        code = ops[i]
-        fl = fls[i]
-        if code == _OPAQUE_CODE:
-            out.append(_opaque_line(strings[rows[i][0]], fl))
-            continue
-        ln = lens[i]
-        o = offs[i]
-        line = printers[code](rows[i], pool[o:o + ln] if ln else ())
-        out.append(line + _flag_suffix(fl) if fl else line)
+        o, ln = offs[i], lens[i]
+        out.append(_text_line(printers, strings, ops[i], rows[i], pool[o:o + ln] if ln else (), fls[i]))
     out.append("")
     return "\n".join(out)
-
