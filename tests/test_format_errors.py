@@ -80,13 +80,31 @@ TEXT_CASES = [
 ]
 
 
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
 @pytest.mark.parametrize("src,prefix,message", [c[1:] for c in TEXT_CASES], ids=[c[0] for c in TEXT_CASES])
-def test_text_errors(src: str, prefix: str, message: str) -> None:
+def test_text_errors(monkeypatch, src: str, prefix: str, message: str, pure: bool) -> None:
+    """Each error on both reader paths (the drawopt._text kernel and its pure twin)."""
+    monkeypatch.setenv("DRAWOPT_PURE", "1" if pure else "0")
     with pytest.raises(InputError) as ei:
         loads(src, file="t.dstream")
     text = str(ei.value)
     assert text.startswith(prefix), text
     assert ": error: " in text and message in text, text
+
+
+@pytest.mark.parametrize("variant", [lambda t: t.replace("\n", "\r\n"), lambda t: t.replace(" ", "\t"),
+                                     lambda t: t.replace("\n", " # c\n"), lambda t: t.replace(" ", " \x1c ")],
+                         ids=["crlf", "tabs", "comments", "separators"])
+def test_text_errors_agree_on_both_paths(monkeypatch, variant) -> None:
+    """Variants of every case (line ends, separators, comments) give one message on both paths."""
+    for _, src, _, _ in TEXT_CASES:
+        got = []
+        for pure in ("0", "1"):
+            monkeypatch.setenv("DRAWOPT_PURE", pure)
+            with pytest.raises(InputError) as ei:
+                loads(variant(src), file="t.dstream")
+            got.append(str(ei.value))
+        assert got[0] == got[1], src
 
 
 def test_text_bad_utf8_is_located() -> None:

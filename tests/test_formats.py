@@ -5,10 +5,12 @@ from __future__ import annotations
 import io
 import json
 import os
+import random
 import re
 import stat
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import jsonschema
@@ -16,6 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from drawopt._accel import load_cext
 from drawopt.errors import InputError, UsageError
 from drawopt.ir import formats
 from drawopt.ir.codec import f32_bits
@@ -417,3 +420,226 @@ def test_parse_and_print_100k_draws() -> None:
     out = dumps(s)
     assert len(s) == 400_003 and out.count("\n") == 400_000 + 11 + 1
 
+
+
+# ---------------------------------------------------------------------------- compiled kernels vs pure twins
+# drawopt._text (cext/_text.pyx) reads the common .dstream lines and prints text and JSON commands; its
+# pure twins (text._PureScanner, the Python printers) are the previous implementation. Every stream,
+# byte and error message must be the same on both paths.
+HAS_TEXT_CEXT = load_cext("_text", pure=False) is not None
+needs_cext = pytest.mark.skipif(not HAS_TEXT_CEXT, reason="drawopt._text not built")
+GOLDEN_FILES = sorted((ROOT / "examples").glob("*.dstream")) + sorted((ROOT / "tests" / "golden").glob("*/*.dstream"))
+
+
+def _on_path(monkeypatch, pure: bool, fn, *args):
+    """``fn(*args)`` with the compiled kernels (pure=False) or the pure twins; an ``InputError``
+    comes back as its message."""
+    monkeypatch.setenv("DRAWOPT_PURE", "1" if pure else "0")
+    try:
+        return fn(*args)
+    except InputError as e:
+        return f"InputError: {e}"
+    finally:
+        monkeypatch.delenv("DRAWOPT_PURE")
+
+
+def _columns(s: Stream | str) -> object:
+    """Everything a read stream holds, source lines and pool layout included."""
+    if isinstance(s, str):
+        return s
+    data = [None if getattr(d, "data", None) is None else d.data.tolist() for d in s.decls]
+    return (s.header, list(s.decls), data, s.strings, s.op.dtype, s.args.dtype, s.pool.dtype,
+            *[a.tolist() for a in (s.op, s.args, s.var_off, s.var_len, s.pool, s.flags, s.line)])
+
+
+def _agree(monkeypatch, text: str, what: str) -> Stream | str:
+    """Read ``text`` on both paths and print the result in text and JSON on both: all must agree."""
+    got = [_on_path(monkeypatch, pure, loads, text) for pure in (False, True)]
+    assert _columns(got[0]) == _columns(got[1]), what
+    if isinstance(got[0], Stream):
+        for fmt in ("text", "json"):
+            a, b = (_on_path(monkeypatch, pure, dumps, got[0], fmt) for pure in (False, True))
+            assert a == b, (what, fmt)
+    return got[0]
+
+
+@needs_cext
+def test_compiled_and_pure_agree_on_examples_golden_files_and_generated(monkeypatch) -> None:
+    from drawopt.gen import KINDS, generate
+
+    assert GOLDEN_FILES
+    for p in GOLDEN_FILES:
+        text = p.read_text(encoding="utf-8")
+        s = _agree(monkeypatch, text, p.name)
+        assert isinstance(s, Stream), s
+        _agree(monkeypatch, dumps(s), p.name + " (printed)")
+        js = [_on_path(monkeypatch, pure, dumps, s, "json") for pure in (False, True)]
+        assert js[0] == js[1]
+        if p.name.endswith(".out.dstream"):  # written by the printer: its fixed point, byte for byte
+            assert _on_path(monkeypatch, False, dumps, s) == text, p
+    for kind in KINDS:
+        for seed in (1, 2):
+            s = generate(kind, 400, seed=seed)
+            text = _on_path(monkeypatch, True, dumps, s)
+            assert _on_path(monkeypatch, False, dumps, s) == text, kind
+            assert _columns(_agree(monkeypatch, text, kind)) == _columns(_on_path(monkeypatch, True, loads, text))
+
+
+@needs_cext
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(streams(max_commands=60))
+def test_compiled_and_pure_agree_on_random_streams(monkeypatch, s: Stream) -> None:
+    text = _on_path(monkeypatch, True, dumps, s)
+    assert _on_path(monkeypatch, False, dumps, s) == text
+    assert _on_path(monkeypatch, False, dumps, s, "json") == _on_path(monkeypatch, True, dumps, s, "json")
+    assert _agree(monkeypatch, text, "random") == s
+
+
+# tokens that probe every fast form and every way out of it
+_TRICKY = ("0", "1", "-1", "-0", "00", "01", "007", "1_0", "+3", "0x", "0x1F", "0X1f", "0xffffffff", "0x100000000",
+           "0x7fffffffffffffff", "0x8000000000000000", "0x00000000000000000001", "4294967295", "4294967296",
+           "2147483647", "2147483648", "-2147483648", "-2147483649", "9223372036854775807",
+           "9223372036854775808", "999999999999999999", "1000000000000000000", "0b1", "0o7", "1.5", "-0.0",
+           "1.", ".5", "1e5", "1E-3", "1e", "1e+", "3.4028235e38", "3.4028234e38", "1e39", "-1e39", "1e-46",
+           "inf", "nan", "-inf", "TRUE", "true", "FALSE", "false", "True", "2", "\u0663", "\uff11", "1\u00a0",
+           "vb", "ib", "p", "main", "res", "res[0]", "res[3]", "res[4]", "res[00]", "res[0]]", "res[]", "[0]",
+           "res[x]", "samp[0]", "nope", "nope[0]", "R16_UINT", "R32_UINT", "R8_UINT", "TRIANGLELIST",
+           "onchip", "null", "CS_PARTIAL_FLUSH", "DEFAULT", "COMMON", "RENDER_TARGET", "rt", "z",
+           "dest=0", "dest=2", "dest=64", "dest=", "dest=x", "vps=64", "pps=0x10", "ratio=0.5", "ratio=nan",
+           "lds=1", "foo=1", "=1", "@nomerge", "@nomerg", "@", "@nomerge=1", "#", "a#b", "\x00", "\x1c", "\x0b")
+_TRICKY_HEAD = ("drawopt 1\nbuffer ib size=100\nbuffer vb size=64 frontend\nheap res CBV_SRV_UAV 4\n"
+                "heap samp SAMPLER 2\nrootsig main constants(4)\npipeline p vs=v root=main\n"
+                "target rt 64x64 R8G8B8A8_UNORM\ndepth z 64x64 D32_FLOAT\ntexture tex 4x4 BC7_UNORM\n")
+
+
+_GOOD = {"u32": ("0", "1", "4", "36", "0x10", "65536", "4294967295"), "i32": ("-5", "0", "-2147483648", "2147483647"),
+         "u64": ("0", "4", "16"), "f32": ("0", "1", "0.5", "-0", "1e3", "0x3f800000", "1920", "0x7fc00000"),
+         "bool": ("TRUE", "FALSE", "true", "false", "0", "1"), "buffer": ("vb", "ib"), "pipeline": ("p",),
+         "rootsig": ("main",), "heap": ("res", "samp"), "target": ("rt",), "depth": ("z",), "texture": ("tex",),
+         "heapref": ("res[0]", "res[3]", "samp[1]")}
+
+
+def _token(rng: random.Random, a) -> str:
+    """A token for argument ``a``: mostly one of its good forms, sometimes a tricky one."""
+    if rng.random() < 0.12:
+        return rng.choice(_TRICKY)
+    if a.kind == "enum":
+        return rng.choice(a.values)
+    if a.kind == "ref":
+        kinds = ("buffer",) if "buffer" in a.ref and rng.random() < 0.8 else a.ref
+        return rng.choice(_GOOD[rng.choice(kinds)])
+    return rng.choice(_GOOD[a.kind])
+
+
+def _tricky_line(rng: random.Random) -> str:
+    sp = rng.choice([o for o in OPS if o.name != "Opaque"])
+    toks = [sp.name if rng.random() < 0.97 else rng.choice(("Data", "vb", "drawopt", "Opaque"))]
+    if rng.random() < 0.08:
+        toks = ["data", rng.choice(("vb", "vb", "ib", "res", "nope"))]
+        toks += [_token(rng, sp.args[0]) if sp.args and rng.random() < 0.3 else rng.choice(_GOOD["u32"])
+                 for _ in range(rng.randint(0, 17))]
+    else:
+        positional = [a for a in sp.args if not a.keyword]
+        keywords = [a for a in sp.args if a.keyword]
+        take = len(positional) if rng.random() < 0.85 else rng.randint(0, len(positional))
+        toks += [_token(rng, a) for a in positional[:take]]
+        if sp.var is not None:
+            k = rng.randint(sp.var_min, min(sp.var_max, 6)) if rng.random() < 0.9 else rng.randint(0, 70)
+            if sp.name.endswith("32BitConstants") and len(toks) > 2 and rng.random() < 0.9:
+                toks[2] = str(k)  # the count that matches
+            toks += [_token(rng, sp.var) for _ in range(k)]
+        for a in keywords:
+            if rng.random() < 0.4:
+                toks.insert(rng.randint(1, len(toks)), a.name + "=" + _token(rng, a))
+        if rng.random() < 0.15:
+            toks.insert(rng.randint(1, len(toks)), rng.choice(("@nomerge", "@nomerge", "@x", "foo=1")))
+        if rng.random() < 0.1:
+            toks.insert(rng.randint(1, len(toks)), rng.choice(_TRICKY))
+    sep = rng.choice((" ", " ", " ", "\t", "  ", "\r", "\x0c", "\x1f", "\u00a0"))
+    return sep.join(toks) + rng.choice(("", "", "", "\r", " # note", "#x", " \u00e9"))
+
+
+@needs_cext
+def test_compiled_and_pure_agree_on_tricky_lines(monkeypatch) -> None:
+    """Single command lines of every opcode with edge tokens, separators and comments: the kernel
+    gives the pure reader's stream or its exact error."""
+    rng = random.Random(13)
+    outcomes = Counter()
+    for n in range(1500):
+        lines = [_tricky_line(rng) for _ in range(rng.choice((1, 1, 1, 3)))]
+        got = _agree(monkeypatch, _TRICKY_HEAD + "\n".join(lines) + "\n", f"#{n}: {lines!r}")
+        outcomes["error" if isinstance(got, str) else "ok"] += 1
+    assert outcomes["ok"] > 200 and outcomes["error"] > 200, outcomes
+
+
+@needs_cext
+def test_compiled_and_pure_agree_on_fuzzed_texts(monkeypatch) -> None:
+    import test_fuzz
+
+    rng = random.Random(7)
+    for n in range(600):
+        kind, data = test_fuzz._text_mutants(rng, test_fuzz.SEEDS[n % len(test_fuzz.SEEDS)])
+        if isinstance(data, bytes):
+            try:
+                data = data.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+        _agree(monkeypatch, data, f"#{n} {kind}")
+
+
+@needs_cext
+def test_kernel_reads_keywords_flags_and_data_itself(monkeypatch) -> None:
+    """The reference path is only taken for lines the kernel cannot read (so the agreement tests
+    above exercise the kernel, and large frames do not fall back to Python)."""
+    from drawopt.gen import generate
+    from drawopt.ir.formats import text as text_mod
+
+    calls = Counter()
+    real = text_mod._Reader.slow_command
+
+    def counted(self, sp, toks, lineno):
+        calls[sp.name] += 1
+        return real(self, sp, toks, lineno)
+    monkeypatch.setattr(text_mod._Reader, "slow_command", counted)
+    monkeypatch.setenv("DRAWOPT_PURE", "0")
+    for kind in ("frame", "quads", "gpu-driven"):
+        s = generate(kind, 300, seed=1)
+        assert loads(dumps(s)) == s
+    s = loads(EXAMPLE.replace("Opaque", "# Opaque") + "GSSetParameters onchip vps=64 ratio=0.5 @nomerge\n"
+              "RSSetViewports 0 0 1920 1080\nCSEnableAutomaticGpuFlush TRUE\nDrawInstanced 0x10 1 0 0\n")
+    assert len(s) == 9 and s.command(5).flags == 1
+    assert calls == {}, calls
+    assert loads(H_DECLINED) == loads(H_DECLINED.replace("1_0", "10"))
+    assert calls == {"DrawInstanced": 1}
+
+
+H_DECLINED = "drawopt 1\nDrawInstanced 1_0 1 0 0\n"
+
+
+def test_printers_agree_on_values_without_a_canonical_token(monkeypatch) -> None:
+    """Unchecked streams (a pass's intermediate result, say): the kernel hands commands with names or
+    enumerants out of range to the Python printer, so both paths print -- or fail -- alike."""
+    s = loads("drawopt 1\nbuffer b size=64\nheap h SAMPLER 2\nIASetIndexBuffer b R16_UINT 0\n"
+              "SetDescriptorHeaps h\nSetGraphicsRootDescriptorTable 0 h[1]\nDispatch 1 2 3\nOpaque x\n")
+    cases = []
+    for cmd, col, v in ((0, 0, -1), (0, 1, -1), (0, 1, 7), (2, 1, -1 << 32), (2, 1, 5 << 32), (3, 0, -(2**63)),
+                        (3, 1, 2**63 - 1), (4, 0, 0)):
+        t = s.copy()
+        t.args[cmd, col] = v
+        cases.append(t)
+    t = s.copy()
+    t.flags[3] = 3
+    cases.append(t)
+    t = s.copy()
+    t.op[3] = 999
+    cases.append(t)
+    for t in cases:
+        for fmt in ("text", "json"):
+            got = []
+            for pure in (False, True):
+                try:
+                    got.append(_on_path(monkeypatch, pure, dumps, t, fmt))
+                except Exception as e:  # noqa: BLE001 - the same exception on both paths is the point
+                    got.append(f"{type(e).__name__}: {e}")
+            assert got[0] == got[1], (fmt, got)
