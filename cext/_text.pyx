@@ -9,21 +9,24 @@ command). The kernels only take the common case and hand every other line back t
   other line -- declarations, the header, ``Opaque``, non-ASCII text, unusual number forms, and every
   line with an error -- is returned to the Python reader, which handles it through the reference
   encoder and produces the exact error message. Accepting only a subset of what the reference
-  accepts is what keeps the two identical.
+  accepts is what keeps the two identical. Its ``encode_json`` does the same for the JSON reader's
+  command arrays.
 * :class:`CommandPrinter` prints the commands whose values all have a canonical token (a name in
   range, an enumerant in range); it stops at any other command (``Opaque`` among them) and the
   Python printer prints that one.
 * :func:`format_words` prints ``data`` lines.
 
-The pure-Python twins are ``drawopt.ir.formats.text._PureScanner``, the Python printers in
-``text.py`` / ``jsonfmt.py`` and ``text._data_lines_py``; the tests check that both give identical
-streams, bytes and errors.
+The pure-Python twins are ``drawopt.ir.formats.text._PureScanner``, the JSON reader's
+:class:`~drawopt.ir.formats.common.Plan` loop, the Python printers in ``text.py`` / ``jsonfmt.py``
+and ``text._data_lines_py``; the tests check that both give identical streams, bytes and errors.
 """
 
 import numpy as np
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
+from cpython.float cimport PyFloat_AS_DOUBLE
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8
 from libc.math cimport fabs
@@ -31,7 +34,10 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc, strtod
 from libc.string cimport memchr, memcmp, memcpy, memset
 
-__all__ = ["TextScanner", "CommandPrinter", "format_words"]
+__all__ = ["TextScanner", "CommandPrinter", "format_words", "scan_json_array"]
+
+cdef extern from "Python.h":
+    bint PyUnicode_IS_ASCII(object o)
 
 cdef enum:
     K_U32 = 0
@@ -253,7 +259,7 @@ cdef class TextScanner:
     def __dealloc__(self):
         free(self.ops)
 
-    def __init__(self, bytes data, list ops, list flags, uint32_t buffer_bit):
+    def __init__(self, bytes data, list ops, list flags, uint32_t buffer_bit, Py_ssize_t capacity=-1):
         cdef Py_ssize_t nlines
         self.data = data
         self.buf = <const uint8_t*>PyBytes_AS_STRING(data)
@@ -320,7 +326,7 @@ cdef class TextScanner:
         memset(&self.data_arg, 0, sizeof(ArgSpec))
         self.data_arg.kind = K_REF
         self.data_arg.refmask = buffer_bit
-        nlines = data.count(b"\n") + 1
+        nlines = data.count(b"\n") + 1 if capacity < 0 else capacity
         self.cap = nlines
         self.a_op = np.zeros(nlines, np.uint16)
         self.a_args = np.zeros((nlines, 6), np.int64)
@@ -691,6 +697,158 @@ cdef class TextScanner:
             self.v_wdecl[self.nwords + t] = <int32_t>di
         self.nwords += k
         self.v_have[di] = have + k
+        return 0
+
+    # ------------------------------------------------------------------ JSON command arrays
+    def encode_json(self, list raw, Py_ssize_t start):
+        """Encode the JSON commands ``raw[start:]`` up to the first one the Python reader must
+        handle; return its index (``len(raw)`` when all are done). Their ``line`` is 0."""
+        cdef Py_ssize_t i, n = len(raw)
+        for i in range(start, n):
+            if self._element(raw[i]):
+                return i
+        return n
+
+    cdef int _json_value(self, ArgSpec* a, object v, int64_t* out) except -1:
+        """0 and the stored value of JSON value ``v`` for argument ``a``; 1: Python decides. A
+        string is read as the text token it spells (``codec.encode`` treats both alike)."""
+        cdef const char* s
+        cdef Py_ssize_t l
+        cdef int overflow = 0
+        cdef int64_t x
+        cdef double d
+        cdef float f
+        cdef uint32_t fb
+        if type(v) is str:
+            if not PyUnicode_IS_ASCII(v):
+                return 1
+            s = PyUnicode_AsUTF8AndSize(v, &l)
+            return self._value(a, <const uint8_t*>s, l, out)
+        if type(v) is int:
+            x = PyLong_AsLongLongAndOverflow(v, &overflow)
+            if overflow:
+                return 1
+            if a.kind == K_U32:
+                if x < 0 or x > U32_MAX:
+                    return 1
+            elif a.kind == K_I32:
+                if x < I32_MIN or x > I32_MAX:
+                    return 1
+            elif a.kind == K_U64:
+                if x < 0:
+                    return 1
+            elif a.kind == K_F32:
+                d = <double>x
+                if not (fabs(d) <= F32_MAX):
+                    return 1
+                f = <float>d
+                memcpy(&fb, &f, 4)
+                x = fb
+            elif a.kind == K_BOOL:
+                if x != 0 and x != 1:
+                    return 1
+            else:
+                return 1
+            out[0] = x
+            return 0
+        if type(v) is float and a.kind == K_F32:
+            d = PyFloat_AS_DOUBLE(v)
+            if not (fabs(d) <= F32_MAX):
+                return 1
+            f = <float>d
+            memcpy(&fb, &f, 4)
+            out[0] = fb
+            return 0
+        if type(v) is bool and a.kind == K_BOOL:
+            out[0] = 1 if v else 0
+            return 0
+        return 1
+
+    cdef int _element(self, object el) except -1:
+        """Encode one JSON command array (0), or leave it to Python (1)."""
+        cdef Py_ssize_t m, t, l, npos = 0, nvar, i, base
+        cdef const char* s
+        cdef int k, j, q, fl = 0, found, has_opts = 0
+        cdef int64_t row[6]
+        cdef OpSpec* op
+        cdef ArgSpec* a
+        cdef list lst
+        if type(el) is not list:
+            return 1
+        lst = <list>el
+        m = len(lst)
+        if m == 0 or type(lst[0]) is not str or not PyUnicode_IS_ASCII(lst[0]):
+            return 1
+        s = PyUnicode_AsUTF8AndSize(lst[0], &l)
+        k = self._find_op(<const uint8_t*>s, l)
+        if k < 0:
+            return 1
+        op = &self.ops[k]
+        if not op.usable:
+            return 1
+        if self.npool + op.var_max > self.pool_cap:
+            self._grow_pool(self.npool + op.var_max)
+        base = self.npool
+        for j in range(6):
+            row[j] = op.dflt[j]
+        if m > 1 and type(lst[m - 1]) is dict:
+            has_opts = 1
+        for t in range(1, m - has_opts):
+            if npos < op.nslots:
+                a = &op.args[op.slots[npos]]
+                if self._json_value(a, lst[t], &row[a.col]):
+                    return 1
+            elif op.has_var and npos - op.nslots < op.var_max:
+                if self._json_value(&op.var, lst[t], &self.v_pool[base + npos - op.nslots]):
+                    return 1
+            else:
+                return 1
+            npos += 1
+        if has_opts:
+            for key, v in (<dict>lst[m - 1]).items():
+                if type(key) is not str or not PyUnicode_IS_ASCII(key):
+                    return 1
+                s = PyUnicode_AsUTF8AndSize(key, &l)
+                if l == 5 and memcmp(s, b"flags", 5) == 0:
+                    if type(v) is not list:
+                        return 1
+                    for f in <list>v:
+                        if type(f) is not str or not PyUnicode_IS_ASCII(f):
+                            return 1
+                        s = PyUnicode_AsUTF8AndSize(f, &l)
+                        found = 0
+                        for q in range(self.nflags):
+                            if self.flag_len[q] == l and memcmp(self.blob_p + self.flag_off[q], s, l) == 0:
+                                fl |= self.flag_bit[q]
+                                found = 1
+                                break
+                        if not found:
+                            return 1
+                    continue
+                found = -1
+                for q in range(op.nkw):
+                    a = &op.args[op.kws[q]]
+                    if a.key_len == l and memcmp(self.blob_p + a.key_off, s, l) == 0:
+                        found = q
+                        break
+                if found < 0 or self._json_value(a, v, &row[a.col]):
+                    return 1
+        if npos < op.nreq:
+            return 1
+        nvar = npos - op.nslots if npos > op.nslots else 0
+        if op.has_var and nvar < op.var_min:
+            return 1
+        if self.ncmd >= self.cap:
+            self._grow_cmds()
+        i = self.ncmd
+        self.v_op[i] = op.code
+        for j in range(6):
+            self.v_args[i, j] = row[j]
+        self.v_var_len[i] = nvar
+        self.v_flags[i] = fl
+        self.v_line[i] = 0
+        self.npool += nvar
+        self.ncmd += 1
         return 0
 
 
@@ -1070,3 +1228,41 @@ def format_words(bytes prefix, words, int per_line):
         return PyUnicode_DecodeUTF8(o.p, o.n, "strict")
     finally:
         free(o.p)
+
+
+# ============================================================================ JSON arrays
+cdef inline Py_ssize_t _skip_ws(str text, Py_ssize_t i, Py_ssize_t n) noexcept:
+    cdef Py_UCS4 c
+    while i < n:
+        c = text[i]
+        if c != u' ' and c != u'\t' and c != u'\n' and c != u'\r':
+            break
+        i += 1
+    return i
+
+
+def scan_json_array(str text, Py_ssize_t idx, scan):
+    """``(items, offsets, end)`` of the JSON array at ``text[idx] == '['``, each item parsed by
+    ``scan(text, offset) -> (value, end)`` (:mod:`json`'s scanner, whose errors propagate); None
+    where a ``,`` or ``]`` is missing (``jsonfmt._scan_array`` is the pure twin)."""
+    cdef Py_ssize_t n = len(text)
+    cdef Py_UCS4 c
+    cdef list items = []
+    cdef list offs = []
+    idx = _skip_ws(text, idx + 1, n)
+    if idx < n and text[idx] == u']':
+        return items, offs, idx + 1
+    while True:
+        offs.append(idx)
+        v, idx = scan(text, idx)
+        items.append(v)
+        idx = _skip_ws(text, idx, n)
+        if idx >= n:
+            return None
+        c = text[idx]
+        if c == u',':
+            idx = _skip_ws(text, idx + 1, n)
+        elif c == u']':
+            return items, offs, idx + 1
+        else:
+            return None

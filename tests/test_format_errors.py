@@ -173,8 +173,11 @@ JSON_CASES = [
 ]
 
 
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
 @pytest.mark.parametrize("src,prefix,message", [c[1:] for c in JSON_CASES], ids=[c[0] for c in JSON_CASES])
-def test_json_errors(src: str, prefix: str, message: str) -> None:
+def test_json_errors(monkeypatch, src: str, prefix: str, message: str, pure: bool) -> None:
+    """Each error on both reader paths (the drawopt._text kernels and their pure twins)."""
+    monkeypatch.setenv("DRAWOPT_PURE", "1" if pure else "0")
     with pytest.raises(InputError) as ei:
         loads(src, "json", file="t.json")
     text = str(ei.value)

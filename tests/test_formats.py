@@ -452,9 +452,9 @@ def _columns(s: Stream | str) -> object:
             *[a.tolist() for a in (s.op, s.args, s.var_off, s.var_len, s.pool, s.flags, s.line)])
 
 
-def _agree(monkeypatch, text: str, what: str) -> Stream | str:
+def _agree(monkeypatch, text: str, what: str, fmt: str = "text") -> Stream | str:
     """Read ``text`` on both paths and print the result in text and JSON on both: all must agree."""
-    got = [_on_path(monkeypatch, pure, loads, text) for pure in (False, True)]
+    got = [_on_path(monkeypatch, pure, loads, text, fmt) for pure in (False, True)]
     assert _columns(got[0]) == _columns(got[1]), what
     if isinstance(got[0], Stream):
         for fmt in ("text", "json"):
@@ -475,6 +475,7 @@ def test_compiled_and_pure_agree_on_examples_golden_files_and_generated(monkeypa
         _agree(monkeypatch, dumps(s), p.name + " (printed)")
         js = [_on_path(monkeypatch, pure, dumps, s, "json") for pure in (False, True)]
         assert js[0] == js[1]
+        assert _agree(monkeypatch, js[0], p.name + " (JSON)", "json") == s
         if p.name.endswith(".out.dstream"):  # written by the printer: its fixed point, byte for byte
             assert _on_path(monkeypatch, False, dumps, s) == text, p
     for kind in KINDS:
@@ -483,6 +484,7 @@ def test_compiled_and_pure_agree_on_examples_golden_files_and_generated(monkeypa
             text = _on_path(monkeypatch, True, dumps, s)
             assert _on_path(monkeypatch, False, dumps, s) == text, kind
             assert _columns(_agree(monkeypatch, text, kind)) == _columns(_on_path(monkeypatch, True, loads, text))
+            _agree(monkeypatch, dumps(s, "json"), kind, "json")
 
 
 @needs_cext
@@ -494,6 +496,7 @@ def test_compiled_and_pure_agree_on_random_streams(monkeypatch, s: Stream) -> No
     assert _on_path(monkeypatch, False, dumps, s) == text
     assert _on_path(monkeypatch, False, dumps, s, "json") == _on_path(monkeypatch, True, dumps, s, "json")
     assert _agree(monkeypatch, text, "random") == s
+    assert _agree(monkeypatch, _on_path(monkeypatch, True, dumps, s, "json"), "random", "json") == s
 
 
 # tokens that probe every fast form and every way out of it
@@ -573,6 +576,65 @@ def test_compiled_and_pure_agree_on_tricky_lines(monkeypatch) -> None:
     assert outcomes["ok"] > 200 and outcomes["error"] > 200, outcomes
 
 
+_JSON_TRICKY = (0, 1, -1, 2, 16, 36, 65536, 2**31, 2**32 - 1, 2**32, -(2**31) - 1, 2**63 - 1, 2**63, 10**30, True,
+                False, None, 0.0, -0.0, 0.5, 1.0, 1920.0, 1e39, float("inf"), float("nan"), "0", "1", "0x10",
+                "0x3f800000", "1_0", " 1", "1.5", "TRUE", "true", "vb", "ib", "p", "main", "res", "res[0]",
+                "res[4]", "samp[1]", "nope", "R16_UINT", "onchip", "caf\u00e9", "\ud800", [], [1], {},
+                {"dest": 2}, {"dest": 64}, {"dest": "2"}, {"dest": True}, {"flags": ["nomerge"]}, {"flags": []},
+                {"flags": ["x"]}, {"flags": "nomerge"}, {"foo": 1}, {"vps": 64, "ratio": 0.5, "flags": ["nomerge"]},
+                {"ratio": "0x7fc00000"}, {"lds": 2**32})
+
+
+@needs_cext
+def test_compiled_and_pure_agree_on_tricky_json_commands(monkeypatch) -> None:
+    """JSON command arrays of every opcode with edge values (types, ranges, strings spelling numbers,
+    options objects): the kernel gives the pure reader's stream or its exact error."""
+    head = json.loads(dumps(loads(_TRICKY_HEAD), "json"))
+    rng = random.Random(17)
+    outcomes = Counter()
+    for n in range(1200):
+        cmds = []
+        for _ in range(rng.choice((1, 1, 3))):
+            toks = _tricky_line(rng).split()
+            el = [toks[0] if rng.random() < 0.97 else rng.choice((5, "Nope", "Opaque", None))]
+            for t in toks[1:]:
+                r = rng.random()
+                if r < 0.06:
+                    el.append(json.loads(json.dumps(rng.choice(_JSON_TRICKY))))
+                elif t.startswith(("@", "#")) or "=" in t:
+                    continue
+                else:
+                    try:
+                        el.append(int(t, 0) if r < 0.95 else float(t))
+                    except ValueError:
+                        el.append(t)
+            if rng.random() < 0.15:
+                el.append(json.loads(json.dumps(rng.choice([v for v in _JSON_TRICKY if isinstance(v, dict)]))))
+            cmds.append(el if rng.random() < 0.98 else rng.choice(({}, 5, "x", [])))
+        doc = json.dumps({**head, "commands": cmds})
+        got = _agree(monkeypatch, doc, f"#{n}: {cmds!r}", "json")
+        outcomes["error" if isinstance(got, str) else "ok"] += 1
+    assert outcomes["ok"] > 100 and outcomes["error"] > 200, outcomes
+
+
+@needs_cext
+def test_compiled_and_pure_agree_on_fuzzed_json(monkeypatch) -> None:
+    import test_fuzz
+
+    rng = random.Random(3)
+    docs = [dumps(s, "json") for s in test_fuzz.SEED_STREAMS]
+    for n in range(400):
+        doc = docs[n % len(docs)]
+        if rng.random() < 0.7:
+            doc = json.dumps(test_fuzz._mutate_tree(rng, json.loads(doc)))
+        else:
+            raw = bytearray(doc.encode())
+            for _ in range(rng.randint(1, 3)):
+                raw[rng.randrange(len(raw))] = rng.choice(b'{}[],:"0a\\-.eE \n')
+            doc = raw.decode("utf-8", "replace")
+        _agree(monkeypatch, doc, f"json #{n}", "json")
+
+
 @needs_cext
 def test_compiled_and_pure_agree_on_fuzzed_texts(monkeypatch) -> None:
     import test_fuzz
@@ -603,13 +665,22 @@ def test_kernel_reads_keywords_flags_and_data_itself(monkeypatch) -> None:
         return real(self, sp, toks, lineno)
     monkeypatch.setattr(text_mod._Reader, "slow_command", counted)
     monkeypatch.setenv("DRAWOPT_PURE", "0")
+    from drawopt.ir.formats import jsonfmt
+
+    def declined(*args):
+        calls["json"] += 1
+        raise common.Fallback
+    monkeypatch.setattr(common.Plan, "encode", declined)  # the JSON reader's Python path starts here
     for kind in ("frame", "quads", "gpu-driven"):
         s = generate(kind, 300, seed=1)
-        assert loads(dumps(s)) == s
+        assert loads(dumps(s)) == s and loads(dumps(s, "json"), "json") == s
     s = loads(EXAMPLE.replace("Opaque", "# Opaque") + "GSSetParameters onchip vps=64 ratio=0.5 @nomerge\n"
               "RSSetViewports 0 0 1920 1080\nCSEnableAutomaticGpuFlush TRUE\nDrawInstanced 0x10 1 0 0\n")
     assert len(s) == 9 and s.command(5).flags == 1
+    assert loads(dumps(s, "json"), "json") == s
     assert calls == {}, calls
+    monkeypatch.setattr(jsonfmt, "_slow_command", lambda *a: (_ for _ in ()).throw(AssertionError(a)))
+    assert loads(dumps(s, "json"), "json") == s
     assert loads(H_DECLINED) == loads(H_DECLINED.replace("1_0", "10"))
     assert calls == {"DrawInstanced": 1}
 

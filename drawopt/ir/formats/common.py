@@ -19,7 +19,7 @@ from __future__ import annotations
 __all__ = [
     "BAD_INPUT", "FORMATS", "Plan", "plans_for", "value_index_of_check_arg", "header_from_json",
     "header_to_json", "check_decl_tokens", "token_ok", "suggest", "opaque_text_error", "Fallback",
-    "command_block", "printer_table",
+    "command_block", "printer_table", "scanner_tables", "KIND_BIT",
 ]
 
 import difflib
@@ -28,11 +28,12 @@ import struct
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 from typing import Any
 
 from drawopt.ir import codec
 from drawopt.ir.decls import Decl, Decls, Pipeline, format_contract
-from drawopt.ir.ops import BY_NAME, MAX_OPCODE, OPS, Arg, OpSpec
+from drawopt.ir.ops import BY_NAME, MAX_OPCODE, NARGS, OPS, Arg, OpSpec
 from drawopt.ir.stream import FLAG_NAMES, Header, Stream
 
 FORMATS = ("text", "json", "npz")
@@ -253,7 +254,36 @@ def _conv(a: Arg, decls: Decls, json_mode: bool) -> Callable[[Any], int]:
 OPAQUE = BY_NAME["Opaque"]
 
 
-# ---------------------------------------------------------------------------- compiled printing
+# ---------------------------------------------------------------------------- compiled reading and printing
+KIND_BIT = {k: 1 << i for i, k in enumerate(("buffer", "texture", "target", "depth", "heap", "view", "rootsig",
+                                            "pipeline"))}
+"""Declaration kind -> the bit ``drawopt._text.TextScanner`` knows it by."""
+
+
+@lru_cache(maxsize=1)
+def scanner_tables() -> tuple[list[tuple[Any, ...]], list[tuple[bytes, int]], int]:
+    """``(ops, flags, buffer_bit)`` for ``drawopt._text.TextScanner``: the commands filled the way
+    :func:`~drawopt.ir.stream.encode_command` fills them (positional slots, keywords, defaults)."""
+    def desc(a, keyword: bool):
+        mask = 0
+        for k in (a.ref if a.kind == "ref" else ("heap",) if a.kind == "heapref" else ()):
+            mask |= KIND_BIT[k]
+        return (a.kind, mask, tuple(v.encode() for v in a.values), a.name.encode() if keyword else None)
+
+    out = []
+    for sp in OPS:
+        if sp is OPAQUE:
+            continue
+        positional = [j for j, a in enumerate(sp.args) if not a.keyword]
+        nreq = sum(1 for j in positional if not sp.args[j].optional)
+        slots = positional[:nreq] if sp.var is not None else positional
+        out.append((sp.code, sp.name.encode(), nreq, slots, [j for j, a in enumerate(sp.args) if a.keyword],
+                    [desc(a, a.keyword) for a in sp.args], desc(sp.var, False) if sp.var is not None else None,
+                    sp.var_min, sp.var_max,
+                    [a.default if a.optional else 0 for a in sp.args] + [0] * (NARGS - len(sp.args))))
+    return out, [(f.encode(), b) for f, b in FLAG_NAMES.items()], KIND_BIT["buffer"]
+
+
 def command_block(s: Stream, printer: Any, py_line, prefix: str, suffix: str, last_suffix: str) -> str:
     """The command lines of ``s`` printed by ``printer`` (a ``drawopt._text.CommandPrinter``),
     with ``py_line(s, i)`` printing each command it stops at; every line gets ``prefix`` and

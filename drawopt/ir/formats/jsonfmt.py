@@ -41,6 +41,7 @@ from drawopt.errors import InputError
 from drawopt.ir import codec
 from drawopt.ir.decls import ContractError, Decls, decl_from_json, decl_to_json
 from drawopt.ir.formats.common import (
+    KIND_BIT,
     OPAQUE,
     Fallback,
     check_decl_tokens,
@@ -50,6 +51,7 @@ from drawopt.ir.formats.common import (
     opaque_text_error,
     plans_for,
     printer_table,
+    scanner_tables,
     suggest,
     value_index_of_check_arg,
 )
@@ -149,9 +151,14 @@ class _Doc:
         if text[idx:idx + 1] != "{":
             raise _Syntax
 
+        kern = load_cext("_text")
+
         def member(key: str, koff: int, voff: int) -> int:
             if key in ("decls", "commands") and text[voff:voff + 1] == "[":
-                val, offs, end = _scan_array(text, voff, scan, ws)
+                got = kern.scan_json_array(text, voff, scan) if kern is not None else _scan_array(text, voff, scan, ws)
+                if got is None:
+                    raise _Syntax
+                val, offs, end = got
                 self.elem_off[key] = offs
             else:
                 val, end = scan(text, voff)
@@ -290,12 +297,32 @@ def _commands(doc: _Doc, raw: list[Any], header, decls: Decls) -> Stream:
     strings: list[str] = []
     string_ix: dict[str, int] = {}
     n = len(raw)
+    offs = doc.elem_off.get("commands", [])
+    kern = load_cext("_text")
+    if kern is not None:  # the kernel encodes what it can; the loop below is its pure twin
+        sc = kern.TextScanner(b"", *scanner_tables(), capacity=n)
+        for di, d in enumerate(decls):
+            sc.declared(d.name.encode(), di, KIND_BIT[d.kind], getattr(d, "size", 0))
+        i = sc.encode_json(raw, 0)
+        while i < n:
+            el = raw[i]
+            try:
+                plan = plans[el[0]]
+                row, var = plan.encode(el[1:])
+                code = plan.code
+                fl = 0
+            except _FAST_FAIL:
+                code, row, var, fl = _slow_command(doc, el, offs[i], decls, strings, string_ix)
+            sc.add(code, row, var, fl, 0)
+            i = sc.encode_json(raw, i + 1)
+        op, args_, off_arr, var_len, pool_, flags, _, _ = sc.finish()
+        return Stream(header, decls, op, args_, off_arr, var_len, pool_, flags, _line_numbers(doc.text, offs),
+                      strings)
     op = np.zeros(n, np.uint16)
     args: list[int] = []
     pool: list[int] = []
     var_len = np.zeros(n, np.int32)
     flags = np.zeros(n, np.uint8)
-    offs = doc.elem_off.get("commands", [])
     for i, el in enumerate(raw):
         try:
             plan = plans[el[0]]
@@ -310,17 +337,25 @@ def _commands(doc: _Doc, raw: list[Any], header, decls: Decls) -> Stream:
             pool += var
             var_len[i] = len(var)
         flags[i] = fl
-    line = np.zeros(n, np.int32)
-    text, cur, prev = doc.text, 1, 0
-    for i, off in enumerate(offs):
-        cur += text.count("\n", prev, off)
-        prev = off
-        line[i] = cur
     off_arr = np.zeros(n, np.int64)
     if n:
         np.cumsum(var_len[:-1], out=off_arr[1:])
     return Stream(header, decls, op, np.array(args, np.int64).reshape(n, 6), off_arr, var_len,
-                  np.array(pool, np.int64), flags, line, strings)
+                  np.array(pool, np.int64), flags, _line_numbers(doc.text, offs), strings)
+
+
+def _line_numbers(text: str, offs: list[int]) -> np.ndarray:
+    """The 1-based line of every offset in ``offs`` (ascending)."""
+    if text.isascii():
+        newlines = np.flatnonzero(np.frombuffer(text.encode("ascii"), np.uint8) == 10)
+        return (np.searchsorted(newlines, np.asarray(offs, np.int64)) + 1).astype(np.int32)
+    line = np.zeros(len(offs), np.int32)
+    cur, prev = 1, 0
+    for i, off in enumerate(offs):
+        cur += text.count("\n", prev, off)
+        prev = off
+        line[i] = cur
+    return line
 
 
 def _slow_command(doc: _Doc, el: Any, off: int, decls: Decls, strings: list[str],

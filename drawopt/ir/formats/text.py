@@ -51,6 +51,7 @@ from drawopt.ir.decls import (
 )
 from drawopt.ir.formats.common import (
     HEADER_KEYS,
+    KIND_BIT,
     OPAQUE,
     Fallback,
     check_decl_tokens,
@@ -59,6 +60,7 @@ from drawopt.ir.formats.common import (
     opaque_text_error,
     plans_for,
     printer_table,
+    scanner_tables,
     suggest,
     token_ok,
     value_index_of_check_arg,
@@ -181,34 +183,6 @@ class _PureScanner:
                 data)
 
 
-_KIND_BIT = {k: 1 << i for i, k in enumerate(("buffer", "texture", "target", "depth", "heap", "view", "rootsig",
-                                             "pipeline"))}
-
-
-@lru_cache(maxsize=1)
-def _scanner_ops() -> list[tuple[Any, ...]]:
-    """The commands as ``drawopt._text.TextScanner`` reads them, filled the way
-    :func:`~drawopt.ir.stream.encode_command` fills them (positional slots, keywords, defaults)."""
-    def desc(a, keyword: bool):
-        mask = 0
-        for k in (a.ref if a.kind == "ref" else ("heap",) if a.kind == "heapref" else ()):
-            mask |= _KIND_BIT[k]
-        return (a.kind, mask, tuple(v.encode() for v in a.values), a.name.encode() if keyword else None)
-
-    out = []
-    for sp in OPS:
-        if sp is OPAQUE:
-            continue
-        positional = [j for j, a in enumerate(sp.args) if not a.keyword]
-        nreq = sum(1 for j in positional if not sp.args[j].optional)
-        slots = positional[:nreq] if sp.var is not None else positional
-        out.append((sp.code, sp.name.encode(), nreq, slots, [j for j, a in enumerate(sp.args) if a.keyword],
-                    [desc(a, a.keyword) for a in sp.args], desc(sp.var, False) if sp.var is not None else None,
-                    sp.var_min, sp.var_max,
-                    [a.default if a.optional else 0 for a in sp.args] + [0] * (NARGS - len(sp.args))))
-    return out
-
-
 class _Reader:
     def __init__(self, text: str, file: str):
         self.file = file
@@ -221,8 +195,7 @@ class _Reader:
         self.plans = plans_for(self.decls, json_mode=False)
         kern = load_cext("_text")
         if kern is not None:
-            self.sc = kern.TextScanner(text.encode("utf-8", "surrogatepass"), _scanner_ops(),
-                                       [(f.encode(), b) for f, b in FLAG_NAMES.items()], _KIND_BIT["buffer"])
+            self.sc = kern.TextScanner(text.encode("utf-8", "surrogatepass"), *scanner_tables())
         else:
             self.sc = _PureScanner(self.lines, self.plans)
 
@@ -283,7 +256,7 @@ class _Reader:
                 self.fail(e.message, lineno, e.tok, e.offset)
             for di in range(ndecl, len(self.decls)):
                 d = self.decls[di]
-                sc.declared(d.name.encode(), di, _KIND_BIT[d.kind], getattr(d, "size", 0))
+                sc.declared(d.name.encode(), di, KIND_BIT[d.kind], getattr(d, "size", 0))
         if self.header is None:
             raise InputError("empty stream: expected the header line 'drawopt 1 ...'", self.file,
                              max(len(self.lines), 1), 1)
