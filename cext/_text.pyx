@@ -4,14 +4,14 @@ The formats live in :mod:`drawopt.ir.formats.text` and :mod:`drawopt.ir.formats.
 build the tables these kernels run on from :data:`drawopt.ir.ops.OPS` (one description of every
 command). The kernels only take the common case and hand every other line back to Python:
 
-* :class:`TextScanner` reads the commands and ``data`` lines whose tokens have the canonical forms
+* :func:`text_scanner` reads the commands and ``data`` lines whose tokens have the canonical forms
   (decimal or ``0x`` integers, plain decimal floats, declared names, known keywords and flags). Any
   other line -- declarations, the header, ``Opaque``, non-ASCII text, unusual number forms, and every
   line with an error -- is returned to the Python reader, which handles it through the reference
   encoder and produces the exact error message. Accepting only a subset of what the reference
   accepts is what keeps the two identical. Its ``encode_json`` does the same for the JSON reader's
   command arrays.
-* :class:`CommandPrinter` prints the commands whose values all have a canonical token (a name in
+* :func:`command_printer` prints the commands whose values all have a canonical token (a name in
   range, an enumerant in range); it stops at any other command (``Opaque`` among them) and the
   Python printer prints that one.
 * :func:`format_words` prints ``data`` lines.
@@ -34,7 +34,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc, strtod
 from libc.string cimport memchr, memcmp, memcpy, memset
 
-__all__ = ["TextScanner", "CommandPrinter", "format_words", "scan_json_array"]
+__all__ = ["text_scanner", "command_printer", "format_words", "scan_json_array"]
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object o)
@@ -201,7 +201,7 @@ cdef struct OpSpec:
     int64_t dflt[6]
 
 
-cdef class TextScanner:
+cdef class _TextScanner:
     """Reads the lines of a ``.dstream`` text (UTF-8 ``bytes``) into command columns.
 
     ``scan()`` consumes lines until one needs the Python reader and returns ``(lineno, text)`` of
@@ -593,71 +593,55 @@ cdef class TextScanner:
                 return k
         return -1
 
-    cdef int _line(self, Py_ssize_t ntok, Py_ssize_t lineno) except -1:
-        """Encode the tokenized line as a command (0), or leave it to Python (1)."""
-        cdef const uint8_t* buf = self.buf
-        cdef const uint8_t* s
-        cdef const uint8_t* eq
-        cdef Py_ssize_t l, t, e, npos = 0, nvar, i, base
-        cdef int k, j, m, fl = 0, kwseen = 0, found
-        cdef int64_t row[6]
+    cdef OpSpec* _begin(self, const uint8_t* name, Py_ssize_t l, int64_t* row) except? NULL:
+        """The command named ``name`` (NULL if none or not readable here), ``row`` set to its
+        defaults and room made in the pool for its variadic values."""
+        cdef int k = self._find_op(name, l), j
         cdef OpSpec* op
-        cdef ArgSpec* a
-        k = self._find_op(buf + self.tok_s[0], self.tok_l[0])
-        if k < 0:
-            if self.tok_l[0] == 4 and memcmp(buf + self.tok_s[0], b"data", 4) == 0:
-                return self._data(ntok)
-            return 1
+        if k < 0 or not self.ops[k].usable:
+            return NULL
         op = &self.ops[k]
-        if not op.usable:
-            return 1
         if self.npool + op.var_max > self.pool_cap:
             self._grow_pool(self.npool + op.var_max)
-        base = self.npool
         for j in range(6):
             row[j] = op.dflt[j]
-        for t in range(1, ntok):
-            s = buf + self.tok_s[t]
-            l = self.tok_l[t]
-            if s[0] == c'@':
-                found = 0
-                for m in range(self.nflags):
-                    if self.flag_len[m] == l - 1 and memcmp(self.blob_p + self.flag_off[m], s + 1, l - 1) == 0:
-                        fl |= self.flag_bit[m]
-                        found = 1
-                        break
-                if not found:
-                    return 1
-                continue
-            eq = <const uint8_t*>memchr(s, c'=', l)
-            if eq != NULL:
-                e = eq - s
-                found = -1
-                for m in range(op.nkw):
-                    a = &op.args[op.kws[m]]
-                    if a.key_len == e and memcmp(self.blob_p + a.key_off, s, e) == 0:
-                        found = m
-                        break
-                if found < 0 or kwseen & (1 << found):
-                    return 1
-                kwseen |= 1 << found
-                if self._value(a, s + e + 1, l - e - 1, &row[a.col]):
-                    return 1
-                continue
-            if npos < op.nslots:
-                a = &op.args[op.slots[npos]]
-                if self._value(a, s, l, &row[a.col]):
-                    return 1
-            elif op.has_var and npos - op.nslots < op.var_max:
-                if self._value(&op.var, s, l, &self.v_pool[base + npos - op.nslots]):
-                    return 1
-            else:
-                return 1
-            npos += 1
-        if npos < op.nreq:
-            return 1
-        nvar = npos - op.nslots if npos > op.nslots else 0
-        if op.has_var and nvar < op.var_min:
+        return op
+
+    cdef int _flag(self, const uint8_t* s, Py_ssize_t l) noexcept:
+        """The bit of flag ``s`` (0: unknown)."""
+        cdef int m
+        for m in range(self.nflags):
+            if self.flag_len[m] == l and memcmp(self.blob_p + self.flag_off[m], s, l) == 0:
+                return self.flag_bit[m]
+        return 0
+
+    cdef int _keyword(self, OpSpec* op, const uint8_t* s, Py_ssize_t l) noexcept:
+        """Which of ``op``'s keyword arguments is named ``s`` (-1: none)."""
+        cdef int m
+        cdef ArgSpec* a
+        for m in range(op.nkw):
+            a = &op.args[op.kws[m]]
+            if a.key_len == l and memcmp(self.blob_p + a.key_off, s, l) == 0:
+                return m
+        return -1
+
+    cdef ArgSpec* _slot(self, OpSpec* op, Py_ssize_t npos, int64_t* row, int64_t** out) noexcept:
+        """The argument positional value ``npos`` fills, and where its value goes (NULL: one too many)."""
+        cdef ArgSpec* a
+        if npos < op.nslots:
+            a = &op.args[op.slots[npos]]
+            out[0] = &row[a.col]
+            return a
+        if op.has_var and npos - op.nslots < op.var_max:
+            out[0] = &self.v_pool[self.npool + npos - op.nslots]
+            return &op.var
+        return NULL
+
+    cdef int _commit(self, OpSpec* op, const int64_t* row, Py_ssize_t npos, int fl, int32_t lineno) except -1:
+        """Append the command if ``npos`` positional values are enough (0), else 1."""
+        cdef Py_ssize_t i, nvar = npos - op.nslots if npos > op.nslots else 0
+        cdef int j
+        if npos < op.nreq or (op.has_var and nvar < op.var_min):
             return 1
         if self.ncmd >= self.cap:
             self._grow_cmds()
@@ -671,6 +655,48 @@ cdef class TextScanner:
         self.npool += nvar
         self.ncmd += 1
         return 0
+
+    cdef int _line(self, Py_ssize_t ntok, Py_ssize_t lineno) except -1:
+        """Encode the tokenized line as a command (0), or leave it to Python (1)."""
+        cdef const uint8_t* buf = self.buf
+        cdef const uint8_t* s
+        cdef const uint8_t* eq
+        cdef Py_ssize_t l, t, e, npos = 0
+        cdef int m, bit, fl = 0, kwseen = 0
+        cdef int64_t row[6]
+        cdef int64_t* out
+        cdef OpSpec* op
+        cdef ArgSpec* a
+        op = self._begin(buf + self.tok_s[0], self.tok_l[0], row)
+        if op == NULL:
+            if self.tok_l[0] == 4 and memcmp(buf + self.tok_s[0], b"data", 4) == 0:
+                return self._data(ntok)
+            return 1
+        for t in range(1, ntok):
+            s = buf + self.tok_s[t]
+            l = self.tok_l[t]
+            if s[0] == c'@':
+                bit = self._flag(s + 1, l - 1)
+                if not bit:
+                    return 1
+                fl |= bit
+                continue
+            eq = <const uint8_t*>memchr(s, c'=', l)
+            if eq != NULL:
+                e = eq - s
+                m = self._keyword(op, s, e)
+                if m < 0 or kwseen & (1 << m):
+                    return 1
+                kwseen |= 1 << m
+                a = &op.args[op.kws[m]]
+                if self._value(a, s + e + 1, l - e - 1, &row[a.col]):
+                    return 1
+                continue
+            a = self._slot(op, npos, row, &out)
+            if a == NULL or self._value(a, s, l, out):
+                return 1
+            npos += 1
+        return self._commit(op, row, npos, fl, <int32_t>lineno)
 
     cdef int _data(self, Py_ssize_t ntok) except -1:
         """``data BUFFER word...`` with canonical words that fit: 0; else 1."""
@@ -766,10 +792,11 @@ cdef class TextScanner:
 
     cdef int _element(self, object el) except -1:
         """Encode one JSON command array (0), or leave it to Python (1)."""
-        cdef Py_ssize_t m, t, l, npos = 0, nvar, i, base
+        cdef Py_ssize_t m, t, l, npos = 0
         cdef const char* s
-        cdef int k, j, q, fl = 0, found, has_opts = 0
+        cdef int q, bit, fl = 0, has_opts = 0
         cdef int64_t row[6]
+        cdef int64_t* out
         cdef OpSpec* op
         cdef ArgSpec* a
         cdef list lst
@@ -780,28 +807,14 @@ cdef class TextScanner:
         if m == 0 or type(lst[0]) is not str or not PyUnicode_IS_ASCII(lst[0]):
             return 1
         s = PyUnicode_AsUTF8AndSize(lst[0], &l)
-        k = self._find_op(<const uint8_t*>s, l)
-        if k < 0:
+        op = self._begin(<const uint8_t*>s, l, row)
+        if op == NULL:
             return 1
-        op = &self.ops[k]
-        if not op.usable:
-            return 1
-        if self.npool + op.var_max > self.pool_cap:
-            self._grow_pool(self.npool + op.var_max)
-        base = self.npool
-        for j in range(6):
-            row[j] = op.dflt[j]
         if m > 1 and type(lst[m - 1]) is dict:
             has_opts = 1
         for t in range(1, m - has_opts):
-            if npos < op.nslots:
-                a = &op.args[op.slots[npos]]
-                if self._json_value(a, lst[t], &row[a.col]):
-                    return 1
-            elif op.has_var and npos - op.nslots < op.var_max:
-                if self._json_value(&op.var, lst[t], &self.v_pool[base + npos - op.nslots]):
-                    return 1
-            else:
+            a = self._slot(op, npos, row, &out)
+            if a == NULL or self._json_value(a, lst[t], out):
                 return 1
             npos += 1
         if has_opts:
@@ -816,41 +829,18 @@ cdef class TextScanner:
                         if type(f) is not str or not PyUnicode_IS_ASCII(f):
                             return 1
                         s = PyUnicode_AsUTF8AndSize(f, &l)
-                        found = 0
-                        for q in range(self.nflags):
-                            if self.flag_len[q] == l and memcmp(self.blob_p + self.flag_off[q], s, l) == 0:
-                                fl |= self.flag_bit[q]
-                                found = 1
-                                break
-                        if not found:
+                        bit = self._flag(<const uint8_t*>s, l)
+                        if not bit:
                             return 1
+                        fl |= bit
                     continue
-                found = -1
-                for q in range(op.nkw):
-                    a = &op.args[op.kws[q]]
-                    if a.key_len == l and memcmp(self.blob_p + a.key_off, s, l) == 0:
-                        found = q
-                        break
-                if found < 0 or self._json_value(a, v, &row[a.col]):
+                q = self._keyword(op, <const uint8_t*>s, l)
+                if q < 0:
                     return 1
-        if npos < op.nreq:
-            return 1
-        nvar = npos - op.nslots if npos > op.nslots else 0
-        if op.has_var and nvar < op.var_min:
-            return 1
-        if self.ncmd >= self.cap:
-            self._grow_cmds()
-        i = self.ncmd
-        self.v_op[i] = op.code
-        for j in range(6):
-            self.v_args[i, j] = row[j]
-        self.v_var_len[i] = nvar
-        self.v_flags[i] = fl
-        self.v_line[i] = 0
-        self.npool += nvar
-        self.ncmd += 1
-        return 0
-
+                a = &op.args[op.kws[q]]
+                if self._json_value(a, v, &row[a.col]):
+                    return 1
+        return self._commit(op, row, npos, fl, 0)
 
 cdef bint _fill_arg(ArgSpec* a, int col, tuple desc, put, list enum_spans) except -1:
     """Fill ``a`` from ``(kind, refmask, enum_values, keyword)``; False if the kind has no fast form."""
@@ -954,7 +944,7 @@ cdef struct POp:
     PArg var
 
 
-cdef class CommandPrinter:
+cdef class _CommandPrinter:
     """Prints commands as ``.dstream`` lines (``json=False``) or JSON command arrays.
 
     ``ops``: per opcode (a list indexed by opcode, None where no command) ``(head, positional,
@@ -1202,6 +1192,17 @@ cdef int _fill_parg(PArg* a, tuple desc, tok) except -1:
             a.tok_first = k
     a.key_tok = tok(key_token) if key_token is not None else -1
     return 0
+
+
+def text_scanner(bytes data, list ops, list flags, uint32_t buffer_bit, Py_ssize_t capacity=-1):
+    """A reader of ``data`` (UTF-8 ``.dstream`` text) into command columns; see ``_TextScanner``."""
+    return _TextScanner(data, ops, flags, buffer_bit, capacity)
+
+
+def command_printer(list ops, list names, list heap_names, tuple bools, list flags, f32, bint json, bytes heap_quote,
+                    bytes prefix, bytes suffix, bytes last_suffix):
+    """A printer of command lines (text or JSON); see ``_CommandPrinter``."""
+    return _CommandPrinter(ops, names, heap_names, bools, flags, f32, json, heap_quote, prefix, suffix, last_suffix)
 
 
 def format_words(bytes prefix, words, int per_line):

@@ -19,7 +19,7 @@ from __future__ import annotations
 __all__ = [
     "BAD_INPUT", "FORMATS", "Plan", "plans_for", "value_index_of_check_arg", "header_from_json",
     "header_to_json", "check_decl_tokens", "token_ok", "suggest", "opaque_text_error", "Fallback",
-    "command_block", "printer_table", "scanner_tables", "KIND_BIT",
+    "command_block", "printer_table", "scanner_tables", "declare_in",
 ]
 
 import difflib
@@ -257,12 +257,19 @@ OPAQUE = BY_NAME["Opaque"]
 # ---------------------------------------------------------------------------- compiled reading and printing
 KIND_BIT = {k: 1 << i for i, k in enumerate(("buffer", "texture", "target", "depth", "heap", "view", "rootsig",
                                             "pipeline"))}
-"""Declaration kind -> the bit ``drawopt._text.TextScanner`` knows it by."""
+"""Declaration kind -> the bit ``drawopt._text.text_scanner`` knows it by."""
+
+
+def declare_in(scanner: Any, decls: Decls, start: int = 0) -> None:
+    """Make declarations ``start...`` of ``decls`` known to a ``drawopt._text.text_scanner``."""
+    for di in range(start, len(decls)):
+        d = decls[di]
+        scanner.declared(d.name.encode(), di, KIND_BIT[d.kind], getattr(d, "size", 0))
 
 
 @lru_cache(maxsize=1)
 def scanner_tables() -> tuple[list[tuple[Any, ...]], list[tuple[bytes, int]], int]:
-    """``(ops, flags, buffer_bit)`` for ``drawopt._text.TextScanner``: the commands filled the way
+    """``(ops, flags, buffer_bit)`` for ``drawopt._text.text_scanner``: the commands filled the way
     :func:`~drawopt.ir.stream.encode_command` fills them (positional slots, keywords, defaults)."""
     def desc(a, keyword: bool):
         mask = 0
@@ -285,7 +292,7 @@ def scanner_tables() -> tuple[list[tuple[Any, ...]], list[tuple[bytes, int]], in
 
 
 def command_block(s: Stream, printer: Any, py_line, prefix: str, suffix: str, last_suffix: str) -> str:
-    """The command lines of ``s`` printed by ``printer`` (a ``drawopt._text.CommandPrinter``),
+    """The command lines of ``s`` printed by ``printer`` (a ``drawopt._text.command_printer``),
     with ``py_line(s, i)`` printing each command it stops at; every line gets ``prefix`` and
     ``suffix`` (``last_suffix`` after the last one)."""
     n = len(s)
@@ -302,7 +309,7 @@ def command_block(s: Stream, printer: Any, py_line, prefix: str, suffix: str, la
 
 
 def printer_table(names: list[str], json_mode: bool) -> tuple[list[Any], ...]:
-    """``(ops, refs, heap_names, flags)`` for ``drawopt._text.CommandPrinter``: the tokens the
+    """``(ops, refs, heap_names, flags)`` for ``drawopt._text.command_printer``: the tokens the
     Python printers write (``text._command_printer``, ``jsonfmt._json_printer``)."""
     q = json.dumps if json_mode else str
 

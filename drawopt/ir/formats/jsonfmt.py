@@ -41,11 +41,11 @@ from drawopt.errors import InputError
 from drawopt.ir import codec
 from drawopt.ir.decls import ContractError, Decls, decl_from_json, decl_to_json
 from drawopt.ir.formats.common import (
-    KIND_BIT,
     OPAQUE,
     Fallback,
     check_decl_tokens,
     command_block,
+    declare_in,
     header_from_json,
     header_to_json,
     opaque_text_error,
@@ -300,20 +300,11 @@ def _commands(doc: _Doc, raw: list[Any], header, decls: Decls) -> Stream:
     offs = doc.elem_off.get("commands", [])
     kern = load_cext("_text")
     if kern is not None:  # the kernel encodes what it can; the loop below is its pure twin
-        sc = kern.TextScanner(b"", *scanner_tables(), capacity=n)
-        for di, d in enumerate(decls):
-            sc.declared(d.name.encode(), di, KIND_BIT[d.kind], getattr(d, "size", 0))
+        sc = kern.text_scanner(b"", *scanner_tables(), capacity=n)
+        declare_in(sc, decls)
         i = sc.encode_json(raw, 0)
         while i < n:
-            el = raw[i]
-            try:
-                plan = plans[el[0]]
-                row, var = plan.encode(el[1:])
-                code = plan.code
-                fl = 0
-            except _FAST_FAIL:
-                code, row, var, fl = _slow_command(doc, el, offs[i], decls, strings, string_ix)
-            sc.add(code, row, var, fl, 0)
+            sc.add(*_element(doc, plans, raw[i], offs[i], decls, strings, string_ix), 0)
             i = sc.encode_json(raw, i + 1)
         op, args_, off_arr, var_len, pool_, flags, _, _ = sc.finish()
         return Stream(header, decls, op, args_, off_arr, var_len, pool_, flags, _line_numbers(doc.text, offs),
@@ -324,13 +315,7 @@ def _commands(doc: _Doc, raw: list[Any], header, decls: Decls) -> Stream:
     var_len = np.zeros(n, np.int32)
     flags = np.zeros(n, np.uint8)
     for i, el in enumerate(raw):
-        try:
-            plan = plans[el[0]]
-            row, var = plan.encode(el[1:])
-            code = plan.code
-            fl = 0
-        except _FAST_FAIL:
-            code, row, var, fl = _slow_command(doc, el, offs[i], decls, strings, string_ix)
+        code, row, var, fl = _element(doc, plans, el, offs[i], decls, strings, string_ix)
         op[i] = code
         args += row
         if var:
@@ -342,6 +327,17 @@ def _commands(doc: _Doc, raw: list[Any], header, decls: Decls) -> Stream:
         np.cumsum(var_len[:-1], out=off_arr[1:])
     return Stream(header, decls, op, np.array(args, np.int64).reshape(n, 6), off_arr, var_len,
                   np.array(pool, np.int64), flags, _line_numbers(doc.text, offs), strings)
+
+
+def _element(doc: _Doc, plans, el: Any, off: int, decls: Decls, strings: list[str],
+             string_ix: dict[str, int]) -> tuple[int, list[int], list[int], int]:
+    """``(code, row, var, flags)`` of one command array: its fast plan, else the reference path."""
+    try:
+        plan = plans[el[0]]
+        row, var = plan.encode(el[1:])
+        return plan.code, row, var, 0
+    except _FAST_FAIL:
+        return _slow_command(doc, el, off, decls, strings, string_ix)
 
 
 def _line_numbers(text: str, offs: list[int]) -> np.ndarray:
@@ -486,7 +482,7 @@ def dumps_json(s: Stream) -> str:
     kern = load_cext("_text")
     if kern is not None and len(s):
         ops, refs, heaps, flags = printer_table(names, json_mode=True)
-        printer = kern.CommandPrinter(ops, refs, heaps, (b"false", b"true"), flags, _f32_json, True, b'"', b"  ",
+        printer = kern.command_printer(ops, refs, heaps, (b"false", b"true"), flags, _f32_json, True, b'"', b"  ",
                                       b",\n", b"\n")
         out.append(' "commands": [')
         return "\n".join(out) + "\n" + command_block(s, printer, lambda s_, i: _py_json_line(printers, s_, i),

@@ -51,11 +51,11 @@ from drawopt.ir.decls import (
 )
 from drawopt.ir.formats.common import (
     HEADER_KEYS,
-    KIND_BIT,
     OPAQUE,
     Fallback,
     check_decl_tokens,
     command_block,
+    declare_in,
     header_text,
     opaque_text_error,
     plans_for,
@@ -105,7 +105,7 @@ def _strip_comment(raw: str) -> str:
 
 
 class _PureScanner:
-    """Pure-Python twin of ``drawopt._text.TextScanner``: reads the lines a :class:`~.common.Plan`
+    """Pure-Python twin of ``drawopt._text.text_scanner``: reads the lines a :class:`~.common.Plan`
     encodes and hands every other one to the reader (same methods, same columns)."""
 
     def __init__(self, lines: list[str], plans: dict[str, Any]):
@@ -195,7 +195,7 @@ class _Reader:
         self.plans = plans_for(self.decls, json_mode=False)
         kern = load_cext("_text")
         if kern is not None:
-            self.sc = kern.TextScanner(text.encode("utf-8", "surrogatepass"), *scanner_tables())
+            self.sc = kern.text_scanner(text.encode("utf-8", "surrogatepass"), *scanner_tables())
         else:
             self.sc = _PureScanner(self.lines, self.plans)
 
@@ -254,9 +254,7 @@ class _Reader:
                     raise _LineError(_unknown_command(name))
             except _LineError as e:
                 self.fail(e.message, lineno, e.tok, e.offset)
-            for di in range(ndecl, len(self.decls)):
-                d = self.decls[di]
-                sc.declared(d.name.encode(), di, KIND_BIT[d.kind], getattr(d, "size", 0))
+            declare_in(sc, self.decls, ndecl)
         if self.header is None:
             raise InputError("empty stream: expected the header line 'drawopt 1 ...'", self.file,
                              max(len(self.lines), 1), 1)
@@ -797,7 +795,7 @@ def dumps_text(s: Stream) -> str:
         if not n:
             return head
         ops, refs, heaps, flags = printer_table(names, json_mode=False)
-        printer = kern.CommandPrinter(ops, refs, heaps, (b"FALSE", b"TRUE"), flags, _f32, False, b"", b"", b"\n",
+        printer = kern.command_printer(ops, refs, heaps, (b"FALSE", b"TRUE"), flags, _f32, False, b"", b"", b"\n",
                                       b"\n")
         return head + "\n" + command_block(s, printer, lambda s_, i: _py_text_line(printers, s_, i), "", "\n", "\n")
     if n:
