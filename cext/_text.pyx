@@ -270,7 +270,6 @@ cdef class _TextScanner:
         self.names = {}
         self.buffer_bit = buffer_bit
         blob = bytearray()
-        nenum = [0]
 
         def put(bytes b):
             off = len(blob)
@@ -308,15 +307,18 @@ cdef class _TextScanner:
             op.var_max = var_max
             if var is not None and not _fill_arg(&op.var, -1, var, put, enum_spans):
                 op.usable = 0
-            if 0 < op.name_len < 64 and self.by_len_n[op.name_len] < 8:
-                self.by_len[op.name_len][self.by_len_n[op.name_len]] = k
-                self.by_len_n[op.name_len] += 1
+            if not (0 < op.name_len < 64 and self.by_len_n[op.name_len] < 8):
+                raise ValueError(f"command name {name!r}: the name table holds 8 names of each length below 64")
+            self.by_len[op.name_len][self.by_len_n[op.name_len]] = k
+            self.by_len_n[op.name_len] += 1
         if len(enum_spans) > MAX_ENUM:
             raise ValueError("too many enumerants")
         for i, (off, ln) in enumerate(enum_spans):
             self.enum_off[i] = off
             self.enum_len[i] = ln
-        self.nflags = min(len(flags), 8)
+        if len(flags) > 8:
+            raise ValueError("at most 8 flags")
+        self.nflags = len(flags)
         for i in range(self.nflags):
             self.flag_off[i] = put(flags[i][0])
             self.flag_len[i] = len(flags[i][0])
@@ -326,6 +328,7 @@ cdef class _TextScanner:
         memset(&self.data_arg, 0, sizeof(ArgSpec))
         self.data_arg.kind = K_REF
         self.data_arg.refmask = buffer_bit
+        self.data_arg.cache_len = -1
         nlines = data.count(b"\n") + 1 if capacity < 0 else capacity
         self.cap = nlines
         self.a_op = np.zeros(nlines, np.uint16)
@@ -1019,7 +1022,9 @@ cdef class _CommandPrinter:
         self.bool_first = len(toks)
         tok(bools[0])
         tok(bools[1])
-        self.nflags = min(len(flags), 8)
+        if len(flags) > 8:
+            raise ValueError("at most 8 flags")
+        self.nflags = len(flags)
         for i in range(self.nflags):
             self.flag_bit[i] = flags[i][0]
             self.flag_tok[i] = tok(flags[i][1])
