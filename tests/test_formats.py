@@ -9,7 +9,6 @@ import random
 import re
 import stat
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -405,11 +404,11 @@ def _frame_text(draws: int) -> str:
     return head + body
 
 
-def test_parse_speed_small() -> None:
-    text = _frame_text(5000)  # 20k lines; the 100k-draw budget is in the slow test
-    t0 = time.process_time()
+def test_parse_small_frame() -> None:
+    """A 5,000-draw frame (20k lines) reads and prints back; speed figures are in bench/run.py, not here."""
+    text = _frame_text(5000)
     s = loads(text)
-    assert time.process_time() - t0 < 2.0 and len(s) == 20003
+    assert len(s) == 20003 and loads(dumps(s)) == s
 
 
 @pytest.mark.slow

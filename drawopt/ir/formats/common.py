@@ -261,7 +261,16 @@ KIND_BIT = {k: 1 << i for i, k in enumerate(("buffer", "texture", "target", "dep
 
 
 def declare_in(scanner: Any, decls: Decls, start: int = 0) -> None:
-    """Make declarations ``start...`` of ``decls`` known to a ``drawopt._text.text_scanner``."""
+    """Make declarations ``start...`` of ``decls`` known to a ``drawopt._text.text_scanner``.
+
+    >>> from drawopt.ir.decls import Buffer
+    >>> decls = Decls()
+    >>> _ = decls.add(Buffer("vb", 64))
+    >>> class Shown:
+    ...     def declared(self, *what): print(what)
+    >>> declare_in(Shown(), decls)
+    (b'vb', 0, 1, 64)
+    """
     for di in range(start, len(decls)):
         d = decls[di]
         scanner.declared(d.name.encode(), di, KIND_BIT[d.kind], getattr(d, "size", 0))
@@ -270,7 +279,12 @@ def declare_in(scanner: Any, decls: Decls, start: int = 0) -> None:
 @lru_cache(maxsize=1)
 def scanner_tables() -> tuple[list[tuple[Any, ...]], list[tuple[bytes, int]], int]:
     """``(ops, flags, buffer_bit)`` for ``drawopt._text.text_scanner``: the commands filled the way
-    :func:`~drawopt.ir.stream.encode_command` fills them (positional slots, keywords, defaults)."""
+    :func:`~drawopt.ir.stream.encode_command` fills them (positional slots, keywords, defaults).
+
+    >>> ops, flags, buffer_bit = scanner_tables()
+    >>> ops[0][:5], flags, buffer_bit
+    ((1, b'SetPipelineState', 1, [0], []), [(b'nomerge', 1)], 1)
+    """
     def desc(a, keyword: bool):
         mask = 0
         for k in (a.ref if a.kind == "ref" else ("heap",) if a.kind == "heapref" else ()):
@@ -294,7 +308,15 @@ def scanner_tables() -> tuple[list[tuple[Any, ...]], list[tuple[bytes, int]], in
 def command_block(s: Stream, printer: Any, py_line, prefix: str, suffix: str, last_suffix: str) -> str:
     """The command lines of ``s`` printed by ``printer`` (a ``drawopt._text.command_printer``),
     with ``py_line(s, i)`` printing each command it stops at; every line gets ``prefix`` and
-    ``suffix`` (``last_suffix`` after the last one)."""
+    ``suffix`` (``last_suffix`` after the last one).
+
+    >>> from drawopt.ir.formats import loads
+    >>> s = loads("drawopt 1\\nDispatch 1 2 3\\nDispatch 4 5 6\\n")
+    >>> class StopsAtOnce:
+    ...     def format(self, *columns_and_start): return "", columns_and_start[-1]
+    >>> command_block(s, StopsAtOnce(), lambda s, i: f"command {i}", "", "\\n", ".\\n")
+    'command 0\\ncommand 1.\\n'
+    """
     n = len(s)
     parts = []
     op, args, var_off, var_len, pool, flags = s.op, s.args, s.var_off, s.var_len, s.pool, s.flags
@@ -310,7 +332,12 @@ def command_block(s: Stream, printer: Any, py_line, prefix: str, suffix: str, la
 
 def printer_table(names: list[str], json_mode: bool) -> tuple[list[Any], ...]:
     """``(ops, refs, heap_names, flags)`` for ``drawopt._text.command_printer``: the tokens the
-    Python printers write (``text._command_printer``, ``jsonfmt._json_printer``)."""
+    Python printers write (``text._command_printer``, ``jsonfmt._json_printer``).
+
+    >>> ops, refs, heaps, flags = printer_table(["vb"], json_mode=True)
+    >>> ops[48][0], ops[48][1][0], refs, heaps, flags
+    (b'["Dispatch"', (0, 'u32', 0, False, (), None), [b'"vb"'], [b'vb'], [(1, b'"nomerge"')])
+    """
     q = json.dumps if json_mode else str
 
     def desc(j: int, a, hex_big: bool = False):
