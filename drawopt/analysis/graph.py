@@ -385,9 +385,7 @@ class _Builder:
             cols.append(np.where(buf, args[acmd, k], 0))
         sig = pack_columns(cols) if acmd.size else np.zeros((0, len(cols)), np.int64)
         first, inv = _unique_rows(sig)
-        per: list[list[tuple[int, int]]] = [self._resolve(int(a)) for a in first]
-        counts = np.array([len(x) for x in per], np.int64)
-        flat = np.array([x for lst in per for x in lst], np.int64).reshape(-1, 2)
+        flat, counts = self._signature_accesses(first)
         # flushes and barriers (they write)
         fe = self.rid(_FE_VIRTUAL)
         fl = np.flatnonzero(self.seg_kind == _K_FLUSH)
@@ -439,121 +437,211 @@ class _Builder:
         out[c[order]] = np.cumsum(new) - 1
         return out
 
-    def _resolve(self, a: int) -> list[tuple[int, int]]:
-        """Accesses of action ``a`` (an index into the action arrays) as (resource id, class)."""
+    def _signature_accesses(self, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Accesses of the actions ``first`` (indices into the action arrays; one per distinct
+        signature, in signature order): ``flat`` int64[K, 2] of (resource id, class) sorted by
+        resource id within each action, and ``counts`` int64[len(first)]. A copy's write and
+        read stay two accesses, the write first, when it copies a buffer onto itself.
+
+        What an action accesses (columnar, one block of rows per kind of access, in the order
+        the accesses are listed): a copy writes ``dst`` and reads ``src``; a draw writes its
+        render targets (class: :func:`commute_class`) and writes or reads its depth target,
+        reads its index buffer, a ``DrawIndexedX`` buffer, indirect arguments and counts (and
+        then the front end) and its vertex buffers (unless its pipeline pulls vertices); a draw
+        or dispatch with a pipeline of its kind reads the pipeline's ``reads=`` and the srv/cbv
+        resources of the root parameters it reads, and writes its ``writes=`` and the UAVs its
+        tables and root views reach (:mod:`drawopt.analysis.access`, by declaration index), each
+        also a front-end write when the front end reads that buffer. Several accesses to one
+        resource join: reads give way to a write; two different write classes make an ordered
+        write. Resource ids are numbered in order of first access (action by action).
+        """
         s, decls = self.s, self.decls
-        cmd, op = int(self.act_cmd[a]), int(self.act_op[a])
-        sp = BY_CODE[op]
-        x = s.args[cmd]
-        if sp.name == "CopyBufferRegion":
-            return [(self.rid(decls[int(x[0])].name), 1), (self.rid(decls[int(x[2])].name), 0)]
-        p = int(self.act_pso[a])
-        pi = decls[p] if p >= 0 else None
-        acc: list[tuple[str, str, str | None]] = []
-        if sp.cat == Cat.DRAW:
-            if pi is not None and pi.is_compute:
-                pi = None
-            rc = int(self.bind[_S_RTS][a])
-            depth = None
-            targets: list[str] = []
+        nd = len(decls)
+        fe_key, inh_key, inh_d_key = nd, nd + 1, nd + 2  # the virtual resources
+        args, op = s.args, s.op
+        n = first.shape[0]
+        cmd, aop, pso = self.act_cmd[first], self.act_op[first], self.act_pso[first]
+        bind = {k: v[first] for k, v in self.bind.items()}
+        rows_l: list[np.ndarray] = []
+        hi_l: list[np.ndarray] = []
+        lo_l: list[np.ndarray] = []
+        res_l: list[np.ndarray] = []
+        cls_l: list[np.ndarray] = []
+
+        def add(rows: np.ndarray, hi: Any, lo: Any, res: Any, cls: Any) -> None:
+            # one access per row of ``rows``; order key (hi, lo) within the action
+            k = rows.shape[0]
+            if not k:
+                return
+            rows_l.append(rows)
+            for lst, x in ((hi_l, hi), (lo_l, lo), (res_l, res), (cls_l, cls)):
+                lst.append(np.broadcast_to(np.asarray(x, np.int64), (k,)))
+
+        def add_ragged(rows: np.ndarray, grp: np.ndarray, lists: list[list[tuple[int, int]]], hi: int,
+                       lo_mul: int = 1, fe: bool = False) -> None:
+            # rows[i] gets the accesses lists[grp[i]] (resource key, class), lo = index * lo_mul
+            lens = np.array([len(x) for x in lists], np.int64)
+            if not rows.size or not lens.any():
+                return
+            off = np.cumsum(lens) - lens
+            flat_r = np.array([r for x in lists for r, _ in x], np.int64)
+            flat_c = np.array([c for x in lists for _, c in x], np.int64)
+            idx = np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(off, lens)
+            nl = lens[grp]
+            k = ragged_index(off[grp], nl)
+            r = np.repeat(rows, nl)
+            add(r, hi, idx[k] * lo_mul, flat_r[k], flat_c[k])
+            if fe:  # a front-end write after each write of a buffer the front end reads
+                m = fe_read[flat_r[k]]
+                add(r[m], hi, idx[k][m] * lo_mul + 1, fe_key, fe_cls)
+
+        fe_read = np.zeros(nd + 3, bool)
+        fe_read[[decls.index[x] for x in self.fe_bufs if x in decls]] = True
+        fe_cls = self.lab("fe-writers", "w")
+        is_pipe = np.zeros(nd + 1, bool)
+        is_cs = np.zeros(nd + 1, bool)
+        pulls = np.zeros(nd + 1, bool)
+        for i, d in enumerate(decls.items):
+            if isinstance(d, Pipeline):
+                is_pipe[i], is_cs[i], pulls[i] = True, d.is_compute, d.vertex_pulling
+        cat = _CAT_TABLE[aop]
+        draw = cat == int(Cat.DRAW)
+        copy = aop == _OP["CopyBufferRegion"]
+        # the pipeline each action uses (-1: none, or one of the other kind)
+        eff = np.where(is_pipe[pso] & (is_cs[pso] != draw), pso, -1)
+        eff[copy] = -1
+        # copies
+        c = np.flatnonzero(copy)
+        add(c, 0, 0, args[cmd[c], 0], 1)
+        add(c, 0, 1, args[cmd[c], 2], 0)
+        # draws: render and depth targets, per (pipeline, render-target command)
+        d = np.flatnonzero(draw)
+        rts = bind[_S_RTS][d]
+        pair = (eff[d] + 1) * (len(s) + 1) + (rts + 1)
+        upair, pinv = np.unique(pair, return_inverse=True)
+        tgt_lists = []
+        for key in upair.tolist():
+            p, rc = key // (len(s) + 1) - 1, key % (len(s) + 1) - 1
+            pi = decls[p] if p >= 0 else None
             if rc < 0:
-                targets, depth = [_INHERITED], _INHERITED_DEPTH
+                targets, depth = [inh_key], inh_d_key
             else:
-                for d in s.var(rc):
-                    dd = decls[int(d)]
-                    if dd.kind == "depth":
-                        depth = dd.name
+                targets, depth = [], None
+                for x in s.var(rc).tolist():
+                    if decls[int(x)].kind == "depth":
+                        depth = int(x)
                     else:
-                        targets.append(dd.name)
-            lab = commute_class(pi, self.reorder, depth)
-            acc += [(t, "w", lab) for t in targets]
+                        targets.append(int(x))
+            lab = commute_class(pi, self.reorder, None if depth is None else
+                                _INHERITED_DEPTH if depth == inh_d_key else decls[depth].name)
+            wcls = self.lab(lab, "w")
+            acc = [(t, wcls) for t in targets]
             if depth is not None and pi is not None:
                 if pi.depth_write:
-                    acc.append((depth, "w", lab))
+                    acc.append((depth, wcls))
                 elif pi.depth_test:
-                    acc.append((depth, "r", None))
-            fe_read = False
-            if op in _INDEXED_NATIVE:
-                c = int(self.bind[_S_IB][a])
-                if c >= 0 and s.op[c] == _OP["IASetIndexBuffer"]:
-                    acc.append((decls[int(s.args[c, 0])].name, "r", None))
-                    fe_read = True
-            if sp.name == "DrawIndexedX":
-                acc.append((decls[int(x[0])].name, "r", None))
-                fe_read = True
-            if sp.name in _INDIRECT:
-                acc.append((decls[int(x[sp.col("args_buffer")])].name, "r", None))
-                if "count_buffer" in sp.fields:
-                    acc.append((decls[int(x[sp.col("count_buffer")])].name, "r", None))
-                fe_read = True
-            if fe_read:
-                acc.append((_FE_VIRTUAL, "r", None))
-            if pi is None or not pi.vertex_pulling:
-                for slot in self.vb_slots:
-                    c = int(self.bind[slot][a])
-                    if c >= 0:
-                        acc.append((decls[int(s.args[c, 1])].name, "r", None))
-            base = _S_RG
-        else:
-            if pi is not None and not pi.is_compute:
-                pi = None
-            base = _S_RC
-        if pi is not None:
-            oi = "oi" if (pi.order_independent and self.reorder != "none") else None
-            fixed = self._pipe_cache.get(p)
-            if fixed is None:
-                rs = decls[pi.root] if pi.root is not None and pi.root in decls else None
-                fixed = self._pipe_cache[p] = (  # declared writes= and read parameters: drawopt.analysis.access's rule
-                    [decls.items[r].name for r in declared_writes(decls, pi)],
-                    [r for r in (_resource_of(decls, nm) for nm in pi.reads) if r], rs,
-                    pi.read_params(len(rs.params)) if rs is not None else ())
-            uav_w: list[str] = list(fixed[0])
-            acc += [(r, "r", None) for r in fixed[1]]
-            rs, params = fixed[2], fixed[3]
-            for q in params:
-                b_ = self.bind.get(base + q)
-                c = int(b_[a]) if b_ is not None else -1
-                if c < 0 or rs is None or q >= len(rs.params):
+                    acc.append((depth, 0))
+            tgt_lists.append(acc)
+        add_ragged(d, pinv.reshape(-1), tgt_lists, 0)
+        # draws: the front end's reads
+        fe_rows = np.zeros(n, bool)
+        ib = bind.get(_S_IB, np.full(n, -1, np.int64))
+        m = draw & np.isin(aop, list(_INDEXED_NATIVE)) & (ib >= 0)
+        m[m] = op[ib[m]] == _OP["IASetIndexBuffer"]
+        r = np.flatnonzero(m)
+        add(r, 1, 0, args[ib[r], 0], 0)
+        fe_rows |= m
+        m = aop == _OP["DrawIndexedX"]
+        r = np.flatnonzero(m)
+        add(r, 2, 0, args[cmd[r], 0], 0)
+        fe_rows |= m
+        for name in _INDIRECT:
+            sp = BY_NAME[name]
+            r = np.flatnonzero(aop == sp.code)
+            add(r, 3, 0, args[cmd[r], sp.col("args_buffer")], 0)
+            if "count_buffer" in sp.fields:
+                add(r, 4, 0, args[cmd[r], sp.col("count_buffer")], 0)
+            fe_rows[r] = True
+        add(np.flatnonzero(fe_rows), 5, 0, fe_key, 0)
+        # draws: vertex buffers
+        vb_rows = draw & ~pulls[eff]
+        for slot in self.vb_slots:
+            b = bind[slot]
+            r = np.flatnonzero(vb_rows & (b >= 0))
+            add(r, 6, slot, args[b[r], 1], 0)
+        # draws and dispatches with a pipeline: declared reads and writes, then the root parameters
+        # (drawopt.analysis.access's rule: declared writes, tables, root views)
+        for p in np.unique(eff[eff >= 0]).tolist():
+            pi = decls[p]
+            sel = np.flatnonzero(eff == p)
+            psel = np.zeros(sel.size, np.int64)
+            rs = decls[pi.root] if pi.root is not None and pi.root in decls else None
+            oi = self.lab("oi" if (pi.order_independent and self.reorder != "none") else None, "w")
+            reads = [decls.index[x] for x in (_resource_of(decls, nm) for nm in pi.reads) if x]
+            add_ragged(sel, psel, [[(x, 0) for x in reads]], 7)
+            add_ragged(sel, psel, [[(x, oi) for x in declared_writes(decls, pi)]], 9 << 10, 2, fe=True)
+            if rs is None:
+                continue
+            base = _S_RG if not pi.is_compute else _S_RC
+            for k, q in enumerate(pi.read_params(len(rs.params))):
+                b = bind.get(base + q)
+                if b is None:
                     continue
+                bc = b[sel]
                 rp = rs.params[q]
-                o = int(s.op[c])
-                if rp.kind == "table" and o in (_OP["SetGraphicsRootDescriptorTable"],
-                                                 _OP["SetComputeRootDescriptorTable"]):
-                    reads, writes = self._table(rp, int(s.args[c, 1]))
-                    acc += reads
-                    uav_w += writes
-                elif rp.kind in ("cbv", "srv", "uav") and o in (_OP["SetGraphicsRootConstantBufferView"],
-                                                                 _OP["SetGraphicsRootShaderResourceView"]):
-                    b = decls[int(s.args[c, 1])].name
-                    (uav_w.append(b) if rp.kind == "uav" else acc.append((b, "r", None)))
-            for r in uav_w:
-                acc.append((r, "w", oi))
-                if r in self.fe_bufs:
-                    acc.append((_FE_VIRTUAL, "w", "fe-writers"))
-        out: dict[int, int] = {}
-        rid_of = self.res_ids.get
-        for name, mode, label in acc:
-            r = rid_of(name)
-            if r is None:
-                r = self.rid(name)
-            c = 0 if mode == "r" else (1 if label is None else self.lab(label, mode))
-            if r not in out:
-                out[r] = c
-            elif out[r] != c:
-                a_, b_ = out[r], c
-                out[r] = max(a_, b_) if min(a_, b_) == 0 else (a_ if a_ == b_ else 1)
-        return sorted(out.items())
+                ok = bc >= 0
+                if rp.kind == "table":
+                    ok[ok] = np.isin(op[bc[ok]], _TABLE_OPS)
+                    rr = sel[ok]
+                    uh, hinv = np.unique(args[bc[ok], 1], return_inverse=True)
+                    got = [self._table(rp, h) for h in uh.tolist()]
+                    hinv = hinv.reshape(-1)
+                    add_ragged(rr, hinv, [[(x, 0) for x in g[0]] for g in got], (8 << 10) + k)
+                    add_ragged(rr, hinv, [[(x, oi) for x in g[1]] for g in got], (9 << 10) + 1 + k, 2, fe=True)
+                elif rp.kind in ("cbv", "srv", "uav"):
+                    ok[ok] = np.isin(op[bc[ok]], _ROOT_VIEW_OPS)
+                    rr = sel[ok]
+                    buf = args[bc[ok], 1]
+                    if rp.kind == "uav":
+                        add(rr, (9 << 10) + 1 + k, 0, buf, oi)
+                        m = fe_read[buf]
+                        add(rr[m], (9 << 10) + 1 + k, 1, fe_key, fe_cls)
+                    else:
+                        add(rr, (8 << 10) + k, 0, buf, 0)
+        if not rows_l:
+            return np.zeros((0, 2), np.int64), np.zeros(n, np.int64)
+        rows, res, cls = np.concatenate(rows_l), np.concatenate(res_l), np.concatenate(cls_l)
+        # resource ids in order of first access
+        order = lex_order([rows, np.concatenate(hi_l), np.concatenate(lo_l)])
+        ures, ufirst = np.unique(res[order], return_index=True)
+        enc = ures[np.argsort(ufirst, kind="stable")]
+        virtual = {fe_key: _FE_VIRTUAL, inh_key: _INHERITED, inh_d_key: _INHERITED_DEPTH}
+        for x in enc.tolist():
+            self.rid(virtual[x] if x >= nd else decls.items[x].name)
+        lut = np.full(nd + 3, -1, np.int64)
+        lut[enc] = np.array([self.res_ids[virtual[x] if x >= nd else decls.items[x].name] for x in enc.tolist()],
+                            np.int64)
+        fid = lut[res]
+        # join the accesses of one action to one resource (a copy's two stay apart: dst, then src)
+        apart = np.where(copy[rows], np.concatenate(lo_l), 0)
+        o = lex_order([rows, fid, apart])
+        rows, fid, cls, apart = rows[o], fid[o], cls[o], apart[o]
+        head = np.flatnonzero(np.r_[True, (rows[1:] != rows[:-1]) | (fid[1:] != fid[:-1])
+                                    | (apart[1:] != apart[:-1])])
+        nz = cls > 0
+        lo_c = np.minimum.reduceat(np.where(nz, cls, np.iinfo(np.int64).max), head)
+        hi_c = np.maximum.reduceat(np.where(nz, cls, 0), head)
+        joined = np.where(hi_c == 0, 0, np.where(lo_c == hi_c, hi_c, 1))
+        return np.stack([fid[head], joined], axis=1), np.bincount(rows[head], minlength=n).astype(np.int64)
 
-    def _table(self, rp: Any, href: int) -> tuple[list[tuple[str, str, None]], list[str]]:
+    def _table(self, rp: Any, href: int) -> tuple[list[int], list[int]]:
         """What a descriptor table ``rp`` bound at ``href`` (heap index << 32 | slot) gives access
-        to: its reads (accesses, in range order) and the resources its UAV ranges write --
-        :func:`drawopt.analysis.access.table_access`, THE resource-access rule, by name."""
+        to: its reads (in range order) and the resources its UAV ranges write, as declaration
+        indices -- :func:`drawopt.analysis.access.table_access`, THE resource-access rule."""
         key = (id(rp), href)
         got = self._table_cache.get(key)
         if got is None:
-            names = self.decls.items
-            r, w = table_access(self.decls, rp, href, self._heap_views)
-            got = self._table_cache[key] = ([(names[i].name, "r", None) for i in r], [names[i].name for i in w])
+            got = self._table_cache[key] = table_access(self.decls, rp, href, self._heap_views)
         return got
 
     # ------------------------------------------------------------------ edges
@@ -723,8 +811,7 @@ class _Builder:
         s = self.s
         self.fe_bufs = _frontend_buffers(s)
         self._heap_views = heap_views(self.decls)
-        self._pipe_cache: dict[int, tuple] = {}
-        self._table_cache: dict[tuple[int, int], tuple[list[tuple[str, str, None]], list[str]]] = {}
+        self._table_cache: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
         self._events()
         self._segments()
         if self.nseg == 0:
@@ -1044,6 +1131,12 @@ def _two_path_reduce_py(u: np.ndarray, v: np.ndarray, state_only: np.ndarray, nn
     return keep
 
 
+_CAT_TABLE = np.full(max(sp.code for sp in BY_CODE.values()) + 1, int(Cat.STATE), np.int64)
+for _sp in BY_CODE.values():
+    _CAT_TABLE[_sp.code] = int(_sp.cat)
+_TABLE_OPS = np.array([_OP["SetGraphicsRootDescriptorTable"], _OP["SetComputeRootDescriptorTable"]], np.int64)
+_ROOT_VIEW_OPS = np.array([_OP["SetGraphicsRootConstantBufferView"], _OP["SetGraphicsRootShaderResourceView"]],
+                          np.int64)
 _VARYING = frozenset({_OP[n] for n in ("CopyBufferRegion", "DrawIndexedX", *_INDIRECT)})
 _BUFFER_ARG_OPS = np.array(sorted(_VARYING), np.int64)
 _FE_STATES = {BARRIER_STATES.index("INDIRECT_ARGUMENT"), BARRIER_STATES.index("INDEX_BUFFER")}
