@@ -149,7 +149,8 @@ def _slot_label(k: int, pipe: Pipeline | None) -> str:
 
 
 def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *, limit: int | None = None,
-            table: StateTable | None = None, graph: Any = None, use_graph: bool = True) -> Explanation:
+            table: StateTable | None = None, graph: Any = None, use_graph: bool = True,
+            facts: DrawFacts | None = None) -> Explanation:
     """Explain every adjacent pair of draw calls left unmerged (module docstring).
 
     Parameters
@@ -161,8 +162,9 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
         The reorder policy of the dependency graph (for data hazards).
     limit : int, optional
         Keep at most this many items (every pair is still counted).
-    table, graph : optional
-        Analyses already computed.
+    table, graph, facts : optional
+        Analyses already computed (``graph``: the hazard graph or ``build_graph``'s under
+        ``reorder``, or a function that returns one, called only if it is needed).
     use_graph : bool
         Look for data hazards in the dependency graph (building it costs time on
         large streams); without it, pairs with a data hazard are reported by their
@@ -170,7 +172,7 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
     """
     model = get_target(target)
     table = table if table is not None else track(stream)
-    facts = draw_facts(stream, table)
+    facts = facts if facts is not None else draw_facts(stream, table)
     d = len(facts)
     ex = Explanation(target=model.name, reorder=reorder, draws=d, pairs=0, packed=0)
     if d < 2:
@@ -254,9 +256,11 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
     assign(cls[a] != cls[b], "kind", "indirect draws with GPU-written arguments in different buffers")
     # 5. data hazards between the two (graph)
     if use_graph and undecided.any():
-        if graph is None:
-            from drawopt.analysis.graph import build_graph
-            graph = build_graph(stream, reorder=reorder)
+        if graph is None:  # the hazard edges are all it reads: no state edges, no networkx
+            from drawopt.analysis.graph import hazard_graph
+            graph = hazard_graph(stream, reorder=reorder)
+        elif callable(graph):
+            graph = graph()
         hz = _data_hazards(graph, cmd, np.flatnonzero(undecided))
         if hz:
             det = np.full(m, "", dtype=object)
@@ -384,11 +388,25 @@ def _liftable(facts: DrawFacts, ra: np.ndarray, rb: np.ndarray, a: np.ndarray) -
 
 
 def _data_hazards(graph: Any, cmd: np.ndarray, pairs: np.ndarray) -> dict[int, str]:
-    """Pairs (index i: draws i, i+1) with a data-hazard edge between their graph nodes."""
-    from drawopt.analysis.graph import node_of_command
+    """Pairs (index i: draws i, i+1) with a data-hazard edge between their graph nodes
+    (``graph``: a :class:`~drawopt.analysis.graph.HazardGraph` or :func:`~drawopt.analysis.graph.build_graph`'s).
+
+    An edge whose reasons hold a data hazard has one as its strongest reason (they come first
+    in :data:`~drawopt.analysis.graph.EDGE_REASONS`), and its resource is that reason's."""
+    from drawopt.analysis.graph import EDGE_REASONS, HazardGraph, node_of_command
 
     node = node_of_command(graph)
     out: dict[int, str] = {}
+    if isinstance(graph, HazardGraph):
+        u, v = node[cmd[pairs]], node[cmd[pairs + 1]]
+        e = graph.find_edges(u, v)
+        ok = (u != v) & (e >= 0)
+        ok[ok] = np.isin(graph.reason[e[ok]], [EDGE_REASONS.index(r) for r in _DATA_HAZARDS])
+        for i, k in zip(pairs[ok].tolist(), e[ok].tolist()):
+            res = graph.resource(k)
+            r = EDGE_REASONS[int(graph.reason[k])]
+            out[i] = f"{r} on {res}" if res else r
+        return out
     for i in pairs.tolist():
         u, v = int(node[cmd[i]]), int(node[cmd[i + 1]])
         if u == v or u < 0 or v < 0 or not graph.has_edge(u, v):

@@ -253,44 +253,43 @@ class _Builder:
     def _events(self) -> None:
         s, n = self.s, self.stop
         op, args = s.op[:n], s.args[:n]
-        cmds, slots = [], []
-        for name, slot in _SIMPLE_SLOT.items():
-            i = np.flatnonzero(op == _OP[name])
-            cmds.append(i)
-            slots.append(np.full(i.size, slot, np.int64))
-        for names, base in ((_ROOT_G, _S_RG), (_ROOT_C, _S_RC)):
-            i = np.flatnonzero(np.isin(op, [_OP[x] for x in names]))
-            cmds.append(i)
-            slots.append(base + np.minimum(args[i, 0], 15))
-        i = np.flatnonzero(op == _OP["IASetVertexBuffers"])
-        cmds.append(i)
-        slots.append(_S_VB + np.minimum(args[i, 0], 31))
-        i = np.flatnonzero(op == _OP["DrawIndexedX"])   # leaves the index buffer undefined
-        cmds.append(i)
-        slots.append(np.full(i.size, _S_IB, np.int64))
+        # the slot each command sets (simple slots, root arguments, vertex buffers, and the index
+        # buffer DrawIndexedX leaves undefined), at most one per command, in command order
+        slot = _SLOT_OF_OP[op]
+        i = np.flatnonzero(slot != _NO_SLOT)
+        sl = slot[i].astype(np.int64)
+        kind = sl >= _SLOT_FROM_ARG0
+        if kind.any():
+            k = np.flatnonzero(kind)
+            code = sl[k] - _SLOT_FROM_ARG0  # the base slot; the first argument picks the slot
+            cap = np.where(code == _S_VB, 31, 15)
+            sl[k] = code + np.minimum(args[i[k], 0], cap)
         opq = np.flatnonzero(op == _OP["Opaque"])
         self.opq = opq
+        # sorted by slot, then command: a stable sort by slot keeps the command order
+        small = not sl.size or (int(sl.min()) >= 0 and int(sl.max()) < 256)
+        o = np.argsort(sl.astype(np.uint8) if small else sl, kind="stable")
+        keys = [sl[o] * _BIG + i[o]]
         # a different root signature loses the root arguments; different heaps lose the tables
+        extra: list[tuple[int, np.ndarray]] = []
         for name, base in (("SetGraphicsRootSignature", _S_RG), ("SetComputeRootSignature", _S_RC)):
-            i = np.flatnonzero(op == _OP[name])
-            ch = i[_changed(args[i, 0], self.epoch(i))]
-            for p in range(16):
-                cmds.append(ch)
-                slots.append(np.full(ch.size, base + p, np.int64))
-        i = np.flatnonzero(op == _OP["SetDescriptorHeaps"])
-        hv = np.array([hash(tuple(sorted(s.var(int(c)).tolist()))) for c in i], np.int64)
-        ch = i[_changed(hv, self.epoch(i))]
-        for base in (_S_RG, _S_RC):
-            for p in range(16):
-                cmds.append(ch)
-                slots.append(np.full(ch.size, base + p, np.int64))
-        c, sl = np.concatenate(cmds).astype(np.int64), np.concatenate(slots).astype(np.int64)
-        o = lex_order([sl, c])
-        self.ev_cmd, self.ev_slot = c[o], sl[o]
-        self.ev_key = self.ev_slot * _BIG + self.ev_cmd
-        self.vb_slots = sorted(set(np.unique(sl[sl >= _S_VB]).tolist()) & set(range(_S_VB, _S_RG)))
-        self.rg_slots = sorted(set(np.unique(sl).tolist()) & set(range(_S_RG, _S_RC)))
-        self.rc_slots = sorted(set(np.unique(sl).tolist()) & set(range(_S_RC, _S_RC + 16)))
+            c = np.flatnonzero(op == _OP[name])
+            extra.append((base, c[_changed(args[c, 0], self.epoch(c))]))
+        c = np.flatnonzero(op == _OP["SetDescriptorHeaps"])
+        hv = np.array([hash(tuple(sorted(s.var(int(x)).tolist()))) for x in c], np.int64)
+        ch = c[_changed(hv, self.epoch(c))]
+        extra += [(_S_RG, ch), (_S_RC, ch)]
+        for base in (_S_RG, _S_RC):  # slot by slot: these keys are sorted
+            cm = np.sort(np.concatenate([x for b, x in extra if b == base]))
+            if cm.size:
+                keys.append(((base + np.arange(16, dtype=np.int64))[:, None] * _BIG + cm[None, :]).reshape(-1))
+        key = np.sort(np.concatenate(keys), kind="stable")  # (timsort: a merge of sorted runs)
+        self.ev_key = key
+        self.ev_slot, self.ev_cmd = key // _BIG, key % _BIG
+        used = self.ev_slot[np.r_[True, self.ev_slot[1:] != self.ev_slot[:-1]]] if key.size else key
+        self.vb_slots = used[(used >= _S_VB) & (used < _S_RG)].tolist()
+        self.rg_slots = used[(used >= _S_RG) & (used < _S_RC)].tolist()
+        self.rc_slots = used[(used >= _S_RC) & (used < _S_RC + 16)].tolist()
 
     def epoch(self, cmd: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.opq, cmd, side="left")
@@ -429,12 +428,10 @@ class _Builder:
             return out
         o = s.op[c].astype(np.int64)
         val = np.where(o == _OP["IASetIndexBuffer"], s.args[c, 0], s.args[c, 1])
-        val = np.where(np.isin(o, [_OP["SetGraphicsRoot32BitConstants"], _OP["SetComputeRoot32BitConstants"],
-                                   _OP["DrawIndexedX"]]), -1, val)
-        order = lex_order([o, val])
-        o, val = o[order], val[order]
-        new = np.r_[True, (o[1:] != o[:-1]) | (val[1:] != val[:-1])]
-        out[c[order]] = np.cumsum(new) - 1
+        val = np.where(_NO_BINDING_VALUE[o], -1, val)
+        key = pack_columns([o, val])  # ordered as the pairs are
+        out[c] = (np.unique(key[:, 0], return_inverse=True)[1].reshape(-1) if key.shape[1] == 1
+                  else _unique_rows(key)[1])
         return out
 
     def _signature_accesses(self, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -478,8 +475,9 @@ class _Builder:
                 lst.append(np.broadcast_to(np.asarray(x, np.int64), (k,)))
 
         def add_ragged(rows: np.ndarray, grp: np.ndarray, lists: list[list[tuple[int, int]]], hi: int,
-                       lo_mul: int = 1, fe: bool = False) -> None:
-            # rows[i] gets the accesses lists[grp[i]] (resource key, class), lo = index * lo_mul
+                       lo_mul: int = 1, fe: bool = False, row_cls: np.ndarray | None = None) -> None:
+            # rows[i] gets the accesses lists[grp[i]] (resource key, class; the class of rows[i]
+            # is row_cls[i] instead where given), lo = index * lo_mul
             lens = np.array([len(x) for x in lists], np.int64)
             if not rows.size or not lens.any():
                 return
@@ -490,7 +488,7 @@ class _Builder:
             nl = lens[grp]
             k = ragged_index(off[grp], nl)
             r = np.repeat(rows, nl)
-            add(r, hi, idx[k] * lo_mul, flat_r[k], flat_c[k])
+            add(r, hi, idx[k] * lo_mul, flat_r[k], flat_c[k] if row_cls is None else np.repeat(row_cls, nl))
             if fe:  # a front-end write after each write of a buffer the front end reads
                 m = fe_read[flat_r[k]]
                 add(r[m], hi, idx[k][m] * lo_mul + 1, fe_key, fe_cls)
@@ -546,7 +544,7 @@ class _Builder:
         # draws: the front end's reads
         fe_rows = np.zeros(n, bool)
         ib = bind.get(_S_IB, np.full(n, -1, np.int64))
-        m = draw & np.isin(aop, list(_INDEXED_NATIVE)) & (ib >= 0)
+        m = draw & _IS_INDEXED_NATIVE[aop] & (ib >= 0)
         m[m] = op[ib[m]] == _OP["IASetIndexBuffer"]
         r = np.flatnonzero(m)
         add(r, 1, 0, args[ib[r], 0], 0)
@@ -571,43 +569,62 @@ class _Builder:
             add(r, 6, slot, args[b[r], 1], 0)
         # draws and dispatches with a pipeline: declared reads and writes, then the root parameters
         # (drawopt.analysis.access's rule: declared writes, tables, root views)
-        for p in np.unique(eff[eff >= 0]).tolist():
-            pi = decls[p]
-            sel = np.flatnonzero(eff == p)
-            psel = np.zeros(sel.size, np.int64)
-            rs = decls[pi.root] if pi.root is not None and pi.root in decls else None
-            oi = self.lab("oi" if (pi.order_independent and self.reorder != "none") else None, "w")
-            reads = [decls.index[x] for x in (_resource_of(decls, nm) for nm in pi.reads) if x]
-            add_ragged(sel, psel, [[(x, 0) for x in reads]], 7)
-            add_ragged(sel, psel, [[(x, oi) for x in declared_writes(decls, pi)]], 9 << 10, 2, fe=True)
-            if rs is None:
-                continue
-            base = _S_RG if not pi.is_compute else _S_RC
-            for k, q in enumerate(pi.read_params(len(rs.params))):
+        sel = np.flatnonzero(eff >= 0)
+        upipe, pinv = np.unique(eff[sel], return_inverse=True)
+        pinv = pinv.reshape(-1)
+        pis = [decls[p] for p in upipe.tolist()]
+        oi = np.array([self.lab("oi" if (pi.order_independent and self.reorder != "none") else None, "w")
+                       for pi in pis], np.int64)
+        add_ragged(sel, pinv, [[(decls.index[x], 0) for x in (_resource_of(decls, nm) for nm in pi.reads) if x]
+                               for pi in pis], 7)
+        add_ragged(sel, pinv, [[(x, int(oi[j])) for x in declared_writes(decls, pi)] for j, pi in enumerate(pis)],
+                   9 << 10, 2, fe=True)
+        roots = [decls[pi.root] if pi.root is not None and pi.root in decls else None for pi in pis]
+        # per (root signature, parameter q): the actions whose pipeline reads q (read_params is
+        # sorted, so q orders the parameters as the rule lists them)
+        rs_ids: dict[int, int] = {}
+        rs_of = np.array([-1 if rs is None else rs_ids.setdefault(id(rs), len(rs_ids)) for rs in roots], np.int64)
+        rs_list = list({id(rs): rs for rs in roots if rs is not None}.values())
+        reads_q = np.zeros((len(pis) + 1, 16), bool)
+        for j, (pi, rs) in enumerate(zip(pis, roots)):
+            if rs is not None:
+                q = [x for x in pi.read_params(len(rs.params)) if x < 16]
+                reads_q[j, q] = True
+        row_oi = oi[pinv] if pinv.size else np.zeros(0, np.int64)
+        row_rs = rs_of[pinv] if pinv.size else np.zeros(0, np.int64)
+        row_cs = is_cs[eff[sel]]
+        for base, cs in ((_S_RG, False), (_S_RC, True)):
+            for q in range(16):
                 b = bind.get(base + q)
                 if b is None:
                     continue
-                bc = b[sel]
-                rp = rs.params[q]
-                ok = bc >= 0
-                if rp.kind == "table":
-                    ok[ok] = np.isin(op[bc[ok]], _TABLE_OPS)
-                    rr = sel[ok]
-                    uh, hinv = np.unique(args[bc[ok], 1], return_inverse=True)
-                    got = [self._table(rp, h) for h in uh.tolist()]
-                    hinv = hinv.reshape(-1)
-                    add_ragged(rr, hinv, [[(x, 0) for x in g[0]] for g in got], (8 << 10) + k)
-                    add_ragged(rr, hinv, [[(x, oi) for x in g[1]] for g in got], (9 << 10) + 1 + k, 2, fe=True)
-                elif rp.kind in ("cbv", "srv", "uav"):
-                    ok[ok] = np.isin(op[bc[ok]], _ROOT_VIEW_OPS)
-                    rr = sel[ok]
-                    buf = args[bc[ok], 1]
-                    if rp.kind == "uav":
-                        add(rr, (9 << 10) + 1 + k, 0, buf, oi)
-                        m = fe_read[buf]
-                        add(rr[m], (9 << 10) + 1 + k, 1, fe_key, fe_cls)
-                    else:
-                        add(rr, (8 << 10) + k, 0, buf, 0)
+                m = (row_cs == cs) & reads_q[pinv, q] & (b[sel] >= 0)
+                if not m.any():
+                    continue
+                for ri, rs in enumerate(rs_list):
+                    mm = m & (row_rs == ri)
+                    if not mm.any() or q >= len(rs.params):
+                        continue
+                    rp = rs.params[q]
+                    w = np.flatnonzero(mm)
+                    bc = b[sel[w]]
+                    if rp.kind == "table":
+                        w, bc = w[_IS_TABLE_OP[op[bc]]], bc[_IS_TABLE_OP[op[bc]]]
+                        uh, hinv = np.unique(args[bc, 1], return_inverse=True)
+                        got = [self._table(rp, h) for h in uh.tolist()]
+                        hinv = hinv.reshape(-1)
+                        add_ragged(sel[w], hinv, [[(x, 0) for x in g[0]] for g in got], (8 << 10) + q)
+                        add_ragged(sel[w], hinv, [[(x, 0) for x in g[1]] for g in got], (9 << 10) + 1 + q, 2,
+                                   fe=True, row_cls=row_oi[w])
+                    elif rp.kind in ("cbv", "srv", "uav"):
+                        ok = _IS_ROOT_VIEW_OP[op[bc]]
+                        w, buf = w[ok], args[bc[ok], 1]
+                        if rp.kind == "uav":
+                            add(sel[w], (9 << 10) + 1 + q, 0, buf, row_oi[w])
+                            f = fe_read[buf]
+                            add(sel[w[f]], (9 << 10) + 1 + q, 1, fe_key, fe_cls)
+                        else:
+                            add(sel[w], (8 << 10) + q, 0, buf, 0)
         if not rows_l:
             return np.zeros((0, 2), np.int64), np.zeros(n, np.int64)
         rows, res, cls = np.concatenate(rows_l), np.concatenate(res_l), np.concatenate(cls_l)
@@ -862,19 +879,23 @@ class _Builder:
         mu, minv = np.unique(mask, return_inverse=True)
         mnames = [",".join(x for i, x in enumerate(EDGE_REASONS) if m >> i & 1) for m in mu.tolist()]
         ru, rinv = np.unique(eres, return_inverse=True)
-        rnames = [self._res_name(r) for r in ru.tolist()]
+        rnames = [_res_name(self.res_names, r) for r in ru.tolist()]
         edges = [{"reason": EDGE_REASONS[c], "reasons": mnames[m], "resource": rnames[rr]}
                  for c, m, rr in zip(er.tolist(), minv.reshape(-1).tolist(), rinv.reshape(-1).tolist())]
         _fill_digraph(G, nodes, eu.tolist(), ev.tolist(), edges)
         return G
 
-    def _res_name(self, r: int) -> str:
-        if r >= 0:
-            name = self.res_names[r]
-            return "" if name == _FE_VIRTUAL else name
-        if r == -1 - 10_000:
-            return ""
-        return _slot_name(-1 - r)
+
+
+def _res_name(res_names: list[str], r: int) -> str:
+    """The ``resource`` attribute of an edge whose resource code is ``r`` (a resource id, a state
+    slot as ``-1 - slot``, or ``-1 - 10_000`` for none)."""
+    if r >= 0:
+        name = res_names[r]
+        return "" if name == _FE_VIRTUAL else name
+    if r == -1 - 10_000:
+        return ""
+    return _slot_name(-1 - r)
 
 
 def _assign_nodes(kind: np.ndarray, solo: np.ndarray, maxpred: np.ndarray, wsig: np.ndarray,
@@ -1134,9 +1155,25 @@ def _two_path_reduce_py(u: np.ndarray, v: np.ndarray, state_only: np.ndarray, nn
 _CAT_TABLE = np.full(max(sp.code for sp in BY_CODE.values()) + 1, int(Cat.STATE), np.int64)
 for _sp in BY_CODE.values():
     _CAT_TABLE[_sp.code] = int(_sp.cat)
-_TABLE_OPS = np.array([_OP["SetGraphicsRootDescriptorTable"], _OP["SetComputeRootDescriptorTable"]], np.int64)
-_ROOT_VIEW_OPS = np.array([_OP["SetGraphicsRootConstantBufferView"], _OP["SetGraphicsRootShaderResourceView"]],
-                          np.int64)
+_NO_SLOT = 255
+_SLOT_FROM_ARG0 = 128
+"""In :data:`_SLOT_OF_OP`: ``_SLOT_FROM_ARG0 + base``: the slot is ``base`` plus the first argument."""
+_SLOT_OF_OP = np.full(_CAT_TABLE.shape[0], _NO_SLOT, np.uint8)
+for _n, _slot in _SIMPLE_SLOT.items():
+    _SLOT_OF_OP[_OP[_n]] = _slot
+for _names, _base in ((_ROOT_G, _S_RG), (_ROOT_C, _S_RC)):
+    _SLOT_OF_OP[[_OP[_n] for _n in _names]] = _SLOT_FROM_ARG0 + _base
+_SLOT_OF_OP[_OP["IASetVertexBuffers"]] = _SLOT_FROM_ARG0 + _S_VB
+_SLOT_OF_OP[_OP["DrawIndexedX"]] = _S_IB  # leaves the index buffer undefined
+_NO_BINDING_VALUE = np.zeros(_CAT_TABLE.shape[0], bool)
+_NO_BINDING_VALUE[[_OP["SetGraphicsRoot32BitConstants"], _OP["SetComputeRoot32BitConstants"],
+                   _OP["DrawIndexedX"]]] = True
+_IS_TABLE_OP = np.zeros(_CAT_TABLE.shape[0], bool)
+_IS_TABLE_OP[[_OP["SetGraphicsRootDescriptorTable"], _OP["SetComputeRootDescriptorTable"]]] = True
+_IS_ROOT_VIEW_OP = np.zeros(_CAT_TABLE.shape[0], bool)
+_IS_ROOT_VIEW_OP[[_OP["SetGraphicsRootConstantBufferView"], _OP["SetGraphicsRootShaderResourceView"]]] = True
+_IS_INDEXED_NATIVE = np.zeros(_CAT_TABLE.shape[0], bool)
+_IS_INDEXED_NATIVE[sorted(_INDEXED_NATIVE)] = True
 _VARYING = frozenset({_OP[n] for n in ("CopyBufferRegion", "DrawIndexedX", *_INDIRECT)})
 _BUFFER_ARG_OPS = np.array(sorted(_VARYING), np.int64)
 _FE_STATES = {BARRIER_STATES.index("INDIRECT_ARGUMENT"), BARRIER_STATES.index("INDEX_BUFFER")}
@@ -1204,7 +1241,8 @@ class HazardGraph:
     :func:`node_of_command` and :func:`drawopt.analysis.lowerbound.segment_units` use:
     ``graph`` (the same attributes), ``number_of_nodes()``, ``number_of_edges()``,
     ``nodes(data=True)`` and ``edges(data=...)``. Edges carry ``reason`` only (no
-    ``reasons``, no ``resource``).
+    ``reasons``); :meth:`resource` names the resource of one edge, as ``build_graph``'s
+    ``resource`` attribute does.
 
     Attributes
     ----------
@@ -1219,10 +1257,41 @@ class HazardGraph:
     """
 
     def __init__(self, graph: dict[str, Any], first: np.ndarray, last: np.ndarray, kind: np.ndarray,
-                 eu: np.ndarray, ev: np.ndarray, reason: np.ndarray) -> None:
+                 eu: np.ndarray, ev: np.ndarray, reason: np.ndarray, eres: np.ndarray | None = None,
+                 res_names: list[str] | None = None) -> None:
         self.graph = graph
         self.first, self.last, self.kind = first, last, kind
         self.eu, self.ev, self.reason = eu, ev, reason
+        self._eres = eres if eres is not None else np.full(eu.shape[0], -1 - 10_000, np.int64)
+        self._res_names = res_names or []
+
+    def find_edges(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Index of edge ``u[i] -> v[i]`` of every pair (-1 where there is none).
+
+        >>> from drawopt import StreamBuilder
+        >>> b = StreamBuilder()
+        >>> b.target("rt", 8, 8)
+        >>> b.pipeline("p", vs="v", ps="f", blend="alpha")
+        >>> b.OMSetRenderTargets("rt"); b.SetPipelineState("p")
+        >>> b.DrawInstanced(3, 1, 0, 0); b.DrawInstanced(3, 1, 3, 0)
+        >>> h = hazard_graph(b.build())
+        >>> i = h.find_edges(np.array([0, 1]), np.array([1, 0]))
+        >>> i.tolist(), EDGE_REASONS[h.reason[i[0]]], h.resource(int(i[0]))
+        ([0, -1], 'order', 'rt')
+        """
+        u, v = np.asarray(u, np.int64), np.asarray(v, np.int64)
+        nn = max(self.number_of_nodes(), 1)
+        key = self.eu * nn + self.ev  # sorted: the edges are in (u, v) order
+        want = u * nn + v
+        if not key.shape[0]:
+            return np.full(want.shape[0], -1, np.int64)
+        pos = np.minimum(np.searchsorted(key, want), key.shape[0] - 1)
+        hit = (u >= 0) & (v >= 0) & (u < nn) & (v < nn) & (key[pos] == want)
+        return np.where(hit, pos, -1)
+
+    def resource(self, i: int) -> str:
+        """The resource edge ``i``'s reason is about (``build_graph``'s ``resource``; "" for none)."""
+        return _res_name(self._res_names, int(self._eres[i]))
 
     def number_of_nodes(self) -> int:
         return int(self.first.shape[0])
@@ -1266,8 +1335,8 @@ def hazard_graph(stream: Stream, reorder: str = "declared", start: int = 0, stop
     if got is None:
         z = np.zeros(0, np.int64)
         return HazardGraph(attrs, z, z, z, z, z, z)
-    nfirst, nlast, nkind, _nact, eu, ev, er, _eres, _mask = got
-    return HazardGraph(attrs, nfirst, nlast, nkind, eu, ev, er)
+    nfirst, nlast, nkind, _nact, eu, ev, er, eres, _mask = got
+    return HazardGraph(attrs, nfirst, nlast, nkind, eu, ev, er, eres, b.res_names)
 
 
 def graph_summary(G: nx.DiGraph) -> dict[str, Any]:
