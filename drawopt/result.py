@@ -31,6 +31,8 @@ from drawopt.ir.stream import Stream
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+    import numpy as np
+
     from drawopt.analysis.graph import HazardGraph
     from drawopt.analysis.mergeclass import DrawFacts
     from drawopt.analysis.state import StateTable
@@ -194,7 +196,7 @@ class OptimizeResult:
 
         an = self.analyses(self.stream)
         return explain(self.stream, self.target, self.reorder, limit=limit, table=an.table, facts=an.facts,
-                       graph=lambda: an.graph)
+                       classes=an.classes(self.target), graph=lambda: an.graph)
 
     def __repr__(self) -> str:
         return (f"OptimizeResult({len(self.input)} -> {len(self.stream)} commands, target={self.target}, "
@@ -217,6 +219,7 @@ class StreamAnalyses:
                  finding_counts: Mapping[str, int] | None = None) -> None:
         self.stream, self.reorder = stream, reorder
         self.finding_counts = finding_counts
+        self._classes: dict[bool, np.ndarray] = {}
         if table is not None:
             self.table = table
 
@@ -238,6 +241,17 @@ class StreamAnalyses:
 
         return hazard_graph(self.stream, reorder=self.reorder)
 
+    def classes(self, target: str) -> np.ndarray:
+        """The call classes of the draws on ``target`` (:func:`drawopt.analysis.mergeclass.call_classes`)."""
+        from drawopt.analysis.costmodel import get_target
+        from drawopt.analysis.mergeclass import call_classes
+
+        mdi = bool(get_target(target).mdi)
+        got = self._classes.get(mdi)
+        if got is None:
+            got = self._classes[mdi] = call_classes(self.facts, mdi=mdi)
+        return got
+
 
 def stream_figures(stream: Stream, target: str, reorder: str, analyses: StreamAnalyses | None = None) -> dict[str, Any]:
     """The report figures of one stream: ``drawopt stats`` plus the cost model's CPU cost and lower bound.
@@ -255,7 +269,7 @@ def stream_figures(stream: Stream, target: str, reorder: str, analyses: StreamAn
     an = analyses if analyses is not None else StreamAnalyses(stream, reorder)
     figures = compute_stats(stream, state=an.table, target=target, finding_counts=an.finding_counts)
     figures.update(report_figures(stream, target, reorder, table=an.table, facts=an.facts,
-                                  graph=lambda: an.graph))
+                                  classes=an.classes(target), graph=lambda: an.graph))
     return figures
 
 

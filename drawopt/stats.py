@@ -126,8 +126,9 @@ def compute_stats(stream: Stream, state: StateTable | None = None,
         if not get_target(target).wave_packs_x:
             joined[:] = False
 
-    names, counts = np.unique(op, return_counts=True)
-    by_command = {BY_CODE[int(c)].name: int(k) for c, k in zip(names, counts)}
+    per_op = np.bincount(op, minlength=1)
+    names = np.flatnonzero(per_op)
+    by_command = {BY_CODE[int(c)].name: int(k) for c, k in zip(names.tolist(), per_op[names].tolist())}
     by_rule = dict.fromkeys(RULES, 0)
     if found is not None:
         finding_counts = Counter(f.rule for f in found)
@@ -142,8 +143,8 @@ def compute_stats(stream: Stream, state: StateTable | None = None,
         "draws": draws,
         "dispatches": int((cats == int(Cat.DISPATCH)).sum()),
         "state_changes": counts["state_changes"],
-        "distinct_states": int(np.unique(st.state).shape[0]),
-        "distinct_pack_classes": int(np.unique(st.pack).shape[0]),
+        "distinct_states": _distinct(st.state),
+        "distinct_pack_classes": _distinct(st.pack),
         "flushes": counts["flushes"],
         "gpu_batches": int(draw_mask.sum()) - int(joined.sum()),
         "packed_fraction": packed / draws if draws else 0.0,
@@ -151,6 +152,13 @@ def compute_stats(stream: Stream, state: StateTable | None = None,
         "findings": sum(by_rule.values()),
         "findings_by_rule": by_rule,
     }
+
+
+def _distinct(ids: np.ndarray) -> int:
+    """How many distinct values the integer ids hold (a count of the ids present, when they are small)."""
+    if ids.size and 0 <= int(ids.min()) and int(ids.max()) < 4 * ids.size + 1024:
+        return int(np.count_nonzero(np.bincount(ids)))
+    return int(np.unique(ids).shape[0])
 
 
 def format_stats(stats: dict[str, Any]) -> str:

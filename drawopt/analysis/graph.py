@@ -47,9 +47,11 @@ paths). Commuting accesses (reads; order-independent draws) form one group.
 
 Implementation: everything is columnar (numpy) over segments, accesses and
 events; the sequential steps, the bindings every action sees, the node
-assignment and the two-path edge reduction, run in ``drawopt._graph``
-(``cext/_graph.pyx``) with pure-Python twins (:func:`_act_setter_events_py`,
-:func:`_assign_nodes_py`, :func:`_two_path_reduce_py`; ``DRAWOPT_PURE=1``).
+assignment, the state edges of the reads and the two-path edge reduction, run in
+``drawopt._graph`` (``cext/_graph.pyx``) with pure-Python twins (:func:`_act_setter_events_py`,
+:func:`_assign_nodes_py`, :func:`_state_reads_py`, :func:`_two_path_reduce_py`; ``DRAWOPT_PURE=1``).
+State edges are found in node space after the nodes (which only hazards decide), an edge a
+read already gave not listed again.
 Accesses to resources that nothing writes are not kept (they can order nothing).
 :func:`hazard_graph` gives the nodes and the non-``state`` edges as arrays,
 without networkx, for passes that re-emit state.
@@ -229,7 +231,6 @@ class _Builder:
         self.decls = s.decls
         self.res_names: list[str] = []
         self._cmd_seg: np.ndarray | None = None
-        self._act_set: dict[int, np.ndarray] = {}
         self._act_set_cmd: dict[int, np.ndarray] = {}
         self.res_ids: dict[str, int] = {}
         self.labels: dict[str, int] = {}
@@ -294,41 +295,20 @@ class _Builder:
     def epoch(self, cmd: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.opq, cmd, side="left")
 
-    def setter_event(self, slot: int, cmd: np.ndarray) -> np.ndarray:
-        """Index in the event arrays of the last write of ``slot`` before each of ``cmd`` (-1: none)."""
-        return _setter_events(self.ev_cmd, self.ev_slot, slot, cmd, self.opq)
-
     def act_setter_events(self, slots: list[int]) -> None:
-        """Find :meth:`act_setter_event` of every slot of ``slots`` at once (into its cache)."""
-        todo = [x for x in dict.fromkeys(slots) if x not in self._act_set]
+        """Find :meth:`act_setter` of every slot of ``slots`` at once (into its cache)."""
+        todo = [x for x in dict.fromkeys(slots) if x not in self._act_set_cmd]
         if not todo:
             return
-        ev, cmd = _act_setter_events(self.ev_cmd, self.ev_slot, np.array(todo, np.int64), self.act_cmd, self.opq)
+        _, cmd = _act_setter_events(self.ev_cmd, self.ev_slot, np.array(todo, np.int64), self.act_cmd, self.opq)
         for j, x in enumerate(todo):
-            self._act_set[x] = ev[j]
             self._act_set_cmd[x] = cmd[j]
 
-    def _event_cmd(self, e: np.ndarray) -> np.ndarray:
-        """The command of each event index in ``e`` (-1 stays -1; no events at all: all -1)."""
-        if not e.size or not self.ev_cmd.size:
-            return np.full(e.size, -1, np.int64)
-        return np.where(e >= 0, self.ev_cmd[np.maximum(e, 0)], -1)
-
-    def setter(self, slot: int, cmd: np.ndarray) -> np.ndarray:
-        """The last command before each of ``cmd`` that writes ``slot`` (-1: none)."""
-        return self._event_cmd(self.setter_event(slot, cmd))
-
-    def act_setter_event(self, slot: int) -> np.ndarray:
-        """:meth:`setter_event` of ``slot`` for every action (cached)."""
-        e = self._act_set.get(slot)
-        if e is None:
-            e = self._act_set[slot] = self.setter_event(slot, self.act_cmd)
-        return e
-
     def act_setter(self, slot: int) -> np.ndarray:
-        """:meth:`setter` of ``slot`` for every action."""
-        c = self._act_set_cmd.get(slot)
-        return c if c is not None else self._event_cmd(self.act_setter_event(slot))
+        """For every action: the last command before it that writes ``slot`` in its Opaque epoch
+        (-1: none; cached)."""
+        self.act_setter_events([slot])
+        return self._act_set_cmd[slot]
 
     # ------------------------------------------------------------------ segments
     def _segments(self) -> None:
@@ -708,71 +688,62 @@ class _Builder:
     def seg_cmd_or_first(self, seg: np.ndarray) -> np.ndarray:
         return np.where(self.seg_kind[seg] == _K_STATE, self.seg_first[seg], self.seg_last[seg])
 
-    def _state_edges(self) -> tuple[np.ndarray, ...]:
-        """Read-after-write (a draw and the state it sees) and write-after-read/-write of state."""
+    def _state_edges(self, node: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Read-after-write (a draw and the state it sees) and write-after-read/-write of state,
+        between the nodes ``node`` (of every segment): ``(u, v, resource code)``, in the order
+        read-after-write, write-after-read (each by (group, slot, action), repeats of an edge
+        within one (group, slot) left out), write-after-write (by event)."""
         decls = self.decls
         aseg, aop = self.act_seg, self.act_op
+        z = np.zeros(0, np.int64)
+        if not aseg.size:
+            return z, z, z
         is_draw = self.seg_kind[aseg] == _K_DRAWS
         is_disp = self.seg_kind[aseg] == _K_DISPATCH
-        r_seg, r_slot, r_ev = [], [], []
+        # actions grouped by what they read: (kind, pipeline, indexed)
         group = np.where(is_draw, 0, np.where(is_disp, 1, 2)) * 1_000_000 + (self.act_pso + 1) * 4 + \
-            np.isin(aop, list(_INDEXED_NATIVE))
-        for gk in np.unique(group):
-            sel = np.flatnonzero(group == gk)
+            _IS_INDEXED_NATIVE[aop]
+        ug, ginv = np.unique(group, return_inverse=True)
+        grp_slots: list[list[int]] = []
+        for gk in ug.tolist():
             kind, rest = divmod(int(gk), 1_000_000)
-            if kind == 2:
-                continue
             p = rest // 4 - 1
-            indexed = bool(rest % 4)
-            pi = decls[p] if p >= 0 else None
-            slots = self._read_slots(kind == 0, pi, indexed)
-            for slot in slots:
-                r_seg.append(aseg[sel])
-                r_slot.append(np.full(sel.size, slot, np.int64))
-                r_ev.append(self.act_setter_event(slot)[sel])
-        if not r_seg:
-            z = np.zeros(0, np.int64)
-            return z, z, z, z
-        rev = np.concatenate(r_ev)
-        ok = rev >= 0
-        rseg, rslot, rev = np.concatenate(r_seg)[ok], np.concatenate(r_slot)[ok], rev[ok]
-        rset = self.ev_cmd[rev]
-        sseg = self.seg_of(rset)
-        # read-after-write
-        m = sseg >= 0
-        u_raw, v_raw, res_raw = sseg[m], rseg[m], rslot[m]
-        # write-after-read: each reader before the next write of the slot (after the first event
+            grp_slots.append([] if kind == 2 else self._read_slots(kind == 0, decls[p] if p >= 0 else None,
+                                                                    bool(rest % 4)))
+        grp_off = np.r_[0, np.cumsum([len(x) for x in grp_slots])].astype(np.int64)
+        flat_slots = np.array([x for lst in grp_slots for x in lst], np.int64)
+        if not flat_slots.size:  # no draw or dispatch reads state: no state edges (not even write-after-write)
+            return z, z, z
+        # per event: the node of its command, and of the slot's next write (after the first event
         # with the setter's key, should one command write a slot twice)
-        ne = self.ev_key.size
-        newkey = np.r_[True, self.ev_key[1:] != self.ev_key[:-1]]
-        first_dup = np.maximum.accumulate(np.where(newkey, np.arange(ne), 0))
-        nxt = first_dup[rev] + 1
-        okn = nxt < ne
-        nxt = np.minimum(nxt, ne - 1)
-        okn &= self.ev_slot[nxt] == rslot
-        ncmd = self.ev_cmd[nxt]
-        if self.opq.size:
-            okn &= self.epoch(ncmd) == self.epoch(rset)
-        nseg = self.seg_of(ncmd)
-        okn &= nseg >= 0
-        u_war, v_war, res_war = rseg[okn], nseg[okn], rslot[okn]
+        ev_cmd, ev_slot = self.ev_cmd, self.ev_slot
+        ne = ev_cmd.size
+        ev_epoch = self.epoch(ev_cmd) if self.opq.size else np.zeros(ne, np.int64)
+        act_epoch = self.epoch(self.act_cmd) if self.opq.size else np.zeros(aseg.size, np.int64)
+        ev_seg = self.seg_of(ev_cmd)
+        ev_node = np.where(ev_seg >= 0, node[np.maximum(ev_seg, 0)], -1)
+        newkey = np.r_[True, self.ev_key[1:] != self.ev_key[:-1]] if ne else np.zeros(0, bool)
+        first_dup = np.maximum.accumulate(np.where(newkey, np.arange(ne), 0)) if ne else z
+        nxt = np.minimum(first_dup + 1, max(ne - 1, 0))
+        okn = (first_dup + 1 < ne) & (ev_slot[nxt] == ev_slot) & (ev_epoch[nxt] == ev_epoch) if ne else z.astype(bool)
+        war_dst = np.where(okn, ev_node[nxt], -1) if ne else z
+        nslot = _S_RC + 16
+        lo = np.searchsorted(ev_slot, np.arange(nslot), "left").astype(np.int64)
+        hi = np.searchsorted(ev_slot, np.arange(nslot), "right").astype(np.int64)
+        rb, ru, rv, wb, wu, wv, read = _state_reads(ev_cmd, ev_epoch, lo, hi, ev_node, war_dst, first_dup,
+                                                    self.act_cmd, act_epoch, node[aseg], ginv.reshape(-1),
+                                                    grp_off, flat_slots)
         # write-after-write: a write nobody read, before the next write of the slot
-        read_ev = np.zeros(ne, bool)
-        read_ev[first_dup[rev]] = True
-        read_ev = read_ev[first_dup]
-        ev_in = (self.ev_cmd >= self.start) & (self.ev_cmd < self.stop)
-        has_next = np.r_[self.ev_slot[1:] == self.ev_slot[:-1], False] if self.ev_slot.size else np.zeros(0, bool)
-        unread = ev_in & has_next & ~read_ev
-        i = np.flatnonzero(unread)
-        ww_u = self.seg_of(self.ev_cmd[i])
-        ww_v = self.seg_of(self.ev_cmd[i + 1]) if i.size else np.zeros(0, np.int64)
-        same_ep = self.epoch(self.ev_cmd[i]) == self.epoch(self.ev_cmd[i + 1]) if i.size else np.zeros(0, bool)
-        okw = same_ep & (ww_v >= 0)
-        u = np.r_[u_raw, u_war, ww_u[okw]].astype(np.int64)
-        v = np.r_[v_raw, v_war, ww_v[okw]].astype(np.int64)
-        res = np.r_[res_raw, res_war, self.ev_slot[i][okw]].astype(np.int64)
-        keep = u != v
-        return u[keep], v[keep], np.full(int(keep.sum()), _R_CODE["state"], np.int64), -1 - res[keep]
+        read_ev = read[first_dup] if ne else z.astype(bool)
+        ev_in = (ev_cmd >= self.start) & (ev_cmd < self.stop)
+        has_next = np.r_[ev_slot[1:] == ev_slot[:-1], False] if ne else z.astype(bool)
+        i = np.flatnonzero(ev_in & has_next & ~read_ev)
+        okw = (ev_epoch[i] == ev_epoch[i + 1]) & (ev_node[i + 1] >= 0) if i.size else z.astype(bool)
+        i = i[okw]
+        u = np.r_[ru, wu, ev_node[i]].astype(np.int64)
+        v = np.r_[rv, wv, ev_node[i + 1]].astype(np.int64)
+        res = np.r_[flat_slots[rb], flat_slots[wb], ev_slot[i]].astype(np.int64)
+        return u, v, -1 - res
 
     def _read_slots(self, draw: bool, pi: Pipeline | None, indexed: bool) -> list[int]:
         if draw:
@@ -835,15 +806,15 @@ class _Builder:
             return None
         self._accesses()
         hu, hv, hr, hres = self._hazard_edges()
-        if self.with_state:
-            su, sv, sr, sres = self._state_edges()
-        else:
-            su = sv = sr = sres = np.zeros(0, np.int64)
         ou, ov, orr, ores = self._opaque_edges()
-        node = self._nodes(np.r_[hu, ou], np.r_[hv, ov])
-        u = node[np.r_[hu, su, ou]]
-        v = node[np.r_[hv, sv, ov]]
-        r = np.r_[hr, sr, orr]
+        node = self._nodes(np.r_[hu, ou], np.r_[hv, ov])  # (state edges do not decide the nodes)
+        if self.with_state:
+            su, sv, sres = self._state_edges(node)
+        else:
+            su = sv = sres = np.zeros(0, np.int64)
+        u = np.r_[node[hu], su, node[ou]]
+        v = np.r_[node[hv], sv, node[ov]]
+        r = np.r_[hr, np.full(su.size, _R_CODE["state"], np.int64), orr]
         res = np.r_[hres, sres, ores]
         keep = u != v
         u, v, r, res = u[keep], v[keep], r[keep], res[keep]
@@ -958,6 +929,68 @@ def _act_setter_events_py(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.nda
         ok = ev[j] >= 0
         cmd[j, ok] = ev_cmd[ev[j, ok]]
     return ev, cmd
+
+
+def _state_reads(ev_cmd: np.ndarray, ev_epoch: np.ndarray, slot_lo: np.ndarray, slot_hi: np.ndarray,
+                 raw_src: np.ndarray, war_dst: np.ndarray, first_dup: np.ndarray, act_cmd: np.ndarray,
+                 act_epoch: np.ndarray, act_node: np.ndarray, act_group: np.ndarray, grp_off: np.ndarray,
+                 grp_slots: np.ndarray, pure: bool | None = None) -> tuple[np.ndarray, ...]:
+    """The read-after-write and write-after-read state edges of every (group, slot) block
+    (``drawopt._graph.state_reads``, which documents the arguments and the edges it leaves out;
+    twin :func:`_state_reads_py`): ``(raw_block, raw_u, raw_v, war_block, war_u, war_v, read)``,
+    each kind of edge in (group, slot, action) order."""
+    mod = load_cext("_graph", pure)
+    if mod is not None and (act_cmd.shape[0] < 2 or bool((np.diff(act_cmd) >= 0).all())):
+        return mod.state_reads(ev_cmd, ev_epoch, slot_lo, slot_hi, raw_src, war_dst, first_dup, act_cmd,
+                               act_epoch, act_node, act_group, grp_off, grp_slots)
+    return _state_reads_py(ev_cmd, ev_epoch, slot_lo, slot_hi, raw_src, war_dst, first_dup, act_cmd, act_epoch,
+                           act_node, act_group, grp_off, grp_slots)
+
+
+def _state_reads_py(ev_cmd: np.ndarray, ev_epoch: np.ndarray, slot_lo: np.ndarray, slot_hi: np.ndarray,
+                    raw_src: np.ndarray, war_dst: np.ndarray, first_dup: np.ndarray, act_cmd: np.ndarray,
+                    act_epoch: np.ndarray, act_node: np.ndarray, act_group: np.ndarray, grp_off: np.ndarray,
+                    grp_slots: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Pure-numpy twin of ``drawopt._graph.state_reads``: group by group, its blocks' candidate
+    edges at once (the kernel goes action by action)."""
+    ne = np.asarray(ev_cmd).shape[0]
+    read = np.zeros(ne, bool)
+    out: list[list[np.ndarray]] = [[], [], [], [], [], []]
+    rank = np.argsort(act_group, kind="stable")  # actions of each group, in action order
+    gstart = np.searchsorted(act_group[rank], np.arange(grp_off.shape[0] - 1))
+    gend = np.searchsorted(act_group[rank], np.arange(grp_off.shape[0] - 1), "right")
+    for g in range(grp_off.shape[0] - 1):
+        acts = rank[gstart[g]:gend[g]]
+        if not acts.size or grp_off[g] == grp_off[g + 1]:
+            continue
+        cand: list[list[np.ndarray]] = [[], [], [], []]  # block, action, raw source, war target
+        for j in range(int(grp_off[g]), int(grp_off[g + 1])):
+            s = int(grp_slots[j])
+            lo, hi = int(slot_lo[s]), int(slot_hi[s])
+            e = lo + np.searchsorted(ev_cmd[lo:hi], act_cmd[acts], "left") - 1
+            ok = e >= lo
+            ok[ok] = ev_epoch[e[ok]] == act_epoch[acts[ok]]
+            e, a = e[ok], acts[ok]
+            read[first_dup[e]] = True
+            for lst, x in zip(cand, (np.full(a.size, j, np.int64), a, raw_src[e], war_dst[e])):
+                lst.append(x)
+        blk, act, src, dst = (np.concatenate(x).astype(np.int64) for x in cand)  # by block, then action
+        w = act_node[act]
+        for k, (other, u, v) in enumerate(((src, src, w), (dst, w, dst))):
+            keep = (other >= 0) & (other != w)
+            b, a, o, u, v = blk[keep], act[keep], other[keep], u[keep], v[keep]
+            # an action's first edge to (from) each node: the earliest block gives it
+            by = np.lexsort((b, o, a))
+            first = np.zeros(b.size, bool)
+            first[by] = np.r_[True, (a[by][1:] != a[by][:-1]) | (o[by][1:] != o[by][:-1])] if b.size else first
+            b, u, v = b[first], u[first], v[first]
+            # then not an edge equal to the previous one of its block
+            new = np.r_[True, (b[1:] != b[:-1]) | (u[1:] != u[:-1]) | (v[1:] != v[:-1])] if b.size else first[:0]
+            out[3 * k].append(b[new])
+            out[3 * k + 1].append(u[new])
+            out[3 * k + 2].append(v[new])
+    arrs = [np.concatenate(x).astype(np.int64) if x else np.zeros(0, np.int64) for x in out]
+    return (*arrs, read)
 
 
 def _fill_digraph(G: nx.DiGraph, nodes: list[dict[str, Any]], eu: list[int], ev: list[int],

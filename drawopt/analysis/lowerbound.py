@@ -162,7 +162,8 @@ def draw_parts(unit: np.ndarray, edges: np.ndarray, seg: np.ndarray) -> np.ndarr
 
 
 def lower_bound_parts(stream: Stream, target: Any, reorder: str = "declared", table: StateTable | None = None,
-                      graph: Any = None, facts: DrawFacts | None = None) -> LowerBound:
+                      graph: Any = None, facts: DrawFacts | None = None,
+                      classes: np.ndarray | None = None) -> LowerBound:
     """The lower bound on draw calls (docs/passes.md, "The lower bound").
 
     Draws are cut into **segments** (:func:`draw_segments`: dispatches, flushes,
@@ -179,8 +180,9 @@ def lower_bound_parts(stream: Stream, target: Any, reorder: str = "declared", ta
     its class. The bound is the sum over parts, less one for each boundary whose two
     sides share a class.
 
-    ``table``, ``facts`` and ``graph`` may pass analyses already computed; ``graph`` may
-    also be a function that returns the hazard graph, called only when the bound needs it.
+    ``table``, ``facts``, ``classes`` (:func:`call_classes` of ``facts`` on ``target``) and
+    ``graph`` may pass analyses already computed; ``graph`` may also be a function that
+    returns the hazard graph, called only when the bound needs it.
     """
     model = get_target(target)
     table = table if table is not None else track(stream)
@@ -190,7 +192,7 @@ def lower_bound_parts(stream: Stream, target: Any, reorder: str = "declared", ta
         z = np.zeros(0, np.int64)
         return LowerBound(0, 0, 0, 0, z, z)
     mdi = bool(model.mdi)
-    cls = call_classes(facts, mdi=mdi)
+    cls = classes if classes is not None else call_classes(facts, mdi=mdi)
     seg = draw_segments(stream, facts)
     lazy = graph is None or callable(graph)
     if reorder == "none" or (lazy and segments_are_chains(stream, table, facts.pipe, seg, reorder)):
@@ -222,19 +224,22 @@ def lower_bound_parts(stream: Stream, target: Any, reorder: str = "declared", ta
 
 
 def lower_bound(stream: Stream, target: str | TargetModel = "d3d12", reorder: str = "declared",
-                table: Any = None, graph: Any = None, facts: DrawFacts | None = None) -> int:
+                table: Any = None, graph: Any = None, facts: DrawFacts | None = None,
+                classes: np.ndarray | None = None) -> int:
     """The fewest draw calls any pipeline of drawopt's passes could reach (docs/passes.md).
 
     One call per *merge class* per *part* of each *dependency segment*, less one
     for every part boundary a call can span, and more where a hard limit (the
     target's multi-draw count) forces splits. :func:`lower_bound_parts`
-    has the definition; ``table`` / ``graph`` / ``facts`` may pass analyses already computed.
+    has the definition; ``table`` / ``graph`` / ``facts`` / ``classes`` may pass analyses already computed.
     """
-    return lower_bound_parts(stream, get_target(target), reorder, table=table, graph=graph, facts=facts).bound
+    return lower_bound_parts(stream, get_target(target), reorder, table=table, graph=graph, facts=facts,
+                             classes=classes).bound
 
 
 def report_figures(stream: Stream, target: str | TargetModel = "d3d12", reorder: str = "declared",
-                   table: Any = None, graph: Any = None, facts: DrawFacts | None = None) -> dict[str, Any]:
+                   table: Any = None, graph: Any = None, facts: DrawFacts | None = None,
+                   classes: np.ndarray | None = None) -> dict[str, Any]:
     """The report rows the cost model owns: ``{"cpu_cost": us, "lower_bound": calls}``.
 
     ``drawopt optimize`` merges this dict into :func:`drawopt.stats.compute_stats`'s
@@ -242,5 +247,5 @@ def report_figures(stream: Stream, target: str | TargetModel = "d3d12", reorder:
     """
     return {
         "cpu_cost": round(estimate_cpu_cost(stream, target), 3),
-        "lower_bound": lower_bound(stream, target, reorder, table=table, graph=graph, facts=facts),
+        "lower_bound": lower_bound(stream, target, reorder, table=table, graph=graph, facts=facts, classes=classes),
     }
