@@ -691,8 +691,9 @@ class _Builder:
     def _state_edges(self, node: np.ndarray) -> tuple[np.ndarray, ...]:
         """Read-after-write (a draw and the state it sees) and write-after-read/-write of state,
         between the nodes ``node`` (of every segment): ``(u, v, resource code)``, in the order
-        read-after-write, write-after-read (each by (group, slot, action), repeats of an edge
-        within one (group, slot) left out), write-after-write (by event)."""
+        read-after-write, write-after-read (each by (group, slot, action), leaving out an edge
+        that an earlier slot of the same action or the previous action of the block already
+        gave: the first of each edge stays), write-after-write (by event)."""
         decls = self.decls
         aseg, aop = self.act_seg, self.act_op
         z = np.zeros(0, np.int64)
@@ -855,7 +856,6 @@ class _Builder:
                  for c, m, rr in zip(er.tolist(), minv.reshape(-1).tolist(), rinv.reshape(-1).tolist())]
         _fill_digraph(G, nodes, eu.tolist(), ev.tolist(), edges)
         return G
-
 
 
 def _res_name(res_names: list[str], r: int) -> str:
