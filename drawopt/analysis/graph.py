@@ -68,6 +68,7 @@ __all__ = [
 
 import json
 import os
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import networkx as nx
@@ -231,7 +232,6 @@ class _Builder:
         self.decls = s.decls
         self.res_names: list[str] = []
         self._cmd_seg: np.ndarray | None = None
-        self._act_set_cmd: dict[int, np.ndarray] = {}
         self.res_ids: dict[str, int] = {}
         self.labels: dict[str, int] = {}
 
@@ -295,20 +295,13 @@ class _Builder:
     def epoch(self, cmd: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.opq, cmd, side="left")
 
-    def act_setter_events(self, slots: list[int]) -> None:
-        """Find :meth:`act_setter` of every slot of ``slots`` at once (into its cache)."""
-        todo = [x for x in dict.fromkeys(slots) if x not in self._act_set_cmd]
-        if not todo:
-            return
-        _, cmd = _act_setter_events(self.ev_cmd, self.ev_slot, np.array(todo, np.int64), self.act_cmd, self.opq)
-        for j, x in enumerate(todo):
-            self._act_set_cmd[x] = cmd[j]
-
-    def act_setter(self, slot: int) -> np.ndarray:
-        """For every action: the last command before it that writes ``slot`` in its Opaque epoch
-        (-1: none; cached)."""
-        self.act_setter_events([slot])
-        return self._act_set_cmd[slot]
+    def _setters(self, slots: list[int], cmd: np.ndarray) -> list[np.ndarray]:
+        """Per slot of ``slots``: for each of the commands ``cmd`` (non-decreasing), the last
+        command before it that writes the slot in its Opaque epoch (-1: none)."""
+        if not slots:
+            return []
+        _, got = _act_setter_events(self.ev_cmd, self.ev_slot, np.array(slots, np.int64), cmd, self.opq)
+        return list(got)
 
     # ------------------------------------------------------------------ segments
     def _segments(self) -> None:
@@ -343,28 +336,34 @@ class _Builder:
         acmd = self.seg_cmd[aseg] if aseg.size else np.zeros(0, np.int64)
         aop = s.op[acmd].astype(np.int64)
         self.act_seg, self.act_cmd, self.act_op = aseg, acmd, aop
-        self.act_setter_events([_S_PSO, _S_RTS, _S_IB, *self.vb_slots, *self.rg_slots, *self.rc_slots])
-        pset = self.act_setter(_S_PSO)
+        pset, rts = self._setters([_S_PSO, _S_RTS], acmd)
         pso = np.where(pset >= 0, args[np.maximum(pset, 0), 0], -1)
         is_pipe = np.array([isinstance(d, Pipeline) for d in decls.items] + [False], bool)
         pso = np.where(is_pipe[pso], pso, -1)
         self.act_pso = pso
-        # the bindings that decide what an action accesses
-        cols: list[np.ndarray] = [aop, pso, self.act_setter(_S_RTS)]
-        self.bind: dict[int, np.ndarray] = {_S_RTS: cols[-1]}
-        # what a binding contributes is (opcode, value) of the command that set it, ((-1, -1) when
-        # none): one column of ranks of those pairs (ordered as the pairs) per slot
+        # the bindings that decide what an action accesses: what a binding contributes is (opcode,
+        # value) of the command that set it ((-1, -1) when none): one column of ranks of those
+        # pairs (ordered as the pairs) per slot; the columns are packed as they come (a few slots'
+        # setters at a time, not a table of every slot for every action)
+        bslots = [_S_IB, *self.vb_slots, *self.rg_slots, *self.rc_slots]
         crank = np.append(self._binding_ranks(), -1)  # the last entry: no setter (index -1)
-        for slot in [_S_IB, *self.vb_slots, *self.rg_slots, *self.rc_slots]:
-            c = self.act_setter(slot)
-            self.bind[slot] = c
-            cols.append(crank[c])
-        buf = np.isin(aop, _BUFFER_ARG_OPS)
-        for k in range(NARGS):
-            cols.append(np.where(buf, args[acmd, k], 0))
-        sig = pack_columns(cols) if acmd.size else np.zeros((0, len(cols)), np.int64)
+        buf = _IS_BUFFER_ARG_OP[aop]
+
+        def columns() -> Iterator[np.ndarray]:
+            yield from (aop, pso, rts)
+            for k in range(0, len(bslots), 4):
+                yield from (crank[c] for c in self._setters(bslots[k:k + 4], acmd))
+            yield from (np.where(buf, args[acmd, k], 0) for k in range(NARGS))
+
+        sig = pack_columns(columns()) if acmd.size else np.zeros((0, 1), np.int64)
         first, inv = _unique_rows(sig)
-        flat, counts = self._signature_accesses(first)
+        # the bindings of the distinct signatures
+        fo = np.argsort(first, kind="stable")
+        bind = {_S_RTS: rts[first]}
+        for slot, c in zip(bslots, self._setters(bslots, acmd[first[fo]])):
+            bind[slot] = np.empty_like(c)
+            bind[slot][fo] = c
+        flat, counts = self._signature_accesses(first, bind)
         # flushes and barriers (they write)
         fe = self.rid(_FE_VIRTUAL)
         fl = np.flatnonzero(self.seg_kind == _K_FLUSH)
@@ -414,9 +413,10 @@ class _Builder:
                   else _unique_rows(key)[1])
         return out
 
-    def _signature_accesses(self, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _signature_accesses(self, first: np.ndarray, bind: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """Accesses of the actions ``first`` (indices into the action arrays; one per distinct
-        signature, in signature order): ``flat`` int64[K, 2] of (resource id, class) sorted by
+        signature, in signature order), whose slots were last set by the commands ``bind[slot]``
+        (-1: none): ``flat`` int64[K, 2] of (resource id, class) sorted by
         resource id within each action, and ``counts`` int64[len(first)]. A copy's write and
         read stay two accesses, the write first, when it copies a buffer onto itself.
 
@@ -438,7 +438,6 @@ class _Builder:
         args, op = s.args, s.op
         n = first.shape[0]
         cmd, aop, pso = self.act_cmd[first], self.act_op[first], self.act_pso[first]
-        bind = {k: v[first] for k, v in self.bind.items()}
         rows_l: list[np.ndarray] = []
         hi_l: list[np.ndarray] = []
         lo_l: list[np.ndarray] = []
@@ -1033,11 +1032,12 @@ def _unique_rows(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first[order], rank[ids]
 
 
-def pack_columns(cols: list[np.ndarray]) -> np.ndarray:
+def pack_columns(cols: Iterable[np.ndarray]) -> np.ndarray:
     """Integer columns (equal lengths) packed into as few int64 columns as fit: runs of
     consecutive columns become one mixed-radix number each (the first column the most
     significant digit), so rows compare equal, and in lexicographic order, exactly as
-    the rows of the unpacked columns do.
+    the rows of the unpacked columns do. ``cols`` may be any iterable (a generator: each
+    column is folded into its word as it comes).
 
     Returns
     -------
@@ -1049,37 +1049,25 @@ def pack_columns(cols: list[np.ndarray]) -> np.ndarray:
     >>> pack_columns([np.array([1, 0, 1]), np.array([5, 7, 5])]).ravel().tolist()
     [3, 2, 3]
     """
-    if not cols:
-        return np.zeros((0, 1), np.int64)
     out: list[np.ndarray] = []
-    group: list[tuple[np.ndarray, int, int]] = []
+    word: np.ndarray | None = None
     total = 1
-
-    def flush() -> None:
-        word = np.zeros(cols[0].shape[0], np.int64)
-        mult = 1
-        for col, lo, span in reversed(group):
-            word += (col - lo) * mult
-            mult *= span
-        out.append(word)
-
     for col in cols:
         col = np.asarray(col, np.int64)
         lo, hi = (int(col.min()), int(col.max())) if col.size else (0, 0)
         span = hi - lo + 1  # Python ints: no wrap
-        if group and total * span >= 1 << 62:
-            flush()
-            group, total = [], 1
+        if word is not None and (total * span >= 1 << 62 or span >= 1 << 62):
+            out.append(word)
+            word, total = None, 1
         if span >= 1 << 62:  # too wide to offset safely: a column of its own, as it is
-            if group:
-                flush()
-                group, total = [], 1
             out.append(col)
             continue
-        group.append((col, lo, span))
+        word = col - lo if word is None else word * span + (col - lo)  # (< total * span < 2^62)
         total *= span
-    if group:
-        flush()
+    if word is not None:
+        out.append(word)
+    if not out:
+        return np.zeros((0, 1), np.int64)
     return np.stack(out, axis=1)
 
 
@@ -1208,7 +1196,8 @@ _IS_ROOT_VIEW_OP[[_OP["SetGraphicsRootConstantBufferView"], _OP["SetGraphicsRoot
 _IS_INDEXED_NATIVE = np.zeros(_CAT_TABLE.shape[0], bool)
 _IS_INDEXED_NATIVE[sorted(_INDEXED_NATIVE)] = True
 _VARYING = frozenset({_OP[n] for n in ("CopyBufferRegion", "DrawIndexedX", *_INDIRECT)})
-_BUFFER_ARG_OPS = np.array(sorted(_VARYING), np.int64)
+_IS_BUFFER_ARG_OP = np.zeros(_CAT_TABLE.shape[0], bool)
+_IS_BUFFER_ARG_OP[sorted(_VARYING)] = True
 _FE_STATES = {BARRIER_STATES.index("INDIRECT_ARGUMENT"), BARRIER_STATES.index("INDEX_BUFFER")}
 
 
