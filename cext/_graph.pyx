@@ -250,19 +250,10 @@ def state_reads(ev_cmd, ev_epoch, slot_lo, slot_hi, raw_src, war_dst, first_dup,
     read : bool[E]
         The events that are the first of their (slot, command) and are read by some action.
     """
-    ev_cmd = np.ascontiguousarray(ev_cmd, dtype=np.int64)
-    ev_epoch = np.ascontiguousarray(ev_epoch, dtype=np.int64)
-    slot_lo = np.ascontiguousarray(slot_lo, dtype=np.int64)
-    slot_hi = np.ascontiguousarray(slot_hi, dtype=np.int64)
-    raw_src = np.ascontiguousarray(raw_src, dtype=np.int64)
-    war_dst = np.ascontiguousarray(war_dst, dtype=np.int64)
-    first_dup = np.ascontiguousarray(first_dup, dtype=np.int64)
-    act_cmd = np.ascontiguousarray(act_cmd, dtype=np.int64)
-    act_epoch = np.ascontiguousarray(act_epoch, dtype=np.int64)
-    act_node = np.ascontiguousarray(act_node, dtype=np.int64)
-    act_group = np.ascontiguousarray(act_group, dtype=np.int64)
-    grp_off = np.ascontiguousarray(grp_off, dtype=np.int64)
-    grp_slots = np.ascontiguousarray(grp_slots, dtype=np.int64)
+    (ev_cmd, ev_epoch, slot_lo, slot_hi, raw_src, war_dst, first_dup, act_cmd, act_epoch, act_node, act_group,
+     grp_off, grp_slots) = [np.ascontiguousarray(x, dtype=np.int64) for x in (
+        ev_cmd, ev_epoch, slot_lo, slot_hi, raw_src, war_dst, first_dup, act_cmd, act_epoch, act_node, act_group,
+        grp_off, grp_slots)]
     ne, na, ns = ev_cmd.shape[0], act_cmd.shape[0], slot_lo.shape[0]
     ng, nk = grp_off.shape[0] - 1, grp_slots.shape[0]
     if not (ev_epoch.shape[0] == raw_src.shape[0] == war_dst.shape[0] == first_dup.shape[0] == ne):
@@ -311,10 +302,9 @@ cdef void _state_reads(const int64_t[::1] ev_cmd, const int64_t[::1] ev_epoch, c
                        int64_t[::1] wb, int64_t[::1] wu, int64_t[::1] wv, int fill) noexcept nogil:
     """Pass ``fill == 0``: count each block's edges into ``cursor[k, j + 1]``; pass 1: write
     them from ``cursor[k, j]`` on (k: 0 read-after-write, 1 write-after-read)."""
-    cdef Py_ssize_t a, j, s, p, e, t, nk = grp_slots.shape[0], na = act_cmd.shape[0]
-    cdef Py_ssize_t n0, n1, q
+    cdef Py_ssize_t a, j, s, p, e, nk = grp_slots.shape[0], na = act_cmd.shape[0]
+    cdef Py_ssize_t n0, n1
     cdef int64_t g, x, u, v, w
-    cdef bint dup
     for j in range(nk):
         last[0, j] = -1
         last[1, j] = -1
@@ -340,43 +330,32 @@ cdef void _state_reads(const int64_t[::1] ev_cmd, const int64_t[::1] ev_epoch, c
             read[first_dup[e]] = 1
             u = raw_src[e]
             if u >= 0 and u != w:
-                dup = False
-                for t in range(n0):
-                    if seen[0, t] == u:
-                        dup = True
-                        break
-                if not dup:
-                    seen[0, n0] = u
-                    n0 += 1
-                    if u != last[0, j] or w != last[1, j]:
-                        last[0, j] = u
-                        last[1, j] = w
-                        if fill:
-                            q = cursor[0, j]
-                            rb[q] = j
-                            ru[q] = u
-                            rv[q] = w
-                            cursor[0, j] = q + 1
-                        else:
-                            cursor[0, j + 1] += 1
+                n0 = _take(seen, last, cursor, 0, n0, u, j, u, w, rb, ru, rv, fill)
             v = war_dst[e]
             if v >= 0 and v != w:
-                dup = False
-                for t in range(n1):
-                    if seen[1, t] == v:
-                        dup = True
-                        break
-                if not dup:
-                    seen[1, n1] = v
-                    n1 += 1
-                    if w != last[2, j] or v != last[3, j]:
-                        last[2, j] = w
-                        last[3, j] = v
-                        if fill:
-                            q = cursor[1, j]
-                            wb[q] = j
-                            wu[q] = w
-                            wv[q] = v
-                            cursor[1, j] = q + 1
-                        else:
-                            cursor[1, j + 1] += 1
+                n1 = _take(seen, last, cursor, 1, n1, v, j, w, v, wb, wu, wv, fill)
+
+
+cdef inline Py_ssize_t _take(int64_t[:, ::1] seen, int64_t[:, ::1] last, int64_t[:, ::1] cursor, int k,
+                             Py_ssize_t n, int64_t other, Py_ssize_t j, int64_t u, int64_t v, int64_t[::1] ob,
+                             int64_t[::1] ou, int64_t[::1] ov, int fill) noexcept nogil:
+    """Edge ``u -> v`` of kind ``k`` in block ``j``, unless the action already had one with the
+    node ``other`` (its ``n`` such nodes are ``seen[k, :n]``) or the block's last edge is the same;
+    returns the new ``n``."""
+    cdef Py_ssize_t t, q
+    for t in range(n):
+        if seen[k, t] == other:
+            return n
+    seen[k, n] = other
+    if u != last[2 * k, j] or v != last[2 * k + 1, j]:
+        last[2 * k, j] = u
+        last[2 * k + 1, j] = v
+        if fill:
+            q = cursor[k, j]
+            ob[q] = j
+            ou[q] = u
+            ov[q] = v
+            cursor[k, j] = q + 1
+        else:
+            cursor[k, j + 1] += 1
+    return n + 1

@@ -1290,16 +1290,11 @@ class HazardGraph:
     def find_edges(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Index of edge ``u[i] -> v[i]`` of every pair (-1 where there is none).
 
-        >>> from drawopt import StreamBuilder
-        >>> b = StreamBuilder()
-        >>> b.target("rt", 8, 8)
-        >>> b.pipeline("p", vs="v", ps="f", blend="alpha")
-        >>> b.OMSetRenderTargets("rt"); b.SetPipelineState("p")
-        >>> b.DrawInstanced(3, 1, 0, 0); b.DrawInstanced(3, 1, 3, 0)
-        >>> h = hazard_graph(b.build())
-        >>> i = h.find_edges(np.array([0, 1]), np.array([1, 0]))
+        >>> from drawopt.gen import generate
+        >>> h = hazard_graph(generate("quads", 3))  # three blended quads: a chain of order edges
+        >>> i = h.find_edges(np.array([0, 1, 0]), np.array([1, 0, 2]))
         >>> i.tolist(), EDGE_REASONS[h.reason[i[0]]], h.resource(int(i[0]))
-        ([0, -1], 'order', 'rt')
+        ([0, -1, -1], 'order', 'backbuffer')
         """
         u, v = np.asarray(u, np.int64), np.asarray(v, np.int64)
         nn = max(self.number_of_nodes(), 1)
