@@ -3,16 +3,16 @@
 The model lives in :mod:`drawopt.analysis.graph`; this module only runs its sequential
 loops. Each public function fixes dtypes and contiguity and calls a typed
 kernel that runs without the GIL. The pure-Python twins are
-``drawopt.analysis.graph._assign_nodes_py``, ``drawopt.analysis.graph._two_path_reduce_py`` and
-``drawopt.analysis.graph._act_setter_events_py``; the tests check that both give
-identical arrays.
+``drawopt.analysis.graph._assign_nodes_py``, ``drawopt.analysis.graph._two_path_reduce_py``,
+``drawopt.analysis.graph._act_setter_events_py`` and ``drawopt.analysis.graph._state_reads_py``;
+the tests check that both give identical arrays.
 """
 
 import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
-__all__ = ["assign_nodes", "two_path_reduce", "act_setter_events"]
+__all__ = ["assign_nodes", "two_path_reduce", "act_setter_events", "state_reads"]
 
 
 def assign_nodes(kind, solo, maxpred, wsig):
@@ -213,3 +213,149 @@ cdef void _act_setter_events(const int64_t[::1] ev_cmd, const int64_t[::1] lo, c
                     e = -1
             out_e[j, a] = e
             out_c[j, a] = ev_cmd[e] if e >= 0 else -1
+
+
+def state_reads(ev_cmd, ev_epoch, slot_lo, slot_hi, raw_src, war_dst, first_dup, act_cmd, act_epoch, act_node,
+                act_group, grp_off, grp_slots):
+    """The state edges of the reads: for every action and every slot its group reads (in the
+    group's order), the setter event of the slot (the last event of the slot before the action,
+    in the action's Opaque epoch); a read-after-write edge from that event's node to the action's
+    and a write-after-read edge from the action's node to the node of the slot's next write.
+
+    Edges are listed block by block (block ``j``: the ``j``-th entry of ``grp_slots``, so group
+    by group, slot by slot), each block in action order, leaving out an edge of an action that
+    an earlier slot of the same action already gave, and an edge equal to the block's previous
+    one (so the first of every edge is kept); ``drawopt.analysis.graph._state_reads_py`` is the twin.
+
+    Parameters
+    ----------
+    ev_cmd, ev_epoch : int64[E]
+        Events, sorted by slot then command; the Opaque epoch of each.
+    slot_lo, slot_hi : int64[S]
+        The events of slot ``s`` are ``slot_lo[s] .. slot_hi[s] - 1``.
+    raw_src, war_dst : int64[E]
+        Per event: the node of its command (-1: outside the graph); the node of the slot's next
+        write (-1: none, another epoch or outside the graph).
+    first_dup : int64[E]
+        The first event of the same (slot, command) as each.
+    act_cmd, act_epoch, act_node, act_group : int64[A]
+        Actions in command order: command, epoch, node, group (-1: none).
+    grp_off, grp_slots : int64[G + 1], int64[K]
+        The slots group ``g`` reads are ``grp_slots[grp_off[g]:grp_off[g + 1]]``.
+
+    Returns
+    -------
+    raw_block, raw_u, raw_v, war_block, war_u, war_v : int64[...]
+        The read-after-write and the write-after-read edges with their blocks.
+    read : bool[E]
+        The events that are the first of their (slot, command) and are read by some action.
+    """
+    (ev_cmd, ev_epoch, slot_lo, slot_hi, raw_src, war_dst, first_dup, act_cmd, act_epoch, act_node, act_group,
+     grp_off, grp_slots) = [np.ascontiguousarray(x, dtype=np.int64) for x in (
+        ev_cmd, ev_epoch, slot_lo, slot_hi, raw_src, war_dst, first_dup, act_cmd, act_epoch, act_node, act_group,
+        grp_off, grp_slots)]
+    ne, na, ns = ev_cmd.shape[0], act_cmd.shape[0], slot_lo.shape[0]
+    ng, nk = grp_off.shape[0] - 1, grp_slots.shape[0]
+    if not (ev_epoch.shape[0] == raw_src.shape[0] == war_dst.shape[0] == first_dup.shape[0] == ne):
+        raise ValueError("the event arrays must have the same length")
+    if not (act_epoch.shape[0] == act_node.shape[0] == act_group.shape[0] == na) or slot_hi.shape[0] != ns:
+        raise ValueError("the action arrays (and slot_lo, slot_hi) must have the same lengths")
+    if ng < 0 or grp_off[0] != 0 or grp_off[ng] != nk or (np.diff(grp_off) < 0).any():
+        raise ValueError("grp_off must be offsets into grp_slots")
+    if na and (act_group.max() >= ng or act_group.min() < -1):
+        raise ValueError("act_group out of range")
+    if nk and (grp_slots.min() < 0 or grp_slots.max() >= ns):
+        raise ValueError("grp_slots out of range")
+    if ns and (slot_lo.min() < 0 or slot_hi.max() > ne or (slot_hi < slot_lo).any()):
+        raise ValueError("bad slot ranges")
+    if ne and (first_dup.min() < 0 or first_dup.max() >= ne):
+        raise ValueError("first_dup out of range")
+    if na > 1 and (np.diff(act_cmd) < 0).any():
+        raise ValueError("act_cmd must be non-decreasing")
+    read = np.zeros(ne, dtype=np.uint8)
+    ptr = slot_lo.copy()
+    last = np.empty((4, max(nk, 1)), dtype=np.int64)
+    width = int(np.diff(grp_off).max()) if ng else 0
+    seen = np.empty((2, max(width, 1)), dtype=np.int64)
+    cursor = np.zeros((2, nk + 1), dtype=np.int64)
+    z = np.zeros(0, dtype=np.int64)
+    # one pass to count the edges of each block, one to write them at their block's place
+    _state_reads(ev_cmd, ev_epoch, slot_lo, slot_hi, raw_src, war_dst, first_dup, act_cmd, act_epoch,
+                 act_node, act_group, grp_off, grp_slots, ptr, last, seen, read, cursor, z, z, z, z, z, z, 0)
+    np.cumsum(cursor, axis=1, out=cursor)
+    nr, nw = int(cursor[0, nk]), int(cursor[1, nk])  # cursor[k, j]: where block j starts
+    rb, ru, rv = np.empty(nr, dtype=np.int64), np.empty(nr, dtype=np.int64), np.empty(nr, dtype=np.int64)
+    wb, wu, wv = np.empty(nw, dtype=np.int64), np.empty(nw, dtype=np.int64), np.empty(nw, dtype=np.int64)
+    ptr[:] = slot_lo
+    _state_reads(ev_cmd, ev_epoch, slot_lo, slot_hi, raw_src, war_dst, first_dup, act_cmd, act_epoch,
+                 act_node, act_group, grp_off, grp_slots, ptr, last, seen, read, cursor, rb, ru, rv, wb, wu, wv, 1)
+    return rb, ru, rv, wb, wu, wv, read.astype(bool)
+
+
+cdef void _state_reads(const int64_t[::1] ev_cmd, const int64_t[::1] ev_epoch, const int64_t[::1] slot_lo,
+                       const int64_t[::1] slot_hi, const int64_t[::1] raw_src, const int64_t[::1] war_dst,
+                       const int64_t[::1] first_dup, const int64_t[::1] act_cmd, const int64_t[::1] act_epoch,
+                       const int64_t[::1] act_node, const int64_t[::1] act_group, const int64_t[::1] grp_off,
+                       const int64_t[::1] grp_slots, int64_t[::1] ptr, int64_t[:, ::1] last,
+                       int64_t[:, ::1] seen, uint8_t[::1] read, int64_t[:, ::1] cursor,
+                       int64_t[::1] rb, int64_t[::1] ru, int64_t[::1] rv,
+                       int64_t[::1] wb, int64_t[::1] wu, int64_t[::1] wv, int fill) noexcept nogil:
+    """Pass ``fill == 0``: count each block's edges into ``cursor[k, j + 1]``; pass 1: write
+    them from ``cursor[k, j]`` on (k: 0 read-after-write, 1 write-after-read)."""
+    cdef Py_ssize_t a, j, s, p, e, nk = grp_slots.shape[0], na = act_cmd.shape[0]
+    cdef Py_ssize_t n0, n1
+    cdef int64_t g, x, u, v, w
+    for j in range(nk):
+        last[0, j] = -1
+        last[1, j] = -1
+        last[2, j] = -1
+        last[3, j] = -1
+    for a in range(na):
+        g = act_group[a]
+        if g < 0:
+            continue
+        x = act_cmd[a]
+        w = act_node[a]
+        n0 = 0
+        n1 = 0
+        for j in range(grp_off[g], grp_off[g + 1]):
+            s = grp_slots[j]
+            p = ptr[s]
+            while p < slot_hi[s] and ev_cmd[p] < x:
+                p += 1
+            ptr[s] = p
+            e = p - 1
+            if e < slot_lo[s] or ev_epoch[e] != act_epoch[a]:
+                continue
+            read[first_dup[e]] = 1
+            u = raw_src[e]
+            if u >= 0 and u != w:
+                n0 = _take(seen, last, cursor, 0, n0, u, j, u, w, rb, ru, rv, fill)
+            v = war_dst[e]
+            if v >= 0 and v != w:
+                n1 = _take(seen, last, cursor, 1, n1, v, j, w, v, wb, wu, wv, fill)
+
+
+cdef inline Py_ssize_t _take(int64_t[:, ::1] seen, int64_t[:, ::1] last, int64_t[:, ::1] cursor, int k,
+                             Py_ssize_t n, int64_t other, Py_ssize_t j, int64_t u, int64_t v, int64_t[::1] ob,
+                             int64_t[::1] ou, int64_t[::1] ov, int fill) noexcept nogil:
+    """Edge ``u -> v`` of kind ``k`` in block ``j``, unless the action already had one with the
+    node ``other`` (its ``n`` such nodes are ``seen[k, :n]``) or the block's last edge is the same;
+    returns the new ``n``."""
+    cdef Py_ssize_t t, q
+    for t in range(n):
+        if seen[k, t] == other:
+            return n
+    seen[k, n] = other
+    if u != last[2 * k, j] or v != last[2 * k + 1, j]:
+        last[2 * k, j] = u
+        last[2 * k + 1, j] = v
+        if fill:
+            q = cursor[k, j]
+            ob[q] = j
+            ou[q] = u
+            ov[q] = v
+            cursor[k, j] = q + 1
+        else:
+            cursor[k, j + 1] += 1
+    return n + 1

@@ -4,7 +4,7 @@
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["assign_nodes", "two_path_reduce", "act_setter_events"]
+__all__ = ["assign_nodes", "two_path_reduce", "act_setter_events", "state_reads"]
 
 def assign_nodes(
     kind: npt.ArrayLike, solo: npt.ArrayLike, maxpred: npt.ArrayLike, wsig: npt.ArrayLike
@@ -22,4 +22,15 @@ def act_setter_events(
     ev_cmd: npt.ArrayLike, ev_slot: npt.ArrayLike, slots: npt.ArrayLike, act_cmd: npt.ArrayLike, opq: npt.ArrayLike
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """``(event[K, A], command[K, A])``: the last event writing each slot before each action (-1: none)."""
+    ...
+
+def state_reads(
+    ev_cmd: npt.ArrayLike, ev_epoch: npt.ArrayLike, slot_lo: npt.ArrayLike, slot_hi: npt.ArrayLike,
+    raw_src: npt.ArrayLike, war_dst: npt.ArrayLike, first_dup: npt.ArrayLike, act_cmd: npt.ArrayLike,
+    act_epoch: npt.ArrayLike, act_node: npt.ArrayLike, act_group: npt.ArrayLike, grp_off: npt.ArrayLike,
+    grp_slots: npt.ArrayLike,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
+           npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """``(raw_block, raw_u, raw_v, war_block, war_u, war_v, read)``: the state edges of the reads, block by
+    block (``drawopt.analysis.graph._state_reads_py``)."""
     ...

@@ -149,7 +149,8 @@ def _slot_label(k: int, pipe: Pipeline | None) -> str:
 
 
 def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *, limit: int | None = None,
-            table: StateTable | None = None, graph: Any = None, use_graph: bool = True) -> Explanation:
+            table: StateTable | None = None, graph: Any = None, use_graph: bool = True,
+            facts: DrawFacts | None = None, classes: np.ndarray | None = None) -> Explanation:
     """Explain every adjacent pair of draw calls left unmerged (module docstring).
 
     Parameters
@@ -161,8 +162,10 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
         The reorder policy of the dependency graph (for data hazards).
     limit : int, optional
         Keep at most this many items (every pair is still counted).
-    table, graph : optional
-        Analyses already computed.
+    table, graph, facts, classes : optional
+        Analyses already computed (``graph``: the hazard graph or ``build_graph``'s under
+        ``reorder``, or a function that returns one, called only if it is needed;
+        ``classes``: :func:`~drawopt.analysis.mergeclass.call_classes` of ``facts`` on ``target``).
     use_graph : bool
         Look for data hazards in the dependency graph (building it costs time on
         large streams); without it, pairs with a data hazard are reported by their
@@ -170,20 +173,20 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
     """
     model = get_target(target)
     table = table if table is not None else track(stream)
-    facts = draw_facts(stream, table)
+    facts = facts if facts is not None else draw_facts(stream, table)
     d = len(facts)
     ex = Explanation(target=model.name, reorder=reorder, draws=d, pairs=0, packed=0)
     if d < 2:
         return ex
     m = d - 1
     a, b = np.arange(m), np.arange(1, d)
-    cat = np.full(m, "", dtype=object)
+    cat = np.full(m, -1, np.int64)  # index into CATEGORIES
     detail = np.full(m, "", dtype=object)
     undecided = np.ones(m, bool)
 
     def assign(mask: np.ndarray, category: str, det: np.ndarray | str) -> None:
         sel = undecided & mask
-        cat[sel] = category
+        cat[sel] = CATEGORIES.index(category)
         detail[sel] = det[sel] if isinstance(det, np.ndarray) else det
         undecided[sel] = False
 
@@ -211,13 +214,13 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
     # 2. pinned
     pin = facts.pinned[a] | facts.pinned[b]
     if pin.any():
-        det = np.array([_pin_desc(stream, facts, int(i)) if p else "" for i, p in zip(range(m), pin)], dtype=object)
+        det = np.full(m, "", dtype=object)
+        det[pin] = [_pin_desc(stream, facts, i) for i in np.flatnonzero(pin).tolist()]
         assign(pin, "nomerge", det)
     # 3. call kinds
-    cls = call_classes(facts, mdi=bool(model.mdi))
+    cls = classes if classes is not None else call_classes(facts, mdi=bool(model.mdi))
     fam_a, fam_b = _family(facts, a), _family(facts, b)
-    assign(fam_a != fam_b, "kind", np.array([" and ".join(sorted((_kname(int(x)), _kname(int(y))))) +
-                                             " cannot share a call" for x, y in zip(fam_a, fam_b)], dtype=object))
+    assign(fam_a != fam_b, "kind", _KIND_PAIRS[fam_a * len(_KIND_NAMES) + fam_b])
     auto = np.isin(facts.op, _AUTO)
     assign(auto[a] | auto[b], "kind", "a GPU-written draw count (Auto) is never merged")
     # 4. state (under the broadest rule the target has)
@@ -236,10 +239,10 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
         # contract: every differing slot is a root parameter of constants that a contract could lift
         contract = diff_state & _liftable(facts, ra, rb, a)
         det = np.full(m, "", dtype=object)
-        det[contract] = [SLOTS[int(k)] for k in first[contract]]
+        det[contract] = _SLOT_NAMES[first[contract]]
         assign(contract, "contract", det)
         det = np.full(m, "", dtype=object)
-        det[diff_state] = [SLOTS[int(k)] if k >= 0 else "state" for k in first[diff_state]]
+        det[diff_state] = _SLOT_NAMES[first[diff_state]]  # (-1: the last entry, "state")
         assign(diff_state, "state", det)
     # DrawIndexedX pairs with equal state: packed unless something is between them or the target does not pack
     xx = is_x[a] & is_x[b]
@@ -254,9 +257,11 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
     assign(cls[a] != cls[b], "kind", "indirect draws with GPU-written arguments in different buffers")
     # 5. data hazards between the two (graph)
     if use_graph and undecided.any():
-        if graph is None:
-            from drawopt.analysis.graph import build_graph
-            graph = build_graph(stream, reorder=reorder)
+        if graph is None:  # the hazard edges are all it reads: no state edges, no networkx
+            from drawopt.analysis.graph import hazard_graph
+            graph = hazard_graph(stream, reorder=reorder)
+        elif callable(graph):
+            graph = graph()
         hz = _data_hazards(graph, cmd, np.flatnonzero(undecided))
         if hz:
             det = np.full(m, "", dtype=object)
@@ -280,10 +285,16 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
     short = (run_len[a] < minb) & ~merge_inst
     if model.mdi and short.any():
         why = np.full(m, "", dtype=object)
-        for i in np.flatnonzero(short & undecided):
-            extra = _instance_hint(stream, facts, int(i), inst, rng)
-            why[i] = (f"a run of {int(run_len[i])} such draws is below the {minb} a multi-draw call needs to pay "
-                      f"on {model.name}{extra}")
+        idx = np.flatnonzero(short & undecided)
+        said: dict[tuple[Any, ...], str] = {}  # one message per (run length, hint)
+        for i, key in zip(idx.tolist(), zip(run_len[idx].tolist(), rng.fail[idx].tolist(), inst.fail[idx].tolist(),
+                                             facts.pipe[idx].tolist())):
+            msg = said.get(key)
+            if msg is None:
+                extra = _instance_hint(stream, facts, i, inst, rng)
+                msg = said[key] = (f"a run of {key[0]} such draws is below the {minb} a multi-draw call needs to "
+                                   f"pay on {model.name}{extra}")
+            why[i] = msg
         assign(short, "cost", why)
     # 8. nothing
     assign(np.ones(m, bool), "mergeable", np.where(merge_inst, "merge-instances would merge them",
@@ -291,18 +302,19 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
     # results
     keep = considered
     ex.pairs = int(np.count_nonzero(keep))
-    ex.by_category = {c: int(np.count_nonzero(keep & (cat == c))) for c in CATEGORIES}
-    ex.by_category = {c: v for c, v in ex.by_category.items() if v}
-    cnt: Counter[str] = Counter()
-    for c, det in zip(cat[keep].tolist(), detail[keep].tolist()):
-        cnt[f"{c}: {_detail_key(c, det)}"] += 1
+    per_cat = np.bincount(cat[keep], minlength=len(CATEGORIES)).tolist()
+    ex.by_category = {c: v for c, v in zip(CATEGORIES, per_cat) if v}
+    cnt: Counter[str] = Counter()  # keys in order of first appearance, as most_common's ties are
+    for (c, det), k in Counter(zip(cat[keep].tolist(), detail[keep].tolist())).items():
+        cnt[f"{CATEGORIES[c]}: {_detail_key(CATEGORIES[c], det)}"] += k
     ex.by_detail = dict(cnt.most_common())
     items = np.flatnonzero(keep)
     if limit is not None:
         items = items[:max(int(limit), 0)]
     for i in items.tolist():
+        c = CATEGORIES[int(cat[i])]
         ex.items.append(PairReason(int(cmd[i]), int(cmd[i + 1]), int(stream.line[cmd[i]]), int(stream.line[cmd[i + 1]]),
-                                   str(cat[i]), _message(stream, table, facts, i, str(cat[i]), str(detail[i]))))
+                                   c, _message(stream, table, facts, i, c, str(detail[i]))))
     return ex
 
 
@@ -337,8 +349,12 @@ def _family(facts: DrawFacts, idx: np.ndarray) -> np.ndarray:
     return fam
 
 
-def _kname(f: int) -> str:
-    return ("non-indexed draws", "indexed draws", "DrawIndexedX", "Auto draws")[f]
+_KIND_NAMES = ("non-indexed draws", "indexed draws", "DrawIndexedX", "Auto draws")
+_KIND_PAIRS = np.array([" and ".join(sorted((x, y))) + " cannot share a call" for x in _KIND_NAMES
+                        for y in _KIND_NAMES], dtype=object)
+"""The message of a pair of families ``a``, ``b``: entry ``a * 4 + b``."""
+_SLOT_NAMES = np.array([*SLOTS, "state"], dtype=object)
+"""Slot names by index; index -1 (no differing slot) is "state"."""
 
 
 def _masked_cols(facts: DrawFacts, except_slots: tuple[str, ...]) -> np.ndarray:
@@ -371,24 +387,41 @@ def _liftable(facts: DrawFacts, ra: np.ndarray, rb: np.ndarray, a: np.ndarray) -
         return out
     sc = facts.table.scan
     assert sc is not None
-    for i in np.flatnonzero(cand).tolist():
-        ks = np.flatnonzero(neq[i])
-        ok = True
-        for k in ks.tolist():
-            v = sc.values.decode(int(ra[i, k])) if ra[i, k] >= 0 else None
-            if not (isinstance(v, tuple) and v and v[0] == "constants"):
-                ok = False
-                break
-        out[i] = ok
+    ci = np.flatnonzero(cand)
+    diff = neq[ci, ROOT0:ROOT0 + 16]
+    vals = ra[ci, ROOT0:ROOT0 + 16]
+    seen = np.unique(vals[diff & (vals >= 0)])  # decode each value once
+    const = np.array([_is_constants(sc.values.decode(int(v))) for v in seen.tolist()], bool)
+    pos = np.minimum(np.searchsorted(seen, vals), max(seen.size - 1, 0))
+    good = (vals >= 0) & (const[pos] if seen.size else False)
+    out[ci] = (~diff | good).all(axis=1)
     return out
 
 
+def _is_constants(v: Any) -> bool:
+    return isinstance(v, tuple) and bool(v) and v[0] == "constants"
+
+
 def _data_hazards(graph: Any, cmd: np.ndarray, pairs: np.ndarray) -> dict[int, str]:
-    """Pairs (index i: draws i, i+1) with a data-hazard edge between their graph nodes."""
-    from drawopt.analysis.graph import node_of_command
+    """Pairs (index i: draws i, i+1) with a data-hazard edge between their graph nodes
+    (``graph``: a :class:`~drawopt.analysis.graph.HazardGraph` or :func:`~drawopt.analysis.graph.build_graph`'s).
+
+    An edge whose reasons hold a data hazard has one as its strongest reason (they come first
+    in :data:`~drawopt.analysis.graph.EDGE_REASONS`), and its resource is that reason's."""
+    from drawopt.analysis.graph import EDGE_REASONS, HazardGraph, node_of_command
 
     node = node_of_command(graph)
     out: dict[int, str] = {}
+    if isinstance(graph, HazardGraph):
+        u, v = node[cmd[pairs]], node[cmd[pairs + 1]]
+        e = graph.find_edges(u, v)
+        ok = (u != v) & (e >= 0)
+        ok[ok] = np.isin(graph.reason[e[ok]], [EDGE_REASONS.index(r) for r in _DATA_HAZARDS])
+        for i, k in zip(pairs[ok].tolist(), e[ok].tolist()):
+            res = graph.resource(k)
+            r = EDGE_REASONS[int(graph.reason[k])]
+            out[i] = f"{r} on {res}" if res else r
+        return out
     for i in pairs.tolist():
         u, v = int(node[cmd[i]]), int(node[cmd[i + 1]])
         if u == v or u < 0 or v < 0 or not graph.has_edge(u, v):

@@ -37,6 +37,7 @@ from drawopt.ir.stream import Stream
 from drawopt.result import ROWS, SMALLER_IS_BETTER
 
 if TYPE_CHECKING:
+    from drawopt.analysis.state import StateTable
     from drawopt.result import OptimizeResult
 
 EXPLAIN_ITEMS = 500
@@ -45,8 +46,10 @@ EXPLAIN_ITEMS = 500
 DEFAULT_GRAPH_COMMANDS = 200
 
 
-def run_lengths(stream: Stream) -> list[int]:
+def run_lengths(stream: Stream, table: StateTable | None = None) -> list[int]:
     """Lengths of the runs of consecutive draw calls with one normalised state (only state commands between).
+
+    ``table``: the stream's state table, if already tracked.
 
     >>> from drawopt.gen import generate
     >>> run_lengths(generate("quads", 4))
@@ -54,7 +57,7 @@ def run_lengths(stream: Stream) -> list[int]:
     """
     from drawopt.analysis.state import track
 
-    table = track(stream)
+    table = table if table is not None else track(stream)
     d = table.draws.shape[0]
     if d == 0:
         return []
@@ -78,7 +81,8 @@ def add_details(report: dict[str, Any], res: OptimizeResult) -> None:
     """
     ex = res.explain(limit=EXPLAIN_ITEMS)
     report["explain"] = ex.to_json()
-    report["run_lengths"] = {"before": _hist(run_lengths(res.input)), "after": _hist(run_lengths(res.stream))}
+    report["run_lengths"] = {"before": _hist(run_lengths(res.input, res.analyses(res.input).table)),
+                             "after": _hist(run_lengths(res.stream, res.analyses(res.stream).table))}
 
 
 def _hist(lengths: list[int]) -> dict[str, int]:

@@ -18,8 +18,9 @@ its time) are counted while the passes run.
 from __future__ import annotations
 
 __all__ = ["optimize", "OptimizeResult", "OptimizeReport", "PassFigures", "ROWS", "SMALLER_IS_BETTER",
-           "verdict_line", "summary_table", "report_to_json"]
+           "StreamAnalyses", "verdict_line", "summary_table", "report_to_json"]
 
+import copy
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -28,8 +29,13 @@ from typing import TYPE_CHECKING, Any
 from drawopt.ir.stream import Stream
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
+    import numpy as np
+
+    from drawopt.analysis.graph import HazardGraph
+    from drawopt.analysis.mergeclass import DrawFacts
+    from drawopt.analysis.state import StateTable
     from drawopt.explain import Explanation
     from drawopt.passmanager import Pass, PassResult
 
@@ -147,7 +153,9 @@ class OptimizeResult:
     """
 
     def __init__(self, stream: Stream, input: Stream, *, target: str, reorder: str, pipeline: list[str],
-                 passes: list[PassFigures], verified: bool | None = None) -> None:
+                 passes: list[PassFigures], verified: bool | None = None,
+                 state_of: Callable[[Stream], StateTable | None] | None = None,
+                 findings_of: Callable[[Stream], Mapping[str, int] | None] | None = None) -> None:
         self.stream = stream
         self.rejected = [p.rejected for p in passes if p.rejected]
         """Why passes were rolled back (one line each; empty when every pass's output was kept)."""
@@ -157,27 +165,98 @@ class OptimizeResult:
         self.pipeline = pipeline
         self._passes = passes
         self.verified = verified
+        self._state_of, self._findings_of = state_of, findings_of
+        self._analyses: dict[int, StreamAnalyses] = {}
+
+    def analyses(self, stream: Stream) -> StreamAnalyses:
+        """The shared analyses of ``stream`` (the :attr:`input` or the :attr:`stream`): the report's
+        figures, :meth:`explain` and the HTML report's run lengths compute each one once.
+
+        Where the pass manager handed over its own (``state_of`` / ``findings_of``: its state
+        table and findings per rule of a stream, or None), they are used instead."""
+        got = self._analyses.get(id(stream))
+        if got is None or got.stream is not stream:
+            table = self._state_of(stream) if self._state_of is not None else None
+            counts = self._findings_of(stream) if self._findings_of is not None else None
+            got = self._analyses[id(stream)] = StreamAnalyses(stream, self.reorder, table=table,
+                                                              finding_counts=counts)
+        return got
 
     @cached_property
     def report(self) -> OptimizeReport:
         """The :class:`OptimizeReport` (the whole-stream figures are computed on first access)."""
-        return OptimizeReport(self.target, self.reorder, self.pipeline, stream_figures(self.input, self.target,
-                              self.reorder), stream_figures(self.stream, self.target, self.reorder),
-                              self._passes, self.verified)
+        before = stream_figures(self.input, self.target, self.reorder, analyses=self.analyses(self.input))
+        after = (copy.deepcopy(before) if self.stream is self.input else
+                 stream_figures(self.stream, self.target, self.reorder, analyses=self.analyses(self.stream)))
+        return OptimizeReport(self.target, self.reorder, self.pipeline, before, after, self._passes, self.verified)
 
     def explain(self, limit: int | None = None) -> Explanation:
         """Why adjacent draw calls of the output were left unmerged (:func:`drawopt.explain.explain`)."""
         from drawopt.explain import explain
 
-        return explain(self.stream, self.target, self.reorder, limit=limit)
+        an = self.analyses(self.stream)
+        return explain(self.stream, self.target, self.reorder, limit=limit, table=an.table, facts=an.facts,
+                       classes=an.classes(self.target), graph=lambda: an.graph)
 
     def __repr__(self) -> str:
         return (f"OptimizeResult({len(self.input)} -> {len(self.stream)} commands, target={self.target}, "
                 f"reorder={self.reorder}, pipeline={','.join(self.pipeline)!r})")
 
 
-def stream_figures(stream: Stream, target: str, reorder: str) -> dict[str, Any]:
+class StreamAnalyses:
+    """The analyses of one stream that its report figures, its explanation and its run lengths
+    share, each computed on first use: :attr:`table` (the state table), :attr:`facts` (the
+    draw facts) and :attr:`graph` (the hazard graph, under ``reorder``). ``table`` and
+    ``finding_counts`` (findings per rule) may be given when already known.
+
+    >>> from drawopt.gen import generate
+    >>> an = StreamAnalyses(generate("quads", 4), "declared")
+    >>> an.table.draws.shape[0], an.graph.number_of_nodes()
+    (4, 4)
+    """
+
+    def __init__(self, stream: Stream, reorder: str, table: StateTable | None = None,
+                 finding_counts: Mapping[str, int] | None = None) -> None:
+        self.stream, self.reorder = stream, reorder
+        self.finding_counts = finding_counts
+        self._classes: dict[bool, np.ndarray] = {}
+        if table is not None:
+            self.table = table
+
+    @cached_property
+    def table(self) -> StateTable:
+        from drawopt.analysis.state import track
+
+        return track(self.stream)
+
+    @cached_property
+    def facts(self) -> DrawFacts:
+        from drawopt.analysis.mergeclass import draw_facts
+
+        return draw_facts(self.stream, self.table)
+
+    @cached_property
+    def graph(self) -> HazardGraph:
+        from drawopt.analysis.graph import hazard_graph
+
+        return hazard_graph(self.stream, reorder=self.reorder)
+
+    def classes(self, target: str) -> np.ndarray:
+        """The call classes of the draws on ``target`` (:func:`drawopt.analysis.mergeclass.call_classes`)."""
+        from drawopt.analysis.costmodel import get_target
+        from drawopt.analysis.mergeclass import call_classes
+
+        mdi = bool(get_target(target).mdi)
+        got = self._classes.get(mdi)
+        if got is None:
+            got = self._classes[mdi] = call_classes(self.facts, mdi=mdi)
+        return got
+
+
+def stream_figures(stream: Stream, target: str, reorder: str, analyses: StreamAnalyses | None = None) -> dict[str, Any]:
     """The report figures of one stream: ``drawopt stats`` plus the cost model's CPU cost and lower bound.
+
+    ``analyses``: the stream's :class:`StreamAnalyses`, to share them (computed here otherwise).
 
     >>> from drawopt.gen import generate
     >>> f = stream_figures(generate("quads", 4), "d3d12", "declared")
@@ -185,12 +264,12 @@ def stream_figures(stream: Stream, target: str, reorder: str) -> dict[str, Any]:
     (4, 1)
     """
     from drawopt.analysis.lowerbound import report_figures
-    from drawopt.analysis.state import track
     from drawopt.stats import compute_stats
 
-    table = track(stream)
-    figures = compute_stats(stream, state=table, target=target)
-    figures.update(report_figures(stream, target, reorder, table=table))
+    an = analyses if analyses is not None else StreamAnalyses(stream, reorder)
+    figures = compute_stats(stream, state=an.table, target=target, finding_counts=an.finding_counts)
+    figures.update(report_figures(stream, target, reorder, table=an.table, facts=an.facts,
+                                  classes=an.classes(target), graph=lambda: an.graph))
     return figures
 
 

@@ -44,6 +44,8 @@ from __future__ import annotations
 
 __all__ = ["compute_stats", "format_stats", "call_counts"]
 
+from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -73,7 +75,8 @@ def call_counts(stream: Stream) -> dict[str, int]:
 
 
 def compute_stats(stream: Stream, state: StateTable | None = None,
-                  found: list[Finding] | None = None, target: str | None = None) -> dict[str, Any]:
+                  found: list[Finding] | None = None, target: str | None = None,
+                  finding_counts: Mapping[str, int] | None = None) -> dict[str, Any]:
     """Statistics of ``stream`` (see the module docstring for each key).
 
     Parameters
@@ -86,6 +89,8 @@ def compute_stats(stream: Stream, state: StateTable | None = None,
     target : str, optional
         A ``--target`` name: ``gpu_batches`` counts wave packing only where that
         target does it. Default: as if it does.
+    finding_counts : mapping, optional
+        Findings per rule, if already counted (instead of ``found``).
 
     Returns
     -------
@@ -94,7 +99,7 @@ def compute_stats(stream: Stream, state: StateTable | None = None,
     """
     s = stream
     st = state if state is not None else track(s)
-    if found is None:
+    if found is None and finding_counts is None:
         found = findings(s, st)
     cats = s.cats()
     op = s.op
@@ -121,11 +126,16 @@ def compute_stats(stream: Stream, state: StateTable | None = None,
         if not get_target(target).wave_packs_x:
             joined[:] = False
 
-    names, counts = np.unique(op, return_counts=True)
-    by_command = {BY_CODE[int(c)].name: int(k) for c, k in zip(names, counts)}
+    per_op = np.bincount(op, minlength=1)
+    names = np.flatnonzero(per_op)
+    by_command = {BY_CODE[int(c)].name: int(k) for c, k in zip(names.tolist(), per_op[names].tolist())}
     by_rule = dict.fromkeys(RULES, 0)
-    for f in found:
-        by_rule[f.rule] = by_rule.get(f.rule, 0) + 1
+    if found is not None:
+        finding_counts = Counter(f.rule for f in found)
+    assert finding_counts is not None
+    for rule, k in finding_counts.items():
+        if k:
+            by_rule[rule] = by_rule.get(rule, 0) + int(k)
     counts = call_counts(s)
     return {
         "commands": counts["commands"],
@@ -133,15 +143,22 @@ def compute_stats(stream: Stream, state: StateTable | None = None,
         "draws": draws,
         "dispatches": int((cats == int(Cat.DISPATCH)).sum()),
         "state_changes": counts["state_changes"],
-        "distinct_states": int(np.unique(st.state).shape[0]),
-        "distinct_pack_classes": int(np.unique(st.pack).shape[0]),
+        "distinct_states": _distinct(st.state),
+        "distinct_pack_classes": _distinct(st.pack),
         "flushes": counts["flushes"],
         "gpu_batches": int(draw_mask.sum()) - int(joined.sum()),
         "packed_fraction": packed / draws if draws else 0.0,
         "by_command": dict(sorted(by_command.items())),
-        "findings": len(found),
+        "findings": sum(by_rule.values()),
         "findings_by_rule": by_rule,
     }
+
+
+def _distinct(ids: np.ndarray) -> int:
+    """How many distinct values the integer ids hold (a count of the ids present, when they are small)."""
+    if ids.size and 0 <= int(ids.min()) and int(ids.max()) < 4 * ids.size + 1024:
+        return int(np.count_nonzero(np.bincount(ids)))
+    return int(np.unique(ids).shape[0])
 
 
 def format_stats(stats: dict[str, Any]) -> str:

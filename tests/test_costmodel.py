@@ -169,6 +169,28 @@ def test_cut_units() -> None:
     assert cut_units(unit, chain, np.array([0, 0, 0, 1, 1])).all()
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_cut_units_is_the_reachability_definition(seed: int) -> None:
+    """A unit is a cut when every earlier unit of its segment reaches it and it reaches every
+    later one: checked by brute force over random DAGs of several segments (all segments at once)."""
+    rng = np.random.default_rng(seed)
+    nu = int(rng.integers(1, 40))
+    useg = np.sort(rng.integers(0, 5, nu))
+    a, b = rng.integers(0, nu, 2 * nu), rng.integers(0, nu, 2 * nu)
+    u, v = np.minimum(a, b), np.maximum(a, b)
+    keep = (u != v) & (useg[u] == useg[v])
+    edges = np.stack([u[keep], v[keep]], axis=1).reshape(-1, 2)
+    reach = np.eye(nu, dtype=bool)
+    for i in reversed(range(nu)):  # edges go forward: reach[j] is final when i < j
+        for j in edges[edges[:, 0] == i, 1].tolist():
+            reach[i] |= reach[j]
+    same = useg[:, None] == useg[None, :]
+    earlier = np.tril(np.ones((nu, nu), bool), -1)  # earlier[i, j]: j < i
+    want = [bool((reach[:, i] | ~(same[i] & earlier[i])).all() and (reach[i] | ~(same[i] & earlier.T[i])).all())
+            for i in range(nu)]
+    assert cut_units(np.arange(nu), edges, useg).tolist() == want
+
+
 def test_lower_bound_quads_is_one_call() -> None:
     s = generate("quads", 300, seed=1)
     assert lower_bound(s, "d3d12", "declared") == 1

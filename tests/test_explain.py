@@ -92,6 +92,17 @@ def test_hazards_fences_and_data() -> None:
     assert _data_hazards(build_graph(s), track(s).draws, np.array([0])) == {0: "raw on counts"}
 
 
+@pytest.mark.parametrize("kind", ["frame", "gpu-driven", "bundle"])
+def test_the_hazard_graph_explains_as_the_full_graph_does(kind: str) -> None:
+    """explain reads data hazards off the hazard graph by default; build_graph's graph (with its
+    state edges and reason lists) gives the same explanation."""
+    from drawopt.analysis.graph import build_graph
+    s = generate(kind, 1500, seed=6)
+    for target in ("d3d12", "xbox-one"):
+        for pol in ("declared", "opaque"):
+            assert explain(s, target, pol).to_json() == explain(s, target, pol, graph=build_graph(s, pol)).to_json()
+
+
 def test_nomerge_and_kind_and_contract() -> None:
     b = base()
     b.DrawInstanced(3, 1, 0, 0)

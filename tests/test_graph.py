@@ -410,6 +410,12 @@ def _same_as_hazard_view(s: Stream, pol: str) -> None:
                                                                hv.edges(data="reason")]
     assert np.array_equal(node_of_command(h), node_of_command(g))
     assert "state" not in {r for _, _, r in h.edges(data="reason")}
+    # the edges found by their ends, with build_graph's resource
+    eu, ev = np.array([u for u, _ in hv.edges()], np.int64), np.array([v for _, v in hv.edges()], np.int64)
+    assert np.array_equal(h.find_edges(eu, ev), np.arange(eu.size))
+    assert [h.resource(i) for i in range(eu.size)] == [d["resource"] for _, _, d in hv.edges(data=True)]
+    nn = h.number_of_nodes()
+    assert (h.find_edges(ev, eu) == -1).all() and (h.find_edges(np.array([-1, nn]), np.array([0, 0])) == -1).all()
 
 
 @pytest.mark.parametrize("kind", ["frame", "gpu-driven", "bundle", "quads"])
@@ -482,6 +488,47 @@ def test_act_setter_events_compiled_matches_pure(seed: int) -> None:
     assert ea.shape == (slots.size, act.size)
     ok = ea >= 0
     assert np.array_equal(ca[ok], ev_cmd[ea[ok]]) and (ca[~ok] == -1).all()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_state_reads_compiled_matches_pure(seed: int) -> None:
+    """The state-edge kernel and its twin: same edges, same order, same read marks, on random
+    events (duplicated (slot, command) keys, Opaque epochs), actions, groups and nodes."""
+    from drawopt.analysis.graph import _state_reads
+    _compiled_graph_module()
+    rng = np.random.default_rng(seed)
+    n, ns = 300, 10
+    m = int(rng.integers(0, 250))
+    ev_slot, ev_cmd = rng.integers(0, ns, m), rng.integers(0, n, m)
+    o = np.lexsort((ev_cmd, ev_slot))
+    ev_slot, ev_cmd = ev_slot[o], ev_cmd[o]
+    key = ev_slot * n + ev_cmd
+    first_dup = np.maximum.accumulate(np.where(np.r_[True, key[1:] != key[:-1]], np.arange(m), 0)) if m else key
+    opq = np.unique(rng.integers(0, n, int(rng.integers(0, 4))))
+    ev_epoch = np.searchsorted(opq, ev_cmd)
+    lo, hi = np.searchsorted(ev_slot, np.arange(ns)), np.searchsorted(ev_slot, np.arange(ns), "right")
+    nn = 40
+    raw_src = np.where(rng.random(m) < 0.8, rng.integers(0, nn, m), -1)
+    war_dst = np.where(rng.random(m) < 0.6, rng.integers(0, nn, m), -1)
+    na = int(rng.integers(0, 150))
+    act_cmd = np.sort(rng.integers(0, n, na))
+    act_node = np.sort(rng.integers(0, nn, na))
+    ng = int(rng.integers(1, 5))
+    act_group = rng.integers(-1, ng, na)
+    lens = rng.integers(0, 6, ng)
+    grp_off = np.r_[0, np.cumsum(lens)].astype(np.int64)
+    grp_slots = np.concatenate([rng.permutation(ns)[:k] for k in lens.tolist()]).astype(np.int64)
+    args = (ev_cmd, ev_epoch, lo, hi, raw_src, war_dst, first_dup, act_cmd, np.searchsorted(opq, act_cmd),
+            act_node, act_group, grp_off, grp_slots)
+    a = _state_reads(*args, pure=False)
+    b = _state_reads(*args, pure=True)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    rb, ru, rv, wb, wu, wv, _ = a
+    assert (np.diff(rb) >= 0).all() and (np.diff(wb) >= 0).all()  # block by block
+    assert (ru != rv).all() and (wu != wv).all()
+    for blk, u, v in ((rb, ru, rv), (wb, wu, wv)):  # no edge twice in a row within a block
+        same = (blk[1:] == blk[:-1]) & (u[1:] == u[:-1]) & (v[1:] == v[:-1])
+        assert not same.any()
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -47,9 +47,11 @@ paths). Commuting accesses (reads; order-independent draws) form one group.
 
 Implementation: everything is columnar (numpy) over segments, accesses and
 events; the sequential steps, the bindings every action sees, the node
-assignment and the two-path edge reduction, run in ``drawopt._graph``
-(``cext/_graph.pyx``) with pure-Python twins (:func:`_act_setter_events_py`,
-:func:`_assign_nodes_py`, :func:`_two_path_reduce_py`; ``DRAWOPT_PURE=1``).
+assignment, the state edges of the reads and the two-path edge reduction, run in
+``drawopt._graph`` (``cext/_graph.pyx``) with pure-Python twins (:func:`_act_setter_events_py`,
+:func:`_assign_nodes_py`, :func:`_state_reads_py`, :func:`_two_path_reduce_py`; ``DRAWOPT_PURE=1``).
+State edges are found in node space after the nodes (which only hazards decide), an edge a
+read already gave not listed again.
 Accesses to resources that nothing writes are not kept (they can order nothing).
 :func:`hazard_graph` gives the nodes and the non-``state`` edges as arrays,
 without networkx, for passes that re-emit state.
@@ -66,6 +68,7 @@ __all__ = [
 
 import json
 import os
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import networkx as nx
@@ -229,8 +232,6 @@ class _Builder:
         self.decls = s.decls
         self.res_names: list[str] = []
         self._cmd_seg: np.ndarray | None = None
-        self._act_set: dict[int, np.ndarray] = {}
-        self._act_set_cmd: dict[int, np.ndarray] = {}
         self.res_ids: dict[str, int] = {}
         self.labels: dict[str, int] = {}
 
@@ -253,83 +254,54 @@ class _Builder:
     def _events(self) -> None:
         s, n = self.s, self.stop
         op, args = s.op[:n], s.args[:n]
-        cmds, slots = [], []
-        for name, slot in _SIMPLE_SLOT.items():
-            i = np.flatnonzero(op == _OP[name])
-            cmds.append(i)
-            slots.append(np.full(i.size, slot, np.int64))
-        for names, base in ((_ROOT_G, _S_RG), (_ROOT_C, _S_RC)):
-            i = np.flatnonzero(np.isin(op, [_OP[x] for x in names]))
-            cmds.append(i)
-            slots.append(base + np.minimum(args[i, 0], 15))
-        i = np.flatnonzero(op == _OP["IASetVertexBuffers"])
-        cmds.append(i)
-        slots.append(_S_VB + np.minimum(args[i, 0], 31))
-        i = np.flatnonzero(op == _OP["DrawIndexedX"])   # leaves the index buffer undefined
-        cmds.append(i)
-        slots.append(np.full(i.size, _S_IB, np.int64))
+        # the slot each command sets (simple slots, root arguments, vertex buffers, and the index
+        # buffer DrawIndexedX leaves undefined), at most one per command, in command order
+        slot = _SLOT_OF_OP[op]
+        i = np.flatnonzero(slot != _NO_SLOT)
+        sl = slot[i].astype(np.int64)
+        kind = sl >= _SLOT_FROM_ARG0
+        if kind.any():
+            k = np.flatnonzero(kind)
+            code = sl[k] - _SLOT_FROM_ARG0  # the base slot; the first argument picks the slot
+            cap = np.where(code == _S_VB, 31, 15)
+            sl[k] = code + np.minimum(args[i[k], 0], cap)
         opq = np.flatnonzero(op == _OP["Opaque"])
         self.opq = opq
+        # sorted by slot, then command: a stable sort by slot keeps the command order
+        small = not sl.size or (int(sl.min()) >= 0 and int(sl.max()) < 256)
+        o = np.argsort(sl.astype(np.uint8) if small else sl, kind="stable")
+        keys = [sl[o] * _BIG + i[o]]
         # a different root signature loses the root arguments; different heaps lose the tables
+        extra: list[tuple[int, np.ndarray]] = []
         for name, base in (("SetGraphicsRootSignature", _S_RG), ("SetComputeRootSignature", _S_RC)):
-            i = np.flatnonzero(op == _OP[name])
-            ch = i[_changed(args[i, 0], self.epoch(i))]
-            for p in range(16):
-                cmds.append(ch)
-                slots.append(np.full(ch.size, base + p, np.int64))
-        i = np.flatnonzero(op == _OP["SetDescriptorHeaps"])
-        hv = np.array([hash(tuple(sorted(s.var(int(c)).tolist()))) for c in i], np.int64)
-        ch = i[_changed(hv, self.epoch(i))]
-        for base in (_S_RG, _S_RC):
-            for p in range(16):
-                cmds.append(ch)
-                slots.append(np.full(ch.size, base + p, np.int64))
-        c, sl = np.concatenate(cmds).astype(np.int64), np.concatenate(slots).astype(np.int64)
-        o = lex_order([sl, c])
-        self.ev_cmd, self.ev_slot = c[o], sl[o]
-        self.ev_key = self.ev_slot * _BIG + self.ev_cmd
-        self.vb_slots = sorted(set(np.unique(sl[sl >= _S_VB]).tolist()) & set(range(_S_VB, _S_RG)))
-        self.rg_slots = sorted(set(np.unique(sl).tolist()) & set(range(_S_RG, _S_RC)))
-        self.rc_slots = sorted(set(np.unique(sl).tolist()) & set(range(_S_RC, _S_RC + 16)))
+            c = np.flatnonzero(op == _OP[name])
+            extra.append((base, c[_changed(args[c, 0], self.epoch(c))]))
+        c = np.flatnonzero(op == _OP["SetDescriptorHeaps"])
+        hv = np.array([hash(tuple(sorted(s.var(int(x)).tolist()))) for x in c], np.int64)
+        ch = c[_changed(hv, self.epoch(c))]
+        extra += [(_S_RG, ch), (_S_RC, ch)]
+        for base in (_S_RG, _S_RC):  # slot by slot: these keys are sorted
+            cm = np.sort(np.concatenate([x for b, x in extra if b == base]))
+            if cm.size:
+                keys.append(((base + np.arange(16, dtype=np.int64))[:, None] * _BIG + cm[None, :]).reshape(-1))
+        key = np.sort(np.concatenate(keys), kind="stable")  # (timsort: a merge of sorted runs)
+        self.ev_key = key
+        self.ev_slot, self.ev_cmd = key // _BIG, key % _BIG
+        used = self.ev_slot[np.r_[True, self.ev_slot[1:] != self.ev_slot[:-1]]] if key.size else key
+        self.vb_slots = used[(used >= _S_VB) & (used < _S_RG)].tolist()
+        self.rg_slots = used[(used >= _S_RG) & (used < _S_RC)].tolist()
+        self.rc_slots = used[(used >= _S_RC) & (used < _S_RC + 16)].tolist()
 
     def epoch(self, cmd: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.opq, cmd, side="left")
 
-    def setter_event(self, slot: int, cmd: np.ndarray) -> np.ndarray:
-        """Index in the event arrays of the last write of ``slot`` before each of ``cmd`` (-1: none)."""
-        return _setter_events(self.ev_cmd, self.ev_slot, slot, cmd, self.opq)
-
-    def act_setter_events(self, slots: list[int]) -> None:
-        """Find :meth:`act_setter_event` of every slot of ``slots`` at once (into its cache)."""
-        todo = [x for x in dict.fromkeys(slots) if x not in self._act_set]
-        if not todo:
-            return
-        ev, cmd = _act_setter_events(self.ev_cmd, self.ev_slot, np.array(todo, np.int64), self.act_cmd, self.opq)
-        for j, x in enumerate(todo):
-            self._act_set[x] = ev[j]
-            self._act_set_cmd[x] = cmd[j]
-
-    def _event_cmd(self, e: np.ndarray) -> np.ndarray:
-        """The command of each event index in ``e`` (-1 stays -1; no events at all: all -1)."""
-        if not e.size or not self.ev_cmd.size:
-            return np.full(e.size, -1, np.int64)
-        return np.where(e >= 0, self.ev_cmd[np.maximum(e, 0)], -1)
-
-    def setter(self, slot: int, cmd: np.ndarray) -> np.ndarray:
-        """The last command before each of ``cmd`` that writes ``slot`` (-1: none)."""
-        return self._event_cmd(self.setter_event(slot, cmd))
-
-    def act_setter_event(self, slot: int) -> np.ndarray:
-        """:meth:`setter_event` of ``slot`` for every action (cached)."""
-        e = self._act_set.get(slot)
-        if e is None:
-            e = self._act_set[slot] = self.setter_event(slot, self.act_cmd)
-        return e
-
-    def act_setter(self, slot: int) -> np.ndarray:
-        """:meth:`setter` of ``slot`` for every action."""
-        c = self._act_set_cmd.get(slot)
-        return c if c is not None else self._event_cmd(self.act_setter_event(slot))
+    def _setters(self, slots: list[int], cmd: np.ndarray) -> list[np.ndarray]:
+        """Per slot of ``slots``: for each of the commands ``cmd`` (non-decreasing), the last
+        command before it that writes the slot in its Opaque epoch (-1: none)."""
+        if not slots:
+            return []
+        _, got = _act_setter_events(self.ev_cmd, self.ev_slot, np.array(slots, np.int64), cmd, self.opq)
+        return list(got)
 
     # ------------------------------------------------------------------ segments
     def _segments(self) -> None:
@@ -364,30 +336,34 @@ class _Builder:
         acmd = self.seg_cmd[aseg] if aseg.size else np.zeros(0, np.int64)
         aop = s.op[acmd].astype(np.int64)
         self.act_seg, self.act_cmd, self.act_op = aseg, acmd, aop
-        self.act_setter_events([_S_PSO, _S_RTS, _S_IB, *self.vb_slots, *self.rg_slots, *self.rc_slots])
-        pset = self.act_setter(_S_PSO)
+        pset, rts = self._setters([_S_PSO, _S_RTS], acmd)
         pso = np.where(pset >= 0, args[np.maximum(pset, 0), 0], -1)
         is_pipe = np.array([isinstance(d, Pipeline) for d in decls.items] + [False], bool)
         pso = np.where(is_pipe[pso], pso, -1)
         self.act_pso = pso
-        # the bindings that decide what an action accesses
-        cols: list[np.ndarray] = [aop, pso, self.act_setter(_S_RTS)]
-        self.bind: dict[int, np.ndarray] = {_S_RTS: cols[-1]}
-        # what a binding contributes is (opcode, value) of the command that set it, ((-1, -1) when
-        # none): one column of ranks of those pairs (ordered as the pairs) per slot
+        # the bindings that decide what an action accesses: what a binding contributes is (opcode,
+        # value) of the command that set it ((-1, -1) when none): one column of ranks of those
+        # pairs (ordered as the pairs) per slot; the columns are packed as they come (a few slots'
+        # setters at a time, not a table of every slot for every action)
+        bslots = [_S_IB, *self.vb_slots, *self.rg_slots, *self.rc_slots]
         crank = np.append(self._binding_ranks(), -1)  # the last entry: no setter (index -1)
-        for slot in [_S_IB, *self.vb_slots, *self.rg_slots, *self.rc_slots]:
-            c = self.act_setter(slot)
-            self.bind[slot] = c
-            cols.append(crank[c])
-        buf = np.isin(aop, _BUFFER_ARG_OPS)
-        for k in range(NARGS):
-            cols.append(np.where(buf, args[acmd, k], 0))
-        sig = pack_columns(cols) if acmd.size else np.zeros((0, len(cols)), np.int64)
+        buf = _IS_BUFFER_ARG_OP[aop]
+
+        def columns() -> Iterator[np.ndarray]:
+            yield from (aop, pso, rts)
+            for k in range(0, len(bslots), 4):
+                yield from (crank[c] for c in self._setters(bslots[k:k + 4], acmd))
+            yield from (np.where(buf, args[acmd, k], 0) for k in range(NARGS))
+
+        sig = pack_columns(columns()) if acmd.size else np.zeros((0, 1), np.int64)
         first, inv = _unique_rows(sig)
-        per: list[list[tuple[int, int]]] = [self._resolve(int(a)) for a in first]
-        counts = np.array([len(x) for x in per], np.int64)
-        flat = np.array([x for lst in per for x in lst], np.int64).reshape(-1, 2)
+        # the bindings of the distinct signatures
+        fo = np.argsort(first, kind="stable")
+        bind = {_S_RTS: rts[first]}
+        for slot, c in zip(bslots, self._setters(bslots, acmd[first[fo]])):
+            bind[slot] = np.empty_like(c)
+            bind[slot][fo] = c
+        flat, counts = self._signature_accesses(first, bind)
         # flushes and barriers (they write)
         fe = self.rid(_FE_VIRTUAL)
         fl = np.flatnonzero(self.seg_kind == _K_FLUSH)
@@ -431,129 +407,237 @@ class _Builder:
             return out
         o = s.op[c].astype(np.int64)
         val = np.where(o == _OP["IASetIndexBuffer"], s.args[c, 0], s.args[c, 1])
-        val = np.where(np.isin(o, [_OP["SetGraphicsRoot32BitConstants"], _OP["SetComputeRoot32BitConstants"],
-                                   _OP["DrawIndexedX"]]), -1, val)
-        order = lex_order([o, val])
-        o, val = o[order], val[order]
-        new = np.r_[True, (o[1:] != o[:-1]) | (val[1:] != val[:-1])]
-        out[c[order]] = np.cumsum(new) - 1
+        val = np.where(_NO_BINDING_VALUE[o], -1, val)
+        key = pack_columns([o, val])  # ordered as the pairs are
+        out[c] = (np.unique(key[:, 0], return_inverse=True)[1].reshape(-1) if key.shape[1] == 1
+                  else _unique_rows(key)[1])
         return out
 
-    def _resolve(self, a: int) -> list[tuple[int, int]]:
-        """Accesses of action ``a`` (an index into the action arrays) as (resource id, class)."""
+    def _signature_accesses(self, first: np.ndarray, bind: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Accesses of the actions ``first`` (indices into the action arrays; one per distinct
+        signature, in signature order), whose slots were last set by the commands ``bind[slot]``
+        (-1: none): ``flat`` int64[K, 2] of (resource id, class) sorted by
+        resource id within each action, and ``counts`` int64[len(first)]. A copy's write and
+        read stay two accesses, the write first, when it copies a buffer onto itself.
+
+        What an action accesses (columnar, one block of rows per kind of access, in the order
+        the accesses are listed): a copy writes ``dst`` and reads ``src``; a draw writes its
+        render targets (class: :func:`commute_class`) and writes or reads its depth target,
+        reads its index buffer, a ``DrawIndexedX`` buffer, indirect arguments and counts (and
+        then the front end) and its vertex buffers (unless its pipeline pulls vertices); a draw
+        or dispatch with a pipeline of its kind reads the pipeline's ``reads=`` and the srv/cbv
+        resources of the root parameters it reads, and writes its ``writes=`` and the UAVs its
+        tables and root views reach (:mod:`drawopt.analysis.access`, by declaration index), each
+        also a front-end write when the front end reads that buffer. Several accesses to one
+        resource join: reads give way to a write; two different write classes make an ordered
+        write. Resource ids are numbered in order of first access (action by action).
+        """
         s, decls = self.s, self.decls
-        cmd, op = int(self.act_cmd[a]), int(self.act_op[a])
-        sp = BY_CODE[op]
-        x = s.args[cmd]
-        if sp.name == "CopyBufferRegion":
-            return [(self.rid(decls[int(x[0])].name), 1), (self.rid(decls[int(x[2])].name), 0)]
-        p = int(self.act_pso[a])
-        pi = decls[p] if p >= 0 else None
-        acc: list[tuple[str, str, str | None]] = []
-        if sp.cat == Cat.DRAW:
-            if pi is not None and pi.is_compute:
-                pi = None
-            rc = int(self.bind[_S_RTS][a])
-            depth = None
-            targets: list[str] = []
+        nd = len(decls)
+        fe_key, inh_key, inh_d_key = nd, nd + 1, nd + 2  # the virtual resources
+        args, op = s.args, s.op
+        n = first.shape[0]
+        cmd, aop, pso = self.act_cmd[first], self.act_op[first], self.act_pso[first]
+        rows_l: list[np.ndarray] = []
+        hi_l: list[np.ndarray] = []
+        lo_l: list[np.ndarray] = []
+        res_l: list[np.ndarray] = []
+        cls_l: list[np.ndarray] = []
+
+        def add(rows: np.ndarray, hi: Any, lo: Any, res: Any, cls: Any) -> None:
+            # one access per row of ``rows``; order key (hi, lo) within the action
+            k = rows.shape[0]
+            if not k:
+                return
+            rows_l.append(rows)
+            for lst, x in ((hi_l, hi), (lo_l, lo), (res_l, res), (cls_l, cls)):
+                lst.append(np.broadcast_to(np.asarray(x, np.int64), (k,)))
+
+        def add_ragged(rows: np.ndarray, grp: np.ndarray, lists: list[list[tuple[int, int]]], hi: int,
+                       lo_mul: int = 1, fe: bool = False, row_cls: np.ndarray | None = None) -> None:
+            # rows[i] gets the accesses lists[grp[i]] (resource key, class; the class of rows[i]
+            # is row_cls[i] instead where given), lo = index * lo_mul
+            lens = np.array([len(x) for x in lists], np.int64)
+            if not rows.size or not lens.any():
+                return
+            off = np.cumsum(lens) - lens
+            flat_r = np.array([r for x in lists for r, _ in x], np.int64)
+            flat_c = np.array([c for x in lists for _, c in x], np.int64)
+            idx = np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(off, lens)
+            nl = lens[grp]
+            k = ragged_index(off[grp], nl)
+            r = np.repeat(rows, nl)
+            add(r, hi, idx[k] * lo_mul, flat_r[k], flat_c[k] if row_cls is None else np.repeat(row_cls, nl))
+            if fe:  # a front-end write after each write of a buffer the front end reads
+                m = fe_read[flat_r[k]]
+                add(r[m], hi, idx[k][m] * lo_mul + 1, fe_key, fe_cls)
+
+        fe_read = np.zeros(nd + 3, bool)
+        fe_read[[decls.index[x] for x in self.fe_bufs if x in decls]] = True
+        fe_cls = self.lab("fe-writers", "w")
+        is_pipe = np.zeros(nd + 1, bool)
+        is_cs = np.zeros(nd + 1, bool)
+        pulls = np.zeros(nd + 1, bool)
+        for i, d in enumerate(decls.items):
+            if isinstance(d, Pipeline):
+                is_pipe[i], is_cs[i], pulls[i] = True, d.is_compute, d.vertex_pulling
+        cat = _CAT_TABLE[aop]
+        draw = cat == int(Cat.DRAW)
+        copy = aop == _OP["CopyBufferRegion"]
+        # the pipeline each action uses (-1: none, or one of the other kind)
+        eff = np.where(is_pipe[pso] & (is_cs[pso] != draw), pso, -1)
+        eff[copy] = -1
+        # copies
+        c = np.flatnonzero(copy)
+        add(c, 0, 0, args[cmd[c], 0], 1)
+        add(c, 0, 1, args[cmd[c], 2], 0)
+        # draws: render and depth targets, per (pipeline, render-target command)
+        d = np.flatnonzero(draw)
+        rts = bind[_S_RTS][d]
+        pair = (eff[d] + 1) * (len(s) + 1) + (rts + 1)
+        upair, pinv = np.unique(pair, return_inverse=True)
+        tgt_lists = []
+        for key in upair.tolist():
+            p, rc = key // (len(s) + 1) - 1, key % (len(s) + 1) - 1
+            pi = decls[p] if p >= 0 else None
             if rc < 0:
-                targets, depth = [_INHERITED], _INHERITED_DEPTH
+                targets, depth = [inh_key], inh_d_key
             else:
-                for d in s.var(rc):
-                    dd = decls[int(d)]
-                    if dd.kind == "depth":
-                        depth = dd.name
+                targets, depth = [], None
+                for x in s.var(rc).tolist():
+                    if decls[int(x)].kind == "depth":
+                        depth = int(x)
                     else:
-                        targets.append(dd.name)
-            lab = commute_class(pi, self.reorder, depth)
-            acc += [(t, "w", lab) for t in targets]
+                        targets.append(int(x))
+            lab = commute_class(pi, self.reorder, None if depth is None else
+                                _INHERITED_DEPTH if depth == inh_d_key else decls[depth].name)
+            wcls = self.lab(lab, "w")
+            acc = [(t, wcls) for t in targets]
             if depth is not None and pi is not None:
                 if pi.depth_write:
-                    acc.append((depth, "w", lab))
+                    acc.append((depth, wcls))
                 elif pi.depth_test:
-                    acc.append((depth, "r", None))
-            fe_read = False
-            if op in _INDEXED_NATIVE:
-                c = int(self.bind[_S_IB][a])
-                if c >= 0 and s.op[c] == _OP["IASetIndexBuffer"]:
-                    acc.append((decls[int(s.args[c, 0])].name, "r", None))
-                    fe_read = True
-            if sp.name == "DrawIndexedX":
-                acc.append((decls[int(x[0])].name, "r", None))
-                fe_read = True
-            if sp.name in _INDIRECT:
-                acc.append((decls[int(x[sp.col("args_buffer")])].name, "r", None))
-                if "count_buffer" in sp.fields:
-                    acc.append((decls[int(x[sp.col("count_buffer")])].name, "r", None))
-                fe_read = True
-            if fe_read:
-                acc.append((_FE_VIRTUAL, "r", None))
-            if pi is None or not pi.vertex_pulling:
-                for slot in self.vb_slots:
-                    c = int(self.bind[slot][a])
-                    if c >= 0:
-                        acc.append((decls[int(s.args[c, 1])].name, "r", None))
-            base = _S_RG
-        else:
-            if pi is not None and not pi.is_compute:
-                pi = None
-            base = _S_RC
-        if pi is not None:
-            oi = "oi" if (pi.order_independent and self.reorder != "none") else None
-            fixed = self._pipe_cache.get(p)
-            if fixed is None:
-                rs = decls[pi.root] if pi.root is not None and pi.root in decls else None
-                fixed = self._pipe_cache[p] = (  # declared writes= and read parameters: drawopt.analysis.access's rule
-                    [decls.items[r].name for r in declared_writes(decls, pi)],
-                    [r for r in (_resource_of(decls, nm) for nm in pi.reads) if r], rs,
-                    pi.read_params(len(rs.params)) if rs is not None else ())
-            uav_w: list[str] = list(fixed[0])
-            acc += [(r, "r", None) for r in fixed[1]]
-            rs, params = fixed[2], fixed[3]
-            for q in params:
-                b_ = self.bind.get(base + q)
-                c = int(b_[a]) if b_ is not None else -1
-                if c < 0 or rs is None or q >= len(rs.params):
+                    acc.append((depth, 0))
+            tgt_lists.append(acc)
+        add_ragged(d, pinv.reshape(-1), tgt_lists, 0)
+        # draws: the front end's reads
+        fe_rows = np.zeros(n, bool)
+        ib = bind.get(_S_IB, np.full(n, -1, np.int64))
+        m = draw & _IS_INDEXED_NATIVE[aop] & (ib >= 0)
+        m[m] = op[ib[m]] == _OP["IASetIndexBuffer"]
+        r = np.flatnonzero(m)
+        add(r, 1, 0, args[ib[r], 0], 0)
+        fe_rows |= m
+        m = aop == _OP["DrawIndexedX"]
+        r = np.flatnonzero(m)
+        add(r, 2, 0, args[cmd[r], 0], 0)
+        fe_rows |= m
+        for name in _INDIRECT:
+            sp = BY_NAME[name]
+            r = np.flatnonzero(aop == sp.code)
+            add(r, 3, 0, args[cmd[r], sp.col("args_buffer")], 0)
+            if "count_buffer" in sp.fields:
+                add(r, 4, 0, args[cmd[r], sp.col("count_buffer")], 0)
+            fe_rows[r] = True
+        add(np.flatnonzero(fe_rows), 5, 0, fe_key, 0)
+        # draws: vertex buffers
+        vb_rows = draw & ~pulls[eff]
+        for slot in self.vb_slots:
+            b = bind[slot]
+            r = np.flatnonzero(vb_rows & (b >= 0))
+            add(r, 6, slot, args[b[r], 1], 0)
+        # draws and dispatches with a pipeline: declared reads and writes, then the root parameters
+        # (drawopt.analysis.access's rule: declared writes, tables, root views)
+        sel = np.flatnonzero(eff >= 0)
+        upipe, pinv = np.unique(eff[sel], return_inverse=True)
+        pinv = pinv.reshape(-1)
+        pis = [decls[p] for p in upipe.tolist()]
+        oi = np.array([self.lab("oi" if (pi.order_independent and self.reorder != "none") else None, "w")
+                       for pi in pis], np.int64)
+        add_ragged(sel, pinv, [[(decls.index[x], 0) for x in (_resource_of(decls, nm) for nm in pi.reads) if x]
+                               for pi in pis], 7)
+        add_ragged(sel, pinv, [[(x, int(oi[j])) for x in declared_writes(decls, pi)] for j, pi in enumerate(pis)],
+                   9 << 10, 2, fe=True)
+        roots = [decls[pi.root] if pi.root is not None and pi.root in decls else None for pi in pis]
+        # per (root signature, parameter q): the actions whose pipeline reads q (read_params is
+        # sorted, so q orders the parameters as the rule lists them)
+        rs_ids: dict[int, int] = {}
+        rs_of = np.array([-1 if rs is None else rs_ids.setdefault(id(rs), len(rs_ids)) for rs in roots], np.int64)
+        rs_list = list({id(rs): rs for rs in roots if rs is not None}.values())
+        reads_q = np.zeros((len(pis) + 1, 16), bool)
+        for j, (pi, rs) in enumerate(zip(pis, roots)):
+            if rs is not None:
+                q = [x for x in pi.read_params(len(rs.params)) if x < 16]
+                reads_q[j, q] = True
+        row_oi = oi[pinv] if pinv.size else np.zeros(0, np.int64)
+        row_rs = rs_of[pinv] if pinv.size else np.zeros(0, np.int64)
+        row_cs = is_cs[eff[sel]]
+        for base, cs in ((_S_RG, False), (_S_RC, True)):
+            for q in range(16):
+                b = bind.get(base + q)
+                if b is None:
                     continue
-                rp = rs.params[q]
-                o = int(s.op[c])
-                if rp.kind == "table" and o in (_OP["SetGraphicsRootDescriptorTable"],
-                                                 _OP["SetComputeRootDescriptorTable"]):
-                    reads, writes = self._table(rp, int(s.args[c, 1]))
-                    acc += reads
-                    uav_w += writes
-                elif rp.kind in ("cbv", "srv", "uav") and o in (_OP["SetGraphicsRootConstantBufferView"],
-                                                                 _OP["SetGraphicsRootShaderResourceView"]):
-                    b = decls[int(s.args[c, 1])].name
-                    (uav_w.append(b) if rp.kind == "uav" else acc.append((b, "r", None)))
-            for r in uav_w:
-                acc.append((r, "w", oi))
-                if r in self.fe_bufs:
-                    acc.append((_FE_VIRTUAL, "w", "fe-writers"))
-        out: dict[int, int] = {}
-        rid_of = self.res_ids.get
-        for name, mode, label in acc:
-            r = rid_of(name)
-            if r is None:
-                r = self.rid(name)
-            c = 0 if mode == "r" else (1 if label is None else self.lab(label, mode))
-            if r not in out:
-                out[r] = c
-            elif out[r] != c:
-                a_, b_ = out[r], c
-                out[r] = max(a_, b_) if min(a_, b_) == 0 else (a_ if a_ == b_ else 1)
-        return sorted(out.items())
+                m = (row_cs == cs) & reads_q[pinv, q] & (b[sel] >= 0)
+                if not m.any():
+                    continue
+                for ri, rs in enumerate(rs_list):
+                    mm = m & (row_rs == ri)
+                    if not mm.any() or q >= len(rs.params):
+                        continue
+                    rp = rs.params[q]
+                    w = np.flatnonzero(mm)
+                    bc = b[sel[w]]
+                    if rp.kind == "table":
+                        w, bc = w[_IS_TABLE_OP[op[bc]]], bc[_IS_TABLE_OP[op[bc]]]
+                        uh, hinv = np.unique(args[bc, 1], return_inverse=True)
+                        got = [self._table(rp, h) for h in uh.tolist()]
+                        hinv = hinv.reshape(-1)
+                        add_ragged(sel[w], hinv, [[(x, 0) for x in g[0]] for g in got], (8 << 10) + q)
+                        add_ragged(sel[w], hinv, [[(x, 0) for x in g[1]] for g in got], (9 << 10) + 1 + q, 2,
+                                   fe=True, row_cls=row_oi[w])
+                    elif rp.kind in ("cbv", "srv", "uav"):
+                        ok = _IS_ROOT_VIEW_OP[op[bc]]
+                        w, buf = w[ok], args[bc[ok], 1]
+                        if rp.kind == "uav":
+                            add(sel[w], (9 << 10) + 1 + q, 0, buf, row_oi[w])
+                            f = fe_read[buf]
+                            add(sel[w[f]], (9 << 10) + 1 + q, 1, fe_key, fe_cls)
+                        else:
+                            add(sel[w], (8 << 10) + q, 0, buf, 0)
+        if not rows_l:
+            return np.zeros((0, 2), np.int64), np.zeros(n, np.int64)
+        rows, res, cls = np.concatenate(rows_l), np.concatenate(res_l), np.concatenate(cls_l)
+        # resource ids in order of first access
+        order = lex_order([rows, np.concatenate(hi_l), np.concatenate(lo_l)])
+        ures, ufirst = np.unique(res[order], return_index=True)
+        enc = ures[np.argsort(ufirst, kind="stable")]
+        virtual = {fe_key: _FE_VIRTUAL, inh_key: _INHERITED, inh_d_key: _INHERITED_DEPTH}
+        for x in enc.tolist():
+            self.rid(virtual[x] if x >= nd else decls.items[x].name)
+        lut = np.full(nd + 3, -1, np.int64)
+        lut[enc] = np.array([self.res_ids[virtual[x] if x >= nd else decls.items[x].name] for x in enc.tolist()],
+                            np.int64)
+        fid = lut[res]
+        # join the accesses of one action to one resource (a copy's two stay apart: dst, then src)
+        apart = np.where(copy[rows], np.concatenate(lo_l), 0)
+        o = lex_order([rows, fid, apart])
+        rows, fid, cls, apart = rows[o], fid[o], cls[o], apart[o]
+        head = np.flatnonzero(np.r_[True, (rows[1:] != rows[:-1]) | (fid[1:] != fid[:-1])
+                                    | (apart[1:] != apart[:-1])])
+        nz = cls > 0
+        lo_c = np.minimum.reduceat(np.where(nz, cls, np.iinfo(np.int64).max), head)
+        hi_c = np.maximum.reduceat(np.where(nz, cls, 0), head)
+        joined = np.where(hi_c == 0, 0, np.where(lo_c == hi_c, hi_c, 1))
+        return np.stack([fid[head], joined], axis=1), np.bincount(rows[head], minlength=n).astype(np.int64)
 
-    def _table(self, rp: Any, href: int) -> tuple[list[tuple[str, str, None]], list[str]]:
+    def _table(self, rp: Any, href: int) -> tuple[list[int], list[int]]:
         """What a descriptor table ``rp`` bound at ``href`` (heap index << 32 | slot) gives access
-        to: its reads (accesses, in range order) and the resources its UAV ranges write --
-        :func:`drawopt.analysis.access.table_access`, THE resource-access rule, by name."""
+        to: its reads (in range order) and the resources its UAV ranges write, as declaration
+        indices -- :func:`drawopt.analysis.access.table_access`, THE resource-access rule."""
         key = (id(rp), href)
         got = self._table_cache.get(key)
         if got is None:
-            names = self.decls.items
-            r, w = table_access(self.decls, rp, href, self._heap_views)
-            got = self._table_cache[key] = ([(names[i].name, "r", None) for i in r], [names[i].name for i in w])
+            got = self._table_cache[key] = table_access(self.decls, rp, href, self._heap_views)
         return got
 
     # ------------------------------------------------------------------ edges
@@ -603,71 +687,63 @@ class _Builder:
     def seg_cmd_or_first(self, seg: np.ndarray) -> np.ndarray:
         return np.where(self.seg_kind[seg] == _K_STATE, self.seg_first[seg], self.seg_last[seg])
 
-    def _state_edges(self) -> tuple[np.ndarray, ...]:
-        """Read-after-write (a draw and the state it sees) and write-after-read/-write of state."""
+    def _state_edges(self, node: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Read-after-write (a draw and the state it sees) and write-after-read/-write of state,
+        between the nodes ``node`` (of every segment): ``(u, v, resource code)``, in the order
+        read-after-write, write-after-read (each by (group, slot, action), leaving out an edge
+        that an earlier slot of the same action or the previous action of the block already
+        gave: the first of each edge stays), write-after-write (by event)."""
         decls = self.decls
         aseg, aop = self.act_seg, self.act_op
+        z = np.zeros(0, np.int64)
+        if not aseg.size:
+            return z, z, z
         is_draw = self.seg_kind[aseg] == _K_DRAWS
         is_disp = self.seg_kind[aseg] == _K_DISPATCH
-        r_seg, r_slot, r_ev = [], [], []
+        # actions grouped by what they read: (kind, pipeline, indexed)
         group = np.where(is_draw, 0, np.where(is_disp, 1, 2)) * 1_000_000 + (self.act_pso + 1) * 4 + \
-            np.isin(aop, list(_INDEXED_NATIVE))
-        for gk in np.unique(group):
-            sel = np.flatnonzero(group == gk)
+            _IS_INDEXED_NATIVE[aop]
+        ug, ginv = np.unique(group, return_inverse=True)
+        grp_slots: list[list[int]] = []
+        for gk in ug.tolist():
             kind, rest = divmod(int(gk), 1_000_000)
-            if kind == 2:
-                continue
             p = rest // 4 - 1
-            indexed = bool(rest % 4)
-            pi = decls[p] if p >= 0 else None
-            slots = self._read_slots(kind == 0, pi, indexed)
-            for slot in slots:
-                r_seg.append(aseg[sel])
-                r_slot.append(np.full(sel.size, slot, np.int64))
-                r_ev.append(self.act_setter_event(slot)[sel])
-        if not r_seg:
-            z = np.zeros(0, np.int64)
-            return z, z, z, z
-        rev = np.concatenate(r_ev)
-        ok = rev >= 0
-        rseg, rslot, rev = np.concatenate(r_seg)[ok], np.concatenate(r_slot)[ok], rev[ok]
-        rset = self.ev_cmd[rev]
-        sseg = self.seg_of(rset)
-        # read-after-write
-        m = sseg >= 0
-        u_raw, v_raw, res_raw = sseg[m], rseg[m], rslot[m]
-        # write-after-read: each reader before the next write of the slot (after the first event
+            grp_slots.append([] if kind == 2 else self._read_slots(kind == 0, decls[p] if p >= 0 else None,
+                                                                    bool(rest % 4)))
+        grp_off = np.r_[0, np.cumsum([len(x) for x in grp_slots])].astype(np.int64)
+        flat_slots = np.array([x for lst in grp_slots for x in lst], np.int64)
+        if not flat_slots.size:  # no draw or dispatch reads state: no state edges (not even write-after-write)
+            return z, z, z
+        # per event: the node of its command, and of the slot's next write (after the first event
         # with the setter's key, should one command write a slot twice)
-        ne = self.ev_key.size
-        newkey = np.r_[True, self.ev_key[1:] != self.ev_key[:-1]]
-        first_dup = np.maximum.accumulate(np.where(newkey, np.arange(ne), 0))
-        nxt = first_dup[rev] + 1
-        okn = nxt < ne
-        nxt = np.minimum(nxt, ne - 1)
-        okn &= self.ev_slot[nxt] == rslot
-        ncmd = self.ev_cmd[nxt]
-        if self.opq.size:
-            okn &= self.epoch(ncmd) == self.epoch(rset)
-        nseg = self.seg_of(ncmd)
-        okn &= nseg >= 0
-        u_war, v_war, res_war = rseg[okn], nseg[okn], rslot[okn]
+        ev_cmd, ev_slot = self.ev_cmd, self.ev_slot
+        ne = ev_cmd.size
+        ev_epoch = self.epoch(ev_cmd) if self.opq.size else np.zeros(ne, np.int64)
+        act_epoch = self.epoch(self.act_cmd) if self.opq.size else np.zeros(aseg.size, np.int64)
+        ev_seg = self.seg_of(ev_cmd)
+        ev_node = np.where(ev_seg >= 0, node[np.maximum(ev_seg, 0)], -1)
+        newkey = np.r_[True, self.ev_key[1:] != self.ev_key[:-1]] if ne else np.zeros(0, bool)
+        first_dup = np.maximum.accumulate(np.where(newkey, np.arange(ne), 0)) if ne else z
+        nxt = np.minimum(first_dup + 1, max(ne - 1, 0))
+        okn = (first_dup + 1 < ne) & (ev_slot[nxt] == ev_slot) & (ev_epoch[nxt] == ev_epoch) if ne else z.astype(bool)
+        war_dst = np.where(okn, ev_node[nxt], -1) if ne else z
+        nslot = _S_RC + 16
+        lo = np.searchsorted(ev_slot, np.arange(nslot), "left").astype(np.int64)
+        hi = np.searchsorted(ev_slot, np.arange(nslot), "right").astype(np.int64)
+        rb, ru, rv, wb, wu, wv, read = _state_reads(ev_cmd, ev_epoch, lo, hi, ev_node, war_dst, first_dup,
+                                                    self.act_cmd, act_epoch, node[aseg], ginv.reshape(-1),
+                                                    grp_off, flat_slots)
         # write-after-write: a write nobody read, before the next write of the slot
-        read_ev = np.zeros(ne, bool)
-        read_ev[first_dup[rev]] = True
-        read_ev = read_ev[first_dup]
-        ev_in = (self.ev_cmd >= self.start) & (self.ev_cmd < self.stop)
-        has_next = np.r_[self.ev_slot[1:] == self.ev_slot[:-1], False] if self.ev_slot.size else np.zeros(0, bool)
-        unread = ev_in & has_next & ~read_ev
-        i = np.flatnonzero(unread)
-        ww_u = self.seg_of(self.ev_cmd[i])
-        ww_v = self.seg_of(self.ev_cmd[i + 1]) if i.size else np.zeros(0, np.int64)
-        same_ep = self.epoch(self.ev_cmd[i]) == self.epoch(self.ev_cmd[i + 1]) if i.size else np.zeros(0, bool)
-        okw = same_ep & (ww_v >= 0)
-        u = np.r_[u_raw, u_war, ww_u[okw]].astype(np.int64)
-        v = np.r_[v_raw, v_war, ww_v[okw]].astype(np.int64)
-        res = np.r_[res_raw, res_war, self.ev_slot[i][okw]].astype(np.int64)
-        keep = u != v
-        return u[keep], v[keep], np.full(int(keep.sum()), _R_CODE["state"], np.int64), -1 - res[keep]
+        read_ev = read[first_dup] if ne else z.astype(bool)
+        ev_in = (ev_cmd >= self.start) & (ev_cmd < self.stop)
+        has_next = np.r_[ev_slot[1:] == ev_slot[:-1], False] if ne else z.astype(bool)
+        i = np.flatnonzero(ev_in & has_next & ~read_ev)
+        okw = (ev_epoch[i] == ev_epoch[i + 1]) & (ev_node[i + 1] >= 0) if i.size else z.astype(bool)
+        i = i[okw]
+        u = np.r_[ru, wu, ev_node[i]].astype(np.int64)
+        v = np.r_[rv, wv, ev_node[i + 1]].astype(np.int64)
+        res = np.r_[flat_slots[rb], flat_slots[wb], ev_slot[i]].astype(np.int64)
+        return u, v, -1 - res
 
     def _read_slots(self, draw: bool, pi: Pipeline | None, indexed: bool) -> list[int]:
         if draw:
@@ -723,23 +799,22 @@ class _Builder:
         s = self.s
         self.fe_bufs = _frontend_buffers(s)
         self._heap_views = heap_views(self.decls)
-        self._pipe_cache: dict[int, tuple] = {}
-        self._table_cache: dict[tuple[int, int], tuple[list[tuple[str, str, None]], list[str]]] = {}
+        self._table_cache: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
         self._events()
         self._segments()
         if self.nseg == 0:
             return None
         self._accesses()
         hu, hv, hr, hres = self._hazard_edges()
-        if self.with_state:
-            su, sv, sr, sres = self._state_edges()
-        else:
-            su = sv = sr = sres = np.zeros(0, np.int64)
         ou, ov, orr, ores = self._opaque_edges()
-        node = self._nodes(np.r_[hu, ou], np.r_[hv, ov])
-        u = node[np.r_[hu, su, ou]]
-        v = node[np.r_[hv, sv, ov]]
-        r = np.r_[hr, sr, orr]
+        node = self._nodes(np.r_[hu, ou], np.r_[hv, ov])  # (state edges do not decide the nodes)
+        if self.with_state:
+            su, sv, sres = self._state_edges(node)
+        else:
+            su = sv = sres = np.zeros(0, np.int64)
+        u = np.r_[node[hu], su, node[ou]]
+        v = np.r_[node[hv], sv, node[ov]]
+        r = np.r_[hr, np.full(su.size, _R_CODE["state"], np.int64), orr]
         res = np.r_[hres, sres, ores]
         keep = u != v
         u, v, r, res = u[keep], v[keep], r[keep], res[keep]
@@ -775,19 +850,22 @@ class _Builder:
         mu, minv = np.unique(mask, return_inverse=True)
         mnames = [",".join(x for i, x in enumerate(EDGE_REASONS) if m >> i & 1) for m in mu.tolist()]
         ru, rinv = np.unique(eres, return_inverse=True)
-        rnames = [self._res_name(r) for r in ru.tolist()]
+        rnames = [_res_name(self.res_names, r) for r in ru.tolist()]
         edges = [{"reason": EDGE_REASONS[c], "reasons": mnames[m], "resource": rnames[rr]}
                  for c, m, rr in zip(er.tolist(), minv.reshape(-1).tolist(), rinv.reshape(-1).tolist())]
         _fill_digraph(G, nodes, eu.tolist(), ev.tolist(), edges)
         return G
 
-    def _res_name(self, r: int) -> str:
-        if r >= 0:
-            name = self.res_names[r]
-            return "" if name == _FE_VIRTUAL else name
-        if r == -1 - 10_000:
-            return ""
-        return _slot_name(-1 - r)
+
+def _res_name(res_names: list[str], r: int) -> str:
+    """The ``resource`` attribute of an edge whose resource code is ``r`` (a resource id, a state
+    slot as ``-1 - slot``, or ``-1 - 10_000`` for none)."""
+    if r >= 0:
+        name = res_names[r]
+        return "" if name == _FE_VIRTUAL else name
+    if r == -1 - 10_000:
+        return ""
+    return _slot_name(-1 - r)
 
 
 def _assign_nodes(kind: np.ndarray, solo: np.ndarray, maxpred: np.ndarray, wsig: np.ndarray,
@@ -852,6 +930,68 @@ def _act_setter_events_py(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.nda
     return ev, cmd
 
 
+def _state_reads(ev_cmd: np.ndarray, ev_epoch: np.ndarray, slot_lo: np.ndarray, slot_hi: np.ndarray,
+                 raw_src: np.ndarray, war_dst: np.ndarray, first_dup: np.ndarray, act_cmd: np.ndarray,
+                 act_epoch: np.ndarray, act_node: np.ndarray, act_group: np.ndarray, grp_off: np.ndarray,
+                 grp_slots: np.ndarray, pure: bool | None = None) -> tuple[np.ndarray, ...]:
+    """The read-after-write and write-after-read state edges of every (group, slot) block
+    (``drawopt._graph.state_reads``, which documents the arguments and the edges it leaves out;
+    twin :func:`_state_reads_py`): ``(raw_block, raw_u, raw_v, war_block, war_u, war_v, read)``,
+    each kind of edge in (group, slot, action) order."""
+    mod = load_cext("_graph", pure)
+    if mod is not None and (act_cmd.shape[0] < 2 or bool((np.diff(act_cmd) >= 0).all())):
+        return mod.state_reads(ev_cmd, ev_epoch, slot_lo, slot_hi, raw_src, war_dst, first_dup, act_cmd,
+                               act_epoch, act_node, act_group, grp_off, grp_slots)
+    return _state_reads_py(ev_cmd, ev_epoch, slot_lo, slot_hi, raw_src, war_dst, first_dup, act_cmd, act_epoch,
+                           act_node, act_group, grp_off, grp_slots)
+
+
+def _state_reads_py(ev_cmd: np.ndarray, ev_epoch: np.ndarray, slot_lo: np.ndarray, slot_hi: np.ndarray,
+                    raw_src: np.ndarray, war_dst: np.ndarray, first_dup: np.ndarray, act_cmd: np.ndarray,
+                    act_epoch: np.ndarray, act_node: np.ndarray, act_group: np.ndarray, grp_off: np.ndarray,
+                    grp_slots: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Pure-numpy twin of ``drawopt._graph.state_reads``: group by group, its blocks' candidate
+    edges at once (the kernel goes action by action)."""
+    ne = np.asarray(ev_cmd).shape[0]
+    read = np.zeros(ne, bool)
+    out: list[list[np.ndarray]] = [[], [], [], [], [], []]
+    rank = np.argsort(act_group, kind="stable")  # actions of each group, in action order
+    gstart = np.searchsorted(act_group[rank], np.arange(grp_off.shape[0] - 1))
+    gend = np.searchsorted(act_group[rank], np.arange(grp_off.shape[0] - 1), "right")
+    for g in range(grp_off.shape[0] - 1):
+        acts = rank[gstart[g]:gend[g]]
+        if not acts.size or grp_off[g] == grp_off[g + 1]:
+            continue
+        cand: list[list[np.ndarray]] = [[], [], [], []]  # block, action, raw source, war target
+        for j in range(int(grp_off[g]), int(grp_off[g + 1])):
+            s = int(grp_slots[j])
+            lo, hi = int(slot_lo[s]), int(slot_hi[s])
+            e = lo + np.searchsorted(ev_cmd[lo:hi], act_cmd[acts], "left") - 1
+            ok = e >= lo
+            ok[ok] = ev_epoch[e[ok]] == act_epoch[acts[ok]]
+            e, a = e[ok], acts[ok]
+            read[first_dup[e]] = True
+            for lst, x in zip(cand, (np.full(a.size, j, np.int64), a, raw_src[e], war_dst[e])):
+                lst.append(x)
+        blk, act, src, dst = (np.concatenate(x).astype(np.int64) for x in cand)  # by block, then action
+        w = act_node[act]
+        for k, (other, u, v) in enumerate(((src, src, w), (dst, w, dst))):
+            keep = (other >= 0) & (other != w)
+            b, a, o, u, v = blk[keep], act[keep], other[keep], u[keep], v[keep]
+            # an action's first edge to (from) each node: the earliest block gives it
+            by = np.lexsort((b, o, a))
+            first = np.zeros(b.size, bool)
+            first[by] = np.r_[True, (a[by][1:] != a[by][:-1]) | (o[by][1:] != o[by][:-1])] if b.size else first
+            b, u, v = b[first], u[first], v[first]
+            # then not an edge equal to the previous one of its block
+            new = np.r_[True, (b[1:] != b[:-1]) | (u[1:] != u[:-1]) | (v[1:] != v[:-1])] if b.size else first[:0]
+            out[3 * k].append(b[new])
+            out[3 * k + 1].append(u[new])
+            out[3 * k + 2].append(v[new])
+    arrs = [np.concatenate(x).astype(np.int64) if x else np.zeros(0, np.int64) for x in out]
+    return (*arrs, read)
+
+
 def _fill_digraph(G: nx.DiGraph, nodes: list[dict[str, Any]], eu: list[int], ev: list[int],
                   edges: list[dict[str, Any]]) -> None:
     """Add nodes ``0 .. len(nodes)-1`` (attribute dicts ``nodes``) and edges ``eu[i] -> ev[i]``
@@ -892,11 +1032,12 @@ def _unique_rows(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first[order], rank[ids]
 
 
-def pack_columns(cols: list[np.ndarray]) -> np.ndarray:
+def pack_columns(cols: Iterable[np.ndarray]) -> np.ndarray:
     """Integer columns (equal lengths) packed into as few int64 columns as fit: runs of
     consecutive columns become one mixed-radix number each (the first column the most
     significant digit), so rows compare equal, and in lexicographic order, exactly as
-    the rows of the unpacked columns do.
+    the rows of the unpacked columns do. ``cols`` may be any iterable (a generator: each
+    column is folded into its word as it comes).
 
     Returns
     -------
@@ -908,37 +1049,25 @@ def pack_columns(cols: list[np.ndarray]) -> np.ndarray:
     >>> pack_columns([np.array([1, 0, 1]), np.array([5, 7, 5])]).ravel().tolist()
     [3, 2, 3]
     """
-    if not cols:
-        return np.zeros((0, 1), np.int64)
     out: list[np.ndarray] = []
-    group: list[tuple[np.ndarray, int, int]] = []
+    word: np.ndarray | None = None
     total = 1
-
-    def flush() -> None:
-        word = np.zeros(cols[0].shape[0], np.int64)
-        mult = 1
-        for col, lo, span in reversed(group):
-            word += (col - lo) * mult
-            mult *= span
-        out.append(word)
-
     for col in cols:
         col = np.asarray(col, np.int64)
         lo, hi = (int(col.min()), int(col.max())) if col.size else (0, 0)
         span = hi - lo + 1  # Python ints: no wrap
-        if group and total * span >= 1 << 62:
-            flush()
-            group, total = [], 1
+        if word is not None and (total * span >= 1 << 62 or span >= 1 << 62):
+            out.append(word)
+            word, total = None, 1
         if span >= 1 << 62:  # too wide to offset safely: a column of its own, as it is
-            if group:
-                flush()
-                group, total = [], 1
             out.append(col)
             continue
-        group.append((col, lo, span))
+        word = col - lo if word is None else word * span + (col - lo)  # (< total * span < 2^62)
         total *= span
-    if group:
-        flush()
+    if word is not None:
+        out.append(word)
+    if not out:
+        return np.zeros((0, 1), np.int64)
     return np.stack(out, axis=1)
 
 
@@ -1044,8 +1173,31 @@ def _two_path_reduce_py(u: np.ndarray, v: np.ndarray, state_only: np.ndarray, nn
     return keep
 
 
+_CAT_TABLE = np.full(max(sp.code for sp in BY_CODE.values()) + 1, int(Cat.STATE), np.int64)
+for _sp in BY_CODE.values():
+    _CAT_TABLE[_sp.code] = int(_sp.cat)
+_NO_SLOT = 255
+_SLOT_FROM_ARG0 = 128
+"""In :data:`_SLOT_OF_OP`: ``_SLOT_FROM_ARG0 + base``: the slot is ``base`` plus the first argument."""
+_SLOT_OF_OP = np.full(_CAT_TABLE.shape[0], _NO_SLOT, np.uint8)
+for _n, _slot in _SIMPLE_SLOT.items():
+    _SLOT_OF_OP[_OP[_n]] = _slot
+for _names, _base in ((_ROOT_G, _S_RG), (_ROOT_C, _S_RC)):
+    _SLOT_OF_OP[[_OP[_n] for _n in _names]] = _SLOT_FROM_ARG0 + _base
+_SLOT_OF_OP[_OP["IASetVertexBuffers"]] = _SLOT_FROM_ARG0 + _S_VB
+_SLOT_OF_OP[_OP["DrawIndexedX"]] = _S_IB  # leaves the index buffer undefined
+_NO_BINDING_VALUE = np.zeros(_CAT_TABLE.shape[0], bool)
+_NO_BINDING_VALUE[[_OP["SetGraphicsRoot32BitConstants"], _OP["SetComputeRoot32BitConstants"],
+                   _OP["DrawIndexedX"]]] = True
+_IS_TABLE_OP = np.zeros(_CAT_TABLE.shape[0], bool)
+_IS_TABLE_OP[[_OP["SetGraphicsRootDescriptorTable"], _OP["SetComputeRootDescriptorTable"]]] = True
+_IS_ROOT_VIEW_OP = np.zeros(_CAT_TABLE.shape[0], bool)
+_IS_ROOT_VIEW_OP[[_OP["SetGraphicsRootConstantBufferView"], _OP["SetGraphicsRootShaderResourceView"]]] = True
+_IS_INDEXED_NATIVE = np.zeros(_CAT_TABLE.shape[0], bool)
+_IS_INDEXED_NATIVE[sorted(_INDEXED_NATIVE)] = True
 _VARYING = frozenset({_OP[n] for n in ("CopyBufferRegion", "DrawIndexedX", *_INDIRECT)})
-_BUFFER_ARG_OPS = np.array(sorted(_VARYING), np.int64)
+_IS_BUFFER_ARG_OP = np.zeros(_CAT_TABLE.shape[0], bool)
+_IS_BUFFER_ARG_OP[sorted(_VARYING)] = True
 _FE_STATES = {BARRIER_STATES.index("INDIRECT_ARGUMENT"), BARRIER_STATES.index("INDEX_BUFFER")}
 
 
@@ -1111,7 +1263,8 @@ class HazardGraph:
     :func:`node_of_command` and :func:`drawopt.analysis.lowerbound.segment_units` use:
     ``graph`` (the same attributes), ``number_of_nodes()``, ``number_of_edges()``,
     ``nodes(data=True)`` and ``edges(data=...)``. Edges carry ``reason`` only (no
-    ``reasons``, no ``resource``).
+    ``reasons``); :meth:`resource` names the resource of one edge, as ``build_graph``'s
+    ``resource`` attribute does.
 
     Attributes
     ----------
@@ -1126,10 +1279,36 @@ class HazardGraph:
     """
 
     def __init__(self, graph: dict[str, Any], first: np.ndarray, last: np.ndarray, kind: np.ndarray,
-                 eu: np.ndarray, ev: np.ndarray, reason: np.ndarray) -> None:
+                 eu: np.ndarray, ev: np.ndarray, reason: np.ndarray, eres: np.ndarray | None = None,
+                 res_names: list[str] | None = None) -> None:
         self.graph = graph
         self.first, self.last, self.kind = first, last, kind
         self.eu, self.ev, self.reason = eu, ev, reason
+        self._eres = eres if eres is not None else np.full(eu.shape[0], -1 - 10_000, np.int64)
+        self._res_names = res_names or []
+
+    def find_edges(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Index of edge ``u[i] -> v[i]`` of every pair (-1 where there is none).
+
+        >>> from drawopt.gen import generate
+        >>> h = hazard_graph(generate("quads", 3))  # three blended quads: a chain of order edges
+        >>> i = h.find_edges(np.array([0, 1, 0]), np.array([1, 0, 2]))
+        >>> i.tolist(), EDGE_REASONS[h.reason[i[0]]], h.resource(int(i[0]))
+        ([0, -1, -1], 'order', 'backbuffer')
+        """
+        u, v = np.asarray(u, np.int64), np.asarray(v, np.int64)
+        nn = max(self.number_of_nodes(), 1)
+        key = self.eu * nn + self.ev  # sorted: the edges are in (u, v) order
+        want = u * nn + v
+        if not key.shape[0]:
+            return np.full(want.shape[0], -1, np.int64)
+        pos = np.minimum(np.searchsorted(key, want), key.shape[0] - 1)
+        hit = (u >= 0) & (v >= 0) & (u < nn) & (v < nn) & (key[pos] == want)
+        return np.where(hit, pos, -1)
+
+    def resource(self, i: int) -> str:
+        """The resource edge ``i``'s reason is about (``build_graph``'s ``resource``; "" for none)."""
+        return _res_name(self._res_names, int(self._eres[i]))
 
     def number_of_nodes(self) -> int:
         return int(self.first.shape[0])
@@ -1173,8 +1352,8 @@ def hazard_graph(stream: Stream, reorder: str = "declared", start: int = 0, stop
     if got is None:
         z = np.zeros(0, np.int64)
         return HazardGraph(attrs, z, z, z, z, z, z)
-    nfirst, nlast, nkind, _nact, eu, ev, er, _eres, _mask = got
-    return HazardGraph(attrs, nfirst, nlast, nkind, eu, ev, er)
+    nfirst, nlast, nkind, _nact, eu, ev, er, eres, _mask = got
+    return HazardGraph(attrs, nfirst, nlast, nkind, eu, ev, er, eres, b.res_names)
 
 
 def graph_summary(G: nx.DiGraph) -> dict[str, Any]:

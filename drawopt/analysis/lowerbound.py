@@ -126,18 +126,21 @@ def cut_units(unit: np.ndarray, edges: np.ndarray, seg: np.ndarray) -> np.ndarra
     if edges.size:
         np.maximum.at(maxpred, edges[:, 1], edges[:, 0])
         np.minimum.at(minsucc, edges[:, 0], edges[:, 1])
-    cut = np.zeros(nu, bool)
-    bounds = np.flatnonzero(np.diff(useg)) + 1
-    for lo, hi in zip(np.r_[0, bounds].tolist(), np.r_[bounds, nu].tolist()):
-        u = np.arange(lo, hi)
-        # A(s): min over j in (s, hi) of maxpred[j] >= s
-        suf = np.minimum.accumulate(maxpred[lo:hi][::-1])[::-1]  # suf[i] = min over j >= lo+i
-        after = np.r_[suf[1:], np.iinfo(np.int64).max]
-        # B(s): max over i in [lo, s) of minsucc[i] <= s
-        pre = np.maximum.accumulate(minsucc[lo:hi])
-        before = np.r_[np.iinfo(np.int64).min, pre[:-1]]
-        cut[lo:hi] = (after >= u) & (before <= u)
-    return cut
+    if not nu:
+        return np.zeros(0, bool)
+    # all segments at once: unit values offset by segment, so that a running min (max) never
+    # crosses into the segment before (after) it
+    start = np.r_[True, useg[1:] != useg[:-1]]
+    last = np.r_[useg[1:] != useg[:-1], True]
+    off = (np.cumsum(start) - 1) * (nu + 3)
+    u = np.arange(nu)
+    # A(s): min over later units j of its segment of maxpred[j] >= s
+    suf = np.minimum.accumulate((maxpred + 1 + off)[::-1])[::-1] - off - 1  # min over j >= s
+    after = np.where(last, np.iinfo(np.int64).max, np.r_[suf[1:], 0])
+    # B(s): max over earlier units i of its segment of minsucc[i] <= s
+    pre = np.maximum.accumulate(np.minimum(minsucc, nu + 1) + off) - off  # max over i <= s
+    before = np.where(start, np.iinfo(np.int64).min, np.r_[0, pre[:-1]])
+    return (after >= u) & (before <= u)
 
 
 def draw_parts(unit: np.ndarray, edges: np.ndarray, seg: np.ndarray) -> np.ndarray:
@@ -159,7 +162,8 @@ def draw_parts(unit: np.ndarray, edges: np.ndarray, seg: np.ndarray) -> np.ndarr
 
 
 def lower_bound_parts(stream: Stream, target: Any, reorder: str = "declared", table: StateTable | None = None,
-                      graph: Any = None, facts: DrawFacts | None = None) -> LowerBound:
+                      graph: Any = None, facts: DrawFacts | None = None,
+                      classes: np.ndarray | None = None) -> LowerBound:
     """The lower bound on draw calls (docs/passes.md, "The lower bound").
 
     Draws are cut into **segments** (:func:`draw_segments`: dispatches, flushes,
@@ -175,6 +179,10 @@ def lower_bound_parts(stream: Stream, target: Any, reorder: str = "declared", ta
     ``n`` draws; one call may continue across a part boundary when both sides hold
     its class. The bound is the sum over parts, less one for each boundary whose two
     sides share a class.
+
+    ``table``, ``facts``, ``classes`` (:func:`call_classes` of ``facts`` on ``target``) and
+    ``graph`` may pass analyses already computed; ``graph`` may also be a function that
+    returns the hazard graph, called only when the bound needs it.
     """
     model = get_target(target)
     table = table if table is not None else track(stream)
@@ -184,24 +192,27 @@ def lower_bound_parts(stream: Stream, target: Any, reorder: str = "declared", ta
         z = np.zeros(0, np.int64)
         return LowerBound(0, 0, 0, 0, z, z)
     mdi = bool(model.mdi)
-    cls = call_classes(facts, mdi=mdi)
+    cls = classes if classes is not None else call_classes(facts, mdi=mdi)
     seg = draw_segments(stream, facts)
-    if reorder == "none" or (graph is None and segments_are_chains(stream, table, facts.pipe, seg, reorder)):
+    lazy = graph is None or callable(graph)
+    if reorder == "none" or (lazy and segments_are_chains(stream, table, facts.pipe, seg, reorder)):
         # (a stream whose segments are all chains has one part per draw: no graph needed)
         part = np.arange(d, dtype=np.int64)
     else:
         if graph is None:  # the hazard edges are all it reads: no state edges, no networkx
             graph = hazard_graph(stream, reorder=reorder)
+        elif callable(graph):
+            graph = graph()
         unit, edges = segment_units(graph, facts.cmd, seg)
         part = draw_parts(unit, edges, seg)
     limit = max(int(model.mdi_max_count), 1) if mdi else 1 << 62
-    pc = np.stack([part, cls], axis=1)
-    uniq, counts = np.unique(pc, axis=0, return_counts=True)
+    ncls = int(cls.max()) + 1
+    pkey, counts = np.unique(part * ncls + cls, return_counts=True)  # the (part, class) pairs, sorted
+    uniq = np.stack([pkey // ncls, pkey % ncls], axis=1)
     calls = int(np.sum(-(-counts // limit)))
     # boundaries: part p and p+1 of one segment sharing a class
     pseg = np.zeros(int(part.max()) + 1, np.int64)
     pseg[part] = seg
-    ncls = int(cls.max()) + 1
     keys = uniq[:, 0] * ncls + uniq[:, 1]
     nxt = uniq[:, 0] + 1
     valid = nxt <= part.max()
@@ -213,25 +224,28 @@ def lower_bound_parts(stream: Stream, target: Any, reorder: str = "declared", ta
 
 
 def lower_bound(stream: Stream, target: str | TargetModel = "d3d12", reorder: str = "declared",
-                table: Any = None, graph: Any = None) -> int:
+                table: Any = None, graph: Any = None, facts: DrawFacts | None = None,
+                classes: np.ndarray | None = None) -> int:
     """The fewest draw calls any pipeline of drawopt's passes could reach (docs/passes.md).
 
     One call per *merge class* per *part* of each *dependency segment*, less one
     for every part boundary a call can span, and more where a hard limit (the
     target's multi-draw count) forces splits. :func:`lower_bound_parts`
-    has the definition; ``table`` / ``graph`` may pass analyses already computed.
+    has the definition; ``table`` / ``graph`` / ``facts`` / ``classes`` may pass analyses already computed.
     """
-    return lower_bound_parts(stream, get_target(target), reorder, table=table, graph=graph).bound
+    return lower_bound_parts(stream, get_target(target), reorder, table=table, graph=graph, facts=facts,
+                             classes=classes).bound
 
 
 def report_figures(stream: Stream, target: str | TargetModel = "d3d12", reorder: str = "declared",
-                   table: Any = None, graph: Any = None) -> dict[str, Any]:
+                   table: Any = None, graph: Any = None, facts: DrawFacts | None = None,
+                   classes: np.ndarray | None = None) -> dict[str, Any]:
     """The report rows the cost model owns: ``{"cpu_cost": us, "lower_bound": calls}``.
 
     ``drawopt optimize`` merges this dict into :func:`drawopt.stats.compute_stats`'s
-    for the before and the after column.
+    for the before and the after column (analyses as for :func:`lower_bound_parts`).
     """
     return {
         "cpu_cost": round(estimate_cpu_cost(stream, target), 3),
-        "lower_bound": lower_bound(stream, target, reorder, table=table, graph=graph),
+        "lower_bound": lower_bound(stream, target, reorder, table=table, graph=graph, facts=facts, classes=classes),
     }
