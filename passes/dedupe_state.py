@@ -60,14 +60,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from drawopt.analysis.state import (
-    CROOT0,
     CRS,
     GFX_RS,
     HEAPS,
     K_CRS,
     K_SET,
-    NROOT,
-    ROOT0,
     UNKNOWN,
     VB,
     Scan,
@@ -82,10 +79,8 @@ _DISPATCH = BY_NAME["Dispatch"].code
 _OPAQUE = BY_NAME["Opaque"].code
 _MERGE_OPS = np.array([BY_NAME[n].code for n in ("SetGraphicsRoot32BitConstants", "SetComputeRoot32BitConstants",
                                                  "IASetVertexBuffers")], np.uint16)
-_CHUNK = 1 << 15
 
 
-_ROOTS = np.r_[ROOT0:ROOT0 + NROOT, CROOT0:CROOT0 + NROOT]
 _ALL_WORDS = np.uint64(0xFFFFFFFFFFFFFFFF)
 _TABLE_OPS = np.array([BY_NAME[n].code for n in ("SetGraphicsRootDescriptorTable",
                                                  "SetComputeRootDescriptorTable")], np.uint16)
@@ -96,7 +91,7 @@ _LIFT_OPS = np.array([BY_NAME[n].code for n in ("SetGraphicsRootDescriptorTable"
 
 def _observed(sc: Scan, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                           tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """One walk over the observers.
+    """What the observers read (:meth:`drawopt.analysis.state.Scan.observed_setters`, one walk).
 
     Returns
     -------
@@ -113,40 +108,23 @@ def _observed(sc: Scan, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
         Reads of a root argument that a reset left undefined (view -1) or unknown (-3):
         the observer's command index (``N`` for the end of a bundle), the slot, the view.
     """
-    out = np.zeros(n, bool)
-    full = np.zeros(n, bool)
+    out, full, (o, slot) = sc.observed_setters()
     unobs = np.full(n, _ALL_WORDS, np.uint64)   # AND over the partial readers of a command
     lifted = np.zeros(n, bool)
-    cmds, slots, views = [], [], []
-    for lo in range(0, sc.obs.shape[0], _CHUNK):
-        sel = np.arange(lo, min(lo + _CHUNK, sc.obs.shape[0]))
-        st = sc.setter[sel]
-        m = sc.read_mask(sel)
-        out[st[m & (st >= 0)]] = True
-        r, lm = sc.lifted_slots(sel)
-        if r.size:
-            ls = st[r][lm]
-            lifted[ls[ls >= 0]] = True
-        r, q, bits = sc.unobserved_words(sel)
-        part = np.zeros_like(m)
-        if r.size:
-            pc = st[r, q]
-            ok = pc >= 0
-            np.bitwise_and.at(unobs, pc[ok], bits[ok])
-            part[r, q] = True
-        full[st[m & ~part & (st >= 0)]] = True
-        rr = m[:, _ROOTS] & (st[:, _ROOTS] == -1)
-        if rr.any():
-            o, k = np.nonzero(rr)
-            slot = _ROOTS[k]
-            c = sc.obs[sel[o]]
-            cmds.append(np.where(c < 0, n, c))
-            slots.append(slot)
-            views.append(np.where((sc.unknown[sel[o]] >> slot) & 1 == 1, UNKNOWN, -1))
+    everyone = slice(None)
+    r, lm = sc.lifted_slots(everyone)
+    if r.size:
+        ls = sc.setter[r][lm]
+        lifted[ls[ls >= 0]] = True
+    r, q, bits = sc.unobserved_words(everyone)
+    if r.size:
+        pc = sc.setter[r, q]
+        ok = pc >= 0
+        np.bitwise_and.at(unobs, pc[ok], bits[ok])
     words = np.where(full, _ALL_WORDS, ~unobs)
-    if not cmds:
-        return out, words, lifted, (np.zeros(0, np.int64),) * 3
-    return out, words, lifted, (np.concatenate(cmds), np.concatenate(slots), np.concatenate(views))
+    c = sc.obs[o]
+    views = np.where((sc.unknown[o] >> slot) & 1 == 1, UNKNOWN, -1)
+    return out, words, lifted, (np.where(c < 0, n, c), slot, views)
 
 
 def _origins(sc: Scan, red: np.ndarray) -> np.ndarray:

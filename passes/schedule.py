@@ -924,7 +924,7 @@ def _content_rows(sc: Any, stream: Stream, width: int) -> tuple[np.ndarray, np.n
     for k, ch in sc.chains.items():
         if k == VB:
             continue
-        filled = np.asarray(ch.matrices()[2], np.int64)
+        filled = np.asarray(ch.filled(), np.int64)
         v = cval[ch.cmds]
         last = np.full(nv, -1, np.int64)  # one chain position per value
         last[v] = np.arange(v.shape[0])
