@@ -13,7 +13,9 @@ words after every command of the partial-update chains of a merge slot; twin
 (``_hash_rows_py``), ``intern_rows`` (exact row interning with an open-addressing
 hash table; twin ``_intern_rows_py``), ``observer_rows`` (normalised value rows of
 observers; twin ``Scan._rows_py``), ``intern_observers`` (those rows plus the epoch
-column, interned without building the full matrix; twin ``_intern_observers_py``)
+column, interned without building the full matrix; twin ``_intern_observers_py``),
+``diff_observers`` (those rows compared with reference rows through value maps; twin
+``_diff_observers_py``)
 and ``observed_setters`` (which setters observers read; twin ``_observed_setters_py``).
 
 Kernel codes (one per command, see ``drawopt.analysis.state``): 0 none, 1 set a slot,
@@ -27,7 +29,8 @@ import numpy as np
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
-__all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers", "observed_setters"]
+__all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers", "diff_observers",
+           "observed_setters"]
 
 cdef enum:
     K_NONE = 0
@@ -311,6 +314,24 @@ cdef Py_ssize_t _intern(const introw[:, ::1] m, int64_t[::1] ids, int64_t[::1] f
     return nu
 
 
+cdef Py_ssize_t _intern_direct(const introw[:, ::1] m, int64_t[::1] ids, int64_t[::1] first, int64_t lo,
+                               int32_t[::1] table) noexcept nogil:
+    """:func:`_intern` of one column whose values lie in ``lo .. lo + len(table) - 1``."""
+    cdef Py_ssize_t i, n = m.shape[0], nu = 0
+    cdef int64_t v
+    cdef int32_t u
+    for i in range(n):
+        v = <int64_t>m[i, 0] - lo
+        u = table[v]
+        if u < 0:
+            u = <int32_t>nu
+            table[v] = u
+            first[nu] = i
+            nu += 1
+        ids[i] = u
+    return nu
+
+
 def intern_rows(mat):
     """Intern the rows of an integer matrix: ``(ids int64[M], first int64[U])``, ids in order of
     first appearance, ``first[u]`` the first row of id ``u`` (identical to
@@ -329,9 +350,17 @@ def intern_rows(mat):
         raise ValueError("too many rows")
     ids = np.empty(n, dtype=np.int64)
     first = np.empty(n, dtype=np.int64)
+    cdef Py_ssize_t nu
+    if m.shape[1] == 1 and n:
+        lo, hi = int(m.min()), int(m.max())
+        if hi - lo < max(2 * n, 1 << 16):  # a small range (value ids, ranks): a direct table
+            if m.dtype == np.int32:
+                nu = _intern_direct[int32_t](m, ids, first, lo, np.full(hi - lo + 1, -1, dtype=np.int32))
+            else:
+                nu = _intern_direct[int64_t](m, ids, first, lo, np.full(hi - lo + 1, -1, dtype=np.int32))
+            return ids, first[:nu].copy()
     hu = np.empty(n, dtype=np.uint64)
     table = np.full(_table_size(n), -1, dtype=np.int32)
-    cdef Py_ssize_t nu
     if m.dtype == np.int32:
         nu = _intern[int32_t](m, ids, first, hu, table)
     else:
@@ -504,6 +533,78 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
     if flag < 0:
         raise IndexError("a setter is outside cval")
     return ids, first[:nu], rows[:nu], epochs[:nu]
+
+
+cdef inline Py_ssize_t _at(int64_t v, Py_ssize_t n) noexcept nogil:
+    """Index of value ``v`` in a map of length ``n`` whose last three entries stand for the
+    markers -3, -2, -1 (numpy's negative indexing); -1 when outside."""
+    if v >= 0:
+        return v if v < n - 3 else -1
+    return n + v if v >= -3 else -1
+
+
+def diff_observers(setter, unknown, cval, init_val, readbits, sel, ref_rows, ref_idx, map_a, map_b,
+                   int64_t ask_code, int64_t masked, int64_t unknown_marker):
+    """Which slots of observers ``sel`` may differ from reference rows: ``int64[k]`` bitmasks.
+
+    Bit ``s`` of entry ``i`` is set when, with ``va = ref_rows[ref_idx[i], s]`` and ``vb`` the
+    :func:`observer_rows` value of observer ``sel[i]`` in slot ``s``, ``map_a[va] != map_b[vb]``
+    or ``map_a[va] == ask_code`` (the maps index markers -3..-1 from their ends, as numpy
+    does). Identical to ``drawopt.analysis.state._diff_observers_py``."""
+    cdef const int64_t[:, ::1] st = np.ascontiguousarray(setter, dtype=np.int64)
+    cdef const int64_t[::1] unk = np.ascontiguousarray(unknown, dtype=np.int64)
+    cdef const int64_t[::1] cv = np.ascontiguousarray(cval, dtype=np.int64)
+    cdef const int64_t[::1] iv = np.ascontiguousarray(init_val, dtype=np.int64)
+    cdef const int64_t[::1] rbits = np.ascontiguousarray(readbits, dtype=np.int64)
+    cdef const int64_t[::1] ix = np.ascontiguousarray(sel, dtype=np.int64)
+    cdef const int64_t[:, ::1] ref = np.ascontiguousarray(ref_rows, dtype=np.int64)
+    cdef const int64_t[::1] ri = np.ascontiguousarray(ref_idx, dtype=np.int64)
+    cdef const int64_t[::1] ma = np.ascontiguousarray(map_a, dtype=np.int64)
+    cdef const int64_t[::1] mb = np.ascontiguousarray(map_b, dtype=np.int64)
+    cdef const uint8_t[::1] part = np.zeros(0, np.uint8)
+    cdef RowSrc R
+    R.ns = st.shape[1]
+    R.masked = masked
+    R.unknown = unknown_marker
+    if R.ns > MAX_SLOTS:
+        raise ValueError("too many slots")
+    if iv.shape[0] != R.ns or unk.shape[0] != st.shape[0] or rbits.shape[0] != st.shape[0] \
+            or ref.shape[1] != R.ns or ri.shape[0] != ix.shape[0]:
+        raise ValueError("setter, unknown, init_val, readbits, ref_rows and ref_idx disagree")
+    cdef Py_ssize_t i, j, k = ix.shape[0], nobs = st.shape[0], nref = ref.shape[0], na = ma.shape[0]
+    cdef Py_ssize_t nb = mb.shape[0], pa, pb
+    for i in range(k):
+        if ix[i] < 0 or ix[i] >= nobs or ri[i] < 0 or ri[i] >= nref:
+            raise IndexError(f"observer {ix[i]} or reference row {ri[i]} out of range")
+    out = np.zeros(k, dtype=np.int64)
+    cdef int64_t[::1] ov = out
+    cdef int64_t[::1] buf = np.empty(max(R.ns, 1), dtype=np.int64)
+    cdef int64_t ka, kb, bits
+    cdef int bad = 0
+    with nogil:
+        for i in range(k):
+            if _row(ix[i], st, unk, cv, iv, rbits, part, &buf[0], &R) < 0:
+                bad = 1
+                break
+            bits = 0
+            for j in range(R.ns):
+                pa = _at(ref[ri[i], j], na)
+                pb = _at(buf[j], nb)
+                if pa < 0 or pb < 0:
+                    bad = 2
+                    break
+                ka = ma[pa]
+                kb = mb[pb]
+                if ka != kb or ka == ask_code:
+                    bits |= (<int64_t>1) << j
+            if bad:
+                break
+            ov[i] = bits
+    if bad == 1:
+        raise IndexError("a setter is outside cval")
+    if bad == 2:
+        raise IndexError("a value id is outside its map")
+    return out
 
 
 # ---------------------------------------------------------------------- observed setters

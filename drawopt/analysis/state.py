@@ -340,12 +340,19 @@ class _Values:
         self.next = 0
         self._cache: dict[int, Any] = {}
         self.partial: list[int] = []  # ids of values that are partly unknown
+        self._partial_key: tuple[int, int] = (-1, -1)
+        self._partial_m = np.zeros(1, bool)
 
     def partial_mask(self) -> np.ndarray:
-        """bool[n_values + 1]: partly unknown values (the last entry, for markers, is False)."""
-        m = np.zeros(self.next + 1, bool)
-        m[self.partial] = True
-        return m
+        """bool[n_values + 1]: partly unknown values (the last entry, for markers, is False).
+        Read-only (one array, rebuilt when values are added)."""
+        key = (self.next, len(self.partial))
+        if self._partial_key != key:
+            m = np.zeros(self.next + 1, bool)
+            m[self.partial] = True
+            m.flags.writeable = False
+            self._partial_m, self._partial_key = m, key
+        return self._partial_m
 
     def add(self, n: int, decode: Callable[[int], Any]) -> int:
         start = self.next
@@ -700,27 +707,38 @@ class Scan:
         array (an array clause with a buffer bound at its P, not a ``DrawIndexedX`` that
         reads through ``x``): their rows in ``sel`` and their pipelines' rows of
         :class:`ArrayMasks`. The lift items of the clause are not observed there."""
+        rows, pj = self._array_readers_all()
+        if isinstance(sel, slice) and sel == slice(None) or not rows.size:
+            return rows, pj
+        pj_of = np.full(self.obs.shape[0], -1, np.int64)
+        pj_of[rows] = pj
+        at = pj_of[self._obs_index(sel)]
+        r = np.flatnonzero(at >= 0)
+        return r, at[r]
+
+    def _array_readers_all(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`array_readers` of every observer (computed once)."""
+        got = self.__dict__.get("_array_readers_")
+        if got is not None:
+            return got
         arr = self._arr
         none = np.zeros(0, np.int64)
-        if arr is None or self._binds_buf is None:
-            return none, none
-        pidx = self._pidx[sel]
-        pd = arr.perdraw[pidx]
-        cand = (self.obs_kind[sel] == OBS_DRAW) & (pd >= 0)
-        if not cand.any():
-            return none, none
-        idx = np.arange(self.obs.shape[0])[sel] if isinstance(sel, slice) else np.asarray(sel)
-        if idx.dtype == bool:
-            idx = np.flatnonzero(idx)
-        rows = np.flatnonzero(cand)
-        ops = self.stream.op[np.maximum(self.obs[idx[rows]], 0)]
-        rows = rows[~(arr.x_reads[pidx[rows]] & (ops == _OP["DrawIndexedX"]))]
-        col = ROOT0 + pd[rows]
-        st = self.setter[idx[rows], col]
-        unk = ((self.unknown[idx[rows]] >> col) & 1) == 1
-        bound = (st >= 0) & ~unk & self._binds_buf[np.maximum(st, 0)]
-        rows = rows[bound]
-        return rows, pidx[rows]
+        got = (none, none)
+        if arr is not None and self._binds_buf is not None:
+            pidx = self._pidx
+            pd = arr.perdraw[pidx]
+            rows = np.flatnonzero((self.obs_kind == OBS_DRAW) & (pd >= 0))
+            if rows.size:
+                ops = self.stream.op[np.maximum(self.obs[rows], 0)]
+                rows = rows[~(arr.x_reads[pidx[rows]] & (ops == _OP["DrawIndexedX"]))]
+                col = ROOT0 + pd[rows]
+                st = self.setter[rows, col]
+                unk = ((self.unknown[rows] >> col) & 1) == 1
+                bound = (st >= 0) & ~unk & self._binds_buf[np.maximum(st, 0)]
+                rows = rows[bound]
+                got = (rows, pidx[rows])
+        self.__dict__["_array_readers_"] = got
+        return got
 
     def lifted_slots(self, sel: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
         """At the draws among ``sel`` that read a bound array (:meth:`array_readers`): the
@@ -748,6 +766,30 @@ class Scan:
     def normalised(self, sel: np.ndarray | slice) -> np.ndarray:
         """Normalised rows (unobservable slots :data:`MASKED`) at observers ``sel``: int64[k, NSLOTS]."""
         return self._rows(sel, self.read_bits)
+
+    def slot_values(self, sel: np.ndarray | slice, k: int) -> np.ndarray:
+        """The normalised values of slot ``k`` at observers ``sel`` (column ``k`` of
+        :meth:`normalised`): int64[len(sel)]."""
+        idx = self._obs_index(sel)
+        st = self.setter[idx, k]
+        v = np.where(st >= 0, self._cval_ext[st], self.init_val[k])
+        v[((self.unknown[idx] >> k) & 1) == 1] = UNKNOWN
+        v[((self.read_bits[idx] >> k) & 1) == 0] = MASKED
+        return v
+
+    def diff_rows(self, sel: np.ndarray, ref_rows: np.ndarray, ref_idx: np.ndarray, map_a: np.ndarray,
+                  map_b: np.ndarray, ask_code: int) -> np.ndarray:
+        """Which slots of observers ``sel`` may differ from rows ``ref_rows[ref_idx]`` (another
+        scan's rows), compared through value maps: int64[len(sel)] bitmasks, bit ``s`` set
+        where ``map_a[va] != map_b[vb]`` or ``map_a[va] == ask_code`` (``va`` the reference
+        value, ``vb`` this scan's normalised value; the maps' last three entries stand for the
+        markers -3, -2, -1). No row matrix of ``sel`` is built."""
+        sel = np.asarray(sel, np.int64)
+        mod = load_cext("_state", self.pure)
+        if mod is not None:
+            return mod.diff_observers(self.setter, self.unknown, self.cval, self.init_val, self.read_bits, sel,
+                                      ref_rows, ref_idx, map_a, map_b, ask_code, MASKED, UNKNOWN)
+        return _diff_observers_py(self, sel, ref_rows, ref_idx, map_a, map_b, ask_code)
 
     def observed_setters(self) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
         """Which set commands observers read, from one walk over all of them.
@@ -1225,6 +1267,17 @@ def _observed_setters_py(setter: np.ndarray, readbits: np.ndarray, partbits: np.
         ro.append(lo + o)
         rs.append(k)
     return observed, full, (np.concatenate(ro).astype(np.int64), np.concatenate(rs).astype(np.int64))
+
+
+def _diff_observers_py(sc: Scan, sel: np.ndarray, ref_rows: np.ndarray, ref_idx: np.ndarray, map_a: np.ndarray,
+                       map_b: np.ndarray, ask_code: int) -> np.ndarray:
+    """Pure-numpy twin of ``drawopt._state.diff_observers`` (see :meth:`Scan.diff_rows`)."""
+    out = np.zeros(sel.shape[0], np.int64)
+    for lo in range(0, sel.shape[0], _CHUNK):
+        ka = map_a[ref_rows[ref_idx[lo:lo + _CHUNK]]]
+        kb = map_b[sc._rows_py(sel[lo:lo + _CHUNK], sc.read_bits)]
+        out[lo:lo + ka.shape[0]] = _bit_rows((ka != kb) | (ka == ask_code))
+    return out
 
 
 def _intern_observers(sc: Scan, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
