@@ -70,15 +70,16 @@ from drawopt.analysis.state import (
     Scan,
     scan,
 )
-from drawopt.ir.ops import BY_CODE, BY_NAME
+from drawopt.ir.ops import BY_CODE, BY_NAME, MAX_OPCODE
 from drawopt.ir.stream import Stream
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
 
 _CSE = BY_NAME["CSEnableAutomaticGpuFlush"].code
 _DISPATCH = BY_NAME["Dispatch"].code
 _OPAQUE = BY_NAME["Opaque"].code
-_MERGE_OPS = np.array([BY_NAME[n].code for n in ("SetGraphicsRoot32BitConstants", "SetComputeRoot32BitConstants",
-                                                 "IASetVertexBuffers")], np.uint16)
+_IS_MERGE_OP = np.zeros(MAX_OPCODE + 1, bool)
+_IS_MERGE_OP[[BY_NAME[n].code for n in ("SetGraphicsRoot32BitConstants", "SetComputeRoot32BitConstants",
+                                        "IASetVertexBuffers")]] = True
 
 
 _ALL_WORDS = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -284,7 +285,7 @@ def dead_state_commands(stream: Stream, sc: Scan | None = None) -> np.ndarray:
     if sc is None:
         sc = scan(s)
     state_cmd = (sc.kcode >= K_SET) & (sc.kcode <= K_CRS)
-    merge = np.isin(s.op, _MERGE_OPS)
+    merge = _IS_MERGE_OP[s.op]
     simple = np.flatnonzero(state_cmd & ~merge)
     red = np.zeros(n, bool)
     if simple.size:
@@ -319,7 +320,8 @@ class DedupeStatePass(Pass):
     summary: ClassVar[str] = "remove state sets that no draw or dispatch observes (re-sets, dead and trailing sets)"
 
     def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
-        sc = scan(stream)
+        table = am.cached("state", stream)  # the state table's scan, when the pipeline has one
+        sc = table.scan if table is not None and table.scan is not None else scan(stream)
         removed: Counter[str] = Counter()
         cur = stream
         rounds = 0

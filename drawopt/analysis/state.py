@@ -302,7 +302,7 @@ def _intern_values(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         total *= x
     if total >= 1 << 62:
         ids, first = intern_rows(keys)
-        return ids, keys[first]
+        return ids, np.take(keys, first, axis=0)
     comb = np.zeros(m, np.int64)
     mult = 1
     for j in range(keys.shape[1] - 1, -1, -1):
@@ -317,7 +317,7 @@ def _intern_values(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         first[ids] = np.arange(m)
     else:
         first, ids = _sorted_ids(comb)
-    return ids.astype(np.int64), keys[first]
+    return ids.astype(np.int64, copy=False), np.take(keys, first, axis=0)
 
 
 def _sorted_ids(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1059,8 +1059,10 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
     epoch = np.searchsorted(where("Opaque"), np.where(obs_all >= 0, obs_all, n)).astype(np.int64)
 
     ps = setter[:, PIPELINE]
-    pipe = np.full(ps.shape[0], UNDEFINED, np.int64)
-    pipe[ps >= 0] = a[ps[ps >= 0], 0]
+    if n:
+        pipe = np.where(ps >= 0, np.take(a[:, 0], np.maximum(ps, 0)), UNDEFINED)
+    else:
+        pipe = np.full(ps.shape[0], UNDEFINED, np.int64)
     pipe[((unknown >> PIPELINE) & 1) == 1] = UNKNOWN
 
     init_val = np.full(NSLOTS, UNDEFINED, np.int64)
@@ -1310,7 +1312,7 @@ def _intern_observers_py(sc: Scan, sel: np.ndarray, partial: np.ndarray) -> tupl
     return ids, first, out[first, :NSLOTS], out[first, NSLOTS]
 
 
-def track(stream: Stream, pure: bool | None = None) -> StateTable:
+def track(stream: Stream, pure: bool | None = None, sc: Scan | None = None) -> StateTable:
     """Track the state of every draw of ``stream``.
 
     Parameters
@@ -1319,12 +1321,17 @@ def track(stream: Stream, pure: bool | None = None) -> StateTable:
     pure : bool, optional
         Force (True) or forbid (False) the pure-Python scan; default: the compiled
         kernel unless ``DRAWOPT_PURE=1``.
+    sc : Scan, optional
+        ``scan(stream, pure)`` if already known (the table is built from it).
 
     Returns
     -------
     StateTable
     """
-    sc = scan(stream, pure)
+    if sc is None:
+        sc = scan(stream, pure)
+    elif sc.stream is not stream:
+        raise ValueError("the scan is of another stream")
     dsel = np.flatnonzero(sc.obs_kind == OBS_DRAW)
     xsel = np.flatnonzero(sc.obs_kind == OBS_DISPATCH)
     dstate, _, drows, depoch = _intern_observers(sc, dsel)
