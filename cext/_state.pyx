@@ -27,6 +27,7 @@ and one ``unknown`` bitmask (bit s: slot s is unknown after an Opaque).
 
 import numpy as np
 
+cimport cython
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 __all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers", "diff_observers",
@@ -369,36 +370,66 @@ def intern_rows(mat):
 
 
 # ---------------------------------------------------------------------- observer rows
-cdef struct RowSrc:
-    Py_ssize_t ns
-    int64_t masked, unknown
+@cython.final
+cdef class _Rows:
+    """The scan's per-observer facts a row is built from (checked once), and the row builder."""
 
+    cdef const int64_t[:, ::1] setter
+    cdef const int64_t[::1] unknown
+    cdef const int64_t[::1] cval
+    cdef const int64_t[::1] init_val
+    cdef const int64_t[::1] readbits
+    cdef const uint8_t[::1] partial
+    cdef Py_ssize_t ns, nobs
+    cdef int64_t masked, unknown_marker
 
-cdef inline int _row(Py_ssize_t o, const int64_t[:, ::1] setter, const int64_t[::1] unknown,
-                     const int64_t[::1] cval, const int64_t[::1] init_val, const int64_t[::1] readbits,
-                     const uint8_t[::1] partial, int64_t* out, RowSrc* R) noexcept nogil:
-    """Normalised row of observer ``o`` into ``out``; 1 if it holds an unknown or partly
-    unknown value, 0 if not, -1 for a setter outside ``cval``."""
-    cdef:
-        Py_ssize_t s
-        int64_t rb = readbits[o], unk = unknown[o], st, v
-        int has_unk = 0
-    for s in range(R.ns):
-        if not (rb >> s) & 1:
-            out[s] = R.masked
-            continue
-        if (unk >> s) & 1:
-            out[s] = R.unknown
-            has_unk = 1
-            continue
-        st = setter[o, s]
-        if st >= cval.shape[0]:
-            return -1
-        v = cval[st] if st >= 0 else init_val[s]
-        out[s] = v
-        if v >= 0 and v < partial.shape[0] and partial[v]:
-            has_unk = 1
-    return has_unk
+    def __init__(self, setter, unknown, cval, init_val, readbits, partial, int64_t masked,
+                 int64_t unknown_marker):
+        self.setter = np.ascontiguousarray(setter, dtype=np.int64)
+        self.unknown = np.ascontiguousarray(unknown, dtype=np.int64)
+        self.cval = np.ascontiguousarray(cval, dtype=np.int64)
+        self.init_val = np.ascontiguousarray(init_val, dtype=np.int64)
+        self.readbits = np.ascontiguousarray(readbits, dtype=np.int64)
+        self.partial = np.ascontiguousarray(partial, dtype=np.uint8)
+        self.ns = self.setter.shape[1]
+        self.nobs = self.setter.shape[0]
+        self.masked = masked
+        self.unknown_marker = unknown_marker
+        if self.ns > MAX_SLOTS:
+            raise ValueError("too many slots")
+        if self.init_val.shape[0] != self.ns or self.unknown.shape[0] != self.nobs \
+                or self.readbits.shape[0] != self.nobs:
+            raise ValueError("setter, unknown, init_val and readbits disagree")
+
+    cdef check(self, const int64_t[::1] ix):
+        cdef Py_ssize_t i
+        for i in range(ix.shape[0]):
+            if ix[i] < 0 or ix[i] >= self.nobs:
+                raise IndexError(f"observer {ix[i]} out of range")
+
+    cdef inline int row(self, Py_ssize_t o, int64_t* out) noexcept nogil:
+        """Normalised row of observer ``o`` into ``out``; 1 if it holds an unknown or partly
+        unknown value, 0 if not, -1 for a setter outside ``cval``."""
+        cdef:
+            Py_ssize_t s
+            int64_t rb = self.readbits[o], unk = self.unknown[o], st, v
+            int has_unk = 0
+        for s in range(self.ns):
+            if not (rb >> s) & 1:
+                out[s] = self.masked
+                continue
+            if (unk >> s) & 1:
+                out[s] = self.unknown_marker
+                has_unk = 1
+                continue
+            st = self.setter[o, s]
+            if st >= self.cval.shape[0]:
+                return -1
+            v = self.cval[st] if st >= 0 else self.init_val[s]
+            out[s] = v
+            if v >= 0 and v < self.partial.shape[0] and self.partial[v]:
+                has_unk = 1
+        return has_unk
 
 
 def observer_rows(setter, unknown, cval, init_val, readbits, sel, int64_t masked, int64_t unknown_marker):
@@ -406,25 +437,10 @@ def observer_rows(setter, unknown, cval, init_val, readbits, sel, int64_t masked
     ``readbits[o]`` is ``masked``, an unknown one (bit set in ``unknown[o]``) ``unknown_marker``,
     else the value its setter left (``cval[setter]``) or ``init_val`` without a setter
     (identical to ``drawopt.analysis.state.Scan._rows_py``)."""
-    cdef const int64_t[:, ::1] st = np.ascontiguousarray(setter, dtype=np.int64)
-    cdef const int64_t[::1] unk = np.ascontiguousarray(unknown, dtype=np.int64)
-    cdef const int64_t[::1] cv = np.ascontiguousarray(cval, dtype=np.int64)
-    cdef const int64_t[::1] iv = np.ascontiguousarray(init_val, dtype=np.int64)
-    cdef const int64_t[::1] rbits = np.ascontiguousarray(readbits, dtype=np.int64)
+    cdef _Rows R = _Rows(setter, unknown, cval, init_val, readbits, np.zeros(0, np.uint8), masked, unknown_marker)
     cdef const int64_t[::1] ix = np.ascontiguousarray(sel, dtype=np.int64)
-    cdef const uint8_t[::1] part = np.zeros(0, np.uint8)
-    cdef RowSrc R
-    R.ns = st.shape[1]
-    R.masked = masked
-    R.unknown = unknown_marker
-    if R.ns > MAX_SLOTS:
-        raise ValueError("too many slots")
-    if iv.shape[0] != R.ns or unk.shape[0] != st.shape[0] or rbits.shape[0] != st.shape[0]:
-        raise ValueError("setter, unknown, init_val and readbits disagree")
-    cdef Py_ssize_t i, k = ix.shape[0], nobs = st.shape[0]
-    for i in range(k):
-        if ix[i] < 0 or ix[i] >= nobs:
-            raise IndexError(f"observer {ix[i]} out of range")
+    R.check(ix)
+    cdef Py_ssize_t i, k = ix.shape[0]
     out = np.empty((k, R.ns), dtype=np.int64)
     if k == 0:
         return out
@@ -432,7 +448,7 @@ def observer_rows(setter, unknown, cval, init_val, readbits, sel, int64_t masked
     cdef int bad = 0
     with nogil:
         for i in range(k):
-            if _row(ix[i], st, unk, cv, iv, rbits, part, &o[i, 0], &R) < 0:
+            if R.row(ix[i], &o[i, 0]) < 0:
                 bad = 1
                 break
     if bad:
@@ -448,27 +464,13 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
     epochs int64[U])``: ids in order of first appearance, ``first`` the position in ``sel``
     of each id's first observer, ``rows`` and ``epochs`` each id's key (identical to
     ``drawopt.analysis.state._intern_observers_py``)."""
-    cdef const int64_t[:, ::1] st = np.ascontiguousarray(setter, dtype=np.int64)
-    cdef const int64_t[::1] unk = np.ascontiguousarray(unknown, dtype=np.int64)
-    cdef const int64_t[::1] cv = np.ascontiguousarray(cval, dtype=np.int64)
-    cdef const int64_t[::1] iv = np.ascontiguousarray(init_val, dtype=np.int64)
-    cdef const int64_t[::1] rbits = np.ascontiguousarray(readbits, dtype=np.int64)
+    cdef _Rows R = _Rows(setter, unknown, cval, init_val, readbits, partial, masked, unknown_marker)
     cdef const int64_t[::1] ep = np.ascontiguousarray(epoch, dtype=np.int64)
-    cdef const uint8_t[::1] part = np.ascontiguousarray(partial, dtype=np.uint8)
     cdef const int64_t[::1] ix = np.ascontiguousarray(sel, dtype=np.int64)
-    cdef RowSrc R
-    R.ns = st.shape[1]
-    R.masked = masked
-    R.unknown = unknown_marker
-    if R.ns > MAX_SLOTS:
-        raise ValueError("too many slots")
-    if iv.shape[0] != R.ns or unk.shape[0] != st.shape[0] or rbits.shape[0] != st.shape[0] \
-            or ep.shape[0] != st.shape[0]:
-        raise ValueError("setter, unknown, init_val, readbits and epoch disagree")
-    cdef Py_ssize_t i, j, k = ix.shape[0], nobs = st.shape[0], ns = R.ns, w = R.ns + 1, nu = 0
-    for i in range(k):
-        if ix[i] < 0 or ix[i] >= nobs:
-            raise IndexError(f"observer {ix[i]} out of range")
+    if ep.shape[0] != R.nobs:
+        raise ValueError("epoch must have one entry per observer")
+    R.check(ix)
+    cdef Py_ssize_t i, j, k = ix.shape[0], ns = R.ns, w = R.ns + 1, nu = 0
     ids = np.empty(k, dtype=np.int64)
     first = np.empty(k, dtype=np.int64)
     hu = np.empty(k, dtype=np.uint64)
@@ -494,7 +496,7 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
         while lo < k:
             nb = min(<Py_ssize_t>_BLOCK, k - lo)
             for t in range(nb):
-                flag = _row(ix[lo + t], st, unk, cv, iv, rbits, part, &blk[t, 0], &R)
+                flag = R.row(ix[lo + t], &blk[t, 0])
                 if flag < 0:
                     break
                 blk[t, ns] = ep[ix[lo + t]] if flag else -1
@@ -551,31 +553,19 @@ def diff_observers(setter, unknown, cval, init_val, readbits, sel, ref_rows, ref
     :func:`observer_rows` value of observer ``sel[i]`` in slot ``s``, ``map_a[va] != map_b[vb]``
     or ``map_a[va] == ask_code`` (the maps index markers -3..-1 from their ends, as numpy
     does). Identical to ``drawopt.analysis.state._diff_observers_py``."""
-    cdef const int64_t[:, ::1] st = np.ascontiguousarray(setter, dtype=np.int64)
-    cdef const int64_t[::1] unk = np.ascontiguousarray(unknown, dtype=np.int64)
-    cdef const int64_t[::1] cv = np.ascontiguousarray(cval, dtype=np.int64)
-    cdef const int64_t[::1] iv = np.ascontiguousarray(init_val, dtype=np.int64)
-    cdef const int64_t[::1] rbits = np.ascontiguousarray(readbits, dtype=np.int64)
+    cdef _Rows R = _Rows(setter, unknown, cval, init_val, readbits, np.zeros(0, np.uint8), masked, unknown_marker)
     cdef const int64_t[::1] ix = np.ascontiguousarray(sel, dtype=np.int64)
     cdef const int64_t[:, ::1] ref = np.ascontiguousarray(ref_rows, dtype=np.int64)
     cdef const int64_t[::1] ri = np.ascontiguousarray(ref_idx, dtype=np.int64)
     cdef const int64_t[::1] ma = np.ascontiguousarray(map_a, dtype=np.int64)
     cdef const int64_t[::1] mb = np.ascontiguousarray(map_b, dtype=np.int64)
-    cdef const uint8_t[::1] part = np.zeros(0, np.uint8)
-    cdef RowSrc R
-    R.ns = st.shape[1]
-    R.masked = masked
-    R.unknown = unknown_marker
-    if R.ns > MAX_SLOTS:
-        raise ValueError("too many slots")
-    if iv.shape[0] != R.ns or unk.shape[0] != st.shape[0] or rbits.shape[0] != st.shape[0] \
-            or ref.shape[1] != R.ns or ri.shape[0] != ix.shape[0]:
-        raise ValueError("setter, unknown, init_val, readbits, ref_rows and ref_idx disagree")
-    cdef Py_ssize_t i, j, k = ix.shape[0], nobs = st.shape[0], nref = ref.shape[0], na = ma.shape[0]
-    cdef Py_ssize_t nb = mb.shape[0], pa, pb
+    if ref.shape[1] != R.ns or ri.shape[0] != ix.shape[0]:
+        raise ValueError("ref_rows must have one column per slot and ref_idx one entry per observer")
+    R.check(ix)
+    cdef Py_ssize_t i, j, k = ix.shape[0], nref = ref.shape[0], na = ma.shape[0], nb = mb.shape[0], pa, pb
     for i in range(k):
-        if ix[i] < 0 or ix[i] >= nobs or ri[i] < 0 or ri[i] >= nref:
-            raise IndexError(f"observer {ix[i]} or reference row {ri[i]} out of range")
+        if ri[i] < 0 or ri[i] >= nref:
+            raise IndexError(f"reference row {ri[i]} out of range")
     out = np.zeros(k, dtype=np.int64)
     cdef int64_t[::1] ov = out
     cdef int64_t[::1] buf = np.empty(max(R.ns, 1), dtype=np.int64)
@@ -583,7 +573,7 @@ def diff_observers(setter, unknown, cval, init_val, readbits, sel, ref_rows, ref
     cdef int bad = 0
     with nogil:
         for i in range(k):
-            if _row(ix[i], st, unk, cv, iv, rbits, part, &buf[0], &R) < 0:
+            if R.row(ix[i], &buf[0]) < 0:
                 bad = 1
                 break
             bits = 0

@@ -70,6 +70,7 @@ from drawopt.analysis.state import (
     Scan,
     scan,
 )
+from drawopt._accel import load_cext
 from drawopt.ir.ops import BY_CODE, BY_NAME, MAX_OPCODE
 from drawopt.ir.stream import Stream
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
@@ -141,38 +142,54 @@ def _origins(sc: Scan, red: np.ndarray) -> np.ndarray:
         orig = nxt
 
 
-def _merge_needed(sc: Scan, observed: np.ndarray, words: np.ndarray, needed: np.ndarray) -> None:
+def _merge_needed(sc: Scan, observed: np.ndarray, words: np.ndarray, needed: np.ndarray,
+                  pure: bool | None = None) -> None:
     """Mark the partial writes (root constants, vertex buffers) that observers see
     (``words``: per command, the root-constant words observed, see :func:`_observed`)."""
+    mod = load_cext("_dedupe", pure)
     for ch in sc.chains.values():
-        obs_rows = np.flatnonzero(observed[ch.cmds])
-        if not obs_rows.size:
+        obs = observed[ch.cmds]
+        if not obs.any():
             continue
-        wmask, wval, filled = ch.matrices()
-        m = ch.cmds.shape[0]
-        rows = np.arange(m, dtype=np.int64)
-        before = np.empty_like(filled)
-        before[1:] = filled[:-1]
-        before[ch.start] = ch.init[ch.start][:, None]
-        eff = wmask & (before != wval)
-        eidx = np.where(eff | ch.start[:, None], rows[:, None], 0)
-        np.maximum.accumulate(eidx, axis=0, out=eidx)
-        sub = eidx[obs_rows]
-        cols = np.arange(ch.width)
-        hit = eff[sub, cols[None, :]]  # eff[sub[i, w], w]
-        if ch.slot != VB and ch.width <= 64:
-            w = words[ch.cmds[obs_rows]]
-            hit &= ((w[:, None] >> cols.astype(np.uint64)[None, :]) & np.uint64(1)).astype(bool)
-        is_writer = np.zeros(m, bool)
-        is_writer[sub[hit]] = True
+        w = words[ch.cmds] if ch.slot != VB and ch.width <= 64 else None
+        if mod is not None:
+            is_writer = mod.chain_writers(ch.start, ch.init, ch.owner, ch.col, ch.wv, ch.width, obs.view(np.uint8),
+                                          w).view(bool)
+        else:
+            is_writer = _chain_writers_py(ch, obs, w)
         needed[ch.cmds[is_writer]] = True
         # a chain that starts after a command of another kind (a table or a root CBV in the
         # same root slot) relies on it to discard older words: keep it
+        rows = np.arange(ch.cmds.shape[0], dtype=np.int64)
         seg_start = np.maximum.accumulate(np.where(ch.start, rows, 0))
-        kept_rows = np.flatnonzero(needed[ch.cmds])
-        starts = np.unique(seg_start[kept_rows])
-        p = sc.prev[ch.cmds[starts]]
+        first = np.zeros(rows.shape[0], bool)
+        first[seg_start[needed[ch.cmds]]] = True
+        p = sc.prev[ch.cmds[np.flatnonzero(first)]]
         needed[p[p >= 0]] = True
+
+
+def _chain_writers_py(ch: Any, observed: np.ndarray, words: np.ndarray | None) -> np.ndarray:
+    """Pure-numpy twin of ``drawopt._dedupe.chain_writers`` for the chains ``ch``
+    (:class:`drawopt.analysis.state.Scan` ``.chains``): bool[m]."""
+    obs_rows = np.flatnonzero(observed)
+    wmask, wval, filled = ch.matrices()
+    m = ch.cmds.shape[0]
+    rows = np.arange(m, dtype=np.int64)
+    before = np.empty_like(filled)
+    before[1:] = filled[:-1]
+    before[ch.start] = ch.init[ch.start][:, None]
+    eff = wmask & (before != wval)
+    eidx = np.where(eff | ch.start[:, None], rows[:, None], 0)
+    np.maximum.accumulate(eidx, axis=0, out=eidx)
+    sub = eidx[obs_rows]
+    cols = np.arange(ch.width)
+    hit = eff[sub, cols[None, :]]  # eff[sub[i, w], w]
+    if words is not None:
+        w = words[obs_rows]
+        hit &= ((w[:, None] >> cols.astype(np.uint64)[None, :]) & np.uint64(1)).astype(bool)
+    is_writer = np.zeros(m, bool)
+    is_writer[sub[hit]] = True
+    return is_writer
 
 
 def _lift_origins(s: Stream, sc: Scan, lifted: np.ndarray, needed: np.ndarray) -> None:
@@ -297,7 +314,7 @@ def dead_state_commands(stream: Stream, sc: Scan | None = None) -> np.ndarray:
     obs_simple = np.flatnonzero(observed & ~merge)
     o = orig[obs_simple]
     needed[o[o >= 0]] = True
-    _merge_needed(sc, observed & merge, words, needed)
+    _merge_needed(sc, observed & merge, words, needed, sc.pure)
     _lift_origins(s, sc, lifted, needed)
     bundle = s.header.kind == "bundle"
     for slot in (HEAPS, GFX_RS, CRS):
