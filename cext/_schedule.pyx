@@ -84,8 +84,8 @@ def emit_run(rs, cmds, tables, inforce, is_table, layout):
     Parameters
     ----------
     rs : Restater
-        The restater: its ``out`` list grows, ``last`` and ``emitted_state`` are
-        updated; ``rs._set_constants`` / ``rs._set_vb`` are called for partial root
+        The restater: its ``out`` buffer (``drawopt.passes.schedule.OutBuffer``: ``buf``,
+        ``n``, ``reserve``) grows, ``last`` and ``emitted_state`` are updated; ``rs._set_constants`` / ``rs._set_vb`` are called for partial root
         constants and vertex buffers.
     cmds : int64[K]
         Input command indices.
@@ -127,19 +127,30 @@ def emit_run(rs, cmds, tables, inforce, is_table, layout):
     L.masked, L.undefined, L.unknown = lay[8], lay[9], lay[10]
     if urows.shape[1] != L.nslots or setter.shape[1] != L.nslots or tab.shape[0] != L.nslots:
         raise ValueError("urows, setter, inforce and is_table must have one column per slot")
-    cdef list out = rs.out
+    out = rs.out  # an OutBuffer: written here directly, synced around calls back into rs
+    cdef int64_t[::1] ob
+    cdef Py_ssize_t n_out
     cdef int64_t last = rs.last
     cdef int64_t emitted = 0
     cdef Py_ssize_t i, k, n = c.shape[0], nobs = oid.shape[0], ncmd = flags.shape[0]
     cdef int64_t cmd, o, sid, v, src
     cdef uint8_t f
+    out.reserve(L.nslots + 1)
+    ob = out.buf
+    n_out = out.n
     for i in range(n):
         cmd = c[i]
         if cmd < 0 or cmd >= ncmd:
+            out.n = n_out
             raise IndexError(f"command {cmd} out of range")
+        if n_out + L.nslots + 1 > ob.shape[0]:  # room for every setter of an observer and the command
+            out.n = n_out
+            out.reserve(L.nslots + 1)
+            ob = out.buf
         o = obs_of[cmd]
         if o >= 0:
             if o >= nobs:
+                out.n = n_out
                 raise IndexError(f"observer {o} out of range")
             sid = oid[o]
             if sid != last:
@@ -148,11 +159,13 @@ def emit_run(rs, cmds, tables, inforce, is_table, layout):
                     if v == L.masked or v == inf[k]:
                         continue
                     if v < 0:
+                        out.n = n_out
                         rs.last = last
                         rs.emitted_state += emitted
                         return (1, k, v)
                     src = setter[o, k]
                     if src < 0:
+                        out.n = n_out
                         rs.last = last
                         rs.emitted_state += emitted
                         return (2, k, v)
@@ -163,27 +176,38 @@ def emit_run(rs, cmds, tables, inforce, is_table, layout):
                         if full[src] and (inf[k] == L.unknown or (_partly_unknown(inf[k], partial, L.unknown)
                                                                   and not tab[k])) \
                                 == _partly_unknown(v, partial, L.unknown):
-                            out.append(src)
+                            ob[n_out] = src
+                            n_out += 1
                             emitted += 1
                             inf[k] = v
                             tab[k] = 0
                         else:
+                            out.n = n_out
                             rs.last = last
                             rs.emitted_state += emitted
                             emitted = 0
                             rs._set_constants(k, v, src)
+                            out.reserve(L.nslots + 1)
+                            ob = out.buf
+                            n_out = out.n
                         continue
                     if k == L.vb:
+                        out.n = n_out
                         rs.last = last
                         rs.emitted_state += emitted
                         emitted = 0
                         rs._set_vb(v, src)
+                        out.reserve(L.nslots + 1)
+                        ob = out.buf
+                        n_out = out.n
                         continue
-                    out.append(src)
+                    ob[n_out] = src
+                    n_out += 1
                     emitted += 1
                     _effect(src, slot, cval, flags, inf, tab, &L)
                 last = sid
-        out.append(cmd)
+        ob[n_out] = cmd
+        n_out += 1
         f = flags[cmd]
         if f & C_DRAWX:
             inf[L.ib] = L.undefined
@@ -196,6 +220,7 @@ def emit_run(rs, cmds, tables, inforce, is_table, layout):
         elif f & C_STATE:
             _effect(cmd, slot, cval, flags, inf, tab, &L)
             last = -1
+    out.n = n_out
     rs.last = last
     rs.emitted_state += emitted
     return None

@@ -1,10 +1,22 @@
 """Linear scan of the state tracker (``drawopt._state``).
 
-The model lives in :mod:`drawopt.analysis.state`; this module only runs its hot loop.
+The model lives in :mod:`drawopt.analysis.state`; this module only runs its hot loops.
 ``scan`` is the public wrapper (fixes dtypes and contiguity, allocates the
 outputs); ``_scan`` is the typed kernel, run without the GIL. The pure-Python
 twin is :func:`drawopt.analysis.state._scan_py`, and the tests check that both give
 identical arrays.
+
+The other kernels work on the scan's results, each with a pure twin in
+:mod:`drawopt.analysis.state` (tested against each other): ``fill_chains`` (the
+words after every command of the partial-update chains of a merge slot; twin
+``_Chains.fill``), ``hash_rows``
+(``_hash_rows_py``), ``intern_rows`` (exact row interning with an open-addressing
+hash table; twin ``_intern_rows_py``), ``observer_rows`` (normalised value rows of
+observers; twin ``Scan._rows_py``), ``intern_observers`` (those rows plus the epoch
+column, interned without building the full matrix; twin ``_intern_observers_py``),
+``diff_observers`` (those rows compared with reference rows through value maps; twin
+``_diff_observers_py``)
+and ``observed_setters`` (which setters observers read; twin ``_observed_setters_py``).
 
 Kernel codes (one per command, see ``drawopt.analysis.state``): 0 none, 1 set a slot,
 2 SetDescriptorHeaps, 3 SetGraphicsRootSignature, 4 SetComputeRootSignature,
@@ -15,9 +27,11 @@ and one ``unknown`` bitmask (bit s: slot s is unknown after an Opaque).
 
 import numpy as np
 
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+cimport cython
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
-__all__ = ["scan", "hash_rows"]
+__all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers", "diff_observers",
+           "observed_setters"]
 
 cdef enum:
     K_NONE = 0
@@ -30,6 +44,7 @@ cdef enum:
     K_DISPATCH = 7
     K_OPAQUE = 8
     MAX_SLOTS = 63
+    _BLOCK = 256
 
 
 def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row):
@@ -149,6 +164,42 @@ cdef void _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[
         unknown[o] = unk
 
 
+def fill_chains(start, init, owner, col, wv, Py_ssize_t width):
+    """The words of a merge slot after each of its ``m`` set commands: ``int64[m, width]``.
+
+    ``start[r]``: command ``r`` starts a chain (every word becomes ``init[r]``: -1 undefined,
+    -3 unknown); then its writes apply, ``wv[k]`` to word ``col[k]`` for each ``k`` with
+    ``owner[k] == r`` (``owner`` non-decreasing; a later write of a word wins). Identical
+    to ``drawopt.analysis.state._Chains.fill``.
+    """
+    cdef const uint8_t[::1] st = np.ascontiguousarray(start, dtype=np.uint8)
+    cdef const int64_t[::1] ini = np.ascontiguousarray(init, dtype=np.int64)
+    cdef const int64_t[::1] ow = np.ascontiguousarray(owner, dtype=np.int64)
+    cdef const int64_t[::1] cl = np.ascontiguousarray(col, dtype=np.int64)
+    cdef const int64_t[::1] v = np.ascontiguousarray(wv, dtype=np.int64)
+    cdef Py_ssize_t m = st.shape[0], nw = ow.shape[0], r, j, k = 0
+    if ini.shape[0] != m or cl.shape[0] != nw or v.shape[0] != nw or width < 1:
+        raise ValueError("start/init and owner/col/wv must have matching lengths, width >= 1")
+    for k in range(nw):
+        if ow[k] < 0 or ow[k] >= m or (k and ow[k] < ow[k - 1]) or cl[k] < 0 or cl[k] >= width:
+            raise ValueError("owner must be non-decreasing in 0..m-1 and col in 0..width-1")
+    out = np.empty((m, width), dtype=np.int64)
+    cdef int64_t[:, ::1] o = out
+    cdef int64_t[::1] cur = np.full(width, -1, dtype=np.int64)
+    k = 0
+    with nogil:
+        for r in range(m):
+            if st[r] or r == 0:  # (the first command starts a chain whatever ``start`` says)
+                for j in range(width):
+                    cur[j] = ini[r]
+            while k < nw and ow[k] == r:
+                cur[cl[k]] = v[k]
+                k += 1
+            for j in range(width):
+                o[r, j] = cur[j]
+    return out
+
+
 def hash_rows(mat):
     """64-bit splitmix hash of every row of an int32 or int64 matrix (identical to
     ``drawopt.analysis.state._hash_rows_py``)."""
@@ -175,3 +226,439 @@ cdef void _hash_rows(const int64_t[:, ::1] m, uint64_t[::1] out) noexcept nogil:
             h *= 0x94D049BB133111EBULL
             h ^= h >> 31
         out[i] = h
+
+
+# ---------------------------------------------------------------------- interning
+ctypedef fused introw:
+    int32_t
+    int64_t
+
+
+cdef inline uint64_t _fmix(uint64_t h) noexcept nogil:
+    h ^= h >> 30
+    h *= 0xBF58476D1CE4E5B9ULL
+    h ^= h >> 27
+    h *= 0x94D049BB133111EBULL
+    h ^= h >> 31
+    return h
+
+
+cdef inline uint64_t _row_hash(const int64_t* x, Py_ssize_t k) noexcept nogil:
+    """Hash of a row for the interning tables: two multiply-xor lanes (each step a bijection
+    of the lane, so rows differing in one column never collide), mixed at the end. Only
+    the table's probe order depends on it, never an id."""
+    cdef uint64_t a = 0x243F6A8885A308D3ULL, b = 0x13198A2E03707344ULL
+    cdef Py_ssize_t j = 0
+    while j + 1 < k:
+        a = (a ^ <uint64_t>x[j]) * 0x9E3779B97F4A7C15ULL
+        b = (b ^ <uint64_t>x[j + 1]) * 0xC2B2AE3D27D4EB4FULL
+        j += 2
+    if j < k:
+        a = (a ^ <uint64_t>x[j]) * 0x9E3779B97F4A7C15ULL
+    return _fmix(a ^ _fmix(b + <uint64_t>k))
+
+
+cdef inline uint64_t _row_hash32(const int32_t* x, Py_ssize_t k) noexcept nogil:
+    """:func:`_row_hash` of an int32 row (the same values give the same hash)."""
+    cdef uint64_t a = 0x243F6A8885A308D3ULL, b = 0x13198A2E03707344ULL
+    cdef Py_ssize_t j = 0
+    while j + 1 < k:
+        a = (a ^ <uint64_t>(<int64_t>x[j])) * 0x9E3779B97F4A7C15ULL
+        b = (b ^ <uint64_t>(<int64_t>x[j + 1])) * 0xC2B2AE3D27D4EB4FULL
+        j += 2
+    if j < k:
+        a = (a ^ <uint64_t>(<int64_t>x[j])) * 0x9E3779B97F4A7C15ULL
+    return _fmix(a ^ _fmix(b + <uint64_t>k))
+
+
+cdef inline Py_ssize_t _table_size(Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t size = 16
+    while size < 2 * n:
+        size <<= 1
+    return size
+
+
+cdef Py_ssize_t _intern(const introw[:, ::1] m, int64_t[::1] ids, int64_t[::1] first, uint64_t[::1] hu,
+                        int32_t[::1] table) noexcept nogil:
+    """Ids of the rows of ``m`` in order of first appearance; returns the number of ids."""
+    cdef:
+        Py_ssize_t i, j, r, n = m.shape[0], k = m.shape[1], nu = 0
+        uint64_t h, b, mask = <uint64_t>(table.shape[0] - 1)
+        int32_t u
+        bint eq
+    for i in range(n):
+        if introw is int32_t:
+            h = _row_hash32(&m[i, 0], k)
+        else:
+            h = _row_hash(&m[i, 0], k)
+        b = h & mask
+        while True:
+            u = table[b]
+            if u < 0:
+                table[b] = <int32_t>nu
+                first[nu] = i
+                hu[nu] = h
+                ids[i] = nu
+                nu += 1
+                break
+            if hu[u] == h:
+                r = first[u]
+                eq = True
+                for j in range(k):
+                    if m[r, j] != m[i, j]:
+                        eq = False
+                        break
+                if eq:
+                    ids[i] = u
+                    break
+            b = (b + 1) & mask
+    return nu
+
+
+cdef Py_ssize_t _intern_direct(const introw[:, ::1] m, int64_t[::1] ids, int64_t[::1] first, int64_t lo,
+                               int32_t[::1] table) noexcept nogil:
+    """:func:`_intern` of one column whose values lie in ``lo .. lo + len(table) - 1``."""
+    cdef Py_ssize_t i, n = m.shape[0], nu = 0
+    cdef int64_t v
+    cdef int32_t u
+    for i in range(n):
+        v = <int64_t>m[i, 0] - lo
+        u = table[v]
+        if u < 0:
+            u = <int32_t>nu
+            table[v] = u
+            first[nu] = i
+            nu += 1
+        ids[i] = u
+    return nu
+
+
+def intern_rows(mat):
+    """Intern the rows of an integer matrix: ``(ids int64[M], first int64[U])``, ids in order of
+    first appearance, ``first[u]`` the first row of id ``u`` (identical to
+    ``drawopt.analysis.state._intern_rows_py``)."""
+    m = np.asarray(mat)
+    if m.ndim == 1:
+        m = m[:, None]
+    if m.ndim != 2:
+        raise ValueError("intern_rows needs a matrix")
+    if m.dtype != np.int32:
+        m = np.ascontiguousarray(m, dtype=np.int64)
+    else:
+        m = np.ascontiguousarray(m)
+    n = m.shape[0]
+    if n >= (1 << 31) - 1:
+        raise ValueError("too many rows")
+    ids = np.empty(n, dtype=np.int64)
+    first = np.empty(n, dtype=np.int64)
+    cdef Py_ssize_t nu
+    if m.shape[1] == 1 and n:
+        lo, hi = int(m.min()), int(m.max())
+        if hi - lo < max(2 * n, 1 << 16):  # a small range (value ids, ranks): a direct table
+            if m.dtype == np.int32:
+                nu = _intern_direct[int32_t](m, ids, first, lo, np.full(hi - lo + 1, -1, dtype=np.int32))
+            else:
+                nu = _intern_direct[int64_t](m, ids, first, lo, np.full(hi - lo + 1, -1, dtype=np.int32))
+            return ids, first[:nu].copy()
+    hu = np.empty(n, dtype=np.uint64)
+    table = np.full(_table_size(n), -1, dtype=np.int32)
+    if m.dtype == np.int32:
+        nu = _intern[int32_t](m, ids, first, hu, table)
+    else:
+        nu = _intern[int64_t](m, ids, first, hu, table)
+    return ids, first[:nu].copy()
+
+
+# ---------------------------------------------------------------------- observer rows
+@cython.final
+cdef class _Rows:
+    """The scan's per-observer facts a row is built from (checked once), and the row builder."""
+
+    cdef const int64_t[:, ::1] setter
+    cdef const int64_t[::1] unknown
+    cdef const int64_t[::1] cval
+    cdef const int64_t[::1] init_val
+    cdef const int64_t[::1] readbits
+    cdef const uint8_t[::1] partial
+    cdef Py_ssize_t ns, nobs
+    cdef int64_t masked, unknown_marker
+
+    def __init__(self, setter, unknown, cval, init_val, readbits, partial, int64_t masked,
+                 int64_t unknown_marker):
+        self.setter = np.ascontiguousarray(setter, dtype=np.int64)
+        self.unknown = np.ascontiguousarray(unknown, dtype=np.int64)
+        self.cval = np.ascontiguousarray(cval, dtype=np.int64)
+        self.init_val = np.ascontiguousarray(init_val, dtype=np.int64)
+        self.readbits = np.ascontiguousarray(readbits, dtype=np.int64)
+        self.partial = np.ascontiguousarray(partial, dtype=np.uint8)
+        self.ns = self.setter.shape[1]
+        self.nobs = self.setter.shape[0]
+        self.masked = masked
+        self.unknown_marker = unknown_marker
+        if self.ns > MAX_SLOTS:
+            raise ValueError("too many slots")
+        if self.init_val.shape[0] != self.ns or self.unknown.shape[0] != self.nobs \
+                or self.readbits.shape[0] != self.nobs:
+            raise ValueError("setter, unknown, init_val and readbits disagree")
+
+    cdef check(self, const int64_t[::1] ix):
+        cdef Py_ssize_t i
+        for i in range(ix.shape[0]):
+            if ix[i] < 0 or ix[i] >= self.nobs:
+                raise IndexError(f"observer {ix[i]} out of range")
+
+    cdef inline int row(self, Py_ssize_t o, int64_t* out) noexcept nogil:
+        """Normalised row of observer ``o`` into ``out``; 1 if it holds an unknown or partly
+        unknown value, 0 if not, -1 for a setter outside ``cval``."""
+        cdef:
+            Py_ssize_t s
+            int64_t rb = self.readbits[o], unk = self.unknown[o], st, v
+            int has_unk = 0
+        for s in range(self.ns):
+            if not (rb >> s) & 1:
+                out[s] = self.masked
+                continue
+            if (unk >> s) & 1:
+                out[s] = self.unknown_marker
+                has_unk = 1
+                continue
+            st = self.setter[o, s]
+            if st >= self.cval.shape[0]:
+                return -1
+            v = self.cval[st] if st >= 0 else self.init_val[s]
+            out[s] = v
+            if v >= 0 and v < self.partial.shape[0] and self.partial[v]:
+                has_unk = 1
+        return has_unk
+
+
+def observer_rows(setter, unknown, cval, init_val, readbits, sel, int64_t masked, int64_t unknown_marker):
+    """Value rows of observers ``sel``: ``int64[k, n_slots]``; a slot whose bit is clear in
+    ``readbits[o]`` is ``masked``, an unknown one (bit set in ``unknown[o]``) ``unknown_marker``,
+    else the value its setter left (``cval[setter]``) or ``init_val`` without a setter
+    (identical to ``drawopt.analysis.state.Scan._rows_py``)."""
+    cdef _Rows R = _Rows(setter, unknown, cval, init_val, readbits, np.zeros(0, np.uint8), masked, unknown_marker)
+    cdef const int64_t[::1] ix = np.ascontiguousarray(sel, dtype=np.int64)
+    R.check(ix)
+    cdef Py_ssize_t i, k = ix.shape[0]
+    out = np.empty((k, R.ns), dtype=np.int64)
+    if k == 0:
+        return out
+    cdef int64_t[:, ::1] o = out
+    cdef int bad = 0
+    with nogil:
+        for i in range(k):
+            if R.row(ix[i], &o[i, 0]) < 0:
+                bad = 1
+                break
+    if bad:
+        raise IndexError("a setter is outside cval")
+    return out
+
+
+def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, sel, int64_t masked,
+                     int64_t unknown_marker):
+    """Intern the keys of observers ``sel``: each its :func:`observer_rows` row plus an epoch
+    (``epoch[o]`` when the row holds an unknown value or a partly unknown one, ``partial[v]``
+    set; else -1). Returns ``(ids int64[k], first int64[U], rows int64[U, n_slots],
+    epochs int64[U])``: ids in order of first appearance, ``first`` the position in ``sel``
+    of each id's first observer, ``rows`` and ``epochs`` each id's key (identical to
+    ``drawopt.analysis.state._intern_observers_py``)."""
+    cdef _Rows R = _Rows(setter, unknown, cval, init_val, readbits, partial, masked, unknown_marker)
+    cdef const int64_t[::1] ep = np.ascontiguousarray(epoch, dtype=np.int64)
+    cdef const int64_t[::1] ix = np.ascontiguousarray(sel, dtype=np.int64)
+    if ep.shape[0] != R.nobs:
+        raise ValueError("epoch must have one entry per observer")
+    R.check(ix)
+    cdef Py_ssize_t i, j, k = ix.shape[0], ns = R.ns, w = R.ns + 1, nu = 0
+    ids = np.empty(k, dtype=np.int64)
+    first = np.empty(k, dtype=np.int64)
+    hu = np.empty(k, dtype=np.uint64)
+    table = np.full(_table_size(k), -1, dtype=np.int32)
+    # room for every row; the pages past the distinct ones are never touched (views returned)
+    rows = np.empty((k, ns), dtype=np.int64)
+    epochs = np.empty(k, dtype=np.int64)
+    cdef int64_t[::1] idv = ids
+    cdef int64_t[::1] fv = first
+    cdef uint64_t[::1] hv = hu
+    cdef int32_t[::1] tv = table
+    cdef int64_t[:, ::1] rv = rows
+    cdef int64_t[::1] ev = epochs
+    # rows are built a block at a time, then looked up in a tight loop
+    cdef int64_t[:, ::1] blk = np.empty((_BLOCK, w), dtype=np.int64)
+    cdef uint64_t[::1] bh = np.empty(_BLOCK, dtype=np.uint64)
+    cdef uint64_t h, b, mask = <uint64_t>(tv.shape[0] - 1)
+    cdef int32_t u
+    cdef int flag = 0
+    cdef bint eq
+    cdef Py_ssize_t lo = 0, t, nb
+    with nogil:
+        while lo < k:
+            nb = min(<Py_ssize_t>_BLOCK, k - lo)
+            for t in range(nb):
+                flag = R.row(ix[lo + t], &blk[t, 0])
+                if flag < 0:
+                    break
+                blk[t, ns] = ep[ix[lo + t]] if flag else -1
+                bh[t] = _row_hash(&blk[t, 0], w)
+            if flag < 0:
+                break
+            for t in range(nb):
+                h = bh[t]
+                b = h & mask
+                while True:
+                    u = tv[b]
+                    if u < 0:
+                        break
+                    if hv[u] == h and ev[u] == blk[t, ns]:
+                        eq = True
+                        for j in range(ns):
+                            if rv[u, j] != blk[t, j]:
+                                eq = False
+                                break
+                        if eq:
+                            break
+                    b = (b + 1) & mask
+                i = lo + t
+                if u >= 0:
+                    idv[i] = u
+                    continue
+                tv[b] = <int32_t>nu
+                fv[nu] = i
+                hv[nu] = h
+                for j in range(ns):
+                    rv[nu, j] = blk[t, j]
+                ev[nu] = blk[t, ns]
+                idv[i] = nu
+                nu += 1
+            lo += nb
+    if flag < 0:
+        raise IndexError("a setter is outside cval")
+    return ids, first[:nu], rows[:nu], epochs[:nu]
+
+
+cdef inline Py_ssize_t _at(int64_t v, Py_ssize_t n) noexcept nogil:
+    """Index of value ``v`` in a map of length ``n`` whose last three entries stand for the
+    markers -3, -2, -1 (numpy's negative indexing); -1 when outside."""
+    if v >= 0:
+        return v if v < n - 3 else -1
+    return n + v if v >= -3 else -1
+
+
+def diff_observers(setter, unknown, cval, init_val, readbits, sel, ref_rows, ref_idx, map_a, map_b,
+                   int64_t ask_code, int64_t masked, int64_t unknown_marker):
+    """Which slots of observers ``sel`` may differ from reference rows: ``int64[k]`` bitmasks.
+
+    Bit ``s`` of entry ``i`` is set when, with ``va = ref_rows[ref_idx[i], s]`` and ``vb`` the
+    :func:`observer_rows` value of observer ``sel[i]`` in slot ``s``, ``map_a[va] != map_b[vb]``
+    or ``map_a[va] == ask_code`` (the maps index markers -3..-1 from their ends, as numpy
+    does). Identical to ``drawopt.analysis.state._diff_observers_py``."""
+    cdef _Rows R = _Rows(setter, unknown, cval, init_val, readbits, np.zeros(0, np.uint8), masked, unknown_marker)
+    cdef const int64_t[::1] ix = np.ascontiguousarray(sel, dtype=np.int64)
+    cdef const int64_t[:, ::1] ref = np.ascontiguousarray(ref_rows, dtype=np.int64)
+    cdef const int64_t[::1] ri = np.ascontiguousarray(ref_idx, dtype=np.int64)
+    cdef const int64_t[::1] ma = np.ascontiguousarray(map_a, dtype=np.int64)
+    cdef const int64_t[::1] mb = np.ascontiguousarray(map_b, dtype=np.int64)
+    if ref.shape[1] != R.ns or ri.shape[0] != ix.shape[0]:
+        raise ValueError("ref_rows must have one column per slot and ref_idx one entry per observer")
+    R.check(ix)
+    cdef Py_ssize_t i, j, k = ix.shape[0], nref = ref.shape[0], na = ma.shape[0], nb = mb.shape[0], pa, pb
+    for i in range(k):
+        if ri[i] < 0 or ri[i] >= nref:
+            raise IndexError(f"reference row {ri[i]} out of range")
+    out = np.zeros(k, dtype=np.int64)
+    cdef int64_t[::1] ov = out
+    cdef int64_t[::1] buf = np.empty(max(R.ns, 1), dtype=np.int64)
+    cdef int64_t ka, kb, bits
+    cdef int bad = 0
+    with nogil:
+        for i in range(k):
+            if R.row(ix[i], &buf[0]) < 0:
+                bad = 1
+                break
+            bits = 0
+            for j in range(R.ns):
+                pa = _at(ref[ri[i], j], na)
+                pb = _at(buf[j], nb)
+                if pa < 0 or pb < 0:
+                    bad = 2
+                    break
+                ka = ma[pa]
+                kb = mb[pb]
+                if ka != kb or ka == ask_code:
+                    bits |= (<int64_t>1) << j
+            if bad:
+                break
+            ov[i] = bits
+    if bad == 1:
+        raise IndexError("a setter is outside cval")
+    if bad == 2:
+        raise IndexError("a value id is outside its map")
+    return out
+
+
+# ---------------------------------------------------------------------- observed setters
+def observed_setters(setter, readbits, partbits, int64_t rootbits, Py_ssize_t n):
+    """Which setters observers read: ``(observed uint8[n], full uint8[n], reset_obs int64[R],
+    reset_slot int64[R])``.
+
+    ``observed[c]``: command ``c`` is ``setter[o, s]`` for an observer ``o`` whose
+    ``readbits[o]`` has bit ``s``; ``full[c]``: so for a slot whose bit is clear in
+    ``partbits[o]`` (read whole); ``(reset_obs[r], reset_slot[r])``: the observers and slots
+    of ``rootbits`` read with no setter, observer by observer, slots in order (identical to
+    ``drawopt.analysis.state._observed_setters_py``)."""
+    cdef const int64_t[:, ::1] st = np.ascontiguousarray(setter, dtype=np.int64)
+    cdef const int64_t[::1] rbits = np.ascontiguousarray(readbits, dtype=np.int64)
+    cdef const int64_t[::1] pbits = np.ascontiguousarray(partbits, dtype=np.int64)
+    cdef Py_ssize_t nobs = st.shape[0], ns = st.shape[1], o, s, nr = 0, r
+    if ns > MAX_SLOTS or rbits.shape[0] != nobs or pbits.shape[0] != nobs:
+        raise ValueError("setter, readbits and partbits disagree")
+    observed = np.zeros(n, dtype=np.uint8)
+    full = np.zeros(n, dtype=np.uint8)
+    reset = np.zeros(nobs, dtype=np.int64)
+    cdef uint8_t[::1] ov = observed
+    cdef uint8_t[::1] fv = full
+    cdef int64_t[::1] rv = reset
+    cdef int64_t rb, pb, c, rr
+    cdef bint bad = False
+    with nogil:
+        for o in range(nobs):
+            rb = rbits[o]
+            pb = pbits[o]
+            rr = 0
+            for s in range(ns):
+                if not (rb >> s) & 1:
+                    continue
+                c = st[o, s]
+                if c >= n:
+                    bad = True
+                    break
+                if c >= 0:
+                    ov[c] = 1
+                    if not (pb >> s) & 1:
+                        fv[c] = 1
+                elif c == -1 and (rootbits >> s) & 1:
+                    rr |= (<int64_t>1) << s
+                    nr += 1
+            rv[o] = rr
+            if bad:
+                break
+    if bad:
+        raise IndexError("a setter is outside 0..n-1")
+    reset_obs = np.empty(nr, dtype=np.int64)
+    reset_slot = np.empty(nr, dtype=np.int64)
+    cdef int64_t[::1] ro = reset_obs
+    cdef int64_t[::1] rs = reset_slot
+    r = 0
+    with nogil:
+        for o in range(nobs):
+            rr = rv[o]
+            s = 0
+            while rr:
+                if rr & 1:
+                    ro[r] = o
+                    rs[r] = s
+                    r += 1
+                rr >>= 1
+                s += 1
+    return observed, full, reset_obs, reset_slot

@@ -13,6 +13,8 @@ def emit_run(
     inforce: npt.ArrayLike,
     is_table: npt.ArrayLike,
     layout: npt.ArrayLike,
-) -> None:
-    """Emit input commands ``cmds`` in order into the restater ``rs``, as ``for c in cmds: rs.emit(c)`` does."""
+) -> tuple[int, int, int] | None:
+    """Emit input commands ``cmds`` in order into the restater ``rs`` (its ``out`` an ``OutBuffer``),
+    as ``for c in cmds: rs.emit(c)`` does; ``(code, slot, value)`` where an observer's state cannot
+    be re-created."""
     ...

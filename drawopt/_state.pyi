@@ -1,9 +1,10 @@
-"""Type stub of the compiled state-scan kernel (``cext/_state.pyx``)."""
+"""Type stub of the compiled state kernels (``cext/_state.pyx``; pure twins in ``drawopt.analysis.state``)."""
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["scan", "hash_rows"]
+__all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers", "diff_observers",
+           "observed_setters"]
 
 def scan(
     code: npt.ArrayLike,
@@ -17,6 +18,78 @@ def scan(
     """``(setter[O, n_slots], unknown[O], prev[N])``; see ``drawopt.analysis.state._scan_py``."""
     ...
 
+def fill_chains(
+    start: npt.ArrayLike,
+    init: npt.ArrayLike,
+    owner: npt.ArrayLike,
+    col: npt.ArrayLike,
+    wv: npt.ArrayLike,
+    width: int,
+) -> npt.NDArray[np.int64]:
+    """The words of a merge slot after each of its set commands; see ``_Chains.fill``."""
+    ...
+
 def hash_rows(mat: npt.ArrayLike) -> npt.NDArray[np.uint64]:
     """64-bit splitmix hash of every row of an integer matrix."""
+    ...
+
+def intern_rows(mat: npt.ArrayLike) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(ids[M], first[U])``, ids in first-appearance order; see ``_intern_rows_py``."""
+    ...
+
+def observer_rows(
+    setter: npt.ArrayLike,
+    unknown: npt.ArrayLike,
+    cval: npt.ArrayLike,
+    init_val: npt.ArrayLike,
+    readbits: npt.ArrayLike,
+    sel: npt.ArrayLike,
+    masked: int,
+    unknown_marker: int,
+) -> npt.NDArray[np.int64]:
+    """Value rows ``int64[k, n_slots]`` of observers ``sel``; see ``Scan._rows_py``."""
+    ...
+
+def intern_observers(
+    setter: npt.ArrayLike,
+    unknown: npt.ArrayLike,
+    cval: npt.ArrayLike,
+    init_val: npt.ArrayLike,
+    readbits: npt.ArrayLike,
+    epoch: npt.ArrayLike,
+    partial: npt.ArrayLike,
+    sel: npt.ArrayLike,
+    masked: int,
+    unknown_marker: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(ids[k], first[U], rows[U, n_slots], epochs[U])``; see ``_intern_observers_py``."""
+    ...
+
+def diff_observers(
+    setter: npt.ArrayLike,
+    unknown: npt.ArrayLike,
+    cval: npt.ArrayLike,
+    init_val: npt.ArrayLike,
+    readbits: npt.ArrayLike,
+    sel: npt.ArrayLike,
+    ref_rows: npt.ArrayLike,
+    ref_idx: npt.ArrayLike,
+    map_a: npt.ArrayLike,
+    map_b: npt.ArrayLike,
+    ask_code: int,
+    masked: int,
+    unknown_marker: int,
+) -> npt.NDArray[np.int64]:
+    """Per observer of ``sel``: the bitmask of slots that may differ from its reference row;
+    see ``_diff_observers_py``."""
+    ...
+
+def observed_setters(
+    setter: npt.ArrayLike,
+    readbits: npt.ArrayLike,
+    partbits: npt.ArrayLike,
+    rootbits: int,
+    n: int,
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(observed[n], full[n], reset_obs[R], reset_slot[R])``; see ``_observed_setters_py``."""
     ...

@@ -60,32 +60,29 @@ from typing import Any, ClassVar
 import numpy as np
 
 from drawopt.analysis.state import (
-    CROOT0,
     CRS,
     GFX_RS,
     HEAPS,
     K_CRS,
     K_SET,
-    NROOT,
-    ROOT0,
     UNKNOWN,
     VB,
     Scan,
     scan,
 )
-from drawopt.ir.ops import BY_CODE, BY_NAME
+from drawopt._accel import load_cext
+from drawopt.ir.ops import BY_CODE, BY_NAME, MAX_OPCODE
 from drawopt.ir.stream import Stream
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
 
 _CSE = BY_NAME["CSEnableAutomaticGpuFlush"].code
 _DISPATCH = BY_NAME["Dispatch"].code
 _OPAQUE = BY_NAME["Opaque"].code
-_MERGE_OPS = np.array([BY_NAME[n].code for n in ("SetGraphicsRoot32BitConstants", "SetComputeRoot32BitConstants",
-                                                 "IASetVertexBuffers")], np.uint16)
-_CHUNK = 1 << 15
+_IS_MERGE_OP = np.zeros(MAX_OPCODE + 1, bool)
+_IS_MERGE_OP[[BY_NAME[n].code for n in ("SetGraphicsRoot32BitConstants", "SetComputeRoot32BitConstants",
+                                        "IASetVertexBuffers")]] = True
 
 
-_ROOTS = np.r_[ROOT0:ROOT0 + NROOT, CROOT0:CROOT0 + NROOT]
 _ALL_WORDS = np.uint64(0xFFFFFFFFFFFFFFFF)
 _TABLE_OPS = np.array([BY_NAME[n].code for n in ("SetGraphicsRootDescriptorTable",
                                                  "SetComputeRootDescriptorTable")], np.uint16)
@@ -96,7 +93,7 @@ _LIFT_OPS = np.array([BY_NAME[n].code for n in ("SetGraphicsRootDescriptorTable"
 
 def _observed(sc: Scan, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                           tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """One walk over the observers.
+    """What the observers read (:meth:`drawopt.analysis.state.Scan.observed_setters`, one walk).
 
     Returns
     -------
@@ -113,40 +110,23 @@ def _observed(sc: Scan, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
         Reads of a root argument that a reset left undefined (view -1) or unknown (-3):
         the observer's command index (``N`` for the end of a bundle), the slot, the view.
     """
-    out = np.zeros(n, bool)
-    full = np.zeros(n, bool)
+    out, full, (o, slot) = sc.observed_setters()
     unobs = np.full(n, _ALL_WORDS, np.uint64)   # AND over the partial readers of a command
     lifted = np.zeros(n, bool)
-    cmds, slots, views = [], [], []
-    for lo in range(0, sc.obs.shape[0], _CHUNK):
-        sel = np.arange(lo, min(lo + _CHUNK, sc.obs.shape[0]))
-        st = sc.setter[sel]
-        m = sc.read_mask(sel)
-        out[st[m & (st >= 0)]] = True
-        r, lm = sc.lifted_slots(sel)
-        if r.size:
-            ls = st[r][lm]
-            lifted[ls[ls >= 0]] = True
-        r, q, bits = sc.unobserved_words(sel)
-        part = np.zeros_like(m)
-        if r.size:
-            pc = st[r, q]
-            ok = pc >= 0
-            np.bitwise_and.at(unobs, pc[ok], bits[ok])
-            part[r, q] = True
-        full[st[m & ~part & (st >= 0)]] = True
-        rr = m[:, _ROOTS] & (st[:, _ROOTS] == -1)
-        if rr.any():
-            o, k = np.nonzero(rr)
-            slot = _ROOTS[k]
-            c = sc.obs[sel[o]]
-            cmds.append(np.where(c < 0, n, c))
-            slots.append(slot)
-            views.append(np.where((sc.unknown[sel[o]] >> slot) & 1 == 1, UNKNOWN, -1))
+    everyone = slice(None)
+    r, lm = sc.lifted_slots(everyone)
+    if r.size:
+        ls = sc.setter[r][lm]
+        lifted[ls[ls >= 0]] = True
+    r, q, bits = sc.unobserved_words(everyone)
+    if r.size:
+        pc = sc.setter[r, q]
+        ok = pc >= 0
+        np.bitwise_and.at(unobs, pc[ok], bits[ok])
     words = np.where(full, _ALL_WORDS, ~unobs)
-    if not cmds:
-        return out, words, lifted, (np.zeros(0, np.int64),) * 3
-    return out, words, lifted, (np.concatenate(cmds), np.concatenate(slots), np.concatenate(views))
+    c = sc.obs[o]
+    views = np.where((sc.unknown[o] >> slot) & 1 == 1, UNKNOWN, -1)
+    return out, words, lifted, (np.where(c < 0, n, c), slot, views)
 
 
 def _origins(sc: Scan, red: np.ndarray) -> np.ndarray:
@@ -162,38 +142,54 @@ def _origins(sc: Scan, red: np.ndarray) -> np.ndarray:
         orig = nxt
 
 
-def _merge_needed(sc: Scan, observed: np.ndarray, words: np.ndarray, needed: np.ndarray) -> None:
+def _merge_needed(sc: Scan, observed: np.ndarray, words: np.ndarray, needed: np.ndarray,
+                  pure: bool | None = None) -> None:
     """Mark the partial writes (root constants, vertex buffers) that observers see
     (``words``: per command, the root-constant words observed, see :func:`_observed`)."""
+    mod = load_cext("_dedupe", pure)
     for ch in sc.chains.values():
-        obs_rows = np.flatnonzero(observed[ch.cmds])
-        if not obs_rows.size:
+        obs = observed[ch.cmds]
+        if not obs.any():
             continue
-        wmask, wval, filled = ch.matrices()
-        m = ch.cmds.shape[0]
-        rows = np.arange(m, dtype=np.int64)
-        before = np.empty_like(filled)
-        before[1:] = filled[:-1]
-        before[ch.start] = ch.init[ch.start][:, None]
-        eff = wmask & (before != wval)
-        eidx = np.where(eff | ch.start[:, None], rows[:, None], 0)
-        np.maximum.accumulate(eidx, axis=0, out=eidx)
-        sub = eidx[obs_rows]
-        cols = np.arange(ch.width)
-        hit = eff[sub, cols[None, :]]  # eff[sub[i, w], w]
-        if ch.slot != VB and ch.width <= 64:
-            w = words[ch.cmds[obs_rows]]
-            hit &= ((w[:, None] >> cols.astype(np.uint64)[None, :]) & np.uint64(1)).astype(bool)
-        is_writer = np.zeros(m, bool)
-        is_writer[sub[hit]] = True
+        w = words[ch.cmds] if ch.slot != VB and ch.width <= 64 else None
+        if mod is not None:
+            is_writer = mod.chain_writers(ch.start, ch.init, ch.owner, ch.col, ch.wv, ch.width, obs.view(np.uint8),
+                                          w).view(bool)
+        else:
+            is_writer = _chain_writers_py(ch, obs, w)
         needed[ch.cmds[is_writer]] = True
         # a chain that starts after a command of another kind (a table or a root CBV in the
         # same root slot) relies on it to discard older words: keep it
+        rows = np.arange(ch.cmds.shape[0], dtype=np.int64)
         seg_start = np.maximum.accumulate(np.where(ch.start, rows, 0))
-        kept_rows = np.flatnonzero(needed[ch.cmds])
-        starts = np.unique(seg_start[kept_rows])
-        p = sc.prev[ch.cmds[starts]]
+        first = np.zeros(rows.shape[0], bool)
+        first[seg_start[needed[ch.cmds]]] = True
+        p = sc.prev[ch.cmds[np.flatnonzero(first)]]
         needed[p[p >= 0]] = True
+
+
+def _chain_writers_py(ch: Any, observed: np.ndarray, words: np.ndarray | None) -> np.ndarray:
+    """Pure-numpy twin of ``drawopt._dedupe.chain_writers`` for the chains ``ch``
+    (:class:`drawopt.analysis.state.Scan` ``.chains``): bool[m]."""
+    obs_rows = np.flatnonzero(observed)
+    wmask, wval, filled = ch.matrices()
+    m = ch.cmds.shape[0]
+    rows = np.arange(m, dtype=np.int64)
+    before = np.empty_like(filled)
+    before[1:] = filled[:-1]
+    before[ch.start] = ch.init[ch.start][:, None]
+    eff = wmask & (before != wval)
+    eidx = np.where(eff | ch.start[:, None], rows[:, None], 0)
+    np.maximum.accumulate(eidx, axis=0, out=eidx)
+    sub = eidx[obs_rows]
+    cols = np.arange(ch.width)
+    hit = eff[sub, cols[None, :]]  # eff[sub[i, w], w]
+    if words is not None:
+        w = words[obs_rows]
+        hit &= ((w[:, None] >> cols.astype(np.uint64)[None, :]) & np.uint64(1)).astype(bool)
+    is_writer = np.zeros(m, bool)
+    is_writer[sub[hit]] = True
+    return is_writer
 
 
 def _lift_origins(s: Stream, sc: Scan, lifted: np.ndarray, needed: np.ndarray) -> None:
@@ -306,7 +302,7 @@ def dead_state_commands(stream: Stream, sc: Scan | None = None) -> np.ndarray:
     if sc is None:
         sc = scan(s)
     state_cmd = (sc.kcode >= K_SET) & (sc.kcode <= K_CRS)
-    merge = np.isin(s.op, _MERGE_OPS)
+    merge = _IS_MERGE_OP[s.op]
     simple = np.flatnonzero(state_cmd & ~merge)
     red = np.zeros(n, bool)
     if simple.size:
@@ -318,7 +314,7 @@ def dead_state_commands(stream: Stream, sc: Scan | None = None) -> np.ndarray:
     obs_simple = np.flatnonzero(observed & ~merge)
     o = orig[obs_simple]
     needed[o[o >= 0]] = True
-    _merge_needed(sc, observed & merge, words, needed)
+    _merge_needed(sc, observed & merge, words, needed, sc.pure)
     _lift_origins(s, sc, lifted, needed)
     bundle = s.header.kind == "bundle"
     for slot in (HEAPS, GFX_RS, CRS):
@@ -341,7 +337,8 @@ class DedupeStatePass(Pass):
     summary: ClassVar[str] = "remove state sets that no draw or dispatch observes (re-sets, dead and trailing sets)"
 
     def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
-        sc = scan(stream)
+        table = am.cached("state", stream)  # the state table's scan, when the pipeline has one
+        sc = table.scan if table is not None and table.scan is not None else scan(stream)
         removed: Counter[str] = Counter()
         cur = stream
         rounds = 0

@@ -75,7 +75,7 @@ settle it); a difference leaves the stream unchanged.
 
 from __future__ import annotations
 
-__all__ = ["SchedulePass", "Restater", "CannotRestate", "schedule_order", "sort_keys", "check_restated"]
+__all__ = ["SchedulePass", "Restater", "OutBuffer", "CannotRestate", "schedule_order", "sort_keys", "check_restated"]
 
 import heapq
 from dataclasses import dataclass
@@ -114,7 +114,7 @@ from drawopt.analysis.state import (
     track,
 )
 from drawopt.ir.decls import Pipeline
-from drawopt.ir.ops import BY_NAME, Cat
+from drawopt.ir.ops import BY_CODE, BY_NAME, MAX_OPCODE, Cat
 from drawopt.ir.stream import FLAG_NOMERGE, CommandBuffer, Stream, concat
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
 
@@ -124,6 +124,8 @@ _TABLE_OPS = (_OP["SetGraphicsRootDescriptorTable"], _OP["SetComputeRootDescript
 _VB_OP = _OP["IASetVertexBuffers"]
 _DX = _OP["DrawIndexedX"]
 _OPAQUE = _OP["Opaque"]
+_IS_CONST = np.zeros(MAX_OPCODE + 1, bool)
+_IS_CONST[list(_CONST_OPS)] = True
 _GFX_ROOTS = list(range(ROOT0, ROOT0 + NROOT))
 _CMP_ROOTS = list(range(CROOT0, CROOT0 + NROOT))
 _ALL_ROOTS = _GFX_ROOTS + _CMP_ROOTS
@@ -135,6 +137,59 @@ _KERNEL_LAYOUT = np.array([GFX_RS, CRS, HEAPS, IB, VB, ROOT0, CROOT0, NROOT, MAS
 
 class CannotRestate(Exception):
     """An observer's input state cannot be re-created at this point of the output."""
+
+
+class OutBuffer:
+    """The output command indices of a :class:`Restater`: a growable int64 array (the compiled
+    emit loop writes into it directly), with the list operations the Python loop uses."""
+
+    __slots__ = ("buf", "n")
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.buf = np.empty(max(int(capacity), 16), np.int64)
+        self.n = 0
+
+    def reserve(self, k: int) -> None:
+        """Room for ``k`` more entries."""
+        if self.n + k > self.buf.shape[0]:
+            grown = np.empty(max(2 * self.buf.shape[0], self.n + k), np.int64)
+            grown[:self.n] = self.buf[:self.n]
+            self.buf = grown
+
+    def append(self, x: int) -> None:
+        if self.n == self.buf.shape[0]:
+            self.reserve(1)
+        self.buf[self.n] = x
+        self.n += 1
+
+    def extend(self, xs: np.ndarray | list[int]) -> None:
+        xs = np.asarray(xs, np.int64)
+        self.reserve(xs.shape[0])
+        self.buf[self.n:self.n + xs.shape[0]] = xs
+        self.n += xs.shape[0]
+
+    def truncate(self, n: int) -> None:
+        """Forget every entry from ``n`` on."""
+        self.n = min(self.n, int(n))
+
+    def array(self) -> np.ndarray:
+        """The entries (a view)."""
+        return self.buf[:self.n]
+
+    def tolist(self) -> list[int]:
+        return self.array().tolist()
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, OutBuffer):
+            return bool(np.array_equal(self.array(), other.array()))
+        if isinstance(other, list):
+            return self.tolist() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 # ---------------------------------------------------------------------- the restater
@@ -175,7 +230,7 @@ class Restater:
         # the compiled loop updates in place (the Python methods below accept either)
         self.inforce: Any = init.astype(np.int64) if self._kernel is not None else init.tolist()
         self.is_table: Any = np.zeros(NSLOTS, np.uint8) if self._kernel is not None else [False] * NSLOTS
-        self.out: list[int] = []
+        self.out = OutBuffer(n + 1024)
         self.synth = CommandBuffer()
         self.last = -1
         self.emitted_state = 0
@@ -186,7 +241,7 @@ class Restater:
         # gives exactly the words it left, whatever was in force (and the value it left when
         # the value in force is partly unknown exactly when that one is: _set_constants)
         self._full = np.zeros(n, bool)
-        cc = np.flatnonzero(np.isin(stream.op, _CONST_OPS))
+        cc = np.flatnonzero(_IS_CONST[stream.op])
         if cc.size:
             wtab = np.zeros(NSLOTS + 1, np.int64)  # the last entry: no slot (index -1)
             for k, w in self._const_width.items():
@@ -228,13 +283,13 @@ class Restater:
         """The arrays ``drawopt._schedule.emit_run`` reads (built once)."""
         if self._tables is None:
             k = self._kernel
-            op = self.s.op
-            flags = np.zeros(op.shape[0], np.uint8)
-            flags[np.isin(op, _CONST_OPS)] |= k.F_CONST
-            flags[np.isin(op, _TABLE_OPS)] |= k.F_TABLE
-            flags[op == _DX] |= k.F_DRAWX
-            flags[op == _OPAQUE] |= k.F_OPAQUE
-            flags[self.cats == int(Cat.STATE)] |= k.F_STATE
+            fl = np.zeros(MAX_OPCODE + 1, np.uint8)  # per opcode, then one lookup
+            fl[list(_CONST_OPS)] |= k.F_CONST
+            fl[list(_TABLE_OPS)] |= k.F_TABLE
+            fl[_DX] |= k.F_DRAWX
+            fl[_OPAQUE] |= k.F_OPAQUE
+            fl[[c for c, sp in BY_CODE.items() if sp.cat == Cat.STATE]] |= k.F_STATE
+            flags = fl[self.s.op]
             c64 = np.ascontiguousarray
             self._tables = (c64(self._obs_of_a, np.int64), flags, c64(self.sc.slot, np.int64),
                             c64(self.sc.cval, np.int64), self._full.astype(np.uint8), c64(self.oid, np.int64),
@@ -251,7 +306,7 @@ class Restater:
     def rollback(self, m: tuple) -> None:
         """Forget everything emitted since :meth:`mark` returned ``m``."""
         nout, nsyn, inforce, is_table, last, emitted = m
-        del self.out[nout:]
+        self.out.truncate(nout)
         cb = self.synth
         for lst in (cb.op, cb.args, cb.var, cb.flags, cb.line):
             del lst[nsyn:]
@@ -317,7 +372,7 @@ class Restater:
     def build(self) -> Stream:
         """The output stream."""
         s = self.s
-        idx = np.asarray(self.out, np.int64)
+        idx = self.out.array()
         if len(self.synth):
             extra = self.synth.build(s.header, s.decls, s.strings)
             return concat([s, extra], s.header, s.decls, s.strings).take(idx)
@@ -442,7 +497,7 @@ class Restater:
         return False
 
     def _copy_run(self, cmds: np.ndarray) -> None:
-        self.out.extend(int(c) for c in cmds)
+        self.out.extend(cmds)
         self.emitted_state += int(cmds.shape[0])
 
     def _set_constants(self, k: int, v: int, src: int) -> None:
@@ -617,45 +672,72 @@ def sort_keys(stream: Stream, table: StateTable, facts: Any = None) -> np.ndarra
     ns = facts.nstate
     first_draw = np.zeros(rows.shape[0], np.int64)
     first_draw[ns[::-1]] = np.arange(d)[::-1]
-    pipes = facts.pipe[first_draw]
-    # the key columns per state: render targets, heaps, transparency, the fixed-function state,
+    has_draw = np.zeros(rows.shape[0], bool)
+    has_draw[ns] = True
+    hd = np.flatnonzero(has_draw)  # the states of draws (the key orders nothing else)
+    fd = first_draw[hd]
+    # per pipeline (compact index of the states' pipelines): transparency class, the root
+    # parameters its per-draw contract names (up to 4: the key's last columns; masked where
+    # the root arguments are)
+    pj, pfirst = intern_rows(facts.pipe[fd])
+    upipe = facts.pipe[fd[pfirst]]
+    blend = np.zeros(upipe.shape[0], np.int64)
+    pcols = np.full((upipe.shape[0], 4), -1, np.int64)
+    for j, p in enumerate(upipe.tolist()):
+        decl = stream.decls[p] if p >= 0 else None
+        if isinstance(decl, Pipeline):
+            blend[j] = decl.blend != "opaque"
+            cols = [ROOT0 + q for q in perdraw_params(decl) if q < NROOT][:4]
+            pcols[j, :len(cols)] = cols
+    # the key columns, in order: render targets, heaps, transparency, the fixed-function state,
     # vertex buffers, root arguments, index buffer, then up to 4 per-draw root parameters
     fixed = [SLOTS.index(x) for x in ("pipeline", "gfx_rootsig", "topology", "viewport", "scissor",
                                       "blend_factor", "stencil_ref", "gs_params", "vertex_buffers")]
-    root = 3 + len(fixed)
-    key = np.full((rows.shape[0], root + NROOT + 1 + 4), MASKED, np.int64)
-    key[:, 0] = rows[:, SLOTS.index("render_targets")]
-    key[:, 1] = rows[:, SLOTS.index("heaps")]
-    key[:, 3:root] = rows[:, fixed]
-    key[:, root:root + NROOT] = rows[:, ROOT0:ROOT0 + NROOT]
-    key[:, root + NROOT] = rows[:, IB]
-    tail = root + NROOT + 1
-    key[:, 2] = 0
-    by_pipe = np.argsort(pipes, kind="stable")
-    bounds = np.flatnonzero(np.diff(pipes[by_pipe])) + 1
-    for sel in np.split(by_pipe, bounds):
-        p = int(pipes[sel[0]]) if sel.size else -1
-        decl = stream.decls[p] if p >= 0 else None
-        if isinstance(decl, Pipeline):
-            key[sel, 2] = decl.blend != "opaque"
-            cols = [ROOT0 + q for q in perdraw_params(decl) if q < NROOT][:4]
-            if cols:
-                key[sel[:, None], tail + np.arange(len(cols))] = rows[sel[:, None], cols]
-                key[sel[:, None], [root + c - ROOT0 for c in cols]] = MASKED
-    # a column constant over the states the draws have orders nothing: left out
-    has_draw = np.zeros(rows.shape[0], bool)
-    has_draw[ns] = True
-    used = key[has_draw]
-    varying = np.flatnonzero((used != used[:1]).any(axis=0))
-    # each column ranked by first appearance along the stream (first-seen values first), per
-    # state; the ranks packed into few words (lexicographic order kept), the draw index breaks ties
-    if not varying.size:
+    direct = [SLOTS.index("render_targets"), SLOTS.index("heaps"), *fixed, *range(ROOT0, ROOT0 + NROOT), IB]
+    # the columns the key reads, contiguous (a column of the row matrix is a strided read of all
+    # of it), as int32 (value ids and markers), transposed a block of states at a time
+    u = hd.shape[0]
+    cm = np.empty((len(direct), u), np.int32)
+    src = rows if u == rows.shape[0] else rows[hd]
+    for lo in range(0, u, 1 << 13):
+        cm[:, lo:lo + (1 << 13)] = src[lo:lo + (1 << 13), direct].T
+    where_col = np.full(NSLOTS, -1, np.int64)
+    where_col[direct] = np.arange(len(direct))
+    masked_root = np.zeros((upipe.shape[0], NROOT), bool)  # per pipeline: its per-draw root parameters
+    for i in range(4):
+        has = pcols[:, i] >= 0
+        masked_root[np.flatnonzero(has), pcols[has, i] - ROOT0] = True
+
+    def columns():
+        yield cm[0]
+        yield cm[1]
+        yield blend[pj]
+        for j in range(len(fixed)):
+            yield cm[2 + j]
+        for q in range(NROOT):
+            v = cm[2 + len(fixed) + q]
+            m = masked_root[pj, q]
+            yield np.where(m, np.int32(MASKED), v) if m.any() else v
+        yield cm[2 + len(fixed) + NROOT]
+        flat = cm.reshape(-1)
+        for i in range(4):
+            c = pcols[pj, i]
+            if not (c >= 0).any():
+                yield np.full(u, MASKED, np.int32)
+                continue
+            pos = where_col[np.maximum(c, 0)] * u + np.arange(u)
+            yield np.where(c >= 0, flat[pos], np.int32(MASKED))
+
+    # a column constant over the states the draws have orders nothing: left out. Each other
+    # column ranked by first appearance along the stream (first-seen values first), per state;
+    # the ranks packed into few words (lexicographic order kept), the draw index breaks ties
+    ranks = [_first_seen_rank(col, fd, d) for col in columns() if (col != col[0]).any()]
+    if not ranks:
         order = np.arange(d)
     else:
-        fd = first_draw[has_draw]
-        words = pack_columns([_first_seen_rank(used[:, j], fd, d) for j in varying.tolist()])
+        words = pack_columns(ranks)
         per_state = np.zeros((rows.shape[0], words.shape[1]), np.int64)
-        per_state[has_draw] = words
+        per_state[hd] = words
         order = lex_order(list(per_state[ns].T))  # stable: the draw index breaks ties
     rank = np.empty(d, np.int64)
     rank[order] = np.arange(d)
@@ -671,18 +753,19 @@ def _first_seen_rank(col: np.ndarray, at: np.ndarray | None = None, n: int | Non
     m = col.shape[0]
     if m == 0:
         return np.zeros(0, np.int64)
-    if at is None:
-        at, n = np.arange(m, dtype=np.int64), m
+    if at is None or bool((at[1:] > at[:-1]).all()):
+        # in sequence order already: the rank of first appearance is the interned id
+        return intern_rows(col)[0]
     assert n is not None
     lo, hi = int(col.min()), int(col.max())
     if hi - lo < 4 * m + 1024:  # value ids: a lookup table instead of a sort
         v = col - lo
         first = np.full(hi - lo + 1, n, np.int64)
         np.minimum.at(first, v, at)
-        starts = np.zeros(n, bool)
-        starts[first[v]] = True  # the first appearance of each value
-        seen = np.cumsum(starts) - 1
-        return seen[first[v]]
+        present = np.flatnonzero(first < n)
+        rank = np.empty(hi - lo + 1, np.int64)
+        rank[present[np.argsort(first[present], kind="stable")]] = np.arange(present.shape[0])
+        return rank[v]
     o = np.argsort(at, kind="stable")  # into sequence order
     _, first_i, inv = np.unique(col[o], return_index=True, return_inverse=True)
     order = np.argsort(first_i, kind="stable")
@@ -796,35 +879,28 @@ def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: State
     dsel = np.flatnonzero(sb.obs_kind == OBS_DRAW)
     if dsel.shape[0] != perm.shape[0]:
         return f"{dsel.shape[0]} draws after, {perm.shape[0]} expected"
-    vb = np.empty((dsel.shape[0], NSLOTS), np.int64)
-    for lo in range(0, dsel.shape[0], _CHUNK):
-        vb[lo:lo + _CHUNK] = sb.normalised(dsel[lo:lo + _CHUNK])
-    # a slot masked at every draw on both sides holds the same marker everywhere: leave it out
-    cols = np.flatnonzero((ta.rows != MASKED).any(axis=0) | (vb != MASKED).any(axis=0))
-    rows_a = ta.rows[:, cols]  # per state of the input
-    sid = ta.state[perm]
-    vb = vb[:, cols]
+    sid = ta.state[perm].astype(np.int64)
     if not decode_all and _same_names(before, after):
         # per value: its content id, _NO_CONTENT where unknown; a marker stays itself (negative
         # indices reach the last three entries): equal codes other than _NO_CONTENT are equal values
         cid_a, cid_b = _content_ids(ta.scan, before, sb, after)
-        ka = _with_markers(cid_a)[rows_a][sid]
-        kb = _with_markers(cid_b)[vb]
-        ask = (ka != kb) | (ka == _NO_CONTENT)
+        map_a, map_b = _with_markers(cid_a), _with_markers(cid_b)
     else:
-        va = rows_a[sid]
-        # the same marker (masked, undefined, unknown: negative ids) on both sides is equal
-        ask = (va != vb) | (va >= 0)
-    for c in np.flatnonzero(ask.any(axis=0)).tolist():
-        k = int(cols[c])
-        pick = np.flatnonzero(ask[:, c])
-        a, b = rows_a[sid[pick], c], vb[pick, c]
-        neq = _decoded_differ(a, b, ta.scan.values.decode, sb.values.decode)
-        if neq.any():
-            i = int(np.argmax(neq))
-            j = int(pick[i])
-            x, y = ta.scan.values.decode(int(a[i])), sb.values.decode(int(b[i]))
-            return f"draw {j} (input draw {int(perm[j])}): {SLOTS[k]} {x!r} became {y!r}"
+        # every value is decoded; the same marker (masked, undefined, unknown) on both sides is equal
+        map_a = _with_markers(np.full(int(ta.scan.values.next) + 1, -1, np.int64))
+        map_b = _with_markers(np.full(int(sb.values.next) + 1, -1, np.int64))
+    # per draw: the slots whose values may differ (one walk, no row matrix of the output)
+    ask = sb.diff_rows(dsel, ta.rows, sid, map_a, map_b, _NO_CONTENT)
+    if ask.any():
+        for k in np.flatnonzero(np.bitwise_or.reduce(ask) >> np.arange(NSLOTS) & 1).tolist():
+            pick = np.flatnonzero((ask >> k) & 1)
+            a, b = ta.rows[sid[pick], k], sb.slot_values(dsel[pick], k)
+            neq = _decoded_differ(a, b, ta.scan.values.decode, sb.values.decode)
+            if neq.any():
+                i = int(np.argmax(neq))
+                j = int(pick[i])
+                x, y = ta.scan.values.decode(int(a[i])), sb.values.decode(int(b[i]))
+                return f"draw {j} (input draw {int(perm[j])}): {SLOTS[k]} {x!r} became {y!r}"
     return _exit_state_diff(ta.scan, sb)
 
 
@@ -891,10 +967,10 @@ def _same_names(a: Stream, b: Stream) -> bool:
     return a.decls is b.decls or [d.name for d in a.decls.items] == [d.name for d in b.decls.items]
 
 
-def _content_rows(sc: Any, stream: Stream, width: int) -> tuple[np.ndarray, np.ndarray]:
+def _content_rows(sc: Any, stream: Stream, width: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """``(vids, rows)``: the value ids of scan ``sc`` whose content is known, and that content
     as integer rows of ``1 + width`` columns (``width`` >= the argument columns and every
-    root-constants chain's width).
+    root-constants chain's width), in pieces (concatenated once, by :func:`_content_ids`).
 
     A value left by a state command of a fixed-slot kind (no variadic tail, not a merge
     slot) is a function of that command's opcode and arguments: its row is
@@ -924,7 +1000,7 @@ def _content_rows(sc: Any, stream: Stream, width: int) -> tuple[np.ndarray, np.n
     for k, ch in sc.chains.items():
         if k == VB:
             continue
-        filled = np.asarray(ch.matrices()[2], np.int64)
+        filled = np.asarray(ch.filled(), np.int64)
         v = cval[ch.cmds]
         last = np.full(nv, -1, np.int64)  # one chain position per value
         last[v] = np.arange(v.shape[0])
@@ -937,7 +1013,7 @@ def _content_rows(sc: Any, stream: Stream, width: int) -> tuple[np.ndarray, np.n
         r[:, 1:1 + filled.shape[1]] = filled[pos]
         vid_l.append(v)
         row_l.append(r)
-    return np.concatenate(vid_l), np.concatenate(row_l)
+    return vid_l, row_l
 
 
 def _content_ids(sa: Any, a: Stream, sb: Any, b: Stream) -> tuple[np.ndarray, np.ndarray]:
@@ -948,9 +1024,10 @@ def _content_ids(sa: Any, a: Stream, sb: Any, b: Stream) -> tuple[np.ndarray, np
     decode to equal values."""
     widths = [int(a.args.shape[1])] + [ch.width for sc in (sa, sb) for k, ch in sc.chains.items() if k != VB]
     w = max(widths)
-    va, ra = _content_rows(sa, a, w)
-    vb, rb = _content_rows(sb, b, w)
-    rows = np.concatenate([ra, rb])
+    va_l, ra = _content_rows(sa, a, w)
+    vb_l, rb = _content_rows(sb, b, w)
+    va, vb = np.concatenate(va_l), np.concatenate(vb_l)
+    rows = np.concatenate(ra + rb)
     ids = intern_rows(rows)[0] if rows.shape[0] else np.zeros(0, np.int64)
     out = []
     for sc, v, part in ((sa, va, ids[:va.shape[0]]), (sb, vb, ids[va.shape[0]:])):

@@ -421,3 +421,61 @@ def test_100k_draws_fast():
     assert dt < 2.0, f"dedupe-state took {dt:.2f} s on 100k draws"
     sub = s.take(np.arange(40_000))
     assert compare_effective_state(sub, run(sub)[0]) is None
+
+
+def _same_analysis_both_paths(s: Stream) -> None:
+    """One round of the analysis on the compiled scan and kernels and on the pure twins."""
+    from drawopt.analysis.state import scan
+    from drawopt.passes.dedupe_state import _observed
+    a, b = scan(s, pure=False), scan(s, pure=True)
+    assert np.array_equal(dead_state_commands(s, a), dead_state_commands(s, b))
+    x, y = _observed(a, len(s)), _observed(b, len(s))
+    for u, v in zip(x[:3] + x[3], y[:3] + y[3]):
+        assert u.dtype == v.dtype and np.array_equal(u, v)
+
+
+@pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(semantic_streams())
+def test_compiled_and_pure_analysis_agree(s):
+    _same_analysis_both_paths(s)
+
+
+@pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")
+@pytest.mark.parametrize("kind", ["frame", "quads", "gpu-driven", "bundle"])
+def test_compiled_and_pure_analysis_agree_on_generated_streams(kind):
+    from drawopt.gen import generate
+    _same_analysis_both_paths(generate(kind, 2000, seed=5))
+
+
+def test_chain_writers_kernel_matches_its_twin():
+    """The last effective writer of each observed word, on random chains (starts, repeated
+    values so that some writes change nothing, partial words)."""
+    from types import SimpleNamespace
+
+    from drawopt._accel import load_cext
+    from drawopt.passes.dedupe_state import _chain_writers_py
+    mod = load_cext("_dedupe", False)
+    if mod is None:  # pragma: no cover - extension not built
+        pytest.skip("drawopt._dedupe is not built")
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        m, width = int(rng.integers(1, 40)), int(rng.integers(1, 6))
+        start = rng.random(m) < 0.2
+        start[0] = True
+        init = rng.choice([-1, -3], m).astype(np.int64)
+        per = rng.integers(0, width + 1, m)
+        owner = np.repeat(np.arange(m), per)
+        col = np.concatenate([rng.choice(width, k, replace=False) for k in per]).astype(np.int64)
+        wv = rng.integers(0, 3, owner.shape[0]).astype(np.int64)
+        ch = SimpleNamespace(cmds=np.arange(m), start=start, init=init, owner=owner, col=col, wv=wv, width=width)
+        wmask = np.zeros((m, width), bool)
+        wval = np.zeros((m, width), np.int64)
+        wmask[owner, col] = True
+        wval[owner, col] = wv
+        from drawopt.analysis.state import _Chains
+        ch.matrices = lambda c=ch, wm=wmask, wl=wval: (wm, wl, _Chains.fill(c, wm, wl))
+        observed = rng.random(m) < 0.5
+        words = rng.integers(0, 1 << width, m).astype(np.uint64) if trial % 2 else None
+        got = mod.chain_writers(start, init, owner, col, wv, width, observed, words).view(bool)
+        assert np.array_equal(got, _chain_writers_py(ch, observed, words)), trial

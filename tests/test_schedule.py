@@ -481,7 +481,7 @@ def test_rebuild_and_check_match_their_references_on_random_streams(s, seed: int
 def test_restater_compiled_and_pure_agree_step_by_step() -> None:
     """emit_all (compiled) and emit one command at a time (pure) leave the same output, the
     same state in force and raise the same errors, chunk after chunk, with rollbacks."""
-    from drawopt.passes.schedule import CannotRestate
+    from drawopt.passes.schedule import CannotRestate, OutBuffer
 
     from drawopt.ir.ops import Cat
     _compiled_schedule_kernel()
@@ -495,6 +495,7 @@ def test_restater_compiled_and_pure_agree_step_by_step() -> None:
             w = d[lo:lo + 7]
             cmds[w] = cmds[rng.permutation(w)]
         rp, rc = Restater(s, t, pure=True), Restater(s, t, pure=False)
+        rc.out = OutBuffer(16)  # the compiled loop grows its output buffer as it goes
         errors = 0
         pos = 0
         while pos < cmds.size:
@@ -618,6 +619,25 @@ def test_first_seen_rank_lookup_and_sort_paths_agree() -> None:
         for i in np.argsort(at).tolist():
             rank[i] = seen.setdefault(int(col[i]), len(seen))
         assert _first_seen_rank(col, at, 5000).tolist() == [rank[i] for i in range(col.size)]
+        # positions in sequence order (states in first-appearance order): ranked as they come
+        at = np.sort(at)
+        assert _first_seen_rank(col, at, 5000).tolist() == want
+
+
+def test_out_buffer_behaves_like_the_list_it_replaces() -> None:
+    from drawopt.passes.schedule import OutBuffer
+    out, ref = OutBuffer(16), []
+    for k in range(100):
+        out.append(k)
+        ref.append(k)
+        if k % 7 == 0:
+            out.extend(np.arange(k, k + 30))
+            ref.extend(range(k, k + 30))
+        if k % 11 == 0:
+            out.truncate(len(ref) - 5)
+            del ref[len(ref) - 5:]
+    assert out == ref and len(out) == len(ref) and out.array().dtype == np.int64
+    assert OutBuffer() == [] and not (out == OutBuffer(4))
 
 
 def test_check_restated_compares_the_exit_state_of_a_bundle() -> None:

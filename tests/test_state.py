@@ -801,6 +801,89 @@ def test_shared_strategy_streams(data):
         assert_same_tables(t, track(s, pure=True))
 
 
+# ---------------------------------------------------------------------- the other kernels vs their twins
+def assert_same_scan_facts(s: Stream, seed: int = 0) -> None:
+    """Every fact the compiled kernels give about ``s`` (rows, masks, interning, the setters
+    observers read, row differences, chains) equals its pure twin's."""
+    from drawopt.analysis.state import UNKNOWN, scan
+    a, b = scan(s, pure=False), scan(s, pure=True)
+    o = a.obs.shape[0]
+    rng = np.random.default_rng(seed)
+    sel = rng.integers(0, max(o, 1), 2 * o) if o else np.zeros(0, np.int64)
+    for x, y in ((a.normalised(slice(None)), b.normalised(slice(None))), (a.values_of(sel), b.values_of(sel)),
+                 (a.normalised(sel), b.normalised(sel)), (a.read_mask(sel), b.read_mask(sel))):
+        assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y)
+    for k in range(len(SLOTS)):  # one column of the rows
+        assert np.array_equal(a.slot_values(sel, k), a.normalised(sel)[:, k])
+    for x, y in zip(a.observed_setters(), b.observed_setters()):
+        for u, v in (zip(x, y) if isinstance(x, tuple) else [(x, y)]):
+            assert u.dtype == v.dtype and np.array_equal(u, v)
+    # array readers of a selection: those of everyone, found at their places in the selection
+    rows, pj = a.array_readers(slice(None))
+    r, q = a.array_readers(sel)
+    reader = dict(zip(rows.tolist(), pj.tolist()))
+    want = [(i, reader[int(v)]) for i, v in enumerate(sel.tolist()) if int(v) in reader]
+    assert list(zip(r.tolist(), q.tolist())) == want
+    for k, ch in a.chains.items():
+        assert np.array_equal(ch.filled(), b.chains[k].matrices()[2])
+    # row differences against another stream's rows, through random value maps
+    t = track(s)
+    dsel = np.flatnonzero(a.obs_kind == 0)
+    if dsel.size and t.rows.shape[0]:
+        ref = rng.integers(0, t.rows.shape[0], dsel.shape[0])
+        nv = int(a.values.next) + 1
+        ma = np.r_[rng.integers(-10, 3, nv), UNKNOWN, -2, -1]
+        mb = np.r_[rng.integers(-10, 3, nv), UNKNOWN, -2, -1]
+        x, y = a.diff_rows(dsel, t.rows, ref, ma, mb, -10), b.diff_rows(dsel, t.rows, ref, ma, mb, -10)
+        assert np.array_equal(x, y)
+        rows_b = a.normalised(dsel)
+        ka, kb = ma[t.rows[ref]], mb[rows_b]
+        want = ((ka != kb) | (ka == -10)) @ (1 << np.arange(len(SLOTS), dtype=np.int64))
+        assert np.array_equal(x, want)
+
+
+@pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(semantic_streams())
+def test_row_kernels_agree_with_pure_twins(s):
+    assert_same_scan_facts(s)
+
+
+@pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")
+@pytest.mark.parametrize("kind", ["frame", "quads", "gpu-driven", "bundle"])
+def test_row_kernels_agree_on_generated_streams(kind):
+    from drawopt.gen import generate
+    assert_same_scan_facts(generate(kind, 1500, seed=4), seed=1)
+
+
+@pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")
+def test_intern_rows_kernel_matches_pure_twin():
+    from drawopt.analysis.state import _intern_rows_py
+    rng = np.random.default_rng(3)
+    cases = [rng.integers(-3, 3, (4000, 7)), rng.integers(-3, 3, (4000, 7)).astype(np.int32),
+             rng.integers(0, 5, 3000), rng.integers(-(2**62), 2**62, (2000, 1)),  # one column: small, wide range
+             rng.integers(0, 2, (500, 3)).astype(bool), rng.integers(0, 2**63, (500, 2), dtype=np.uint64),
+             np.zeros((0, 4), np.int64), np.zeros((5, 0), np.int64), np.repeat(rng.integers(0, 9, (50, 45)), 7, axis=0)]
+    for m in cases:
+        ids, first = intern_rows(m, pure=False)
+        rid, rfirst = _intern_rows_py(m)
+        assert ids.dtype == rid.dtype == first.dtype == rfirst.dtype == np.int64
+        assert np.array_equal(ids, rid) and np.array_equal(first, rfirst), m.dtype
+
+
+@pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")
+def test_kernels_reject_out_of_range_input():
+    from drawopt import _state
+    st_ = np.full((2, 3), 9, np.int64)  # setters past cval
+    z = np.zeros(2, np.int64)
+    with pytest.raises(IndexError):
+        _state.observer_rows(st_, z, np.zeros(4, np.int64), np.zeros(3, np.int64), np.full(2, 7), [0], -2, -3)
+    with pytest.raises(IndexError):
+        _state.observed_setters(st_, np.full(2, 7), z, 0, 4)
+    with pytest.raises(ValueError):
+        _state.fill_chains([1, 0], [-1, -1], [1, 0], [0, 0], [5, 6], 1)  # owner not non-decreasing
+
+
 # ---------------------------------------------------------------------- speed
 def big_stream(ndraw: int, seed: int = 0) -> Stream:
     """``ndraw`` draws of 4 commands each (pipeline, per-draw constants, table, draw), columnar."""

@@ -134,6 +134,13 @@ OBS_DRAW, OBS_DISPATCH, OBS_OPAQUE, OBS_END = 0, 1, 2, 3
 K_NONE, K_SET, K_HEAPS, K_GRS, K_CRS, K_DRAW, K_DRAWX, K_DISPATCH, K_OPAQUE = range(9)
 _LAYOUT = np.array([NSLOTS, HEAPS, GFX_RS, CRS, IB, ROOT0, CROOT0, NROOT], dtype=np.int64)
 _ALL_BITS = (1 << NSLOTS) - 1
+_ROOT_BITS = sum(1 << k for k in (*range(ROOT0, ROOT0 + NROOT), *range(CROOT0, CROOT0 + NROOT)))
+_SHIFTS = np.arange(NSLOTS, dtype=np.int64)
+
+
+def _bit_rows(mask: np.ndarray) -> np.ndarray:
+    """Each row of a bool[k, NSLOTS] matrix as an int64 bitmask (bit ``s``: column ``s``)."""
+    return (mask.astype(np.int64) << _SHIFTS).sum(axis=1)
 
 _GFX_SLOTS = np.zeros(NSLOTS, bool)
 _GFX_SLOTS[:CRS] = True
@@ -211,7 +218,7 @@ def _hash_rows_py(mat: np.ndarray) -> np.ndarray:
 
 
 def intern_rows(mat: np.ndarray, hashes: np.ndarray | None = None,
-                chunk: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
+                chunk: int = 1 << 16, pure: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Intern the rows of an integer matrix.
 
     Parameters
@@ -219,7 +226,10 @@ def intern_rows(mat: np.ndarray, hashes: np.ndarray | None = None,
     mat : ndarray, shape (M, k)
         Integer rows.
     hashes : uint64[M], optional
-        ``_hash_rows(mat)`` if already known.
+        ``_hash_rows(mat)`` if already known (the pure path uses it).
+    pure : bool, optional
+        Force (True) or forbid (False) the pure-numpy path; default: the compiled
+        kernel (``drawopt._state.intern_rows``) unless ``DRAWOPT_PURE=1``.
 
     Returns
     -------
@@ -228,10 +238,24 @@ def intern_rows(mat: np.ndarray, hashes: np.ndarray | None = None,
     first : int64[U]
         Row index of the first occurrence of each id.
 
-    Rows are grouped by a 64-bit hash, and every row is then compared with its
-    group's first row, so the result is exact (a hash collision falls back to
-    ``np.unique(axis=0)``).
+    >>> ids, first = intern_rows(np.array([[1, 2], [3, 4], [1, 2]]))
+    >>> ids.tolist(), first.tolist()
+    ([0, 1, 0], [0, 1])
+
+    The kernel interns with a hash table, comparing every row with its id's first
+    row; the pure path groups rows by a 64-bit hash and then compares them the same
+    way (a hash collision falls back to ``np.unique(axis=0)``). Both are exact.
     """
+    mat = np.asarray(mat)
+    mod = load_cext("_state", pure)
+    if mod is not None and mat.dtype.kind in "iub":
+        return mod.intern_rows(mat)
+    return _intern_rows_py(mat, hashes, chunk)
+
+
+def _intern_rows_py(mat: np.ndarray, hashes: np.ndarray | None = None,
+                    chunk: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
+    """Pure-numpy twin of ``drawopt._state.intern_rows`` (see :func:`intern_rows`)."""
     mat = np.asarray(mat)
     if mat.ndim == 1:
         mat = mat[:, None]
@@ -241,7 +265,7 @@ def intern_rows(mat: np.ndarray, hashes: np.ndarray | None = None,
     if mat.shape[1] == 1 and hashes is None:
         _, first, inv = np.unique(mat[:, 0], return_index=True, return_inverse=True)
     else:
-        h = _hash_rows(mat) if hashes is None else hashes
+        h = _hash_rows(mat, pure=True) if hashes is None else hashes
         _, first, inv = np.unique(h, return_index=True, return_inverse=True)
         rep = first[inv]
         ok = True
@@ -278,7 +302,7 @@ def _intern_values(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         total *= x
     if total >= 1 << 62:
         ids, first = intern_rows(keys)
-        return ids, keys[first]
+        return ids, np.take(keys, first, axis=0)
     comb = np.zeros(m, np.int64)
     mult = 1
     for j in range(keys.shape[1] - 1, -1, -1):
@@ -292,9 +316,19 @@ def _intern_values(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         first = np.empty(int(present.sum()), np.int64)
         first[ids] = np.arange(m)
     else:
-        _, first, ids = np.unique(comb, return_index=True, return_inverse=True)
-        ids = ids.reshape(-1)
-    return ids.astype(np.int64), keys[first]
+        first, ids = _sorted_ids(comb)
+    return ids.astype(np.int64, copy=False), np.take(keys, first, axis=0)
+
+
+def _sorted_ids(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(col, return_index=True, return_inverse=True)[1:]`` (ids in sorted value
+    order, first occurrences), found by interning (:func:`intern_rows`) and sorting only
+    the distinct values."""
+    fid, first = intern_rows(col)
+    order = np.argsort(col[first], kind="stable")
+    rank = np.empty(order.shape[0], np.int64)
+    rank[order] = np.arange(order.shape[0])
+    return first[order], rank[fid]
 
 
 class _Values:
@@ -306,12 +340,19 @@ class _Values:
         self.next = 0
         self._cache: dict[int, Any] = {}
         self.partial: list[int] = []  # ids of values that are partly unknown
+        self._partial_key: tuple[int, int] = (-1, -1)
+        self._partial_m = np.zeros(1, bool)
 
     def partial_mask(self) -> np.ndarray:
-        """bool[n_values + 1]: partly unknown values (the last entry, for markers, is False)."""
-        m = np.zeros(self.next + 1, bool)
-        m[self.partial] = True
-        return m
+        """bool[n_values + 1]: partly unknown values (the last entry, for markers, is False).
+        Read-only (one array, rebuilt when values are added)."""
+        key = (self.next, len(self.partial))
+        if self._partial_key != key:
+            m = np.zeros(self.next + 1, bool)
+            m[self.partial] = True
+            m.flags.writeable = False
+            self._partial_m, self._partial_key = m, key
+        return self._partial_m
 
     def add(self, n: int, decode: Callable[[int], Any]) -> int:
         start = self.next
@@ -439,6 +480,8 @@ class _Chains:
     wv: np.ndarray
     width: int
     cached: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    pure: bool | None = field(default=None, repr=False)
+    _filled: np.ndarray | None = field(default=None, repr=False)
 
     def matrices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(wmask, wval, filled)``: words written by each command and the words after it."""
@@ -449,10 +492,25 @@ class _Chains:
         wval = np.zeros((m, w), np.int64)
         wmask[self.owner, self.col] = True
         wval[self.owner, self.col] = self.wv
-        filled = self.fill(wmask, wval)
-        return wmask, wval, filled
+        filled = self._filled if self._filled is not None else self.fill(wmask, wval)
+        self.cached = (wmask, wval, filled)
+        return self.cached
+
+    def filled(self) -> np.ndarray:
+        """The words after each command (``matrices()[2]``), without the other two matrices
+        (``drawopt._state.fill_chains``; its pure twin is :meth:`fill`)."""
+        if self.cached is not None:
+            return self.cached[2]
+        if self._filled is None:
+            mod = load_cext("_state", self.pure)
+            if mod is not None and self.cmds.shape[0]:
+                self._filled = mod.fill_chains(self.start, self.init, self.owner, self.col, self.wv, self.width)
+            else:
+                self._filled = self.matrices()[2]
+        return self._filled
 
     def fill(self, wmask: np.ndarray, wval: np.ndarray) -> np.ndarray:
+        """Pure-numpy twin of ``drawopt._state.fill_chains``."""
         m = wmask.shape[0]
         rows = np.arange(m, dtype=np.int64)[:, None]
         idx = np.where(wmask | self.start[:, None], rows, 0)
@@ -546,6 +604,8 @@ class Scan:
     _arr: ArrayMasks | None = field(default=None, repr=False)
     _binds_buf: np.ndarray | None = field(default=None, repr=False)
     vb_table: VBTable | None = field(default=None, repr=False)
+    pure: bool | None = field(default=None, repr=False)
+    """The kernel choice the scan was made with (its rows and interning use the same)."""
 
     def vb_single_binding(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """For value ids ``ids`` (any, markers included): ``(ok, buffer, offset, stride)``.
@@ -574,61 +634,111 @@ class Scan:
             self.__dict__["_cval_ext_"] = ext
         return ext
 
-    def values_of(self, sel: np.ndarray | slice) -> np.ndarray:
-        """Raw (unmasked) value ids of every slot at observers ``sel``: int64[k, NSLOTS]."""
-        st = self.setter[sel]
+    @property
+    def read_bits(self) -> np.ndarray:
+        """int64[O]: bit ``s`` set where the observer can observe slot ``s`` (what
+        :meth:`read_mask` gives as a bool matrix); computed once."""
+        bits = self.__dict__.get("_read_bits_")
+        if bits is None:
+            bits = self._read_bits()
+            self.__dict__["_read_bits_"] = bits
+        return bits
+
+    def _read_bits(self) -> np.ndarray:
+        kind = self.obs_kind
+        bits = np.full(kind.shape[0], _ALL_BITS, np.int64)
+        pidx = self._pidx
+        d = np.flatnonzero(kind == OBS_DRAW)
+        if d.size:
+            ib = np.int64(1 << IB)
+            indexed = _IS_INDEXED[self.stream.op[self.obs[d]]]
+            bits[d] = (_bit_rows(self._draw_mask)[pidx[d]] & ~ib) | np.where(indexed, ib, np.int64(0))
+            rows, pj = self.array_readers(slice(None))
+            if rows.size:
+                bits[rows] &= ~_bit_rows(self._arr.lifted)[pj]
+        x = np.flatnonzero(kind == OBS_DISPATCH)
+        if x.size:
+            bits[x] = _bit_rows(self._disp_mask)[pidx[x]]
+        return bits
+
+    def _obs_index(self, sel: np.ndarray | slice) -> np.ndarray:
+        """``sel`` as observer indices (int64)."""
+        if isinstance(sel, slice):
+            return np.arange(self.obs.shape[0], dtype=np.int64)[sel]
+        sel = np.asarray(sel)
+        if sel.dtype == bool:
+            return np.flatnonzero(sel)
+        return sel.astype(np.int64, copy=False).reshape(-1)
+
+    def _rows(self, sel: np.ndarray | slice, bits: np.ndarray) -> np.ndarray:
+        """Value rows at observers ``sel``: slots whose bit is clear in ``bits`` (per
+        observer) :data:`MASKED`, unknown ones :data:`UNKNOWN`; int64[k, NSLOTS]."""
+        idx = self._obs_index(sel)
+        mod = load_cext("_state", self.pure)
+        if mod is not None:
+            return mod.observer_rows(self.setter, self.unknown, self.cval, self.init_val, bits, idx,
+                                     MASKED, UNKNOWN)
+        return self._rows_py(idx, bits)
+
+    def _rows_py(self, idx: np.ndarray, bits: np.ndarray) -> np.ndarray:
+        """Pure-numpy twin of ``drawopt._state.observer_rows``."""
+        st = self.setter[idx]
         # index -1 (no setter) reads the appended dummy, replaced by the slot's initial value
         v = np.where(st >= 0, self._cval_ext[st], self.init_val[None, :])
-        unk = self.unknown[sel]
+        unk = self.unknown[idx]
         if unk.any():
-            bits = ((unk[:, None] >> np.arange(NSLOTS, dtype=np.int64)) & 1).astype(bool)
-            v[bits] = UNKNOWN
+            v[((unk[:, None] >> _SHIFTS) & 1).astype(bool)] = UNKNOWN
+        b = bits[idx]
+        if (b != _ALL_BITS).any():
+            v[((b[:, None] >> _SHIFTS) & 1) == 0] = MASKED
         return v
+
+    def values_of(self, sel: np.ndarray | slice) -> np.ndarray:
+        """Raw (unmasked) value ids of every slot at observers ``sel``: int64[k, NSLOTS]."""
+        return self._rows(sel, np.full(self.obs.shape[0], _ALL_BITS, np.int64))
 
     def read_mask(self, sel: np.ndarray | slice) -> np.ndarray:
         """Which slots observers ``sel`` can observe: bool[k, NSLOTS]."""
-        kind = self.obs_kind[sel]
-        out = np.ones((kind.shape[0], NSLOTS), bool)
-        pidx = self._pidx[sel]
-        d = kind == OBS_DRAW
-        if d.any():
-            out[d] = self._draw_mask[pidx[d]]
-            out[d, IB] = _IS_INDEXED[self.stream.op[self.obs[sel][d]]]
-        x = kind == OBS_DISPATCH
-        if x.any():
-            out[x] = self._disp_mask[pidx[x]]
-        if d.any():
-            rows, pj = self.array_readers(sel)
-            if rows.size:
-                out[rows] &= ~self._arr.lifted[pj]
-        return out
+        b = self.read_bits[sel]
+        return ((b[:, None] >> _SHIFTS) & 1).astype(bool)
 
     def array_readers(self, sel: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
         """The draws among observers ``sel`` that read their per-draw record from a bound
         array (an array clause with a buffer bound at its P, not a ``DrawIndexedX`` that
         reads through ``x``): their rows in ``sel`` and their pipelines' rows of
         :class:`ArrayMasks`. The lift items of the clause are not observed there."""
+        rows, pj = self._array_readers_all()
+        if isinstance(sel, slice) and sel == slice(None) or not rows.size:
+            return rows, pj
+        pj_of = np.full(self.obs.shape[0], -1, np.int64)
+        pj_of[rows] = pj
+        at = pj_of[self._obs_index(sel)]
+        r = np.flatnonzero(at >= 0)
+        return r, at[r]
+
+    def _array_readers_all(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`array_readers` of every observer (computed once)."""
+        got = self.__dict__.get("_array_readers_")
+        if got is not None:
+            return got
         arr = self._arr
         none = np.zeros(0, np.int64)
-        if arr is None or self._binds_buf is None:
-            return none, none
-        pidx = self._pidx[sel]
-        pd = arr.perdraw[pidx]
-        cand = (self.obs_kind[sel] == OBS_DRAW) & (pd >= 0)
-        if not cand.any():
-            return none, none
-        idx = np.arange(self.obs.shape[0])[sel] if isinstance(sel, slice) else np.asarray(sel)
-        if idx.dtype == bool:
-            idx = np.flatnonzero(idx)
-        rows = np.flatnonzero(cand)
-        ops = self.stream.op[np.maximum(self.obs[idx[rows]], 0)]
-        rows = rows[~(arr.x_reads[pidx[rows]] & (ops == _OP["DrawIndexedX"]))]
-        col = ROOT0 + pd[rows]
-        st = self.setter[idx[rows], col]
-        unk = ((self.unknown[idx[rows]] >> col) & 1) == 1
-        bound = (st >= 0) & ~unk & self._binds_buf[np.maximum(st, 0)]
-        rows = rows[bound]
-        return rows, pidx[rows]
+        got = (none, none)
+        if arr is not None and self._binds_buf is not None:
+            pidx = self._pidx
+            pd = arr.perdraw[pidx]
+            rows = np.flatnonzero((self.obs_kind == OBS_DRAW) & (pd >= 0))
+            if rows.size:
+                ops = self.stream.op[np.maximum(self.obs[rows], 0)]
+                rows = rows[~(arr.x_reads[pidx[rows]] & (ops == _OP["DrawIndexedX"]))]
+                col = ROOT0 + pd[rows]
+                st = self.setter[rows, col]
+                unk = ((self.unknown[rows] >> col) & 1) == 1
+                bound = (st >= 0) & ~unk & self._binds_buf[np.maximum(st, 0)]
+                rows = rows[bound]
+                got = (rows, pidx[rows])
+        self.__dict__["_array_readers_"] = got
+        return got
 
     def lifted_slots(self, sel: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
         """At the draws among ``sel`` that read a bound array (:meth:`array_readers`): the
@@ -654,10 +764,54 @@ class Scan:
         return rows[r], ROOT0 + q, bits[r, q]
 
     def normalised(self, sel: np.ndarray | slice) -> np.ndarray:
-        """Normalised rows (unobservable slots :data:`MASKED`) at observers ``sel``."""
-        v = self.values_of(sel)
-        v[~self.read_mask(sel)] = MASKED
+        """Normalised rows (unobservable slots :data:`MASKED`) at observers ``sel``: int64[k, NSLOTS]."""
+        return self._rows(sel, self.read_bits)
+
+    def slot_values(self, sel: np.ndarray | slice, k: int) -> np.ndarray:
+        """The normalised values of slot ``k`` at observers ``sel`` (column ``k`` of
+        :meth:`normalised`): int64[len(sel)]."""
+        idx = self._obs_index(sel)
+        st = self.setter[idx, k]
+        v = np.where(st >= 0, self._cval_ext[st], self.init_val[k])
+        v[((self.unknown[idx] >> k) & 1) == 1] = UNKNOWN
+        v[((self.read_bits[idx] >> k) & 1) == 0] = MASKED
         return v
+
+    def diff_rows(self, sel: np.ndarray, ref_rows: np.ndarray, ref_idx: np.ndarray, map_a: np.ndarray,
+                  map_b: np.ndarray, ask_code: int) -> np.ndarray:
+        """Which slots of observers ``sel`` may differ from rows ``ref_rows[ref_idx]`` (another
+        scan's rows), compared through value maps: int64[len(sel)] bitmasks, bit ``s`` set
+        where ``map_a[va] != map_b[vb]`` or ``map_a[va] == ask_code`` (``va`` the reference
+        value, ``vb`` this scan's normalised value; the maps' last three entries stand for the
+        markers -3, -2, -1). No row matrix of ``sel`` is built."""
+        sel = np.asarray(sel, np.int64)
+        mod = load_cext("_state", self.pure)
+        if mod is not None:
+            return mod.diff_observers(self.setter, self.unknown, self.cval, self.init_val, self.read_bits, sel,
+                                      ref_rows, ref_idx, map_a, map_b, ask_code, MASKED, UNKNOWN)
+        return _diff_observers_py(self, sel, ref_rows, ref_idx, map_a, map_b, ask_code)
+
+    def observed_setters(self) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        """Which set commands observers read, from one walk over all of them.
+
+        Returns ``(observed, full, (reset_obs, reset_slot))``: ``observed`` bool[N], the
+        commands that are the setter of a slot some observer can observe; ``full``
+        bool[N], those that some observer reads whole (a slot not among the partly read
+        root constants of :meth:`unobserved_words`); ``reset_obs``, ``reset_slot``
+        int64[R], the observers and root-argument slots (graphics and compute) read with
+        no setter (left undefined or unknown by a reset, or never set), observer by
+        observer.
+        """
+        n = self.cval.shape[0]
+        part = np.zeros(self.obs.shape[0], np.int64)
+        r, q, _ = self.unobserved_words(slice(None))
+        if r.size:
+            np.bitwise_or.at(part, r, np.left_shift(np.int64(1), q.astype(np.int64)))
+        mod = load_cext("_state", self.pure)
+        if mod is not None:
+            o, f, ro, rs = mod.observed_setters(self.setter, self.read_bits, part, _ROOT_BITS, n)
+            return o.view(bool), f.view(bool), (ro, rs)
+        return _observed_setters_py(self.setter, self.read_bits, part, _ROOT_BITS, n)
 
     def value_before(self, cmds: np.ndarray) -> np.ndarray:
         """Value of each command's slot just before it (-1 undefined, -3 unknown)."""
@@ -768,8 +922,9 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
 
     groups: dict[int, np.ndarray] = {}
     if n:
-        order = np.argsort(op, kind="stable")
-        bounds = np.flatnonzero(np.diff(op[order])) + 1
+        order = np.argsort(s.op, kind="stable")  # (a radix sort on the 16-bit opcodes)
+        sop = s.op[order]
+        bounds = np.flatnonzero(sop[1:] != sop[:-1]) + 1
         for part in np.split(order, bounds):
             if part.size:
                 groups[int(op[part[0]])] = part
@@ -868,7 +1023,7 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
                                                                        int(u[j][2])))
             vb_slots, vcol = np.unique(a[vbc, 0], return_inverse=True)
             ch = _make_chains(VB, vbc, prev, np.arange(vbc.size), vcol.reshape(-1), tbase + trip_ids,
-                              vb_slots.shape[0])
+                              vb_slots.shape[0], pure)
             chains[VB] = ch
 
             def dec_vb(row: np.ndarray, slots: np.ndarray = vb_slots) -> tuple:
@@ -888,7 +1043,7 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
                 owner = np.repeat(np.arange(c.size), lens)
                 col = np.repeat(dest, lens) + (np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens))
                 wv = s.pool[ragged_index(s.var_off[c], s.var_len[c])]
-                ch = _make_chains(int(sl), c, prev, owner, col, wv, int((dest + cnt).max()))
+                ch = _make_chains(int(sl), c, prev, owner, col, wv, int((dest + cnt).max()), pure)
                 chains[int(sl)] = ch
                 _resolve(ch, cval, values, _decode_constants)
 
@@ -900,12 +1055,14 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
         obs_all = np.append(obs_all, -1)
         kind = np.append(kind, OBS_END)
     kind = kind.astype(np.uint8)
-    opaque_cum = np.concatenate([[0], np.cumsum(op == _OP["Opaque"])]).astype(np.int64)
-    epoch = opaque_cum[np.where(obs_all >= 0, obs_all, n)]  # Opaque commands strictly before
+    # Opaque commands strictly before each observer
+    epoch = np.searchsorted(where("Opaque"), np.where(obs_all >= 0, obs_all, n)).astype(np.int64)
 
     ps = setter[:, PIPELINE]
-    pipe = np.full(ps.shape[0], UNDEFINED, np.int64)
-    pipe[ps >= 0] = a[ps[ps >= 0], 0]
+    if n:
+        pipe = np.where(ps >= 0, np.take(a[:, 0], np.maximum(ps, 0)), UNDEFINED)
+    else:
+        pipe = np.full(ps.shape[0], UNDEFINED, np.int64)
     pipe[((unknown >> PIPELINE) & 1) == 1] = UNKNOWN
 
     init_val = np.full(NSLOTS, UNDEFINED, np.int64)
@@ -925,7 +1082,7 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
             keys = np.array([(h << 32) | v for h, v in buf_view], np.int64)  # heapref encoding
             binds_buf[idx] = np.isin(a[idx, 1], keys)
     return Scan(s, kcode, slot, cval, prev, obs_all, kind, setter, unknown, pipe, epoch, init_val, values,
-                chains, heap_type, draw_mask, disp_mask, pidx, arr, binds_buf, vb_table)
+                chains, heap_type, draw_mask, disp_mask, pidx, arr, binds_buf, vb_table, pure)
 
 
 @dataclass(frozen=True)
@@ -1014,13 +1171,13 @@ def _decode_constants(row: np.ndarray) -> tuple:
 
 
 def _make_chains(sl: int, cmds: np.ndarray, prev: np.ndarray, owner: np.ndarray, col: np.ndarray,
-                 wv: np.ndarray, width: int) -> _Chains:
+                 wv: np.ndarray, width: int, pure: bool | None = None) -> _Chains:
     p = prev[cmds]
     start = np.ones(cmds.shape[0], bool)
     start[1:] = p[1:] != cmds[:-1]
     init = np.where(p == -3, UNKNOWN, UNDEFINED).astype(np.int64)
     return _Chains(sl, cmds, start, init, np.asarray(owner, np.int64), np.asarray(col, np.int64),
-                   np.asarray(wv, np.int64), max(int(width), 1))
+                   np.asarray(wv, np.int64), max(int(width), 1), pure=pure)
 
 
 def _resolve(ch: _Chains, cval: np.ndarray, values: _Values,
@@ -1030,8 +1187,7 @@ def _resolve(ch: _Chains, cval: np.ndarray, values: _Values,
 
     Returns the first value id of the new block and its rows (the words, then the
     unknown flag): row ``j`` is value ``base + j``."""
-    ch.cached = ch.matrices()
-    filled = ch.cached[2]
+    filled = ch.filled()
     rows = np.arange(filled.shape[0], dtype=np.int64)
     seg_start = np.maximum.accumulate(np.where(ch.start, rows, 0))
     from_unknown = (ch.init[seg_start] == UNKNOWN).astype(np.int64)
@@ -1096,26 +1252,67 @@ def _pipeline_masks(decls) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 _CHUNK = 1 << 16
 
 
-def _keyed_rows(sc: Scan, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Interning keys of observers ``sel`` and their hashes: normalised rows (int32) plus
-    an epoch column (the Opaque epoch when the row holds unknown values, else -1)."""
-    out = np.empty((sel.shape[0], NSLOTS + 1), np.int32)
-    hashes = np.empty(sel.shape[0], np.uint64)
+def _observed_setters_py(setter: np.ndarray, readbits: np.ndarray, partbits: np.ndarray, rootbits: int,
+                         n: int) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Pure-numpy twin of ``drawopt._state.observed_setters`` (see :meth:`Scan.observed_setters`)."""
+    observed = np.zeros(n, bool)
+    full = np.zeros(n, bool)
+    root = ((np.int64(rootbits) >> _SHIFTS) & 1).astype(bool)
+    ro, rs = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for lo in range(0, setter.shape[0], _CHUNK):
+        st = setter[lo:lo + _CHUNK]
+        m = ((readbits[lo:lo + _CHUNK, None] >> _SHIFTS) & 1).astype(bool)
+        part = ((partbits[lo:lo + _CHUNK, None] >> _SHIFTS) & 1).astype(bool)
+        observed[st[m & (st >= 0)]] = True
+        full[st[m & ~part & (st >= 0)]] = True
+        o, k = np.nonzero(m & (st == -1) & root[None, :])
+        ro.append(lo + o)
+        rs.append(k)
+    return observed, full, (np.concatenate(ro).astype(np.int64), np.concatenate(rs).astype(np.int64))
+
+
+def _diff_observers_py(sc: Scan, sel: np.ndarray, ref_rows: np.ndarray, ref_idx: np.ndarray, map_a: np.ndarray,
+                       map_b: np.ndarray, ask_code: int) -> np.ndarray:
+    """Pure-numpy twin of ``drawopt._state.diff_observers`` (see :meth:`Scan.diff_rows`)."""
+    out = np.zeros(sel.shape[0], np.int64)
+    for lo in range(0, sel.shape[0], _CHUNK):
+        ka = map_a[ref_rows[ref_idx[lo:lo + _CHUNK]]]
+        kb = map_b[sc._rows_py(sel[lo:lo + _CHUNK], sc.read_bits)]
+        out[lo:lo + ka.shape[0]] = _bit_rows((ka != kb) | (ka == ask_code))
+    return out
+
+
+def _intern_observers(sc: Scan, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Intern the keys of observers ``sel``: their normalised rows plus an epoch (the Opaque
+    epoch when the row holds unknown values, else -1). Returns ``(ids, first, rows,
+    epochs)``: ids in order of first appearance, ``first`` the position in ``sel`` of each
+    id's first observer, ``rows`` int64[U, NSLOTS] and ``epochs`` int64[U] each id's key."""
+    mod = load_cext("_state", sc.pure)
     partial = sc.values.partial_mask()
+    if mod is not None:
+        return mod.intern_observers(sc.setter, sc.unknown, sc.cval, sc.init_val, sc.read_bits, sc.epoch,
+                                    partial.view(np.uint8), sel, MASKED, UNKNOWN)
+    return _intern_observers_py(sc, sel, partial)
+
+
+def _intern_observers_py(sc: Scan, sel: np.ndarray, partial: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                                                   np.ndarray, np.ndarray]:
+    """Pure-numpy twin of ``drawopt._state.intern_observers``."""
+    out = np.empty((sel.shape[0], NSLOTS + 1), np.int64)
     for lo in range(0, sel.shape[0], _CHUNK):
         part = sel[lo:lo + _CHUNK]
         hi = lo + part.shape[0]
-        v = sc.normalised(part)
+        v = sc._rows_py(part, sc.read_bits)
         has_unk = (v == UNKNOWN).any(axis=1)
         if partial.any():
             has_unk |= partial[np.where(v >= 0, v, -1)].any(axis=1)
         out[lo:hi, :NSLOTS] = v
         out[lo:hi, NSLOTS] = np.where(has_unk, sc.epoch[part], -1)
-        hashes[lo:hi] = _hash_rows(out[lo:hi])
-    return out, hashes
+    ids, first = _intern_rows_py(out)
+    return ids, first, out[first, :NSLOTS], out[first, NSLOTS]
 
 
-def track(stream: Stream, pure: bool | None = None) -> StateTable:
+def track(stream: Stream, pure: bool | None = None, sc: Scan | None = None) -> StateTable:
     """Track the state of every draw of ``stream``.
 
     Parameters
@@ -1124,27 +1321,36 @@ def track(stream: Stream, pure: bool | None = None) -> StateTable:
     pure : bool, optional
         Force (True) or forbid (False) the pure-Python scan; default: the compiled
         kernel unless ``DRAWOPT_PURE=1``.
+    sc : Scan, optional
+        ``scan(stream, pure)`` if already known (the table is built from it).
 
     Returns
     -------
     StateTable
     """
-    sc = scan(stream, pure)
+    if sc is None:
+        sc = scan(stream, pure)
+    elif sc.stream is not stream:
+        raise ValueError("the scan is of another stream")
     dsel = np.flatnonzero(sc.obs_kind == OBS_DRAW)
     xsel = np.flatnonzero(sc.obs_kind == OBS_DISPATCH)
-    dkeys, dh = _keyed_rows(sc, dsel)
-    dstate, dfirst = intern_rows(dkeys, dh)
+    dstate, _, drows, depoch = _intern_observers(sc, dsel)
     # pack classes: a function of the state row (index buffer masked), interned over the
-    # distinct states in state-id order, which keeps first-appearance order among draws
-    pk = dkeys[dfirst].copy()
+    # distinct states in state-id order, which keeps first-appearance order among draws.
+    # Masking the index buffer may leave a row that held unknowns without any: its epoch goes
+    pk = np.empty((drows.shape[0], NSLOTS + 1), np.int32)  # value ids and epochs are < 2**31
+    pk[:, :NSLOTS] = drows
     pk[:, IB] = MASKED
-    partial = sc.values.partial_mask()
-    known = (pk[:, :NSLOTS] != UNKNOWN).all(axis=1) & ~partial[np.where(pk[:, :NSLOTS] >= 0, pk[:, :NSLOTS], -1)].any(1)
-    pk[known, NSLOTS] = -1
-    pack_of_state, _ = intern_rows(pk)
-    xkeys, xh = _keyed_rows(sc, xsel)
-    xstate, xfirst = intern_rows(xkeys, xh)
-    rows = np.concatenate([dkeys[dfirst, :NSLOTS], xkeys[xfirst, :NSLOTS]]).astype(np.int64)
+    pk[:, NSLOTS] = depoch
+    cand = np.flatnonzero(depoch != -1)
+    if cand.size:
+        sub = pk[cand, :NSLOTS]
+        partial = sc.values.partial_mask()
+        known = (sub != UNKNOWN).all(axis=1) & ~partial[np.where(sub >= 0, sub, -1)].any(1)
+        pk[cand[known], NSLOTS] = -1
+    pack_of_state, _ = intern_rows(pk, pure=sc.pure)
+    xstate, _, xrows, _ = _intern_observers(sc, xsel)
+    rows = np.concatenate([drows, xrows]) if xrows.shape[0] else drows
     all_draws = dsel.shape[0] == sc.obs.shape[0]
     return StateTable(
         draws=sc.obs[dsel],
@@ -1153,7 +1359,7 @@ def track(stream: Stream, pure: bool | None = None) -> StateTable:
         rows=rows.reshape(-1, NSLOTS),
         setter=sc.setter if all_draws else sc.setter[dsel],
         dispatches=sc.obs[xsel],
-        dispatch_state=(xstate + dfirst.shape[0]).astype(np.int32),
+        dispatch_state=(xstate + drows.shape[0]).astype(np.int32),
         dispatch_setter=sc.setter[xsel],
         scan=sc,
     )
