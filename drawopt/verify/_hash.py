@@ -13,36 +13,64 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from drawopt._accel import load_cext
+
 _C1 = np.uint64(0xBF58476D1CE4E5B9)
 _C2 = np.uint64(0x94D049BB133111EB)
 _G = np.uint64(0x9E3779B97F4A7C15)
 _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 SEED = 0x243F6A8885A308D3
+_M64 = 0xFFFFFFFFFFFFFFFF
 
 
-def _fmix(z: np.ndarray) -> np.ndarray:
-    z = z ^ (z >> _S30)
-    z = z * _C1
-    z = z ^ (z >> _S27)
-    z = z * _C2
-    return z ^ (z >> _S31)
+def _fold(h: np.ndarray, c: np.ndarray | int, t: np.ndarray) -> None:
+    """``h = fmix64(h * G + c)`` in place, fmix64 being splitmix64's finalizer (``t``: scratch).
+
+    The pure twin of ``drawopt._verify.fold`` / ``fold_scalar``."""
+    np.multiply(h, _G, out=h)
+    if isinstance(c, np.ndarray) and c.ndim:
+        np.add(h, _as_i64(c).view(np.uint64), out=h)
+    else:
+        np.add(h, np.uint64(int(c) & _M64), out=h)
+    for shift, mul in ((_S30, _C1), (_S27, _C2)):
+        np.right_shift(h, shift, out=t)
+        np.bitwise_xor(h, t, out=h)
+        np.multiply(h, mul, out=h)
+    np.right_shift(h, _S31, out=t)
+    np.bitwise_xor(h, t, out=h)
 
 
-def _u64(c: np.ndarray | int, n: int) -> np.ndarray:
-    a = np.asarray(c)
-    if a.dtype != np.int64:
-        a = a.astype(np.int64)
-    if a.ndim == 0:
-        a = np.full(n, int(a), np.int64)
-    return a.view(np.uint64)
+def _as_i64(c: np.ndarray) -> np.ndarray:
+    if c.dtype == np.uint64:
+        c = c.view(np.int64)
+    elif c.dtype != np.int64:
+        c = c.astype(np.int64)
+    return c
 
 
-def hash_cols(cols: Sequence[np.ndarray | int], n: int, seed: int = SEED) -> np.ndarray:
-    """One ``int64`` hash per row of the columns ``cols`` (each length ``n`` or a scalar)."""
-    h = np.full(n, seed & 0xFFFFFFFFFFFFFFFF, np.uint64)
+def hash_cols(cols: Sequence[np.ndarray | int], n: int, seed: int = SEED, pure: bool | None = None) -> np.ndarray:
+    """One ``int64`` hash per row of the columns ``cols`` (each length ``n`` or a scalar).
+
+    ``pure``: force (True) or forbid (False) the pure-numpy path; default: the
+    compiled kernel unless ``DRAWOPT_PURE=1`` or it is not built. Both give identical hashes.
+
+    >>> h = hash_cols([np.array([1, 2, 1]), 7], 3)
+    >>> bool(h[0] == h[2]), bool(h[0] == h[1])
+    (True, False)
+    """
+    h = np.full(n, seed & _M64, np.uint64)
+    k = load_cext("_verify", pure)
+    if k is not None:
+        for c in cols:
+            if isinstance(c, np.ndarray) and c.ndim:
+                k.fold(h, np.ascontiguousarray(_as_i64(c)))
+            else:
+                k.fold_scalar(h, int(c) & _M64)
+        return h.view(np.int64)
+    t = np.empty(n, np.uint64)
     with np.errstate(over="ignore"):
         for c in cols:
-            h = _fmix(h * _G + _u64(c, n))
+            _fold(h, c, t)
     return h.view(np.int64)
 
 

@@ -31,6 +31,7 @@ __all__ = ["TargetSeqs", "canonical", "compare_records", "Mismatch", "matched_ac
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -63,7 +64,6 @@ class TargetSeqs:
     lab: np.ndarray
     start: np.ndarray
     kh: np.ndarray
-    kx: np.ndarray
     kc: np.ndarray
     sh: np.ndarray
     src: np.ndarray
@@ -82,18 +82,21 @@ class TargetSeqs:
     m_rec: np.ndarray
     """Members of the entries: record ``m_rec[i]`` belongs to entry ``m_entry[i]`` (a merged
     entry has several records; a record of an action writing k resources is in k entries)."""
+    key: np.ndarray
+    """The stream's record keys (``Records.key``), for :attr:`kx`."""
+
+    @cached_property
+    def kx(self) -> np.ndarray:
+        """The key hash without hazards (to describe differences: a dropped write shifts later
+        reads); computed when a difference is described."""
+        k = self.key
+        return hash_cols([*[k[:, j][self.first] for j in _REST], self.src_off, self.count, self.inst, self.ninst,
+                          self.rel], self.first.size)
 
 
 def _mix(*cols: np.ndarray) -> np.ndarray:
     n = cols[0].size
     return hash_cols(list(cols), n).view(np.uint64)
-
-
-def _sum_by(idx: np.ndarray, vals: np.ndarray, n: int) -> np.ndarray:
-    out = np.zeros(n, np.uint64)
-    if idx.size:
-        np.add.at(out, idx, vals)
-    return out
 
 
 def _barriers(R: Records, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -118,6 +121,48 @@ def _readers_between(rk: np.ndarray, res: np.ndarray, lo: np.ndarray, hi: np.nda
             np.searchsorted(rk, res * _SHIFT + lo, side="left")) > 0
 
 
+def _sum_by(idx: np.ndarray, vals: np.ndarray, n: int) -> np.ndarray:
+    """Wrapping per-index sums of ``vals`` into ``n`` bins (``np.add.at``; one ``reduceat``
+    where ``idx`` is sorted, as the access columns are)."""
+    out = np.zeros(n, np.uint64)
+    if not idx.size:
+        return out
+    head = np.empty(idx.size, bool)
+    head[0] = True
+    np.not_equal(idx[1:], idx[:-1], out=head[1:])
+    if idx.size > 1 and bool((idx[1:] < idx[:-1]).any()):
+        np.add.at(out, idx, vals)
+        return out
+    st = np.flatnonzero(head)
+    out[idx[st]] = np.add.reduceat(vals, st)
+    return out
+
+
+def _by_res(res: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The stable order of ``res`` and the sorted keys ``res << 40 | pos`` (``pos``
+    non-decreasing within each resource, as action and record numbers are)."""
+    small = res.astype(np.uint16) if res.size and 0 <= int(res.min()) and int(res.max()) < 1 << 16 else res
+    o = np.argsort(small, kind="stable")
+    return o, (res * _SHIFT + pos)[o]
+
+
+def _group_order(gid: np.ndarray, keys: tuple[np.ndarray, ...]) -> np.ndarray:
+    """``np.lexsort((*keys, gid))`` for a non-decreasing ``gid``: only groups of two or more
+    entries are sorted (a singleton group keeps its place)."""
+    n = gid.size
+    o = np.arange(n)
+    if n < 2:
+        return o
+    eq = gid[1:] == gid[:-1]
+    multi = np.zeros(n, bool)
+    multi[1:] = eq
+    multi[:-1] |= eq
+    idx = np.flatnonzero(multi)
+    if idx.size:
+        o[idx] = idx[np.lexsort(tuple(k[idx] for k in keys) + (gid[idx],))]
+    return o
+
+
 def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = None) -> TargetSeqs:
     """Canonical write sequences of ``R``.
 
@@ -133,11 +178,12 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     e_res = np.repeat(R.w_res, wrep)
     e_lab = np.repeat(R.w_lab, wrep)
     e_rec = ragged(R.a_first[R.w_act], wrep)
-    o = np.lexsort((e_rec, e_res))
+    # by (resource, record): records of one resource come in stream order
+    o, _ = _by_res(e_res, e_rec)
     e_res, e_lab, e_rec = e_res[o], e_lab[o], e_rec[o]
     e_act = R.r_act[e_rec]
     # readers of each resource, by action
-    rk = np.sort(R.rd_res * _SHIFT + R.rd_act)
+    _, rk = _by_res(R.rd_res, R.rd_act)
     bar_keys, _ = _barriers(R, np.asarray(barriers, np.int64))
     # ------------------------------------------------------------ raw hazards (for merging)
     rd_keep = np.isin(R.rd_res, written)
@@ -161,9 +207,11 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     # inside a commuting group the order is not observable: put its records in a canonical
     # order (by key, then by position for ties) so that merging does not depend on it
     rest_h = hash_cols([key[:, j] for j in _REST], key.shape[0])[e_rec]
-    ck = [key[e_rec, F[f]] for f in ("rel", "ninst", "inst", "count", "src_off")]
-    o = np.lexsort((e_rec, *ck, hz_raw[e_act], rest_h, e_gid))
+    ck = [key[:, F[f]][e_rec] for f in ("rel", "ninst", "inst", "count", "src_off")]
+    o = _group_order(e_gid, (e_rec, *ck, hz_raw[e_act], rest_h))
     e_res, e_lab, e_rec, e_act, e_gid, rest_h = e_res[o], e_lab[o], e_rec[o], e_act[o], e_gid[o], rest_h[o]
+    col = {f: c[o] for f, c in zip(("rel", "ninst", "inst", "count", "src_off"), ck)}
+    col.update({f: key[:, F[f]][e_rec] for f in ("kind", "fmt")})
     # ------------------------------------------------------------ merge links
     pa, ca = e_act[prev], e_act
     same_g = np.zeros(n, bool)
@@ -172,7 +220,6 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     # across groups: only unlabelled neighbours (singleton groups, still in stream order) with no
     # read of the resource between them merge; inside a group nothing reads the resource
     sep = ~same_g & ((e_lab != 0) | _readers_between(rk, e_res, pa, ca))
-    col = {f: key[:, F[f]][e_rec] for f in ("kind", "src_off", "count", "inst", "ninst", "rel", "fmt")}
     pcol = {f: v[prev] for f, v in col.items()}
     base_ok = same & ~sep & (rest_h[prev] == rest_h) & (hz_raw[pa] == hz_raw[ca]) & \
         (e_lab[prev] == e_lab) & ~R.r_nomerge[e_rec[prev]] & ~R.r_nomerge[e_rec]
@@ -204,17 +251,16 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     res = e_res[hidx]
     lab = e_lab[hidx]
     gid = e_gid[hidx]
-    kf = key[first]
-    src_off = kf[:, F["src_off"]].copy()
-    count = kf[:, F["count"]].copy()
-    inst = kf[:, F["inst"]].copy()
-    ninst = kf[:, F["ninst"]].copy()
-    rel = kf[:, F["rel"]].copy()
-    if hidx.size:
-        rtype = np.zeros(hidx.size, np.int64)
-        np.maximum.at(rtype, run, typ)
-        tot_n = np.add.reduceat(key[e_rec, F["ninst"]], hidx)
-        tot_c = np.add.reduceat(key[e_rec, F["count"]], hidx)
+    kf = {j: key[:, j][first] for j in range(key.shape[1])}
+    src_off = col["src_off"][hidx]
+    count = col["count"][hidx]
+    inst = col["inst"][hidx]
+    ninst = col["ninst"][hidx]
+    rel = col["rel"][hidx]
+    if hidx.size and hidx.size < n:
+        rtype = np.maximum.reduceat(typ, hidx)
+        tot_n = np.add.reduceat(col["ninst"], hidx)
+        tot_c = np.add.reduceat(col["count"], hidx)
         ninst = np.where(rtype == 1, tot_n, ninst)
         count = np.where(rtype == 2, tot_c, count)
     # ------------------------------------------------------------ canonical hazards
@@ -224,18 +270,16 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     can_cnt = _count_before(ckey, rr, ra)
     hz = _sum_by(ra, _mix(rr, can_cnt, rd_bar), nA) + wpart
     # ------------------------------------------------------------ key hash and groups
-    kc = hash_cols([*[kf[:, j] for j in _REST if j not in (F["state"], F["src_buf"], F["fmt"])], count, inst,
+    kc = hash_cols([*[kf[j] for j in _REST if j not in (F["state"], F["src_buf"], F["fmt"])], count, inst,
                     ninst, rel, hz[f_act].view(np.int64)], hidx.size)
-    sh = kf[:, F["state"]]
-    src = hash_cols([kf[:, F["src_buf"]], kf[:, F["fmt"]], src_off], hidx.size)
+    sh = kf[F["state"]]
+    src = hash_cols([kf[F["src_buf"]], kf[F["fmt"]], src_off], hidx.size)
     kh = hash_cols([kc, sh, src], hidx.size)
-    # the same without hazards, to describe differences (a dropped write shifts later reads)
-    kx = hash_cols([*[kf[:, j] for j in _REST], src_off, count, inst, ninst, rel], hidx.size)
     m = hidx.size
     # multiset groups (the raw commuting groups; a merged run never spans two of them unless
     # both are unlabelled singletons, which then stay separate groups): sort by key hash inside
     # the group (stable: keeps order for ties)
-    o = np.lexsort((src, sh, kc, gid))
+    o = _group_order(gid, (src, sh, kc))
     gs = gid[o]
     start = np.ones(m, bool)
     if m > 1:
@@ -246,11 +290,11 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     rd_b[rd_keep] = rd_bar
     pos_of_run = np.empty(m, np.int64)
     pos_of_run[o] = np.arange(m)
-    return TargetSeqs(res=res[o], first=first[o], last=last[o], lab=lab[o], start=start, kh=kh[o], kx=kx[o],
-                      kc=kc[o], sh=sh[o], src=src[o], src_buf=kf[:, F["src_buf"]][o], act=f_act[o],
+    return TargetSeqs(res=res[o], first=first[o], last=last[o], lab=lab[o], start=start, kh=kh[o],
+                      kc=kc[o], sh=sh[o], src=src[o], src_buf=kf[F["src_buf"]][o], act=f_act[o],
                       src_off=src_off[o], count=count[o], inst=inst[o], ninst=ninst[o], rel=rel[o],
                       hz=hz.view(np.int64), rd_cnt=rd_cnt, rd_bar=rd_b, w_bar=w_bar,
-                      m_entry=pos_of_run[run] if n else np.zeros(0, np.int64), m_rec=e_rec)
+                      m_entry=pos_of_run[run] if n else np.zeros(0, np.int64), m_rec=e_rec, key=key)
 
 
 def matched_actions(A: Records, B: Records, SA: TargetSeqs,
@@ -260,12 +304,15 @@ def matched_actions(A: Records, B: Records, SA: TargetSeqs,
     records the matching entry of A holds (None when ``b`` has no record in any write
     sequence). Entries correspond position by position in each resource's canonical
     sequence; an entry stands for all the records merged into it."""
-    by_rec_b = np.argsort(SB.m_rec, kind="stable")
-    rec_b = SB.m_rec[by_rec_b]
-    by_ent_a = np.argsort(SA.m_entry, kind="stable")
-    ent_a = SA.m_entry[by_ent_a]
+    idx: list[np.ndarray] = []
 
     def of(b: int) -> list[np.ndarray] | None:
+        if not idx:  # the sorts are built on the first query (most verdicts make none)
+            idx.append(np.argsort(SB.m_rec, kind="stable"))
+            idx.append(SB.m_rec[idx[0]])
+            idx.append(np.argsort(SA.m_entry, kind="stable"))
+            idx.append(SA.m_entry[idx[2]])
+        by_rec_b, rec_b, by_ent_a, ent_a = idx
         lo = np.searchsorted(rec_b, B.a_first[b], "left")
         hi = np.searchsorted(rec_b, B.a_first[b] + B.a_nrec[b], "left")
         if hi <= lo:

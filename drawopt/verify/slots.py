@@ -134,9 +134,10 @@ def column_universe(streams: list[Stream]) -> list[int]:
 class StateAt:
     """State seen at the query commands.
 
-    ``cols``: column ids; ``val[:, j]``: raw value of column ``cols[j]`` at each query
-    (non-negative, or a sentinel of :mod:`.model`); ``src[:, j]``: the command that
-    gave it (-1 if none). ``col`` maps a column id to its position.
+    ``cols``: column ids; ``val[j]``: raw value of column ``cols[j]`` at each query
+    (non-negative, or a sentinel of :mod:`.model`); ``src[j]``: the command that
+    gave it (-1 if none). ``col`` maps a column id to its position. A column's values
+    are contiguous (one row per column), as every consumer reads whole columns.
     """
 
     queries: np.ndarray
@@ -149,11 +150,11 @@ class StateAt:
 
     def value(self, c: int) -> np.ndarray:
         j = self.col.get(c)
-        return self.val[:, j] if j is not None else np.full(self.queries.size, NEVER, np.int64)
+        return self.val[j] if j is not None else np.full(self.queries.size, NEVER, np.int64)
 
     def source(self, c: int) -> np.ndarray:
         j = self.col.get(c)
-        return self.src[:, j] if j is not None else np.full(self.queries.size, -1, np.int64)
+        return self.src[j] if j is not None else np.full(self.queries.size, -1, np.int64)
 
 
 def _ffill(ev_idx: np.ndarray, ev_val: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -267,15 +268,18 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
                 byparam.setdefault(q, {}).setdefault(f, []).append(c)
         for fams in byparam.values():
             for f, cols in fams.items():
-                setters_of = np.unique(np.concatenate([setters[c][0] for c in cols if c in setters] or
-                                                      [np.zeros(0, np.int64)]))
+                mark = np.zeros(len(s), bool)
+                for c in cols:
+                    if c in setters:
+                        mark[setters[c][0]] = True
+                setters_of = np.flatnonzero(mark)
                 for g, others in fams.items():
                     if g != f and setters_of.size:
                         for c in others:
                             resets.setdefault(c, []).append((setters_of, KIND_RESET))
 
-    val = np.empty((nq, len(universe)), np.int64)
-    src = np.empty((nq, len(universe)), np.int64)
+    val = np.empty((len(universe), nq), np.int64)
+    src = np.empty((len(universe), nq), np.int64)
     z = np.zeros(0, np.int64)
     for j, c in enumerate(universe):
         ei, ev = setters.get(c, (z, z))
@@ -286,7 +290,7 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
         v, w = _ffill(np.concatenate(parts_i), np.concatenate(parts_v), queries)
         if c == cid_of(Col.AF):
             v = np.where(w < 0, header_af, v)
-        val[:, j], src[:, j] = v, w
+        val[j], src[j] = v, w
     return StateAt(queries, list(universe), val, src)
 
 
