@@ -168,6 +168,9 @@ class Records:
 
 
 # --------------------------------------------------------------------------- views
+_HEAP_SHIFT = np.int64(1) << np.int64(34)
+
+
 class Views:
     """``heap[slot]`` -> (view kind, resource id) of one stream's declarations."""
 
@@ -178,9 +181,16 @@ class Views:
                 rid = canon.id(d.resource) if d.resource is not None else -1
                 tmp.setdefault(canon.id(d.heap), []).append((d.slot, d.view, rid))
         self.by_heap: dict[int, tuple[list[int], list[tuple[str, int]]]] = {}
+        flat: list[tuple[int, int, str, int]] = []
         for h, lst in tmp.items():
             lst.sort()
             self.by_heap[h] = ([x[0] for x in lst], [(x[1], x[2]) for x in lst])
+            flat += [(h, *x) for x in lst]
+        flat.sort(key=lambda x: (x[0], x[1]))
+        self.keys = np.array([h * _HEAP_SHIFT + slot for h, slot, _, _ in flat], np.int64)
+        """Sorted ``heap << 34 | slot`` of every view (columnar form of ``by_heap``)."""
+        self.kinds = np.array([k for _, _, k, _ in flat] + [""])
+        self.rids = np.array([r for _, _, _, r in flat], np.int64)
 
     def resource(self, heap: int, slot: int) -> tuple[str, int] | None:
         e = self.by_heap.get(heap)
@@ -189,12 +199,14 @@ class Views:
         i = bisect.bisect_left(e[0], slot)
         return e[1][i] if i < len(e[0]) and e[0][i] == slot else None
 
-    def range(self, heap: int, lo: int, n: int) -> list[tuple[str, int]]:
-        e = self.by_heap.get(heap)
-        if e is None:
-            return []
-        i, j = bisect.bisect_left(e[0], lo), bisect.bisect_left(e[0], lo + n)
-        return e[1][i:j]
+    def in_ranges(self, heap: np.ndarray, lo: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The views in slots ``lo[i] .. lo[i] + n - 1`` of ``heap[i]``, for every ``i``:
+        ``(i, view kind, resource id)``, in order of ``i`` then slot."""
+        a = np.searchsorted(self.keys, heap * _HEAP_SHIFT + lo, "left")
+        b = np.searchsorted(self.keys, heap * _HEAP_SHIFT + lo + n, "left")
+        cnt = b - a
+        j = ragged(a, cnt)
+        return np.repeat(np.arange(heap.size, dtype=np.int64), cnt), self.kinds[j], self.rids[j]
 
 
 def safe_ref(cmap: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -322,111 +334,142 @@ class _Expander:
             parts.append(np.where(v >= 0, safe_ref(cmap, s.args[np.maximum(src, 0), col]), v))
         sig = hash_cols(parts, nA)
         _, first_of, inv = np.unique(sig, return_index=True, return_inverse=True)
-        sig_w, sig_r = [], []
-        for a in first_of:
-            w, r = self._access_of(int(a))
-            sig_w.append(w)
-            sig_r.append(r)
-        nw_sig = np.array([len(x) for x in sig_w], np.int64)
-        nr_sig = np.array([len(x) for x in sig_r], np.int64)
-        flat_w = np.array([x for lst in sig_w for x in lst], np.int64).reshape(-1, 2)
-        flat_r = np.array([x for lst in sig_r for x in lst], np.int64)
-        woff = np.r_[0, np.cumsum(nw_sig)][:-1].astype(np.int64)
-        roff = np.r_[0, np.cumsum(nr_sig)][:-1].astype(np.int64)
+        # the access sets of one action per signature, in signature order (columnar)
+        w_sig, w_res_s, w_lab_s, r_sig, r_res_s = self._access_rows(first_of.astype(np.int64))
+        U = first_of.size
+        nw_sig = np.bincount(w_sig, minlength=U).astype(np.int64)
+        nr_sig = np.bincount(r_sig, minlength=U).astype(np.int64)
+        woff = (np.cumsum(nw_sig) - nw_sig).astype(np.int64)
+        roff = (np.cumsum(nr_sig) - nr_sig).astype(np.int64)
         nw, nr = nw_sig[inv], nr_sig[inv]
         self.w_act = np.repeat(np.arange(nA, dtype=np.int64), nw)
         wk = ragged(woff[inv], nw)
-        self.w_res = flat_w[wk, 0] if wk.size else np.zeros(0, np.int64)
-        self.w_lab = flat_w[wk, 1] if wk.size else np.zeros(0, np.int64)
+        self.w_res = w_res_s[wk]
+        self.w_lab = w_lab_s[wk]
         self.rd_act = np.repeat(np.arange(nA, dtype=np.int64), nr)
-        rk = ragged(roff[inv], nr)
-        self.rd_res = flat_r[rk] if rk.size else np.zeros(0, np.int64)
+        self.rd_res = r_res_s[ragged(roff[inv], nr)]
         self.first_write = np.full(len(self.canon.names) + 1, np.iinfo(np.int64).max, np.int64)
         if self.w_act.size:
             np.minimum.at(self.first_write, self.w_res, self.w_act)
 
-    def _access_of(self, a: int) -> tuple[list[tuple[int, int]], list[int]]:
-        """``(writes as (resource, label), reads)`` of action ``a``."""
-        s, st, cmap, decls = self.s, self.st, self.cmap, self.decls
-        cmd, op = int(self.act[a]), int(self.a_op[a])
-        args = s.args[cmd]
-        if op == _OP["CopyBufferRegion"]:
-            return [(int(cmap[args[0]]), 0)], [int(cmap[args[2]])]
-        p = int(self.a_pipe[a])
-        pi = self.pipes[p] if p >= 0 else None
-        writes: dict[int, int] = {}
-        reads: set[int] = set()
-
-        def write(r: int, lab: int) -> None:
-            writes[r] = min(writes.get(r, lab), lab)
-
-        if _CAT[op] == Cat.DRAW:
-            rts_cmd = int(st.source(cid_of(Col.RTS))[a])
-            rts = [int(x) for x in s.var(rts_cmd)] if rts_cmd >= 0 and s.op[rts_cmd] == _OP["OMSetRenderTargets"] \
-                else []
-            depth = next((int(cmap[d]) for d in rts if decls[d].kind == "depth"), -1)
-            rv = int(st.value(cid_of(Col.RTS))[a])
-            inherited = rv < 0
-            if inherited:
-                # a bundle (or a list that never sets them) draws into the caller's targets; after
-                # an Opaque command into unknown ones (the same in both streams)
-                tag = "" if rv > OPQ_BASE else f" after Opaque {OPQ_BASE - rv}"
-                depth = self.canon.id(INHERITED_DEPTH + tag)
-            lab = commute_label(pi, self.reorder, depth) if pi is not None else 0
-            if inherited:
-                write(self.canon.id(INHERITED_TARGETS + tag), lab)
-            for d in rts:
-                if decls[d].kind == "target":
-                    write(int(cmap[d]), lab)
-            if depth >= 0 and pi is not None:
-                if pi.depth_write:
-                    write(depth, lab)
-                elif pi.depth_test:
-                    reads.add(depth)
-            elif depth >= 0:
-                write(depth, 0)
-            if op in INDEXED_NATIVE:
-                src = int(st.source(cid_of(Col.IB))[a])
-                if src >= 0 and s.op[src] == _OP["IASetIndexBuffer"] and st.value(cid_of(Col.IB))[a] >= 0:
-                    reads.add(int(cmap[s.args[src, 0]]))
-            for b in (self.bufa[a], self.bufb[a]):
-                if b >= 0:
-                    reads.add(int(b))
-            if pi is None or not pi.layout_none:
-                for c in self.vb_cols:
-                    if st.value(c)[a] >= 0:
-                        reads.add(int(cmap[s.args[st.source(c)[a], 1]]))
-        if pi is None:
-            return sorted(writes.items()), sorted(reads)
-        uav_lab = 1 if (pi.oi and self.reorder != "none") else 0
-        for r in pi.writes:
-            write(r, uav_lab)
-        reads.update(pi.reads)
-        if pi.params:
-            rs = decls[self.canon.name(pi.root_cid)] if pi.root_cid >= 0 else None
+    def _access_rows(self, acts: np.ndarray) -> tuple[np.ndarray, ...]:
+        """What the actions ``acts`` write and read: ``(w_i, w_res, w_lab, r_i, r_res)``,
+        ``i`` indexing ``acts``, sorted by (``i``, resource); one write per resource with its
+        smallest commutation label; a resource a pipeline's action writes is not also a read
+        (an action without a usable pipeline keeps both)."""
+        s, st, cmap, decls, canon = self.s, self.st, self.cmap, self.decls, self.canon
+        n = acts.size
+        op, cat, p = self.a_op[acts], self.a_cat[acts], self.a_pipe[acts]
+        cmd = self.act[acts]
+        ws: list[tuple[np.ndarray, np.ndarray, np.ndarray | int]] = []   # (i, resource, label)
+        rs: list[tuple[np.ndarray, np.ndarray]] = []                       # (i, resource)
+        # a copy writes its destination and reads its source
+        i = np.flatnonzero(op == _OP["CopyBufferRegion"])
+        ws.append((i, cmap[s.args[cmd[i], 0]], 0))
+        rs.append((i, cmap[s.args[cmd[i], 2]]))
+        # draws: render targets, depth, index and vertex buffers, indirect arguments
+        d = np.flatnonzero(cat == int(Cat.DRAW))
+        rts_cmd = st.source(cid_of(Col.RTS))[acts[d]]
+        rv = st.value(cid_of(Col.RTS))[acts[d]]
+        has = (rts_cmd >= 0) & (s.op[np.maximum(rts_cmd, 0)] == _OP["OMSetRenderTargets"])
+        rc = rts_cmd[has]
+        lens = s.var_len[rc].astype(np.int64)
+        rts = s.pool[ragged(s.var_off[rc], lens)].astype(np.int64)
+        owner = np.repeat(d[has], lens)
+        kinds = np.array([x.kind for x in decls.items] + [""])
+        is_tgt, is_dep = kinds[rts] == "target", kinds[rts] == "depth"
+        depth = np.full(n, -1, np.int64)
+        _, fi = np.unique(owner[is_dep], return_index=True)
+        depth[owner[is_dep][fi]] = cmap[rts[is_dep][fi]]
+        # a bundle (or a list that never sets them) draws into the caller's targets; after an
+        # Opaque command into unknown ones (the same in both streams)
+        inh = d[rv < 0]
+        inh_t = np.zeros(n, np.int64)
+        if inh.size:
+            vals, first = np.unique(rv[rv < 0], return_index=True)
+            for v in vals[np.argsort(first)].tolist():
+                tag = "" if v > OPQ_BASE else f" after Opaque {OPQ_BASE - v}"
+                m = inh[rv[rv < 0] == v]
+                depth[m] = canon.id(INHERITED_DEPTH + tag)
+                inh_t[m] = canon.id(INHERITED_TARGETS + tag)
+        lab = np.zeros(n, np.int64)
+        pd = np.unique(np.stack([p[d], depth[d]]), axis=1) if d.size else np.zeros((2, 0), np.int64)
+        for pp, dd in pd.T.tolist():
+            if pp >= 0:
+                lab[d[(p[d] == pp) & (depth[d] == dd)]] = commute_label(self.pipes[pp], self.reorder, dd)
+        ws.append((inh, inh_t[inh], lab[inh]))
+        ws.append((owner[is_tgt], cmap[rts[is_tgt]], lab[owner[is_tgt]]))
+        dw = np.array([x.depth_write for x in self.pipes] + [False], bool)[p]
+        dt = np.array([x.depth_test for x in self.pipes] + [False], bool)[p]
+        k = d[(depth[d] >= 0) & (p[d] >= 0) & dw[d]]
+        ws.append((k, depth[k], lab[k]))
+        k = d[(depth[d] >= 0) & (p[d] >= 0) & ~dw[d] & dt[d]]
+        rs.append((k, depth[k]))
+        k = d[(depth[d] >= 0) & (p[d] < 0)]
+        ws.append((k, depth[k], 0))
+        ib_src = st.source(cid_of(Col.IB))[acts]
+        k = d[np.isin(op[d], list(INDEXED_NATIVE)) & (ib_src[d] >= 0)]
+        k = k[(s.op[ib_src[k]] == _OP["IASetIndexBuffer"]) & (st.value(cid_of(Col.IB))[acts[k]] >= 0)]
+        rs.append((k, cmap[s.args[ib_src[k], 0]]))
+        for b in (self.bufa[acts], self.bufb[acts]):
+            k = d[b[d] >= 0]
+            rs.append((k, b[k]))
+        pulls = np.array([x.layout_none for x in self.pipes] + [False], bool)[p]
+        fetch = d[~pulls[d]]
+        for c in self.vb_cols:
+            k = fetch[st.value(c)[acts[fetch]] >= 0]
+            rs.append((k, cmap[s.args[st.source(c)[acts[k]], 1]]))
+        # the pipeline: declared writes and reads, UAVs and views reachable through its root arguments
+        for pp in np.unique(p[p >= 0]).tolist():
+            pi = self.pipes[pp]
+            sel = np.flatnonzero(p == pp)
+            uav_lab = 1 if (pi.oi and self.reorder != "none") else 0
+            for r in pi.writes:
+                ws.append((sel, np.full(sel.size, r, np.int64), uav_lab))
+            for r in pi.reads:
+                rs.append((sel, np.full(sel.size, r, np.int64)))
+            if not pi.params:
+                continue
+            root = decls[canon.name(pi.root_cid)] if pi.root_cid >= 0 else None
             tfam = Col.TC if pi.compute else Col.TG
             for q, kind, _count in pi.params:
                 if kind == "table":
-                    href = int(st.value(cid_of(tfam, q))[a])
-                    if href < 0 or rs is None:
+                    if root is None:
                         continue
-                    heap, slot = href >> 32, href & 0xFFFFFFFF
-                    for rkind, n in rs.params[q].ranges:
-                        for vkind, rid in self.views.range(heap, slot, n):
-                            if rid < 0:
-                                continue
-                            if rkind == "uav" and vkind == "uav":
-                                write(rid, uav_lab)
-                            reads.add(rid)
-                        slot += n
+                    href = st.value(cid_of(tfam, q))[acts[sel]]
+                    ok = href >= 0
+                    t, heap, slot = sel[ok], href[ok] >> 32, href[ok] & 0xFFFFFFFF
+                    for rkind, cnt in root.params[q].ranges:
+                        vi, vk, vr = self.views.in_ranges(heap, slot, cnt)
+                        keep = vr >= 0
+                        ti, vk, vr = t[vi[keep]], vk[keep], vr[keep]
+                        if rkind == "uav":
+                            u = vk == "uav"
+                            ws.append((ti[u], vr[u], uav_lab))
+                        rs.append((ti, vr))
+                        slot = slot + cnt
                 elif kind in ("cbv", "srv", "uav") and not pi.compute:
                     c = cid_of(Col.VG, q)
-                    if st.value(c)[a] >= 0:
-                        r = int(cmap[s.args[st.source(c)[a], 1]])
-                        if kind == "uav":
-                            write(r, uav_lab)
-                        reads.add(r)
-        return sorted(writes.items()), sorted(reads - set(writes))
+                    k = sel[st.value(c)[acts[sel]] >= 0]
+                    r = cmap[s.args[st.source(c)[acts[k]], 1]]
+                    if kind == "uav":
+                        ws.append((k, r, uav_lab))
+                    rs.append((k, r))
+        # one write per (action, resource) with its smallest label, sorted by (action, resource)
+        nres = len(canon.names) + 2
+        wi = np.concatenate([x[0] for x in ws]).astype(np.int64)
+        wr = np.concatenate([x[1] for x in ws]).astype(np.int64)
+        wl = np.concatenate([np.broadcast_to(np.asarray(x[2], np.int64), x[0].shape) for x in ws])
+        wkey = wi * nres + (wr + 1)
+        o = np.lexsort((wl, wkey))
+        wkey, wl = wkey[o], wl[o]
+        head = np.ones(wkey.size, bool)
+        head[1:] = wkey[1:] != wkey[:-1]
+        wkey, wl = wkey[head], wl[head]
+        rkey = np.unique(np.concatenate([x[0] for x in rs]).astype(np.int64) * nres +
+                         (np.concatenate([x[1] for x in rs]).astype(np.int64) + 1))
+        rkey = rkey[~(np.isin(rkey, wkey) & (p[rkey // nres] >= 0))]
+        return wkey // nres, wkey % nres - 1, wl, rkey // nres, rkey % nres - 1
 
     # ------------------------------------------------------------------ buffers
     def decodable(self, buf: np.ndarray, a: np.ndarray) -> np.ndarray:
