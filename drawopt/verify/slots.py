@@ -21,7 +21,6 @@ from __future__ import annotations
 
 __all__ = ["Col", "StateAt", "track", "column_universe", "col_name"]
 
-from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
@@ -130,42 +129,62 @@ def column_universe(streams: list[Stream]) -> list[int]:
     return sorted(cols)
 
 
-@dataclass
 class StateAt:
     """State seen at the query commands.
 
-    ``cols``: column ids; ``val[j]``: raw value of column ``cols[j]`` at each query
-    (non-negative, or a sentinel of :mod:`.model`); ``src[j]``: the command that
-    gave it (-1 if none). ``col`` maps a column id to its position. A column's values
-    are contiguous (one row per column), as every consumer reads whole columns.
+    ``cols``: column ids; :meth:`value` is the raw value of a column at each query
+    (non-negative, or a sentinel of :mod:`.model`), :meth:`source` the command that
+    gave it (-1 if none). ``col`` maps a column id to its position. Each column is
+    filled in from its events when first asked for (most consumers read a few
+    columns, and the source of fewer), then kept.
     """
 
-    queries: np.ndarray
-    cols: list[int]
-    val: np.ndarray
-    src: np.ndarray
+    def __init__(self, queries: np.ndarray, cols: list[int], events: dict[int, tuple[np.ndarray, np.ndarray]],
+                 before: dict[int, int] | None = None) -> None:
+        self.queries, self.cols = queries, cols
+        self.col = {c: j for j, c in enumerate(cols)}
+        self._events = events
+        self._before = before or {}
+        self._pos: dict[int, np.ndarray] = {}
+        self._val: dict[int, np.ndarray] = {}
+        self._src: dict[int, np.ndarray] = {}
 
-    def __post_init__(self) -> None:
-        self.col = {c: j for j, c in enumerate(self.cols)}
+    def _position(self, c: int) -> np.ndarray:
+        """Index of the last event of column ``c`` before each query (-1: none)."""
+        pos = self._pos.get(c)
+        if pos is None:
+            pos = self._pos[c] = np.searchsorted(self._events[c][0], self.queries, side="left") - 1
+        return pos
+
+    def _done(self, c: int) -> None:
+        if c in self._val and c in self._src:
+            self._pos.pop(c, None)
 
     def value(self, c: int) -> np.ndarray:
-        j = self.col.get(c)
-        return self.val[j] if j is not None else np.full(self.queries.size, NEVER, np.int64)
+        v = self._val.get(c)
+        if v is not None:
+            return v
+        if c not in self.col:
+            return np.full(self.queries.size, NEVER, np.int64)
+        pos = self._position(c)
+        ev = self._events[c][1]
+        v = ev[np.maximum(pos, 0)] if ev.size else np.zeros(pos.size, np.int64)
+        v = self._val[c] = np.where(pos >= 0, v, self._before.get(c, NEVER))
+        self._done(c)
+        return v
 
     def source(self, c: int) -> np.ndarray:
-        j = self.col.get(c)
-        return self.src[j] if j is not None else np.full(self.queries.size, -1, np.int64)
-
-
-def _ffill(ev_idx: np.ndarray, ev_val: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    order = np.argsort(ev_idx, kind="stable")
-    ev_idx, ev_val = ev_idx[order], ev_val[order]
-    pos = np.searchsorted(ev_idx, q, side="left") - 1
-    ok = pos >= 0
-    pos = np.maximum(pos, 0)
-    if ev_idx.size == 0:
-        return np.full(q.size, NEVER, np.int64), np.full(q.size, -1, np.int64)
-    return np.where(ok, ev_val[pos], NEVER), np.where(ok, ev_idx[pos], -1)
+        w = self._src.get(c)
+        if w is not None:
+            return w
+        if c not in self.col:
+            return np.full(self.queries.size, -1, np.int64)
+        pos = self._position(c)
+        ei = self._events[c][0]
+        w = ei[np.maximum(pos, 0)] if ei.size else np.zeros(pos.size, np.int64)
+        w = self._src[c] = np.where(pos >= 0, w, -1)
+        self._done(c)
+        return w
 
 
 def _changes(ev_idx: np.ndarray, ev_val: np.ndarray, setters: np.ndarray, from_never: bool = True) -> np.ndarray:
@@ -193,7 +212,6 @@ def _var_hash(s: Stream, idx: np.ndarray, cmap: np.ndarray, width: int) -> np.nd
 def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], queries: np.ndarray) -> StateAt:
     """State columns ``universe`` of ``s`` at the commands ``queries`` (sorted indices)."""
     op, args = s.op, s.args
-    nq = queries.size
     opq = np.flatnonzero(op == _OP["Opaque"])
     opq_val = OPQ_BASE - np.arange(opq.size, dtype=np.int64)
     header_af = 1 if s.header.auto_gpu_flush else 0
@@ -278,20 +296,18 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
                         for c in others:
                             resets.setdefault(c, []).append((setters_of, KIND_RESET))
 
-    val = np.empty((len(universe), nq), np.int64)
-    src = np.empty((len(universe), nq), np.int64)
+    events: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     z = np.zeros(0, np.int64)
-    for j, c in enumerate(universe):
+    for c in universe:
         ei, ev = setters.get(c, (z, z))
         parts_i, parts_v = [ei, opq], [ev, opq_val]
         for at, code in resets.get(c, ()):
             parts_i.append(at)
             parts_v.append(np.full(at.size, code, np.int64))
-        v, w = _ffill(np.concatenate(parts_i), np.concatenate(parts_v), queries)
-        if c == cid_of(Col.AF):
-            v = np.where(w < 0, header_af, v)
-        val[j], src[j] = v, w
-    return StateAt(queries, list(universe), val, src)
+        ei, ev = np.concatenate(parts_i), np.concatenate(parts_v)
+        order = np.argsort(ei, kind="stable")   # at one command, the event listed last wins
+        events[c] = (ei[order], ev[order])
+    return StateAt(queries, list(universe), events, {cid_of(Col.AF): header_af})
 
 
 def _heaps_value(s: Stream, idx: np.ndarray, cmap: np.ndarray) -> np.ndarray:
