@@ -7,7 +7,7 @@ with probability about 2**-64 per pair (below 1e-9 for 10**5 distinct values).
 
 from __future__ import annotations
 
-__all__ = ["hash_cols", "hash_rows", "SEED"]
+__all__ = ["hash_cols", "hash_cols_at", "hash_rows", "SEED"]
 
 from collections.abc import Sequence
 
@@ -70,6 +70,38 @@ def hash_cols(cols: Sequence[np.ndarray | int], n: int, seed: int = SEED, pure: 
     t = np.empty(n, np.uint64)
     with np.errstate(over="ignore"):
         for c in cols:
+            _fold(h, c, t)
+    return h.view(np.int64)
+
+
+def hash_cols_at(cols: Sequence[np.ndarray | int], idx: np.ndarray, fold: tuple[int, int, int] | None = None,
+                 seed: int = SEED, pure: bool | None = None) -> np.ndarray:
+    """``hash_cols`` of the columns read at rows ``idx`` (scalars as they are), without
+    gathering them first; ``fold = (lo, hi, to)``: values strictly between ``lo`` and
+    ``hi`` read as ``to``.
+
+    >>> v = np.array([5, -3, 7])
+    >>> bool((hash_cols_at([1, v], np.array([2, 1]), (-10, 0, -1)) == hash_cols([1, np.array([7, -1])], 2)).all())
+    True
+    """
+    idx = np.ascontiguousarray(idx, np.int64)
+    n = idx.size
+    lo, hi, to = fold if fold is not None else (0, 0, 0)
+    h = np.full(n, seed & _M64, np.uint64)
+    k = load_cext("_verify", pure)
+    if k is not None:
+        for c in cols:
+            if isinstance(c, np.ndarray) and c.ndim:
+                k.fold_at(h, np.ascontiguousarray(_as_i64(c)), idx, lo, hi, to)
+            else:
+                k.fold_scalar(h, int(c) & _M64)
+        return h.view(np.int64)
+    t = np.empty(n, np.uint64)
+    with np.errstate(over="ignore"):
+        for c in cols:
+            if isinstance(c, np.ndarray) and c.ndim:
+                x = _as_i64(c)[idx]
+                c = np.where((x > lo) & (x < hi), to, x) if fold is not None else x
             _fold(h, c, t)
     return h.view(np.int64)
 

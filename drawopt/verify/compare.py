@@ -75,8 +75,6 @@ class TargetSeqs:
     ninst: np.ndarray
     rel: np.ndarray
     hz: np.ndarray
-    rd_cnt: np.ndarray
-    rd_bar: np.ndarray
     w_bar: np.ndarray
     m_entry: np.ndarray
     m_rec: np.ndarray
@@ -84,6 +82,24 @@ class TargetSeqs:
     entry has several records; a record of an action writing k resources is in k entries)."""
     key: np.ndarray
     """The stream's record keys (``Records.key``), for :attr:`kx`."""
+    rd_keep: np.ndarray
+    """Which read pairs read a written resource; ``rd_cnt_kept`` / ``rd_bar_kept``: theirs."""
+    rd_cnt_kept: np.ndarray
+    rd_bar_kept: np.ndarray
+
+    @cached_property
+    def rd_cnt(self) -> np.ndarray:
+        """Per read pair: the canonical writes of the resource before it (-1: nothing writes it)."""
+        out = np.full(self.rd_keep.size, -1, np.int64)
+        out[self.rd_keep] = self.rd_cnt_kept
+        return out
+
+    @cached_property
+    def rd_bar(self) -> np.ndarray:
+        """Per read pair: the barriers on the resource before it (0 where nothing writes it)."""
+        out = np.zeros(self.rd_keep.size, np.int64)
+        out[self.rd_keep] = self.rd_bar_kept
+        return out
 
     @cached_property
     def kx(self) -> np.ndarray:
@@ -146,21 +162,31 @@ def _by_res(res: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return o, (res * _SHIFT + pos)[o]
 
 
-def _group_order(gid: np.ndarray, keys: tuple[np.ndarray, ...]) -> np.ndarray:
+def _group_order(gid: np.ndarray, keys: tuple[np.ndarray, ...]) -> np.ndarray | None:
     """``np.lexsort((*keys, gid))`` for a non-decreasing ``gid``: only groups of two or more
-    entries are sorted (a singleton group keeps its place)."""
+    entries are sorted (a singleton group keeps its place). None: no such group (the order stays)."""
     n = gid.size
-    o = np.arange(n)
     if n < 2:
-        return o
+        return None
     eq = gid[1:] == gid[:-1]
     multi = np.zeros(n, bool)
     multi[1:] = eq
     multi[:-1] |= eq
     idx = np.flatnonzero(multi)
-    if idx.size:
-        o[idx] = idx[np.lexsort(tuple(k[idx] for k in keys) + (gid[idx],))]
+    if not idx.size:
+        return None
+    o = np.arange(n)
+    o[idx] = idx[np.lexsort(tuple(k[idx] for k in keys) + (gid[idx],))]
     return o
+
+
+def _prev(x: np.ndarray) -> np.ndarray:
+    """``x[max(i - 1, 0)]`` for every ``i`` (the entry before, the first one for itself)."""
+    out = np.empty_like(x)
+    if x.size:
+        out[0] = x[0]
+        out[1:] = x[:-1]
+    return out
 
 
 def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = None) -> TargetSeqs:
@@ -182,61 +208,71 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     o, _ = _by_res(e_res, e_rec)
     e_res, e_lab, e_rec = e_res[o], e_lab[o], e_rec[o]
     e_act = R.r_act[e_rec]
-    # readers of each resource, by action
-    _, rk = _by_res(R.rd_res, R.rd_act)
     bar_keys, _ = _barriers(R, np.asarray(barriers, np.int64))
     # ------------------------------------------------------------ raw hazards (for merging)
+    # reads of a written resource (only those order writes), by resource then action
     rd_keep = np.isin(R.rd_res, written)
     rr, ra = R.rd_res[rd_keep], R.rd_act[rd_keep]
+    _, rk = _by_res(rr, ra)
     wkey = e_res * _SHIFT + e_act  # sorted (resource, then record order = action order)
     raw_cnt = _count_before(wkey, rr, ra)
+    del wkey
     rd_bar = _count_before(bar_keys, rr, R.a_cmd[ra])
     w_bar = _count_before(bar_keys, R.w_res, R.a_cmd[R.w_act])
     wpart = _sum_by(R.w_act, _mix(R.w_res, np.full(R.w_res.size, -1, np.int64), w_bar), nA)
     hz_raw = _sum_by(ra, _mix(rr, raw_cnt, rd_bar), nA) + wpart
     # ------------------------------------------------------------ commuting groups of raw records
     n = e_rec.size
-    prev = np.maximum(np.arange(n) - 1, 0)
     same = np.zeros(n, bool)
     if n > 1:
         same[1:] = e_res[1:] == e_res[:-1]
     # a read of the resource in [prev action, this action] (inclusive) separates them
-    readers_between = _readers_between(rk, e_res, e_act[prev], e_act)
-    g_start = ~same | (e_lab == 0) | (e_lab != e_lab[prev]) | readers_between
+    g_start = ~same | (e_lab == 0) | (e_lab != _prev(e_lab)) | _readers_between(rk, e_res, _prev(e_act), e_act)
     e_gid = np.cumsum(g_start)
+    del g_start
     # inside a commuting group the order is not observable: put its records in a canonical
     # order (by key, then by position for ties) so that merging does not depend on it
     rest_h = hash_cols([key[:, j] for j in _REST], key.shape[0])[e_rec]
-    ck = [key[:, F[f]][e_rec] for f in ("rel", "ninst", "inst", "count", "src_off")]
-    o = _group_order(e_gid, (e_rec, *ck, hz_raw[e_act], rest_h))
-    e_res, e_lab, e_rec, e_act, e_gid, rest_h = e_res[o], e_lab[o], e_rec[o], e_act[o], e_gid[o], rest_h[o]
-    col = {f: c[o] for f, c in zip(("rel", "ninst", "inst", "count", "src_off"), ck)}
-    col.update({f: key[:, F[f]][e_rec] for f in ("kind", "fmt")})
+    ck = ("rel", "ninst", "inst", "count", "src_off")
+    o = _group_order(e_gid, (e_rec, *[key[:, F[f]][e_rec] for f in ck], hz_raw[e_act], rest_h))
+    if o is not None:
+        e_res, e_lab, e_rec, e_act, e_gid, rest_h = e_res[o], e_lab[o], e_rec[o], e_act[o], e_gid[o], rest_h[o]
+    del o
+    col = {f: key[:, F[f]][e_rec] for f in (*ck, "kind", "fmt")}
     # ------------------------------------------------------------ merge links
-    pa, ca = e_act[prev], e_act
+    pa = _prev(e_act)
     same_g = np.zeros(n, bool)
     if n > 1:
         same_g[1:] = e_gid[1:] == e_gid[:-1]
     # across groups: only unlabelled neighbours (singleton groups, still in stream order) with no
     # read of the resource between them merge; inside a group nothing reads the resource
-    sep = ~same_g & ((e_lab != 0) | _readers_between(rk, e_res, pa, ca))
-    pcol = {f: v[prev] for f, v in col.items()}
-    base_ok = same & ~sep & (rest_h[prev] == rest_h) & (hz_raw[pa] == hz_raw[ca]) & \
-        (e_lab[prev] == e_lab) & ~R.r_nomerge[e_rec[prev]] & ~R.r_nomerge[e_rec]
+    sep = ~same_g & ((e_lab != 0) | _readers_between(rk, e_res, pa, e_act))
+    del same_g
+    pcol = {f: _prev(v) for f, v in col.items()}
+    nomerge = R.r_nomerge[e_rec]
+    base_ok = same & ~sep & (_prev(rest_h) == rest_h) & (hz_raw[pa] == hz_raw[e_act]) & \
+        (_prev(e_lab) == e_lab) & ~_prev(nomerge) & ~nomerge
+    del sep, nomerge, same, rest_h
     drawlike = (col["kind"] == KD_DRAW) | (col["kind"] == KD_INDEXED)
-    inst_link = base_ok & drawlike & (pcol["src_off"] == col["src_off"]) & (pcol["count"] == col["count"]) & \
+    base_ok &= drawlike
+    del drawlike
+    inst_link = base_ok & (pcol["src_off"] == col["src_off"]) & (pcol["count"] == col["count"]) & \
         (col["inst"] >= 0) & (pcol["inst"] >= 0) & (col["inst"] == pcol["inst"] + pcol["ninst"]) & \
         (((pcol["rel"] == -1) & (col["rel"] == -1)) |
          ((pcol["rel"] >= 0) & (col["rel"] == pcol["rel"] + pcol["ninst"])))
     noprim = np.array([p.no_prim_id for p in R.pipes] + [False], bool)[R.a_pipe[e_act]]
     vpp = R.a_vpp[pa]
+    del pa
     isz = np.where(pcol["fmt"] == 1, 4, 2)
     step = np.where(pcol["kind"] == KD_INDEXED, pcol["count"] * isz, pcol["count"])
-    range_link = base_ok & drawlike & noprim & (vpp > 0) & (pcol["ninst"] == 1) & (col["ninst"] == 1) & \
+    del isz
+    range_link = base_ok & noprim & (vpp > 0) & (pcol["ninst"] == 1) & (col["ninst"] == 1) & \
         (pcol["inst"] == col["inst"]) & (pcol["rel"] == col["rel"]) & \
         (pcol["count"] % np.maximum(vpp, 1) == 0) & (col["src_off"] == pcol["src_off"] + step) & \
         (pcol["count"] > 0)
-    typ = np.where(inst_link, 1, np.where(range_link, 2, 0))
+    del pcol, step, vpp, noprim, base_ok
+    typ = np.where(inst_link, 1, np.where(range_link, 2, 0)).astype(np.int8)
+    del inst_link, range_link
     if n > 1:
         # a run merges one way only: cut where the link type changes
         typ[1:] = np.where((typ[1:] > 0) & (typ[:-1] > 0) & (typ[1:] != typ[:-1]), 0, typ[1:])
@@ -245,31 +281,30 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     head = typ == 0
     hidx = np.flatnonzero(head)
     run = np.cumsum(head) - 1
+    del head
     first = e_rec[hidx]
     last_pos = np.r_[hidx[1:] - 1, n - 1] if hidx.size else np.zeros(0, np.int64)
     last = e_rec[last_pos]
+    del last_pos
     res = e_res[hidx]
     lab = e_lab[hidx]
     gid = e_gid[hidx]
-    kf = {j: key[:, j][first] for j in range(key.shape[1])}
-    src_off = col["src_off"][hidx]
-    count = col["count"][hidx]
-    inst = col["inst"][hidx]
-    ninst = col["ninst"][hidx]
-    rel = col["rel"][hidx]
+    del e_res, e_lab, e_gid, e_act
+    src_off, count, inst, ninst, rel = (col[f][hidx] for f in ("src_off", "count", "inst", "ninst", "rel"))
     if hidx.size and hidx.size < n:
         rtype = np.maximum.reduceat(typ, hidx)
-        tot_n = np.add.reduceat(col["ninst"], hidx)
-        tot_c = np.add.reduceat(col["count"], hidx)
-        ninst = np.where(rtype == 1, tot_n, ninst)
-        count = np.where(rtype == 2, tot_c, count)
+        ninst = np.where(rtype == 1, np.add.reduceat(col["ninst"], hidx), ninst)
+        count = np.where(rtype == 2, np.add.reduceat(col["count"], hidx), count)
+    del col, typ
     # ------------------------------------------------------------ canonical hazards
     f_act = R.r_act[first]
     # entries are in canonical order inside a group: count them in stream order
     ckey = np.sort(res * _SHIFT + f_act)
     can_cnt = _count_before(ckey, rr, ra)
+    del ckey
     hz = _sum_by(ra, _mix(rr, can_cnt, rd_bar), nA) + wpart
     # ------------------------------------------------------------ key hash and groups
+    kf = {j: key[:, j][first] for j in _REST}
     kc = hash_cols([*[kf[j] for j in _REST if j not in (F["state"], F["src_buf"], F["fmt"])], count, inst,
                     ninst, rel, hz[f_act].view(np.int64)], hidx.size)
     sh = kf[F["state"]]
@@ -280,21 +315,19 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     # both are unlabelled singletons, which then stay separate groups): sort by key hash inside
     # the group (stable: keeps order for ties)
     o = _group_order(gid, (src, sh, kc))
-    gs = gid[o]
     start = np.ones(m, bool)
     if m > 1:
-        start[1:] = gs[1:] != gs[:-1]
-    rd_cnt = np.full(R.rd_res.size, -1, np.int64)
-    rd_cnt[rd_keep] = can_cnt
-    rd_b = np.zeros(R.rd_res.size, np.int64)
-    rd_b[rd_keep] = rd_bar
-    pos_of_run = np.empty(m, np.int64)
-    pos_of_run[o] = np.arange(m)
+        start[1:] = gid[1:] != gid[:-1]   # gid[o] == gid: o permutes inside groups only
+    if o is None:
+        pos_of_run, o = np.arange(m), slice(None)
+    else:
+        pos_of_run = np.empty(m, np.int64)
+        pos_of_run[o] = np.arange(m)
     return TargetSeqs(res=res[o], first=first[o], last=last[o], lab=lab[o], start=start, kh=kh[o],
                       kc=kc[o], sh=sh[o], src=src[o], src_buf=kf[F["src_buf"]][o], act=f_act[o],
                       src_off=src_off[o], count=count[o], inst=inst[o], ninst=ninst[o], rel=rel[o],
-                      hz=hz.view(np.int64), rd_cnt=rd_cnt, rd_bar=rd_b, w_bar=w_bar,
-                      m_entry=pos_of_run[run] if n else np.zeros(0, np.int64), m_rec=e_rec, key=key)
+                      hz=hz.view(np.int64), w_bar=w_bar, m_entry=pos_of_run[run] if n else np.zeros(0, np.int64),
+                      m_rec=e_rec, key=key, rd_keep=rd_keep, rd_cnt_kept=can_cnt, rd_bar_kept=rd_bar)
 
 
 def matched_actions(A: Records, B: Records, SA: TargetSeqs,

@@ -36,7 +36,7 @@ from drawopt.ir.decls import Buffer, Decls, Pipeline, View
 from drawopt.ir.ops import BY_NAME, OPS, TOPOLOGIES, Cat
 from drawopt.ir.stream import FLAG_NOMERGE, Stream
 from drawopt.ir.stream import ragged_index as ragged
-from drawopt.verify._hash import hash_cols
+from drawopt.verify._hash import hash_cols, hash_cols_at
 from drawopt.verify.model import NEVER, OPQ_BASE, VERTS_PER_PRIM, Canon, PipeInfo, commute_label, pipe_info
 from drawopt.verify.slots import Col, StateAt, cid_of, track
 
@@ -290,19 +290,22 @@ class _Expander:
         self.a_state = np.zeros(self.nA, np.int64)
         gfx_fixed = [cid_of(f) for f in (Col.PSO, Col.RSG, Col.HEAPS, Col.TOPO, Col.RTS, Col.VP, Col.SC, Col.SR)]
         cmp_fixed = [cid_of(f) for f in (Col.PSO, Col.RSC, Col.HEAPS)]
-        is_copy = self.a_cat == int(Cat.COPY)
-        for p in np.unique(self.a_pipe):
-            p = int(p)
+        # the actions of each pipeline, in stream order (copies have none: a_pipe -1)
+        by_pipe = np.argsort(self.a_pipe + 1, kind="stable")
+        bounds = np.searchsorted(self.a_pipe[by_pipe], np.arange(-1, len(self.pipes) + 1))
+        for p in range(-1, len(self.pipes)):
+            sel = by_pipe[bounds[p + 1]:bounds[p + 2]]
+            if not sel.size:
+                continue
             if p < 0:
                 # no usable pipeline: nothing says which root arguments it would read
                 for cat, fixed, fams in ((Cat.DRAW, gfx_fixed, (Col.VB, Col.BF)), (Cat.DISPATCH, cmp_fixed, ())):
-                    sel = (self.a_pipe == -1) & (self.a_cat == int(cat))
-                    if sel.any():
+                    sub = sel[self.a_cat[sel] == int(cat)]
+                    if sub.size:
                         cols = fixed + [c for c in universe if Col(c >> 20) in fams and c not in fixed]
                         self.observed[-1 - int(cat == Cat.DISPATCH)] = cols
-                        self.a_state[sel] = _state_hash(st, cols, sel, -1, self.vb_override)
+                        self.a_state[sub] = _state_hash(st, cols, sub, -1, self.vb_override)
                 continue
-            sel = (self.a_pipe == p) & ~is_copy
             cols = _observed_cols(self.pipes[p], universe, gfx_fixed, cmp_fixed)
             self.observed[p] = cols
             self.a_state[sel] = _state_hash(st, cols, sel, self.pipes[p].cid, self.vb_override)
@@ -794,7 +797,7 @@ class _Expander:
         g = {k: v[sub] for k, v in sd.items()}
         af = array_form[sub]
         r_act = g["act"]
-        key = np.zeros((R, len(KEY_FIELDS)), np.int64)
+        key = np.zeros((R, len(KEY_FIELDS)), np.int64, order="F")   # columns contiguous: read field by field
         key[:, F["state"]] = self.a_state[r_act]
         for f, k in (("kind", "kind"), ("src_buf", "sbuf"), ("src_off", "soff"), ("fmt", "fmt"),
                      ("count", "count"), ("sym", "sym")):
@@ -1089,13 +1092,11 @@ def _observed_cols(pi: PipeInfo, universe: list[int], gfx_fixed: list[int], cmp_
     return cols
 
 
-def _state_hash(st: StateAt, cols: list[int], sel: np.ndarray, pcid: int,
+def _state_hash(st: StateAt, cols: list[int], idx: np.ndarray, pcid: int,
                 override: dict[int, np.ndarray] | None = None) -> np.ndarray:
-    n = int(np.count_nonzero(sel))
+    """Hash of pipeline ``pcid`` and the normalised values of ``cols`` at the actions ``idx``."""
     parts: list[np.ndarray | int] = [pcid]
     for c in cols:
         parts.append(c)
-        v = override[c] if override and c in override else st.value(c)
-        parts.append(norm(v[sel]))
-    return hash_cols(parts, n)
-
+        parts.append(override[c] if override and c in override else st.value(c))
+    return hash_cols_at(parts, idx, (OPQ_BASE, 0, NEVER))

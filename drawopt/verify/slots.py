@@ -19,12 +19,13 @@ Invalidations (D3D12 rules, and the seeds):
 
 from __future__ import annotations
 
-__all__ = ["Col", "StateAt", "track", "column_universe", "col_name"]
+__all__ = ["Col", "StateAt", "track", "column_universe", "col_name", "last_before"]
 
 from enum import IntEnum
 
 import numpy as np
 
+from drawopt._accel import load_cext
 from drawopt.ir.ops import BY_NAME
 from drawopt.ir.stream import Stream, ragged_index
 from drawopt.verify._hash import hash_cols
@@ -98,19 +99,30 @@ _SIMPLE = {  # family -> (op name, value columns)
 _REF_FAMILIES = (Col.PSO, Col.RSG, Col.RSC)
 
 
-def _consts(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(command, key, value)`` of every word set by the ``name`` root-constant commands."""
+def _const_words(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(commands, command of each word, key of each word)`` of the ``name`` root-constant commands."""
     idx = np.flatnonzero(s.op == _OP[name])
-    if idx.size == 0:
-        z = np.zeros(0, np.int64)
-        return z, z, z
     cnt = s.var_len[idx].astype(np.int64)
     cmd = np.repeat(idx, cnt)
     k = np.arange(cmd.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-    word = s.args[cmd, 2] + k
-    key = np.minimum(s.args[cmd, 0], MAX_PARAM) * 64 + word
-    val = s.pool[ragged_index(s.var_off[idx], s.var_len[idx])]
+    key = np.minimum(s.args[cmd, 0], MAX_PARAM) * 64 + s.args[cmd, 2] + k
+    return idx, cmd, key
+
+
+def _consts(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(command, key, value)`` of every word set by the ``name`` root-constant commands."""
+    idx, cmd, key = _const_words(s, name)
+    val = s.pool[ragged_index(s.var_off[idx], s.var_len[idx])] if idx.size else np.zeros(0, np.int64)
     return cmd, key, val
+
+
+def _distinct(keys: np.ndarray) -> list[int]:
+    """The distinct values of the small non-negative integers ``keys``, ascending."""
+    if not keys.size:
+        return []
+    if int(keys.min()) < 0:
+        return np.unique(keys).tolist()
+    return np.flatnonzero(np.bincount(keys)).tolist()
 
 
 def column_universe(streams: list[Stream]) -> list[int]:
@@ -120,12 +132,12 @@ def column_universe(streams: list[Stream]) -> list[int]:
     for s in streams:
         for fam, op in ((Col.TG, "SetGraphicsRootDescriptorTable"), (Col.TC, "SetComputeRootDescriptorTable"),
                         (Col.VB, "IASetVertexBuffers")):
-            cols |= {cid_of(fam, int(k)) for k in np.unique(_key(s.args[s.op == _OP[op], 0], fam))}
-        m = (s.op == _OP["SetGraphicsRootConstantBufferView"]) | (s.op == _OP["SetGraphicsRootShaderResourceView"])
-        cols |= {cid_of(Col.VG, int(k)) for k in np.unique(_key(s.args[m, 0], Col.VG))}
+            cols |= {cid_of(fam, k) for k in _distinct(_key(s.args[np.flatnonzero(s.op == _OP[op]), 0], fam))}
+        m = np.flatnonzero((s.op == _OP["SetGraphicsRootConstantBufferView"]) |
+                           (s.op == _OP["SetGraphicsRootShaderResourceView"]))
+        cols |= {cid_of(Col.VG, k) for k in _distinct(_key(s.args[m, 0], Col.VG))}
         for fam, op in ((Col.CG, "SetGraphicsRoot32BitConstants"), (Col.CC, "SetComputeRoot32BitConstants")):
-            _, key, _ = _consts(s, op)
-            cols |= {cid_of(fam, int(k)) for k in np.unique(key)}
+            cols |= {cid_of(fam, k) for k in _distinct(_const_words(s, op)[2])}
     return sorted(cols)
 
 
@@ -153,7 +165,7 @@ class StateAt:
         """Index of the last event of column ``c`` before each query (-1: none)."""
         pos = self._pos.get(c)
         if pos is None:
-            pos = self._pos[c] = np.searchsorted(self._events[c][0], self.queries, side="left") - 1
+            pos = self._pos[c] = last_before(self._events[c][0], self.queries)
         return pos
 
     def _done(self, c: int) -> None:
@@ -185,6 +197,21 @@ class StateAt:
         w = self._src[c] = np.where(pos >= 0, w, -1)
         self._done(c)
         return w
+
+
+def last_before(ev: np.ndarray, q: np.ndarray, pure: bool | None = None) -> np.ndarray:
+    """For each ``q[i]``: the index of the last element of the ascending ``ev`` below it (-1: none).
+
+    One merge pass in ``drawopt._verify.last_before`` when ``q`` ascends too (the queries
+    of :func:`track` do); else, or on the pure path, ``np.searchsorted``.
+
+    >>> last_before(np.array([2, 5, 5, 9]), np.array([0, 3, 5, 6, 10])).tolist()
+    [-1, 0, 0, 2, 3]
+    """
+    k = load_cext("_verify", pure)
+    if k is not None and (q.size < 2 or bool((q[1:] >= q[:-1]).all())):
+        return k.last_before(np.ascontiguousarray(ev, np.int64), np.ascontiguousarray(q, np.int64))
+    return np.searchsorted(ev, q, side="left") - 1
 
 
 def _changes(ev_idx: np.ndarray, ev_val: np.ndarray, setters: np.ndarray, from_never: bool = True) -> np.ndarray:
@@ -254,7 +281,9 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
     for fam, idx, key, val in keyed:
         if idx.size == 0:
             continue
-        order = np.lexsort((idx, key))
+        # by key, then command (each family's commands come in stream order)
+        order = np.argsort(key.astype(np.uint16) if 0 <= int(key.min()) and int(key.max()) < 1 << 16 else key,
+                           kind="stable")
         idx, key, val = idx[order], key[order], val[order]
         bounds = np.flatnonzero(np.diff(key)) + 1
         for a, b in zip(np.r_[0, bounds], np.r_[bounds, key.size]):
