@@ -54,8 +54,7 @@ class TargetSeqs:
     ``lab``: commutation label; ``start``: the entry opens a group; ``kh``: the key
     hash; ``src_off``/``count``/``inst``/``ninst``/``rel``: the merged fields;
     ``kc``: the key hash without the state, ``sh`` the state hash, ``act`` the action of
-    ``first``; ``hz``: per action, the hazard hash; ``rd_cnt``/``rd_bar``: per read pair, the
-    canonical writes and barriers before it.
+    ``first``; ``hz``: per action, the hazard hash.
     """
 
     res: np.ndarray
@@ -82,24 +81,13 @@ class TargetSeqs:
     entry has several records; a record of an action writing k resources is in k entries)."""
     key: np.ndarray
     """The stream's record keys (``Records.key``), for :attr:`kx`."""
-    rd_keep: np.ndarray
-    """Which read pairs read a written resource; ``rd_cnt_kept`` / ``rd_bar_kept``: theirs."""
-    rd_cnt_kept: np.ndarray
-    rd_bar_kept: np.ndarray
-
-    @cached_property
-    def rd_cnt(self) -> np.ndarray:
-        """Per read pair: the canonical writes of the resource before it (-1: nothing writes it)."""
-        out = np.full(self.rd_keep.size, -1, np.int64)
-        out[self.rd_keep] = self.rd_cnt_kept
-        return out
-
-    @cached_property
-    def rd_bar(self) -> np.ndarray:
-        """Per read pair: the barriers on the resource before it (0 where nothing writes it)."""
-        out = np.zeros(self.rd_keep.size, np.int64)
-        out[self.rd_keep] = self.rd_bar_kept
-        return out
+    rd_act: np.ndarray
+    rd_res: np.ndarray
+    """The reads of written resources (the only ones that order writes): action and resource,
+    by action then resource; ``rd_cnt`` / ``rd_bar``: the canonical writes and the barriers
+    of the resource before each."""
+    rd_cnt: np.ndarray
+    rd_bar: np.ndarray
 
     @cached_property
     def kx(self) -> np.ndarray:
@@ -211,8 +199,7 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     bar_keys, _ = _barriers(R, np.asarray(barriers, np.int64))
     # ------------------------------------------------------------ raw hazards (for merging)
     # reads of a written resource (only those order writes), by resource then action
-    rd_keep = np.isin(R.rd_res, written)
-    rr, ra = R.rd_res[rd_keep], R.rd_act[rd_keep]
+    ra, rr = R.reads.pairs(written)
     _, rk = _by_res(rr, ra)
     wkey = e_res * _SHIFT + e_act  # sorted (resource, then record order = action order)
     raw_cnt = _count_before(wkey, rr, ra)
@@ -327,7 +314,7 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
                       kc=kc[o], sh=sh[o], src=src[o], src_buf=kf[F["src_buf"]][o], act=f_act[o],
                       src_off=src_off[o], count=count[o], inst=inst[o], ninst=ninst[o], rel=rel[o],
                       hz=hz.view(np.int64), w_bar=w_bar, m_entry=pos_of_run[run] if n else np.zeros(0, np.int64),
-                      m_rec=e_rec, key=key, rd_keep=rd_keep, rd_cnt_kept=can_cnt, rd_bar_kept=rd_bar)
+                      m_rec=e_rec, key=key, rd_act=ra, rd_res=rr, rd_cnt=can_cnt, rd_bar=rd_bar)
 
 
 def matched_actions(A: Records, B: Records, SA: TargetSeqs,
@@ -860,10 +847,10 @@ class _Explain:
 
     def _hazard(self, where: str, ca: int, cb: int, aa: int, ab: int, det: dict, tname: str) -> Mismatch:
         A, B, SA, SB = self.A, self.B, self.SA, self.SB
-        ia = np.flatnonzero(A.rd_act == aa)
-        ib = np.flatnonzero(B.rd_act == ab)
-        da = {int(A.rd_res[i]): (int(SA.rd_cnt[i]), int(SA.rd_bar[i])) for i in ia}
-        db = {int(B.rd_res[i]): (int(SB.rd_cnt[i]), int(SB.rd_bar[i])) for i in ib}
+        ia = np.flatnonzero(SA.rd_act == aa)
+        ib = np.flatnonzero(SB.rd_act == ab)
+        da = {int(SA.rd_res[i]): (int(SA.rd_cnt[i]), int(SA.rd_bar[i])) for i in ia}
+        db = {int(SB.rd_res[i]): (int(SB.rd_cnt[i]), int(SB.rd_bar[i])) for i in ib}
         for res in sorted(set(da) | set(db)):
             x, y = da.get(res, (-1, 0)), db.get(res, (-1, 0))
             if x[0] != y[0]:

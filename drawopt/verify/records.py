@@ -24,10 +24,11 @@ through the pipeline's per-draw contract, decoded from ``DrawIndexedX``
 
 from __future__ import annotations
 
-__all__ = ["Records", "expand", "KEY_FIELDS", "F", "KIND_NAMES", "MAX_RECORDS"]
+__all__ = ["Records", "ReadSets", "expand", "KEY_FIELDS", "F", "KIND_NAMES", "MAX_RECORDS"]
 
 import bisect
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -94,6 +95,29 @@ def norm(v: np.ndarray) -> np.ndarray:
 
 
 @dataclass
+class ReadSets:
+    """The reads of every action, stored once per access signature: action ``a`` reads the
+    sorted resources ``res[off[s]:off[s] + cnt[s]]``, ``s = inv[a]`` (actions with the same
+    bindings read the same, and most actions share their signature with many)."""
+
+    inv: np.ndarray
+    off: np.ndarray
+    cnt: np.ndarray
+    res: np.ndarray
+
+    def pairs(self, only: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(action, resource)`` of every read (of a resource in ``only``), by action then resource."""
+        res, cnt, off = self.res, self.cnt, self.off
+        if only is not None:
+            keep = np.isin(res, only)
+            sig = np.repeat(np.arange(cnt.size, dtype=np.int64), cnt)
+            res, cnt = res[keep], np.bincount(sig[keep], minlength=cnt.size).astype(np.int64)
+            off = np.cumsum(cnt) - cnt
+        n = cnt[self.inv]
+        return np.repeat(np.arange(self.inv.size, dtype=np.int64), n), res[ragged(off[self.inv], n)]
+
+
+@dataclass
 class Records:
     """The effective records of one stream.
 
@@ -104,7 +128,7 @@ class Records:
     ``r_sub`` (draw within a multi-draw), ``r_xslot`` (DrawIndexedX draw id, -1),
     ``r_nomerge`` (never merged by the canonical form), ``key`` (R x len(KEY_FIELDS)).
     Accesses per action: writes ``w_act``/``w_res``/``w_lab`` (commutation label, 0:
-    ordered), reads ``rd_act``/``rd_res``; front-end reads ``fe_act``/``fe_res``/
+    ordered), reads ``rd_act``/``rd_res`` (built from ``reads`` when asked for); front-end reads ``fe_act``/``fe_res``/
     ``fe_kind``. ``observed[p]``: state columns pipeline ``p``'s actions observe.
     ``x``: per DrawIndexedX action of an x-contract pipeline: ``act``, ``slot``,
     ``low``, ``buf``/``off`` (its per-draw binding, -1 if none). ``weld``: see the field.
@@ -130,8 +154,7 @@ class Records:
     w_act: np.ndarray
     w_res: np.ndarray
     w_lab: np.ndarray
-    rd_act: np.ndarray
-    rd_res: np.ndarray
+    reads: ReadSets
     fe_act: np.ndarray
     fe_res: np.ndarray
     fe_kind: np.ndarray
@@ -145,6 +168,20 @@ class Records:
     exit: StateAt | None = None
     """For a bundle: every state column at its end (one query), the state it hands back to
     the caller, whose draws after ExecuteBundle observe it. None for a list."""
+
+    @cached_property
+    def rd_act(self) -> np.ndarray:
+        """Per read pair (one per action and resource it reads, by action then resource): the action."""
+        return self._read_pairs[0]
+
+    @cached_property
+    def rd_res(self) -> np.ndarray:
+        """Per read pair: the resource."""
+        return self._read_pairs[1]
+
+    @cached_property
+    def _read_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.reads.pairs()
 
     def line(self, cmd: int) -> int:
         return int(self.stream.line[cmd]) if 0 <= cmd < len(self.stream) else 0
@@ -344,16 +381,16 @@ class _Expander:
         nr_sig = np.bincount(r_sig, minlength=U).astype(np.int64)
         woff = (np.cumsum(nw_sig) - nw_sig).astype(np.int64)
         roff = (np.cumsum(nr_sig) - nr_sig).astype(np.int64)
-        nw, nr = nw_sig[inv], nr_sig[inv]
+        nw = nw_sig[inv]
         self.w_act = np.repeat(np.arange(nA, dtype=np.int64), nw)
         wk = ragged(woff[inv], nw)
         self.w_res = w_res_s[wk]
         self.w_lab = w_lab_s[wk]
-        self.rd_act = np.repeat(np.arange(nA, dtype=np.int64), nr)
-        self.rd_res = r_res_s[ragged(roff[inv], nr)]
+        self.reads = ReadSets(inv.astype(np.int64), roff, nr_sig, r_res_s)
+        # the first action writing each resource: the first of the signatures writing it
         self.first_write = np.full(len(self.canon.names) + 1, np.iinfo(np.int64).max, np.int64)
-        if self.w_act.size:
-            np.minimum.at(self.first_write, self.w_res, self.w_act)
+        if w_sig.size:
+            np.minimum.at(self.first_write, w_res_s, first_of[w_sig])
 
     def _access_rows(self, acts: np.ndarray) -> tuple[np.ndarray, ...]:
         """What the actions ``acts`` write and read: ``(w_i, w_res, w_lab, r_i, r_res)``,
@@ -1037,7 +1074,7 @@ class _Expander:
             a_cmd=self.act, a_op=self.a_op, a_pipe=self.a_pipe, a_state=self.a_state, a_first=self.a_first,
             a_nrec=self.a_nrec, a_vpp=a_vpp, r_act=self.r_act, r_sub=self.r_sub, r_xslot=self.r_xslot,
             r_nomerge=self.r_nomerge, key=self.key, w_act=self.w_act, w_res=self.w_res, w_lab=self.w_lab,
-            rd_act=self.rd_act, rd_res=self.rd_res, fe_act=self.fe_act, fe_res=self.fe_res,
+            reads=self.reads, fe_act=self.fe_act, fe_res=self.fe_res,
             fe_kind=self.fe_kind, observed=self.observed, x=self.x, weld=self.weld,
             exit=(track(self.s, self.canon, self.cmap, self.universe, np.array([len(self.s)], np.int64))
                   if self.s.header.kind == "bundle" else None))
