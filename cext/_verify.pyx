@@ -8,9 +8,9 @@ in its docstring, and the tests check that both give identical arrays.
 import numpy as np
 
 cimport cython
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
 
-__all__ = ["fold", "fold_scalar", "fold_at", "last_before"]
+__all__ = ["fold", "fold_scalar", "fold_at", "last_before", "group_ids", "merge_runs"]
 
 cdef uint64_t _G = 0x9E3779B97F4A7C15ULL
 cdef uint64_t _C1 = 0xBF58476D1CE4E5B9ULL
@@ -74,3 +74,123 @@ def fold_at(uint64_t[::1] h, const int64_t[::1] v, const int64_t[::1] idx, int64
             if lo < x < hi:
                 x = to
             h[i] = _mix(h[i], <uint64_t>x)
+
+
+cdef inline Py_ssize_t _lower(const int64_t[::1] a, int64_t x) noexcept nogil:
+    cdef Py_ssize_t lo = 0, hi = a.shape[0], mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline Py_ssize_t _upper(const int64_t[::1] a, int64_t x) noexcept nogil:
+    cdef Py_ssize_t lo = 0, hi = a.shape[0], mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline bint _read_between(const int64_t[::1] rk, int64_t res, int64_t lo, int64_t hi) noexcept nogil:
+    """A key ``res << 40 | a`` with ``lo <= a <= hi`` among the sorted ``rk``."""
+    return _upper(rk, (res << 40) + hi) - _lower(rk, (res << 40) + lo) > 0
+
+
+def group_ids(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t[::1] e_act,
+              const int64_t[::1] rk):
+    """Commuting-group number of every write entry (twin: ``drawopt.verify.compare._group_ids``)."""
+    cdef Py_ssize_t i, n = e_res.shape[0]
+    out = np.empty(n, np.int64)
+    cdef int64_t[::1] g = out
+    cdef int64_t cur = 0
+    cdef Py_ssize_t p
+    cdef bint start
+    if e_lab.shape[0] != n or e_act.shape[0] != n:
+        raise ValueError("group_ids: length mismatch")
+    with nogil:
+        for i in range(n):
+            p = i - 1 if i > 0 else 0
+            start = (i == 0 or e_res[i] != e_res[i - 1] or e_lab[i] == 0 or e_lab[i] != e_lab[p] or
+                     _read_between(rk, e_res[i], e_act[p], e_act[i]))
+            if start:
+                cur += 1
+            g[i] = cur
+    return out
+
+
+def merge_runs(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t[::1] e_gid,
+               const int64_t[::1] e_rec, const int64_t[::1] e_act, const int64_t[::1] rk,
+               const int64_t[::1] rest, const int64_t[::1] kind, const int64_t[::1] fmt,
+               const int64_t[::1] src_off, const int64_t[::1] count, const int64_t[::1] inst,
+               const int64_t[::1] ninst, const int64_t[::1] rel, const uint8_t[::1] nomerge,
+               const uint64_t[::1] hz, const uint8_t[::1] noprim, const int64_t[::1] vpp,
+               int64_t kd_draw, int64_t kd_indexed):
+    """Runs of mergeable neighbours: ``(head position, ninst, count)`` of every run
+    (twin: ``drawopt.verify.compare._merge_runs``). Entry arrays (``e_*``) in canonical
+    order; ``rest`` .. ``nomerge`` per record, ``hz`` .. ``vpp`` per action."""
+    cdef Py_ssize_t i, n = e_res.shape[0], m = 0, nr = rest.shape[0], na = hz.shape[0]
+    heads = np.empty(n, np.int64)
+    tn = np.empty(n, np.int64)
+    tc = np.empty(n, np.int64)
+    cdef int64_t[::1] H = heads, TN = tn, TC = tc
+    cdef int64_t r, q, a, b, k, pk, isz, step, v
+    cdef int typ, raw_prev = 0
+    cdef bint ok, drawlike, inst_link, range_link
+    if not (e_lab.shape[0] == n and e_gid.shape[0] == n and e_rec.shape[0] == n and e_act.shape[0] == n and
+            kind.shape[0] == nr and fmt.shape[0] == nr and src_off.shape[0] == nr and count.shape[0] == nr and
+            inst.shape[0] == nr and ninst.shape[0] == nr and rel.shape[0] == nr and nomerge.shape[0] == nr and
+            noprim.shape[0] == na and vpp.shape[0] == na):
+        raise ValueError("merge_runs: length mismatch")
+    for i in range(n):
+        if not (0 <= e_rec[i] < nr and 0 <= e_act[i] < na):
+            raise IndexError("merge_runs: index out of range")
+    with nogil:
+        for i in range(n):
+            r = e_rec[i]
+            typ = 0
+            if i > 0:
+                q = e_rec[i - 1]
+                a = e_act[i - 1]
+                b = e_act[i]
+                k = kind[r]
+                drawlike = k == kd_draw or k == kd_indexed
+                ok = (drawlike and e_res[i] == e_res[i - 1] and rest[q] == rest[r] and hz[a] == hz[b] and
+                      e_lab[i - 1] == e_lab[i] and not nomerge[q] and not nomerge[r])
+                if ok and e_gid[i] != e_gid[i - 1]:
+                    # across groups: no label, no read of the resource in between
+                    ok = e_lab[i] == 0 and not _read_between(rk, e_res[i], a, b)
+                if ok:
+                    inst_link = (src_off[q] == src_off[r] and count[q] == count[r] and inst[r] >= 0 and
+                                 inst[q] >= 0 and inst[r] == inst[q] + ninst[q] and
+                                 ((rel[q] == -1 and rel[r] == -1) or
+                                  (rel[q] >= 0 and rel[r] == rel[q] + ninst[q])))
+                    range_link = False
+                    if not inst_link and noprim[b] and vpp[a] > 0 and ninst[q] == 1 and ninst[r] == 1 and \
+                            inst[q] == inst[r] and rel[q] == rel[r] and count[q] > 0 and count[q] % vpp[a] == 0:
+                        pk = kind[q]
+                        isz = 4 if fmt[q] == 1 else 2
+                        step = count[q] * isz if pk == kd_indexed else count[q]
+                        range_link = src_off[r] == src_off[q] + step
+                    typ = 1 if inst_link else (2 if range_link else 0)
+            v = typ
+            if typ > 0 and raw_prev > 0 and typ != raw_prev:
+                v = 0   # a run merges one way only: cut where the link type changes
+            raw_prev = typ
+            if v == 0:
+                H[m] = i
+                TN[m] = ninst[r]
+                TC[m] = count[r]
+                m += 1
+            else:
+                if v == 1:
+                    TN[m - 1] += ninst[r]
+                else:
+                    TC[m - 1] += count[r]
+    return heads[:m].copy(), tn[:m].copy(), tc[:m].copy()

@@ -35,6 +35,7 @@ from functools import cached_property
 
 import numpy as np
 
+from drawopt._accel import load_cext
 from drawopt.ir.ops import BY_NAME
 from drawopt.verify._hash import hash_cols
 from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET
@@ -150,9 +151,12 @@ def _by_res(res: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return o, (res * _SHIFT + pos)[o]
 
 
-def _group_order(gid: np.ndarray, keys: tuple[np.ndarray, ...]) -> np.ndarray | None:
-    """``np.lexsort((*keys, gid))`` for a non-decreasing ``gid``: only groups of two or more
-    entries are sorted (a singleton group keeps its place). None: no such group (the order stays)."""
+def _group_order(gid: np.ndarray,
+                 keys: Callable[[np.ndarray], tuple[np.ndarray, ...]]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The order ``np.lexsort((*keys, gid))`` for a non-decreasing ``gid``, as ``(i, perm)``:
+    position ``i[j]`` takes the element at ``perm[j]``. Only groups of two or more entries
+    are sorted (a singleton group keeps its place); ``keys(i)`` gives the sort keys of the
+    positions ``i``. None: no such group (the order stays)."""
     n = gid.size
     if n < 2:
         return None
@@ -163,9 +167,7 @@ def _group_order(gid: np.ndarray, keys: tuple[np.ndarray, ...]) -> np.ndarray | 
     idx = np.flatnonzero(multi)
     if not idx.size:
         return None
-    o = np.arange(n)
-    o[idx] = idx[np.lexsort(tuple(k[idx] for k in keys) + (gid[idx],))]
-    return o
+    return idx, idx[np.lexsort(tuple(keys(idx)) + (gid[idx],))]
 
 
 def _prev(x: np.ndarray) -> np.ndarray:
@@ -175,6 +177,88 @@ def _prev(x: np.ndarray) -> np.ndarray:
         out[0] = x[0]
         out[1:] = x[:-1]
     return out
+
+
+def _group_ids(e_res: np.ndarray, e_lab: np.ndarray, e_act: np.ndarray, rk: np.ndarray,
+               pure: bool | None = None) -> np.ndarray:
+    """Commuting-group number (from 1) of every write entry (sorted by resource, then record).
+
+    An entry opens a group unless it continues the previous one: the same resource and
+    the same non-zero label, and no read of the resource between their actions
+    (inclusive). Compiled twin: ``drawopt._verify.group_ids``."""
+    k = load_cext("_verify", pure)
+    if k is not None:
+        return k.group_ids(*(np.ascontiguousarray(x, np.int64) for x in (e_res, e_lab, e_act, rk)))
+    n = e_res.size
+    same = np.zeros(n, bool)
+    if n > 1:
+        same[1:] = e_res[1:] == e_res[:-1]
+    g_start = ~same | (e_lab == 0) | (e_lab != _prev(e_lab)) | _readers_between(rk, e_res, _prev(e_act), e_act)
+    return np.cumsum(g_start)
+
+
+def _merge_runs(R: Records, e_res: np.ndarray, e_lab: np.ndarray, e_gid: np.ndarray, e_rec: np.ndarray,
+                e_act: np.ndarray, rk: np.ndarray, rest: np.ndarray, hz: np.ndarray,
+                pure: bool | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Runs of neighbouring entries (canonical order) that merge into one: the position of
+    each run's first entry, and its merged InstanceCount and count.
+
+    Two neighbours merge when they write the same resource, with the same label, the same
+    key apart from the merged fields (``rest``, per record) and the same hazards (``hz``,
+    per action), neither is ``nomerge``, nothing separates them (across groups: no label
+    and no read of the resource in between), and they continue each other: as instances
+    (same range, consecutive instances) or as ranges (``no_primitive_id``, a list topology,
+    whole primitives, contiguous, one instance each). A run merges one way only.
+    Compiled twin: ``drawopt._verify.merge_runs``."""
+    key = R.key
+    cols = [key[:, F[f]] for f in ("kind", "fmt", "src_off", "count", "inst", "ninst", "rel")]
+    noprim = np.array([p.no_prim_id for p in R.pipes] + [False], bool)[R.a_pipe]
+    k = load_cext("_verify", pure)
+    if k is not None:
+        c64 = [np.ascontiguousarray(x, np.int64) for x in (e_res, e_lab, e_gid, e_rec, e_act, rk, rest, *cols)]
+        return k.merge_runs(*c64, np.ascontiguousarray(R.r_nomerge, np.uint8), np.ascontiguousarray(hz, np.uint64),
+                            noprim.view(np.uint8), np.ascontiguousarray(R.a_vpp, np.int64), KD_DRAW, KD_INDEXED)
+    n = e_rec.size
+    col = {f: c[e_rec] for f, c in zip(("kind", "fmt", "src_off", "count", "inst", "ninst", "rel"), cols)}
+    same = np.zeros(n, bool)
+    same_g = np.zeros(n, bool)
+    if n > 1:
+        same[1:] = e_res[1:] == e_res[:-1]
+        same_g[1:] = e_gid[1:] == e_gid[:-1]
+    pa = _prev(e_act)
+    # across groups: only unlabelled neighbours (singleton groups, still in stream order) with no
+    # read of the resource between them merge; inside a group nothing reads the resource
+    sep = ~same_g & ((e_lab != 0) | _readers_between(rk, e_res, pa, e_act))
+    pcol = {f: _prev(v) for f, v in col.items()}
+    nomerge = R.r_nomerge[e_rec]
+    r_rest = rest[e_rec]
+    base_ok = same & ~sep & (_prev(r_rest) == r_rest) & (hz[pa] == hz[e_act]) & \
+        (_prev(e_lab) == e_lab) & ~_prev(nomerge) & ~nomerge & \
+        ((col["kind"] == KD_DRAW) | (col["kind"] == KD_INDEXED))
+    inst_link = base_ok & (pcol["src_off"] == col["src_off"]) & (pcol["count"] == col["count"]) & \
+        (col["inst"] >= 0) & (pcol["inst"] >= 0) & (col["inst"] == pcol["inst"] + pcol["ninst"]) & \
+        (((pcol["rel"] == -1) & (col["rel"] == -1)) |
+         ((pcol["rel"] >= 0) & (col["rel"] == pcol["rel"] + pcol["ninst"])))
+    vpp = R.a_vpp[pa]
+    isz = np.where(pcol["fmt"] == 1, 4, 2)
+    step = np.where(pcol["kind"] == KD_INDEXED, pcol["count"] * isz, pcol["count"])
+    range_link = base_ok & noprim[e_act] & (vpp > 0) & (pcol["ninst"] == 1) & (col["ninst"] == 1) & \
+        (pcol["inst"] == col["inst"]) & (pcol["rel"] == col["rel"]) & \
+        (pcol["count"] % np.maximum(vpp, 1) == 0) & (col["src_off"] == pcol["src_off"] + step) & \
+        (pcol["count"] > 0)
+    typ = np.where(inst_link, 1, np.where(range_link, 2, 0))
+    if n > 1:
+        # a run merges one way only: cut where the link type changes
+        typ[1:] = np.where((typ[1:] > 0) & (typ[:-1] > 0) & (typ[1:] != typ[:-1]), 0, typ[1:])
+    if n:
+        typ[0] = 0
+    hidx = np.flatnonzero(typ == 0)
+    ninst, count = col["ninst"][hidx], col["count"][hidx]
+    if hidx.size and hidx.size < n:
+        rtype = np.maximum.reduceat(typ, hidx)
+        ninst = np.where(rtype == 1, np.add.reduceat(col["ninst"], hidx), ninst)
+        count = np.where(rtype == 2, np.add.reduceat(col["count"], hidx), count)
+    return hidx, ninst, count
 
 
 def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = None) -> TargetSeqs:
@@ -195,6 +279,7 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     # by (resource, record): records of one resource come in stream order
     o, _ = _by_res(e_res, e_rec)
     e_res, e_lab, e_rec = e_res[o], e_lab[o], e_rec[o]
+    del o
     e_act = R.r_act[e_rec]
     bar_keys, _ = _barriers(R, np.asarray(barriers, np.int64))
     # ------------------------------------------------------------ raw hazards (for merging)
@@ -210,79 +295,28 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     hz_raw = _sum_by(ra, _mix(rr, raw_cnt, rd_bar), nA) + wpart
     # ------------------------------------------------------------ commuting groups of raw records
     n = e_rec.size
-    same = np.zeros(n, bool)
-    if n > 1:
-        same[1:] = e_res[1:] == e_res[:-1]
     # a read of the resource in [prev action, this action] (inclusive) separates them
-    g_start = ~same | (e_lab == 0) | (e_lab != _prev(e_lab)) | _readers_between(rk, e_res, _prev(e_act), e_act)
-    e_gid = np.cumsum(g_start)
-    del g_start
+    e_gid = _group_ids(e_res, e_lab, e_act, rk)
     # inside a commuting group the order is not observable: put its records in a canonical
     # order (by key, then by position for ties) so that merging does not depend on it
-    rest_h = hash_cols([key[:, j] for j in _REST], key.shape[0])[e_rec]
-    ck = ("rel", "ninst", "inst", "count", "src_off")
-    o = _group_order(e_gid, (e_rec, *[key[:, F[f]][e_rec] for f in ck], hz_raw[e_act], rest_h))
-    if o is not None:
-        e_res, e_lab, e_rec, e_act, e_gid, rest_h = e_res[o], e_lab[o], e_rec[o], e_act[o], e_gid[o], rest_h[o]
-    del o
-    col = {f: key[:, F[f]][e_rec] for f in (*ck, "kind", "fmt")}
+    rest = hash_cols([key[:, j] for j in _REST], key.shape[0])
+
+    def sort_keys(i: np.ndarray) -> tuple[np.ndarray, ...]:
+        r, a = e_rec[i], e_act[i]
+        return (r, *[key[:, F[f]][r] for f in ("rel", "ninst", "inst", "count", "src_off")], hz_raw[a], rest[r])
+
+    moved = _group_order(e_gid, sort_keys)
+    if moved is not None:
+        i, perm = moved
+        for x in (e_res, e_lab, e_rec, e_act, e_gid):
+            x[i] = x[perm]
     # ------------------------------------------------------------ merge links
-    pa = _prev(e_act)
-    same_g = np.zeros(n, bool)
-    if n > 1:
-        same_g[1:] = e_gid[1:] == e_gid[:-1]
-    # across groups: only unlabelled neighbours (singleton groups, still in stream order) with no
-    # read of the resource between them merge; inside a group nothing reads the resource
-    sep = ~same_g & ((e_lab != 0) | _readers_between(rk, e_res, pa, e_act))
-    del same_g
-    pcol = {f: _prev(v) for f, v in col.items()}
-    nomerge = R.r_nomerge[e_rec]
-    base_ok = same & ~sep & (_prev(rest_h) == rest_h) & (hz_raw[pa] == hz_raw[e_act]) & \
-        (_prev(e_lab) == e_lab) & ~_prev(nomerge) & ~nomerge
-    del sep, nomerge, same, rest_h
-    drawlike = (col["kind"] == KD_DRAW) | (col["kind"] == KD_INDEXED)
-    base_ok &= drawlike
-    del drawlike
-    inst_link = base_ok & (pcol["src_off"] == col["src_off"]) & (pcol["count"] == col["count"]) & \
-        (col["inst"] >= 0) & (pcol["inst"] >= 0) & (col["inst"] == pcol["inst"] + pcol["ninst"]) & \
-        (((pcol["rel"] == -1) & (col["rel"] == -1)) |
-         ((pcol["rel"] >= 0) & (col["rel"] == pcol["rel"] + pcol["ninst"])))
-    noprim = np.array([p.no_prim_id for p in R.pipes] + [False], bool)[R.a_pipe[e_act]]
-    vpp = R.a_vpp[pa]
-    del pa
-    isz = np.where(pcol["fmt"] == 1, 4, 2)
-    step = np.where(pcol["kind"] == KD_INDEXED, pcol["count"] * isz, pcol["count"])
-    del isz
-    range_link = base_ok & noprim & (vpp > 0) & (pcol["ninst"] == 1) & (col["ninst"] == 1) & \
-        (pcol["inst"] == col["inst"]) & (pcol["rel"] == col["rel"]) & \
-        (pcol["count"] % np.maximum(vpp, 1) == 0) & (col["src_off"] == pcol["src_off"] + step) & \
-        (pcol["count"] > 0)
-    del pcol, step, vpp, noprim, base_ok
-    typ = np.where(inst_link, 1, np.where(range_link, 2, 0)).astype(np.int8)
-    del inst_link, range_link
-    if n > 1:
-        # a run merges one way only: cut where the link type changes
-        typ[1:] = np.where((typ[1:] > 0) & (typ[:-1] > 0) & (typ[1:] != typ[:-1]), 0, typ[1:])
-    if n:
-        typ[0] = 0
-    head = typ == 0
-    hidx = np.flatnonzero(head)
-    run = np.cumsum(head) - 1
-    del head
+    hidx, ninst, count = _merge_runs(R, e_res, e_lab, e_gid, e_rec, e_act, rk, rest, hz_raw)
+    m = hidx.size
     first = e_rec[hidx]
-    last_pos = np.r_[hidx[1:] - 1, n - 1] if hidx.size else np.zeros(0, np.int64)
-    last = e_rec[last_pos]
-    del last_pos
-    res = e_res[hidx]
-    lab = e_lab[hidx]
-    gid = e_gid[hidx]
-    del e_res, e_lab, e_gid, e_act
-    src_off, count, inst, ninst, rel = (col[f][hidx] for f in ("src_off", "count", "inst", "ninst", "rel"))
-    if hidx.size and hidx.size < n:
-        rtype = np.maximum.reduceat(typ, hidx)
-        ninst = np.where(rtype == 1, np.add.reduceat(col["ninst"], hidx), ninst)
-        count = np.where(rtype == 2, np.add.reduceat(col["count"], hidx), count)
-    del col, typ
+    last = e_rec[np.r_[hidx[1:] - 1, n - 1]] if m else np.zeros(0, np.int64)
+    res, lab, gid = e_res[hidx], e_lab[hidx], e_gid[hidx]
+    src_off, inst, rel = (key[:, F[f]][first] for f in ("src_off", "inst", "rel"))
     # ------------------------------------------------------------ canonical hazards
     f_act = R.r_act[first]
     # entries are in canonical order inside a group: count them in stream order
@@ -293,27 +327,29 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     # ------------------------------------------------------------ key hash and groups
     kf = {j: key[:, j][first] for j in _REST}
     kc = hash_cols([*[kf[j] for j in _REST if j not in (F["state"], F["src_buf"], F["fmt"])], count, inst,
-                    ninst, rel, hz[f_act].view(np.int64)], hidx.size)
+                    ninst, rel, hz[f_act].view(np.int64)], m)
     sh = kf[F["state"]]
-    src = hash_cols([kf[F["src_buf"]], kf[F["fmt"]], src_off], hidx.size)
-    kh = hash_cols([kc, sh, src], hidx.size)
-    m = hidx.size
+    src = hash_cols([kf[F["src_buf"]], kf[F["fmt"]], src_off], m)
+    kh = hash_cols([kc, sh, src], m)
     # multiset groups (the raw commuting groups; a merged run never spans two of them unless
     # both are unlabelled singletons, which then stay separate groups): sort by key hash inside
     # the group (stable: keeps order for ties)
-    o = _group_order(gid, (src, sh, kc))
+    moved = _group_order(gid, lambda i: (src[i], sh[i], kc[i]))
     start = np.ones(m, bool)
     if m > 1:
-        start[1:] = gid[1:] != gid[:-1]   # gid[o] == gid: o permutes inside groups only
-    if o is None:
-        pos_of_run, o = np.arange(m), slice(None)
-    else:
-        pos_of_run = np.empty(m, np.int64)
-        pos_of_run[o] = np.arange(m)
-    return TargetSeqs(res=res[o], first=first[o], last=last[o], lab=lab[o], start=start, kh=kh[o],
-                      kc=kc[o], sh=sh[o], src=src[o], src_buf=kf[F["src_buf"]][o], act=f_act[o],
-                      src_off=src_off[o], count=count[o], inst=inst[o], ninst=ninst[o], rel=rel[o],
-                      hz=hz.view(np.int64), w_bar=w_bar, m_entry=pos_of_run[run] if n else np.zeros(0, np.int64),
+        start[1:] = gid[1:] != gid[:-1]   # the order moves entries inside their group only
+    pos_of_run = np.arange(m)
+    if moved is not None:
+        i, perm = moved
+        pos_of_run[perm] = i
+        arrays = [res, first, last, lab, kh, kc, sh, src, kf[F["src_buf"]], f_act, src_off, count, inst, ninst, rel]
+        for x in arrays:
+            x[i] = x[perm]
+    run = np.repeat(np.arange(m, dtype=np.int64), np.diff(np.r_[hidx, n])) if n else np.zeros(0, np.int64)
+    return TargetSeqs(res=res, first=first, last=last, lab=lab, start=start, kh=kh,
+                      kc=kc, sh=sh, src=src, src_buf=kf[F["src_buf"]], act=f_act,
+                      src_off=src_off, count=count, inst=inst, ninst=ninst, rel=rel,
+                      hz=hz.view(np.int64), w_bar=w_bar, m_entry=pos_of_run[run],
                       m_rec=e_rec, key=key, rd_act=ra, rd_res=rr, rd_cnt=can_cnt, rd_bar=rd_bar)
 
 

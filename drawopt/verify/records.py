@@ -350,19 +350,20 @@ class _Expander:
     # ------------------------------------------------------------------ accesses
     def _accesses(self) -> None:
         s, st, cmap, nA = self.s, self.st, self.cmap, self.nA
-        args = s.args[self.act]
         bufa = np.full(nA, -1, np.int64)
         bufb = np.full(nA, -1, np.int64)
         for name, (_, multi, auto) in INDIRECT.items():
-            m = self.a_op == _OP[name]
+            m = np.flatnonzero(self.a_op == _OP[name])
+            args = s.args[self.act[m]]
             if auto:
-                bufa[m], bufb[m] = cmap[args[m, 3]], cmap[args[m, 0]]
+                bufa[m], bufb[m] = cmap[args[:, 3]], cmap[args[:, 0]]
             else:
-                bufa[m] = cmap[args[m, 1] if multi else args[m, 0]]
-        m = self.a_op == _OP["DrawIndexedX"]
-        bufa[m] = cmap[args[m, 0]]
-        m = self.a_op == _OP["CopyBufferRegion"]
-        bufa[m], bufb[m] = cmap[args[m, 0]], cmap[args[m, 2]]
+                bufa[m] = cmap[args[:, 1] if multi else args[:, 0]]
+        m = np.flatnonzero(self.a_op == _OP["DrawIndexedX"])
+        bufa[m] = cmap[s.args[self.act[m], 0]]
+        m = np.flatnonzero(self.a_op == _OP["CopyBufferRegion"])
+        args = s.args[self.act[m]]
+        bufa[m], bufb[m] = cmap[args[:, 0]], cmap[args[:, 2]]
         self.bufa, self.bufb = bufa, bufb
         # access sets depend on tables and on which buffers are bound, not on offsets
         self.vb_cols = [c for c in self.universe if (c >> 20) == Col.VB]
