@@ -99,9 +99,8 @@ class TargetSeqs:
                           self.rel], self.first.size)
 
 
-def _mix(*cols: np.ndarray) -> np.ndarray:
-    n = cols[0].size
-    return hash_cols(list(cols), n).view(np.uint64)
+def _mix(first: np.ndarray, *cols: np.ndarray | int) -> np.ndarray:
+    return hash_cols([first, *cols], first.size).view(np.uint64)
 
 
 def _barriers(R: Records, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -115,6 +114,8 @@ def _barriers(R: Records, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _count_before(keys_sorted: np.ndarray, res: np.ndarray, pos: np.ndarray) -> np.ndarray:
     """How many ``keys_sorted`` lie in ``[res << 40, res << 40 | pos)``."""
+    if not keys_sorted.size:
+        return np.zeros(res.size, np.int64)
     lo = np.searchsorted(keys_sorted, res * _SHIFT, side="left")
     hi = np.searchsorted(keys_sorted, res * _SHIFT + pos, side="left")
     return hi - lo
@@ -143,12 +144,26 @@ def _sum_by(idx: np.ndarray, vals: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def _by_res(res: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The stable order of ``res`` and the sorted keys ``res << 40 | pos`` (``pos``
-    non-decreasing within each resource, as action and record numbers are)."""
-    small = res.astype(np.uint16) if res.size and 0 <= int(res.min()) and int(res.max()) < 1 << 16 else res
-    o = np.argsort(small, kind="stable")
-    return o, (res * _SHIFT + pos)[o]
+def _res_order(res: np.ndarray) -> np.ndarray:
+    """The stable order of the resource ids ``res`` (a 16-bit radix sort where they fit)."""
+    small = res.size and 0 <= int(res.min()) and int(res.max()) < 1 << 16
+    return np.argsort(res.astype(np.uint16) if small else res, kind="stable")
+
+
+def _before(e_res: np.ndarray, e_act: np.ndarray, res: np.ndarray, act: np.ndarray, sort: bool = False) -> np.ndarray:
+    """For each ``(res[i], act[i])``: how many entries of resource ``res[i]`` have an action
+    before ``act[i]``. ``e_res`` ascending; ``e_act`` ascending within a resource (else
+    ``sort``: they are sorted first)."""
+    out = np.zeros(res.size, np.int64)
+    if not res.size:
+        return out
+    rs = np.unique(res)
+    lo, hi = np.searchsorted(e_res, rs, "left"), np.searchsorted(e_res, rs, "right")
+    for r, a, b in zip(rs.tolist(), lo.tolist(), hi.tolist()):
+        m = res == r
+        seg = np.sort(e_act[a:b]) if sort else e_act[a:b]
+        out[m] = np.searchsorted(seg, act[m], "left")
+    return out
 
 
 def _group_order(gid: np.ndarray,
@@ -272,26 +287,24 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     key = R.key
     nA = R.a_cmd.size
     # ------------------------------------------------------------ write entries per resource
-    wrep = R.a_nrec[R.w_act]
-    e_res = np.repeat(R.w_res, wrep)
-    e_lab = np.repeat(R.w_lab, wrep)
-    e_rec = ragged(R.a_first[R.w_act], wrep)
-    # by (resource, record): records of one resource come in stream order
-    o, _ = _by_res(e_res, e_rec)
-    e_res, e_lab, e_rec = e_res[o], e_lab[o], e_rec[o]
-    del o
-    e_act = R.r_act[e_rec]
+    # by (resource, record): the write pairs by resource (then action), each with its records
+    wo = _res_order(R.w_res)
+    w_act = R.w_act[wo]
+    wrep = R.a_nrec[w_act]
+    e_res = np.repeat(R.w_res[wo], wrep)
+    e_lab = np.repeat(R.w_lab[wo], wrep)
+    e_act = np.repeat(w_act, wrep)
+    e_rec = ragged(R.a_first[w_act], wrep)
+    del wo, w_act, wrep
     bar_keys, _ = _barriers(R, np.asarray(barriers, np.int64))
     # ------------------------------------------------------------ raw hazards (for merging)
     # reads of a written resource (only those order writes), by resource then action
     ra, rr = R.reads.pairs(written)
-    _, rk = _by_res(rr, ra)
-    wkey = e_res * _SHIFT + e_act  # sorted (resource, then record order = action order)
-    raw_cnt = _count_before(wkey, rr, ra)
-    del wkey
+    rk = (rr * _SHIFT + ra)[_res_order(rr)]
+    raw_cnt = _before(e_res, e_act, rr, ra)
     rd_bar = _count_before(bar_keys, rr, R.a_cmd[ra])
     w_bar = _count_before(bar_keys, R.w_res, R.a_cmd[R.w_act])
-    wpart = _sum_by(R.w_act, _mix(R.w_res, np.full(R.w_res.size, -1, np.int64), w_bar), nA)
+    wpart = _sum_by(R.w_act, _mix(R.w_res, -1, w_bar), nA)
     hz_raw = _sum_by(ra, _mix(rr, raw_cnt, rd_bar), nA) + wpart
     # ------------------------------------------------------------ commuting groups of raw records
     n = e_rec.size
@@ -320,9 +333,7 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     # ------------------------------------------------------------ canonical hazards
     f_act = R.r_act[first]
     # entries are in canonical order inside a group: count them in stream order
-    ckey = np.sort(res * _SHIFT + f_act)
-    can_cnt = _count_before(ckey, rr, ra)
-    del ckey
+    can_cnt = _before(res, f_act, rr, ra, sort=True)
     hz = _sum_by(ra, _mix(rr, can_cnt, rd_bar), nA) + wpart
     # ------------------------------------------------------------ key hash and groups
     kf = {j: key[:, j][first] for j in _REST}
