@@ -10,7 +10,7 @@ import numpy as np
 cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
-__all__ = ["fold", "fold_scalar", "fold_at", "last_before", "group_ids", "merge_runs"]
+__all__ = ["fold", "fold_scalar", "fold_at", "fill_at", "group_ids", "merge_runs"]
 
 cdef uint64_t _G = 0x9E3779B97F4A7C15ULL
 cdef uint64_t _C1 = 0xBF58476D1CE4E5B9ULL
@@ -42,19 +42,20 @@ def fold_scalar(uint64_t[::1] h, uint64_t c):
             h[i] = _mix(h[i], c)
 
 
-def last_before(const int64_t[::1] ev, const int64_t[::1] q):
-    """For each query ``q[i]``: the index of the last ``ev`` element below it (-1: none).
+def fill_at(const int64_t[::1] ev_at, const int64_t[::1] ev_val, const int64_t[::1] q, int64_t before):
+    """``ev_val[j]`` of the last ``ev_at[j] < q[i]`` for each query, ``before`` where none.
 
-    ``ev`` and ``q`` ascending; one merge pass (twin: ``np.searchsorted(ev, q) - 1``,
-    in ``drawopt.verify.slots.StateAt``)."""
-    cdef Py_ssize_t i, j = 0, n = q.shape[0], m = ev.shape[0]
+    ``ev_at`` and ``q`` ascending; one merge pass (twin: ``drawopt.verify.slots.fill_at``)."""
+    cdef Py_ssize_t i, j = 0, n = q.shape[0], m = ev_at.shape[0]
+    if ev_val.shape[0] != m:
+        raise ValueError("fill_at: length mismatch")
     out = np.empty(n, np.int64)
     cdef int64_t[::1] o = out
     with nogil:
         for i in range(n):
-            while j < m and ev[j] < q[i]:
+            while j < m and ev_at[j] < q[i]:
                 j += 1
-            o[i] = j - 1
+            o[i] = ev_val[j - 1] if j > 0 else before
     return out
 
 

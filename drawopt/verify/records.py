@@ -390,6 +390,10 @@ class _Expander:
         self.reads = ReadSets(inv.astype(np.int64), roff, nr_sig, r_res_s)
         # the first action writing each resource: the first of the signatures writing it
         self.first_write = np.full(len(self.canon.names) + 1, np.iinfo(np.int64).max, np.int64)
+        self.cpu_known = np.zeros(self.first_write.size, bool)
+        """Per resource id: a buffer the CPU wrote (``cpu`` with ``data``)."""
+        for b, d in self.bufdecl.items():
+            self.cpu_known[b] = d.cpu and d.data is not None
         if w_sig.size:
             np.minimum.at(self.first_write, w_res_s, first_of[w_sig])
 
@@ -515,13 +519,10 @@ class _Expander:
     # ------------------------------------------------------------------ buffers
     def decodable(self, buf: np.ndarray, a: np.ndarray) -> np.ndarray:
         """Whether buffer ``buf`` holds CPU-known data when action ``a`` runs."""
-        ok = np.zeros(buf.size, bool)
-        for b in np.unique(buf):
-            d = self.bufdecl.get(int(b))
-            if d is not None and d.cpu and d.data is not None:
-                m = buf == b
-                ok[m] = a[m] < self.first_write[int(b)]
-        return ok
+        known = self.cpu_known
+        ok = (buf >= 0) & (buf < known.size)
+        b = np.where(ok, buf, 0)
+        return ok & known[b] & (a < self.first_write[b])
 
     def words(self, buf: np.ndarray, byte_off: np.ndarray, nwords: int) -> np.ndarray:
         """``nwords`` 32-bit words at each (buffer, byte offset); :data:`OOB` past the end."""

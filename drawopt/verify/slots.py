@@ -19,7 +19,7 @@ Invalidations (D3D12 rules, and the seeds):
 
 from __future__ import annotations
 
-__all__ = ["Col", "StateAt", "track", "column_universe", "col_name", "last_before"]
+__all__ = ["Col", "StateAt", "track", "column_universe", "col_name", "fill_at"]
 
 from enum import IntEnum
 
@@ -101,12 +101,18 @@ _REF_FAMILIES = (Col.PSO, Col.RSG, Col.RSC)
 
 def _const_words(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(commands, command of each word, key of each word)`` of the ``name`` root-constant commands."""
-    idx = np.flatnonzero(s.op == _OP[name])
-    cnt = s.var_len[idx].astype(np.int64)
+    idx, base, cnt = _const_ranges(s, name)
     cmd = np.repeat(idx, cnt)
-    k = np.arange(cmd.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-    key = np.minimum(s.args[cmd, 0], MAX_PARAM) * 64 + s.args[cmd, 2] + k
+    # word k of a command: base + k, as base - (words before the command) + (word number)
+    key = np.repeat(base - (np.cumsum(cnt) - cnt), cnt) + np.arange(cmd.size, dtype=np.int64)
     return idx, cmd, key
+
+
+def _const_ranges(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(commands, key of the first word, word count)`` of the ``name`` root-constant commands."""
+    idx = np.flatnonzero(s.op == _OP[name])
+    a = s.args[idx]
+    return idx, np.minimum(a[:, 0], MAX_PARAM) * 64 + a[:, 2], s.var_len[idx].astype(np.int64)
 
 
 def _consts(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -125,6 +131,23 @@ def _distinct(keys: np.ndarray) -> list[int]:
     return np.flatnonzero(np.bincount(keys)).tolist()
 
 
+def _covered(lo: np.ndarray, n: np.ndarray) -> list[int]:
+    """The integers in any of the ranges ``lo[i] .. lo[i] + n[i] - 1``, ascending.
+
+    >>> _covered(np.array([3, 0, 4]), np.array([2, 1, 0]))
+    [0, 3, 4]
+    """
+    lo, n = lo[n > 0], n[n > 0]
+    if not lo.size:
+        return []
+    if int(lo.min()) < 0 or int((lo + n).max()) > 1 << 24:
+        return np.unique(np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))).tolist()
+    d = np.zeros(int((lo + n).max()) + 1, np.int64)
+    np.add.at(d, lo, 1)
+    np.add.at(d, lo + n, -1)
+    return np.flatnonzero(np.cumsum(d) > 0).tolist()
+
+
 def column_universe(streams: list[Stream]) -> list[int]:
     """Column ids used by any of ``streams`` (the fixed families plus keyed ones seen)."""
     cols = {cid_of(f) for f in (Col.PSO, Col.RSG, Col.RSC, Col.HEAPS, Col.IB, Col.TOPO, Col.RTS, Col.VP,
@@ -137,7 +160,8 @@ def column_universe(streams: list[Stream]) -> list[int]:
                            (s.op == _OP["SetGraphicsRootShaderResourceView"]))
         cols |= {cid_of(Col.VG, k) for k in _distinct(_key(s.args[m, 0], Col.VG))}
         for fam, op in ((Col.CG, "SetGraphicsRoot32BitConstants"), (Col.CC, "SetComputeRoot32BitConstants")):
-            cols |= {cid_of(fam, k) for k in _distinct(_const_words(s, op)[2])}
+            _, base, cnt = _const_ranges(s, op)
+            cols |= {cid_of(fam, k) for k in _covered(base, cnt)}
     return sorted(cols)
 
 
@@ -157,61 +181,45 @@ class StateAt:
         self.col = {c: j for j, c in enumerate(cols)}
         self._events = events
         self._before = before or {}
-        self._pos: dict[int, np.ndarray] = {}
         self._val: dict[int, np.ndarray] = {}
         self._src: dict[int, np.ndarray] = {}
 
-    def _position(self, c: int) -> np.ndarray:
-        """Index of the last event of column ``c`` before each query (-1: none)."""
-        pos = self._pos.get(c)
-        if pos is None:
-            pos = self._pos[c] = last_before(self._events[c][0], self.queries)
-        return pos
-
-    def _done(self, c: int) -> None:
-        if c in self._val and c in self._src:
-            self._pos.pop(c, None)
-
     def value(self, c: int) -> np.ndarray:
         v = self._val.get(c)
-        if v is not None:
-            return v
-        if c not in self.col:
-            return np.full(self.queries.size, NEVER, np.int64)
-        pos = self._position(c)
-        ev = self._events[c][1]
-        v = ev[np.maximum(pos, 0)] if ev.size else np.zeros(pos.size, np.int64)
-        v = self._val[c] = np.where(pos >= 0, v, self._before.get(c, NEVER))
-        self._done(c)
+        if v is None:
+            if c not in self.col:
+                return np.full(self.queries.size, NEVER, np.int64)
+            ei, ev = self._events[c]
+            v = self._val[c] = fill_at(ei, ev, self.queries, self._before.get(c, NEVER))
         return v
 
     def source(self, c: int) -> np.ndarray:
         w = self._src.get(c)
-        if w is not None:
-            return w
-        if c not in self.col:
-            return np.full(self.queries.size, -1, np.int64)
-        pos = self._position(c)
-        ei = self._events[c][0]
-        w = ei[np.maximum(pos, 0)] if ei.size else np.zeros(pos.size, np.int64)
-        w = self._src[c] = np.where(pos >= 0, w, -1)
-        self._done(c)
+        if w is None:
+            if c not in self.col:
+                return np.full(self.queries.size, -1, np.int64)
+            ei = self._events[c][0]
+            w = self._src[c] = fill_at(ei, ei, self.queries, -1)
         return w
 
 
-def last_before(ev: np.ndarray, q: np.ndarray, pure: bool | None = None) -> np.ndarray:
-    """For each ``q[i]``: the index of the last element of the ascending ``ev`` below it (-1: none).
+def fill_at(ev_at: np.ndarray, ev_val: np.ndarray, q: np.ndarray, before: int, pure: bool | None = None) -> np.ndarray:
+    """The value of the last event before each query: ``ev_val[j]`` of the last ``ev_at[j] < q[i]``
+    (``ev_at`` ascending), ``before`` where there is none.
 
-    One merge pass in ``drawopt._verify.last_before`` when ``q`` ascends too (the queries
-    of :func:`track` do); else, or on the pure path, ``np.searchsorted``.
+    One merge pass in ``drawopt._verify.fill_at`` when ``q`` ascends too (the queries of
+    :func:`track` do); else, or on the pure path, ``np.searchsorted``.
 
-    >>> last_before(np.array([2, 5, 5, 9]), np.array([0, 3, 5, 6, 10])).tolist()
-    [-1, 0, 0, 2, 3]
+    >>> fill_at(np.array([2, 5, 5, 9]), np.array([10, 20, 21, 30]), np.array([0, 3, 5, 6, 10]), -1).tolist()
+    [-1, 10, 10, 21, 30]
     """
     k = load_cext("_verify", pure)
     if k is not None and (q.size < 2 or bool((q[1:] >= q[:-1]).all())):
-        return k.last_before(np.ascontiguousarray(ev, np.int64), np.ascontiguousarray(q, np.int64))
-    return np.searchsorted(ev, q, side="left") - 1
+        return k.fill_at(np.ascontiguousarray(ev_at, np.int64), np.ascontiguousarray(ev_val, np.int64),
+                         np.ascontiguousarray(q, np.int64), before)
+    pos = np.searchsorted(ev_at, q, side="left") - 1
+    v = ev_val[np.maximum(pos, 0)] if ev_val.size else np.zeros(pos.size, np.int64)
+    return np.where(pos >= 0, v, before)
 
 
 def _changes(ev_idx: np.ndarray, ev_val: np.ndarray, setters: np.ndarray, from_never: bool = True) -> np.ndarray:
