@@ -26,7 +26,6 @@ from __future__ import annotations
 
 __all__ = ["Records", "ReadSets", "expand", "KEY_FIELDS", "F", "KIND_NAMES", "MAX_RECORDS"]
 
-import bisect
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -209,32 +208,28 @@ _HEAP_SHIFT = np.int64(1) << np.int64(34)
 
 
 class Views:
-    """``heap[slot]`` -> (view kind, resource id) of one stream's declarations."""
+    """``heap[slot]`` -> (view kind, resource id) of one stream's declarations, as sorted
+    columns: ``keys`` (``heap << 34 | slot``), ``kinds``, ``rids`` (-1: a view of no resource)."""
 
     def __init__(self, decls: Decls, canon: Canon):
-        tmp: dict[int, list[tuple[int, str, int]]] = {}
+        flat: list[tuple[int, int, str, int]] = []
         for d in decls.items:
             if isinstance(d, View):
                 rid = canon.id(d.resource) if d.resource is not None else -1
-                tmp.setdefault(canon.id(d.heap), []).append((d.slot, d.view, rid))
-        self.by_heap: dict[int, tuple[list[int], list[tuple[str, int]]]] = {}
-        flat: list[tuple[int, int, str, int]] = []
-        for h, lst in tmp.items():
-            lst.sort()
-            self.by_heap[h] = ([x[0] for x in lst], [(x[1], x[2]) for x in lst])
-            flat += [(h, *x) for x in lst]
-        flat.sort(key=lambda x: (x[0], x[1]))
+                flat.append((canon.id(d.heap), d.slot, d.view, rid))
+        flat.sort()
         self.keys = np.array([h * _HEAP_SHIFT + slot for h, slot, _, _ in flat], np.int64)
-        """Sorted ``heap << 34 | slot`` of every view (columnar form of ``by_heap``)."""
         self.kinds = np.array([k for _, _, k, _ in flat] + [""])
         self.rids = np.array([r for _, _, _, r in flat], np.int64)
 
-    def resource(self, heap: int, slot: int) -> tuple[str, int] | None:
-        e = self.by_heap.get(heap)
-        if e is None:
-            return None
-        i = bisect.bisect_left(e[0], slot)
-        return e[1][i] if i < len(e[0]) and e[0][i] == slot else None
+    def at(self, heap: np.ndarray, slot: np.ndarray) -> np.ndarray:
+        """Resource id of the view in ``slot`` of ``heap``, for every pair (-2: no view there;
+        -1: a view of no resource)."""
+        if not self.keys.size:
+            return np.full(heap.size, -2, np.int64)
+        k = heap * _HEAP_SHIFT + slot
+        i = np.minimum(np.searchsorted(self.keys, k, "left"), self.keys.size - 1)
+        return np.where(self.keys[i] == k, self.rids[i], -2)
 
     def in_ranges(self, heap: np.ndarray, lo: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The views in slots ``lo[i] .. lo[i] + n - 1`` of ``heap[i]``, for every ``i``:
@@ -244,6 +239,14 @@ class Views:
         cnt = b - a
         j = ragged(a, cnt)
         return np.repeat(np.arange(heap.size, dtype=np.int64), cnt), self.kinds[j], self.rids[j]
+
+
+def by_pipeline(pipe: np.ndarray, npipes: int) -> list[tuple[int, np.ndarray]]:
+    """``(p, positions with pipe == p)`` for every pipeline index present (-1 first), positions
+    ascending: one stable sort instead of a mask per pipeline."""
+    order = np.argsort(pipe + 1, kind="stable")
+    bounds = np.searchsorted(pipe[order], np.arange(-1, npipes + 1)).tolist()
+    return [(p, order[a:b]) for p, a, b in zip(range(-1, npipes), bounds[:-1], bounds[1:]) if b > a]
 
 
 def safe_ref(cmap: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -328,12 +331,7 @@ class _Expander:
         gfx_fixed = [cid_of(f) for f in (Col.PSO, Col.RSG, Col.HEAPS, Col.TOPO, Col.RTS, Col.VP, Col.SC, Col.SR)]
         cmp_fixed = [cid_of(f) for f in (Col.PSO, Col.RSC, Col.HEAPS)]
         # the actions of each pipeline, in stream order (copies have none: a_pipe -1)
-        by_pipe = np.argsort(self.a_pipe + 1, kind="stable")
-        bounds = np.searchsorted(self.a_pipe[by_pipe], np.arange(-1, len(self.pipes) + 1))
-        for p in range(-1, len(self.pipes)):
-            sel = by_pipe[bounds[p + 1]:bounds[p + 2]]
-            if not sel.size:
-                continue
+        for p, sel in by_pipeline(self.a_pipe, len(self.pipes)):
             if p < 0:
                 # no usable pipeline: nothing says which root arguments it would read
                 for cat, fixed, fams in ((Cat.DRAW, gfx_fixed, (Col.VB, Col.BF)), (Cat.DISPATCH, cmp_fixed, ())):
@@ -392,8 +390,11 @@ class _Expander:
         self.first_write = np.full(len(self.canon.names) + 1, np.iinfo(np.int64).max, np.int64)
         self.cpu_known = np.zeros(self.first_write.size, bool)
         """Per resource id: a buffer the CPU wrote (``cpu`` with ``data``)."""
+        self.is_buffer = np.zeros(self.first_write.size, bool)
+        """Per resource id: a buffer this stream declares."""
         for b, d in self.bufdecl.items():
             self.cpu_known[b] = d.cpu and d.data is not None
+            self.is_buffer[b] = True
         if w_sig.size:
             np.minimum.at(self.first_write, w_res_s, first_of[w_sig])
 
@@ -527,11 +528,14 @@ class _Expander:
     def words(self, buf: np.ndarray, byte_off: np.ndarray, nwords: int) -> np.ndarray:
         """``nwords`` 32-bit words at each (buffer, byte offset); :data:`OOB` past the end."""
         out = np.full((buf.size, nwords), OOB, np.int64)
-        for b in np.unique(buf):
-            d = self.bufdecl.get(int(b))
+        ok = (buf >= 0) & (buf < self.is_buffer.size)
+        ids = np.flatnonzero(np.bincount(buf[ok])) if ok.any() else np.zeros(0, np.int64)
+        for b in ids.tolist():
+            d = self.bufdecl.get(b)
             if d is None:
                 continue
-            m = np.flatnonzero(buf == b)
+            whole = ids.size == 1 and bool(ok.all())
+            m = slice(None) if whole else np.flatnonzero(buf == b)
             data = d.data if d.data is not None else np.zeros(0, np.uint32)
             bo = byte_off[m]
             aligned = (bo % 4 == 0) & (bo >= 0)
@@ -539,8 +543,9 @@ class _Expander:
                 wi = bo // 4 + j
                 inb = aligned & (wi * 4 + 4 <= d.size)
                 have = inb & (wi < data.size)
-                v = np.where(inb, 0, OOB).astype(np.int64)
-                v[have] = data[wi[have]]
+                v = np.where(inb, 0, OOB)
+                if data.size:
+                    v = np.where(have, data[np.where(have, wi, 0)], v)
                 out[m, j] = v
         return out
 
@@ -792,10 +797,13 @@ class _Expander:
         buf[ok] = self.cmap[s.args[src[ok], 1]]
         off[ok] = s.args[src[ok], 2]
         t = st.value(cid_of(Col.TG, pi.perdraw))[acts]
-        for i in np.flatnonzero(~ok & (t >= 0)):
-            e = self.views.resource(int(t[i]) >> 32, int(t[i]) & 0xFFFFFFFF)
-            if e is not None and e[1] >= 0 and e[1] in self.bufdecl:
-                buf[i] = e[1]
+        i = np.flatnonzero(~ok & (t >= 0))
+        if i.size:
+            # a table: the buffer the view in its first slot shows
+            rid = self.views.at(t[i] >> 32, t[i] & 0xFFFFFFFF)
+            hit = (rid >= 0) & (rid < self.is_buffer.size)
+            hit &= self.is_buffer[np.where(hit, rid, 0)]
+            buf[i[hit]] = rid[hit]
         return buf, off
 
     def _records(self, sd: dict[str, np.ndarray]) -> None:
@@ -807,10 +815,10 @@ class _Expander:
         array_form = np.zeros(sd["act"].size, bool)
         self.sd_buf = np.full(sd["act"].size, -1, np.int64)
         self.sd_off = np.zeros(sd["act"].size, np.int64)
-        for p in np.unique(sd_pipe):
+        for p, sel_all in by_pipeline(sd_pipe, len(self.pipes)):
             if p < 0 or not self.pipes[p].has_perdraw:
                 continue
-            sel_all = np.flatnonzero((sd_pipe == p) & drawlike_sd)
+            sel_all = sel_all[drawlike_sd[sel_all]]
             is_x = self.a_op[sd["act"][sel_all]] == _OP["DrawIndexedX"]
             for pi, sel in ((self.pipes[p].for_draws(True), sel_all[is_x]),
                             (self.pipes[p].for_draws(False), sel_all[~is_x])):
@@ -854,11 +862,10 @@ class _Expander:
         nomerge = (s.flags[self.act[r_act]] & FLAG_NOMERGE) != 0
         self.r_xslot = np.full(R, -1, np.int64)
         self.x = {k: [] for k in ("act", "slot", "low", "buf", "off", "rec", "imax", "imax_from")}
-        for p in np.unique(r_pipe):
+        for p, sel in by_pipeline(r_pipe, len(self.pipes)):
             if p < 0:
                 continue
             pi = self.pipes[p]
-            sel = np.flatnonzero(r_pipe == p)
             if pi.never_merge:
                 nomerge[sel] = True
             if pi.has_perdraw:

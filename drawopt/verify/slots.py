@@ -188,7 +188,8 @@ class StateAt:
         v = self._val.get(c)
         if v is None:
             if c not in self.col:
-                return np.full(self.queries.size, NEVER, np.int64)
+                v = self._val[c] = np.full(self.queries.size, NEVER, np.int64)   # never set
+                return v
             ei, ev = self._events[c]
             v = self._val[c] = fill_at(ei, ev, self.queries, self._before.get(c, NEVER))
         return v
@@ -197,7 +198,8 @@ class StateAt:
         w = self._src.get(c)
         if w is None:
             if c not in self.col:
-                return np.full(self.queries.size, -1, np.int64)
+                w = self._src[c] = np.full(self.queries.size, -1, np.int64)
+                return w
             ei = self._events[c][0]
             w = self._src[c] = fill_at(ei, ei, self.queries, -1)
         return w
