@@ -48,8 +48,13 @@ def _as_i64(c: np.ndarray) -> np.ndarray:
     return c
 
 
-def hash_cols(cols: Sequence[np.ndarray | int], n: int, seed: int = SEED, pure: bool | None = None) -> np.ndarray:
-    """One ``int64`` hash per row of the columns ``cols`` (each length ``n`` or a scalar).
+Column = np.ndarray | int | tuple[np.ndarray, np.ndarray]
+"""A column of :func:`hash_cols`: an array, a scalar, or ``(array, idx)`` standing for ``array[idx]``."""
+
+
+def hash_cols(cols: Sequence[Column], n: int, seed: int = SEED, pure: bool | None = None) -> np.ndarray:
+    """One ``int64`` hash per row of the columns ``cols`` (each length ``n`` or a scalar;
+    ``(array, idx)`` is ``array[idx]``, read without gathering it first).
 
     ``pure``: force (True) or forbid (False) the pure-numpy path; default: the
     compiled kernel unless ``DRAWOPT_PURE=1`` or it is not built. Both give identical hashes.
@@ -57,12 +62,16 @@ def hash_cols(cols: Sequence[np.ndarray | int], n: int, seed: int = SEED, pure: 
     >>> h = hash_cols([np.array([1, 2, 1]), 7], 3)
     >>> bool(h[0] == h[2]), bool(h[0] == h[1])
     (True, False)
+    >>> bool((hash_cols([(np.array([4, 1, 2]), np.array([1, 2, 1])), 7], 3) == h).all())
+    True
     """
     h = np.full(n, seed & _M64, np.uint64)
     k = load_cext("_verify", pure)
     if k is not None:
         for c in cols:
-            if isinstance(c, np.ndarray) and c.ndim:
+            if isinstance(c, tuple):
+                k.fold_at(h, np.ascontiguousarray(_as_i64(c[0])), np.ascontiguousarray(c[1], np.int64), 0, 0, 0)
+            elif isinstance(c, np.ndarray) and c.ndim:
                 k.fold(h, np.ascontiguousarray(_as_i64(c)))
             else:
                 k.fold_scalar(h, int(c) & _M64)
@@ -70,7 +79,7 @@ def hash_cols(cols: Sequence[np.ndarray | int], n: int, seed: int = SEED, pure: 
     t = np.empty(n, np.uint64)
     with np.errstate(over="ignore"):
         for c in cols:
-            _fold(h, c, t)
+            _fold(h, _as_i64(c[0])[c[1]] if isinstance(c, tuple) else c, t)
     return h.view(np.int64)
 
 

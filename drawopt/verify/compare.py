@@ -314,33 +314,34 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     # order (by key, then by position for ties) so that merging does not depend on it
     rest = hash_cols([key[:, j] for j in _REST], key.shape[0])
 
-    def sort_keys(i: np.ndarray) -> tuple[np.ndarray, ...]:
+    def sort_keys(i: np.ndarray, e_rec: np.ndarray = e_rec, e_act: np.ndarray = e_act) -> tuple[np.ndarray, ...]:
         r, a = e_rec[i], e_act[i]
         return (r, *[key[:, F[f]][r] for f in ("rel", "ninst", "inst", "count", "src_off")], hz_raw[a], rest[r])
 
     moved = _group_order(e_gid, sort_keys)
+    del sort_keys
     if moved is not None:
         i, perm = moved
         for x in (e_res, e_lab, e_rec, e_act, e_gid):
             x[i] = x[perm]
     # ------------------------------------------------------------ merge links
     hidx, ninst, count = _merge_runs(R, e_res, e_lab, e_gid, e_rec, e_act, rk, rest, hz_raw)
+    del e_act
     m = hidx.size
     first = e_rec[hidx]
     last = e_rec[np.r_[hidx[1:] - 1, n - 1]] if m else np.zeros(0, np.int64)
     res, lab, gid = e_res[hidx], e_lab[hidx], e_gid[hidx]
-    src_off, inst, rel = (key[:, F[f]][first] for f in ("src_off", "inst", "rel"))
+    del e_res, e_lab, e_gid
+    src_off, inst, rel, sh, src_buf = (key[:, F[f]][first] for f in ("src_off", "inst", "rel", "state", "src_buf"))
     # ------------------------------------------------------------ canonical hazards
     f_act = R.r_act[first]
     # entries are in canonical order inside a group: count them in stream order
     can_cnt = _before(res, f_act, rr, ra, sort=True)
     hz = _sum_by(ra, _mix(rr, can_cnt, rd_bar), nA) + wpart
     # ------------------------------------------------------------ key hash and groups
-    kf = {j: key[:, j][first] for j in _REST}
-    kc = hash_cols([*[kf[j] for j in _REST if j not in (F["state"], F["src_buf"], F["fmt"])], count, inst,
-                    ninst, rel, hz[f_act].view(np.int64)], m)
-    sh = kf[F["state"]]
-    src = hash_cols([kf[F["src_buf"]], kf[F["fmt"]], src_off], m)
+    kc = hash_cols([*[(key[:, j], first) for j in _REST if j not in (F["state"], F["src_buf"], F["fmt"])], count,
+                    inst, ninst, rel, (hz.view(np.int64), f_act)], m)
+    src = hash_cols([src_buf, (key[:, F["fmt"]], first), src_off], m)
     kh = hash_cols([kc, sh, src], m)
     # multiset groups (the raw commuting groups; a merged run never spans two of them unless
     # both are unlabelled singletons, which then stay separate groups): sort by key hash inside
@@ -353,12 +354,12 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     if moved is not None:
         i, perm = moved
         pos_of_run[perm] = i
-        arrays = [res, first, last, lab, kh, kc, sh, src, kf[F["src_buf"]], f_act, src_off, count, inst, ninst, rel]
+        arrays = [res, first, last, lab, kh, kc, sh, src, src_buf, f_act, src_off, count, inst, ninst, rel]
         for x in arrays:
             x[i] = x[perm]
     run = np.repeat(np.arange(m, dtype=np.int64), np.diff(np.r_[hidx, n])) if n else np.zeros(0, np.int64)
     return TargetSeqs(res=res, first=first, last=last, lab=lab, start=start, kh=kh,
-                      kc=kc, sh=sh, src=src, src_buf=kf[F["src_buf"]], act=f_act,
+                      kc=kc, sh=sh, src=src, src_buf=src_buf, act=f_act,
                       src_off=src_off, count=count, inst=inst, ninst=ninst, rel=rel,
                       hz=hz.view(np.int64), w_bar=w_bar, m_entry=pos_of_run[run],
                       m_rec=e_rec, key=key, rd_act=ra, rd_res=rr, rd_cnt=can_cnt, rd_bar=rd_bar)
