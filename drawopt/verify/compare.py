@@ -51,37 +51,29 @@ _REST = [F[f] for f in KEY_FIELDS if f not in ("src_off", "count", "inst", "nins
 class TargetSeqs:
     """Canonical write sequences of one stream, sorted by (resource, position).
 
-    ``res``: resource id; ``first``/``last``: first and last record of the entry;
-    ``lab``: commutation label; ``start``: the entry opens a group; ``kh``: the key
-    hash; ``src_off``/``count``/``inst``/``ninst``/``rel``: the merged fields;
-    ``kc``: the key hash without the state, ``sh`` the state hash, ``act`` the action of
-    ``first``; ``hz``: per action, the hazard hash.
+    ``res``: resource id; ``first``: the first record of the entry; ``start``: the entry
+    opens a group; ``kh``: the key hash; ``count``/``ninst``: the merged fields; ``hz``:
+    per action, the hazard hash. What only a description of a difference reads is
+    derived from these when asked for: ``src_off``/``inst``/``rel`` (the other fields of
+    ``first``), ``kc`` (the key hash without the state), ``sh`` (the state hash), ``src``
+    (the index source hash), ``src_buf``, ``act`` (the action of ``first``), ``kx``,
+    ``m_entry``.
     """
 
     res: np.ndarray
     first: np.ndarray
-    last: np.ndarray
-    lab: np.ndarray
     start: np.ndarray
     kh: np.ndarray
-    kc: np.ndarray
-    sh: np.ndarray
-    src: np.ndarray
-    src_buf: np.ndarray
-    act: np.ndarray
-    src_off: np.ndarray
     count: np.ndarray
-    inst: np.ndarray
     ninst: np.ndarray
-    rel: np.ndarray
     hz: np.ndarray
     w_bar: np.ndarray
-    m_entry: np.ndarray
     m_rec: np.ndarray
     """Members of the entries: record ``m_rec[i]`` belongs to entry ``m_entry[i]`` (a merged
     entry has several records; a record of an action writing k resources is in k entries)."""
     key: np.ndarray
-    """The stream's record keys (``Records.key``), for :attr:`kx`."""
+    """The stream's record keys (``Records.key``); ``r_act``: the action of each record."""
+    r_act: np.ndarray
     rd_act: np.ndarray
     rd_res: np.ndarray
     """The reads of written resources (the only ones that order writes): action and resource,
@@ -89,14 +81,69 @@ class TargetSeqs:
     of the resource before each."""
     rd_cnt: np.ndarray
     rd_bar: np.ndarray
+    run_entry: np.ndarray
+    """Per run of merged members (in member order): the entry it became."""
+    run_len: np.ndarray
+
+    def _field(self, f: str) -> np.ndarray:
+        return self.key[:, F[f]][self.first]
+
+    @cached_property
+    def src_off(self) -> np.ndarray:
+        return self._field("src_off")
+
+    @cached_property
+    def inst(self) -> np.ndarray:
+        return self._field("inst")
+
+    @cached_property
+    def rel(self) -> np.ndarray:
+        return self._field("rel")
+
+    @cached_property
+    def sh(self) -> np.ndarray:
+        return self._field("state")
+
+    @cached_property
+    def src_buf(self) -> np.ndarray:
+        return self._field("src_buf")
+
+    @cached_property
+    def act(self) -> np.ndarray:
+        return self.r_act[self.first]
+
+    @cached_property
+    def kc(self) -> np.ndarray:
+        return _kc(self.key, self.first, self.count, self.inst, self.ninst, self.rel, self.hz, self.act)
+
+    @cached_property
+    def src(self) -> np.ndarray:
+        return _src(self.key, self.first, self.src_buf, self.src_off)
+
+    @cached_property
+    def m_entry(self) -> np.ndarray:
+        return np.repeat(self.run_entry, self.run_len)
 
     @cached_property
     def kx(self) -> np.ndarray:
         """The key hash without hazards (to describe differences: a dropped write shifts later
-        reads); computed when a difference is described."""
+        reads)."""
         k = self.key
-        return hash_cols([*[k[:, j][self.first] for j in _REST], self.src_off, self.count, self.inst, self.ninst,
+        return hash_cols([*[(k[:, j], self.first) for j in _REST], self.src_off, self.count, self.inst, self.ninst,
                           self.rel], self.first.size)
+
+
+def _kc(key: np.ndarray, first: np.ndarray, count: np.ndarray, inst: np.ndarray, ninst: np.ndarray,
+        rel: np.ndarray, hz: np.ndarray, act: np.ndarray) -> np.ndarray:
+    """The key hash of entries without the state and the index source (with the merged fields
+    and the hazards of their actions)."""
+    return hash_cols([*[(key[:, j], first) for j in _REST if j not in (F["state"], F["src_buf"], F["fmt"])],
+                      count, inst, ninst, rel, (hz.view(np.int64), act)], first.size)
+
+
+def _src(key: np.ndarray, first: np.ndarray, src_buf: np.ndarray, src_off: np.ndarray) -> np.ndarray:
+    """The index source hash of entries: buffer, format and byte offset (or first vertex)."""
+    return hash_cols([src_buf, (key[:, F["fmt"]], first), src_off], first.size)
 
 
 def _mix(first: np.ndarray, *cols: np.ndarray | int) -> np.ndarray:
@@ -329,8 +376,7 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     del e_act
     m = hidx.size
     first = e_rec[hidx]
-    last = e_rec[np.r_[hidx[1:] - 1, n - 1]] if m else np.zeros(0, np.int64)
-    res, lab, gid = e_res[hidx], e_lab[hidx], e_gid[hidx]
+    res, gid = e_res[hidx], e_gid[hidx]
     del e_res, e_lab, e_gid
     src_off, inst, rel, sh, src_buf = (key[:, F[f]][first] for f in ("src_off", "inst", "rel", "state", "src_buf"))
     # ------------------------------------------------------------ canonical hazards
@@ -339,14 +385,14 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     can_cnt = _before(res, f_act, rr, ra, sort=True)
     hz = _sum_by(ra, _mix(rr, can_cnt, rd_bar), nA) + wpart
     # ------------------------------------------------------------ key hash and groups
-    kc = hash_cols([*[(key[:, j], first) for j in _REST if j not in (F["state"], F["src_buf"], F["fmt"])], count,
-                    inst, ninst, rel, (hz.view(np.int64), f_act)], m)
-    src = hash_cols([src_buf, (key[:, F["fmt"]], first), src_off], m)
+    kc = _kc(key, first, count, inst, ninst, rel, hz, f_act)
+    src = _src(key, first, src_buf, src_off)
     kh = hash_cols([kc, sh, src], m)
     # multiset groups (the raw commuting groups; a merged run never spans two of them unless
     # both are unlabelled singletons, which then stay separate groups): sort by key hash inside
     # the group (stable: keeps order for ties)
-    moved = _group_order(gid, lambda i: (src[i], sh[i], kc[i]))
+    moved = _group_order(gid, lambda i, by=(src, sh, kc): tuple(x[i] for x in by))
+    del kc, src, sh, src_buf, src_off, inst, rel, f_act
     start = np.ones(m, bool)
     if m > 1:
         start[1:] = gid[1:] != gid[:-1]   # the order moves entries inside their group only
@@ -354,15 +400,11 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     if moved is not None:
         i, perm = moved
         pos_of_run[perm] = i
-        arrays = [res, first, last, lab, kh, kc, sh, src, src_buf, f_act, src_off, count, inst, ninst, rel]
-        for x in arrays:
+        for x in (res, first, kh, count, ninst):
             x[i] = x[perm]
-    run = np.repeat(np.arange(m, dtype=np.int64), np.diff(np.r_[hidx, n])) if n else np.zeros(0, np.int64)
-    return TargetSeqs(res=res, first=first, last=last, lab=lab, start=start, kh=kh,
-                      kc=kc, sh=sh, src=src, src_buf=src_buf, act=f_act,
-                      src_off=src_off, count=count, inst=inst, ninst=ninst, rel=rel,
-                      hz=hz.view(np.int64), w_bar=w_bar, m_entry=pos_of_run[run],
-                      m_rec=e_rec, key=key, rd_act=ra, rd_res=rr, rd_cnt=can_cnt, rd_bar=rd_bar)
+    return TargetSeqs(res=res, first=first, start=start, kh=kh, count=count, ninst=ninst, hz=hz.view(np.int64),
+                      w_bar=w_bar, m_rec=e_rec, key=key, r_act=R.r_act, rd_act=ra, rd_res=rr, rd_cnt=can_cnt,
+                      rd_bar=rd_bar, run_entry=pos_of_run, run_len=np.diff(np.r_[hidx, n]))
 
 
 def matched_actions(A: Records, B: Records, SA: TargetSeqs,

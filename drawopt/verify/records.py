@@ -244,7 +244,8 @@ class Views:
 def by_pipeline(pipe: np.ndarray, npipes: int) -> list[tuple[int, np.ndarray]]:
     """``(p, positions with pipe == p)`` for every pipeline index present (-1 first), positions
     ascending: one stable sort instead of a mask per pipeline."""
-    order = np.argsort(pipe + 1, kind="stable")
+    key = pipe + 1
+    order = np.argsort(key.astype(np.int16) if npipes < 1 << 15 else key, kind="stable")   # radix sort
     bounds = np.searchsorted(pipe[order], np.arange(-1, npipes + 1)).tolist()
     return [(p, order[a:b]) for p, a, b in zip(range(-1, npipes), bounds[:-1], bounds[1:]) if b > a]
 
@@ -1078,6 +1079,7 @@ class _Expander:
         topo = self.st.value(cid_of(Col.TOPO))
         vpp_lut = np.array([VERTS_PER_PRIM.get(t, 0) for t in TOPOLOGIES] + [0], np.int64)
         a_vpp = vpp_lut[np.where((topo >= 0) & (topo < len(TOPOLOGIES)), topo, len(TOPOLOGIES))]
+        self.st.release()   # the records hold what the actions observe; a later question fills a column again
         return Records(
             stream=self.s, canon=self.canon, cmap=self.cmap, pipes=self.pipes, state=self.st,
             a_cmd=self.act, a_op=self.a_op, a_pipe=self.a_pipe, a_state=self.a_state, a_first=self.a_first,

@@ -205,6 +205,12 @@ class StateAt:
         return w
 
 
+    def release(self) -> None:
+        """Drop the filled columns (they are filled again if asked for)."""
+        self._val.clear()
+        self._src.clear()
+
+
 def fill_at(ev_at: np.ndarray, ev_val: np.ndarray, q: np.ndarray, before: int, pure: bool | None = None) -> np.ndarray:
     """The value of the last event before each query: ``ev_val[j]`` of the last ``ev_at[j] < q[i]``
     (``ev_at`` ascending), ``before`` where there is none.
