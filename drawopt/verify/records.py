@@ -687,16 +687,10 @@ class _Expander:
         s, st, cmap = self.s, self.st, self.cmap
         args = s.args[self.act]
         a_op = self.a_op
-        parts: list[dict[str, np.ndarray]] = []
+        parts: list[tuple[np.ndarray, dict[str, np.ndarray | int]]] = []
 
         def add(a, **kw) -> None:
-            a = np.asarray(a, np.int64)
-            row = {"act": a}
-            for k in ("ord", "kind", "count", "start", "base", "ninst", "sinst", "sym", "sbuf", "soff", "fmt"):
-                dflt = 0 if k in ("ord", "sym", "start", "base", "sinst") else NOT_INDEXED if k == "sbuf" else -1
-                v = np.asarray(kw.get(k, dflt), np.int64)
-                row[k] = np.full(a.size, int(v), np.int64) if v.ndim == 0 else v
-            parts.append(row)
+            parts.append((np.asarray(a, np.int64), kw))
 
         ib_val = st.value(cid_of(Col.IB))
         ib_src = st.source(cid_of(Col.IB))
@@ -725,10 +719,32 @@ class _Expander:
             m = np.flatnonzero(a_op == _OP[name])
             if m.size:
                 self._indirect(m, args[m], indexed, multi, auto, add, isz)
-        sd = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-        order = np.lexsort((sd["ord"], sd["act"]))
-        sd = {k: v[order] for k, v in sd.items()}
+        sd = self._rows(parts)
         self._deweld(sd)
+        return sd
+
+    _ROW_DEFAULTS = {"ord": 0, "kind": -1, "count": -1, "start": 0, "base": 0, "ninst": -1, "sinst": 0, "sym": 0,
+                     "sbuf": NOT_INDEXED, "soff": -1, "fmt": -1}
+
+    def _rows(self, parts: list[tuple[np.ndarray, dict[str, np.ndarray | int]]]) -> dict[str, np.ndarray]:
+        """The sub-draw columns of ``parts`` (``(actions, fields)``, a field an array or a
+        scalar), by action then ``ord``. Each action's rows come from one part, in ``ord``
+        order, so row ``ord`` of action ``a`` goes to ``first[a] + ord``: a scatter, no sort."""
+        n_rows = np.zeros(self.nA, np.int64)
+        for a, _ in parts:
+            n_rows += np.bincount(a, minlength=self.nA)
+        first = np.cumsum(n_rows) - n_rows
+        total = int(n_rows.sum())
+        dest = [first[a] + np.asarray(kw.get("ord", 0), np.int64) for a, kw in parts]
+        sd = {"act": np.empty(total, np.int64)}
+        for (a, _), d in zip(parts, dest):
+            sd["act"][d] = a
+        for k, dflt in self._ROW_DEFAULTS.items():
+            col = np.full(total, dflt, np.int64) if any(k not in kw for _, kw in parts) else np.empty(total, np.int64)
+            for (_, kw), d in zip(parts, dest):
+                if k in kw:
+                    col[d] = kw[k]
+            sd[k] = col
         return sd
 
     def _indirect(self, m, margs, indexed, multi, auto, add, isz) -> None:
@@ -839,10 +855,14 @@ class _Expander:
         if int(per.sum()) > MAX_RECORDS:
             raise UsageError(f"the stream expands to {int(per.sum())} per-instance records; the validator "
                              f"handles at most {MAX_RECORDS}")
-        sub = np.repeat(np.arange(per.size), per)
-        inst = np.arange(sub.size) - np.repeat(np.cumsum(per) - per, per)
+        if bool((per == 1).all()):   # one record per sub-draw: no gathers
+            sub, inst = np.arange(per.size), np.zeros(per.size, np.int64)
+            g = dict(sd)
+        else:
+            sub = np.repeat(np.arange(per.size), per)
+            inst = np.arange(sub.size) - np.repeat(np.cumsum(per) - per, per)
+            g = {k: v[sub] for k, v in sd.items()}
         R = sub.size
-        g = {k: v[sub] for k, v in sd.items()}
         af = array_form[sub]
         r_act = g["act"]
         key = np.zeros((R, len(KEY_FIELDS)), np.int64, order="F")   # columns contiguous: read field by field
