@@ -10,7 +10,7 @@ import numpy as np
 cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
-__all__ = ["fold", "fold_scalar", "fold_at", "fill_at", "group_ids", "merge_runs"]
+__all__ = ["fold", "fold_scalar", "fold_at", "fill_at", "group_ids", "merge_runs", "state_hashes"]
 
 cdef uint64_t _G = 0x9E3779B97F4A7C15ULL
 cdef uint64_t _C1 = 0xBF58476D1CE4E5B9ULL
@@ -195,3 +195,64 @@ def merge_runs(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t
                 else:
                     TC[m - 1] += count[r]
     return heads[:m].copy(), tn[:m].copy(), tc[:m].copy()
+
+
+def state_hashes(const int64_t[::1] ev_at, const int64_t[::1] ev_val, const int64_t[::1] col_off,
+                 const int64_t[::1] before, const int64_t[::1] q, const int64_t[::1] grp,
+                 const int64_t[::1] g_off, const int64_t[::1] g_pos, const int64_t[::1] g_cid,
+                 const int64_t[::1] g_pcid, const int64_t[::1] ov_row, const int64_t[:, ::1] ov,
+                 int64_t lo, int64_t hi, int64_t to, uint64_t seed):
+    """State hash of every query (twin: the pure path of ``drawopt.verify.slots.StateAt.hashes``).
+
+    Column ``c``'s events are ``ev_at[col_off[c]:col_off[c + 1]]`` (ascending) with values
+    ``ev_val``; before its first event it holds ``before[c]``. Query ``i`` (``q`` ascending)
+    of group ``g = grp[i]`` (-1: none, hash 0) hashes ``g_pcid[g]``, then for each of the
+    group's columns ``g_pos[g_off[g]:g_off[g + 1]]`` its id ``g_cid`` and its value at the
+    query (row ``ov_row[c]`` of ``ov`` where that is >= 0), read as ``to`` where ``lo < v < hi``."""
+    cdef Py_ssize_t n = q.shape[0], C = col_off.shape[0] - 1, G = g_off.shape[0] - 1
+    cdef Py_ssize_t i, k, c, j
+    cdef int64_t g, v, r
+    cdef uint64_t h
+    if grp.shape[0] != n or before.shape[0] != C or ov_row.shape[0] != C or g_pcid.shape[0] != G or \
+            g_cid.shape[0] != g_pos.shape[0] or ev_val.shape[0] != ev_at.shape[0]:
+        raise ValueError("state_hashes: length mismatch")
+    if ov.shape[0] and ov.shape[1] != n:
+        raise ValueError("state_hashes: override length mismatch")
+    for c in range(C):
+        if not (0 <= col_off[c] <= col_off[c + 1] <= ev_at.shape[0]) or ov_row[c] >= ov.shape[0]:
+            raise IndexError("state_hashes: bad column layout")
+    for k in range(G):
+        if not (0 <= g_off[k] <= g_off[k + 1] <= g_pos.shape[0]):
+            raise IndexError("state_hashes: bad group layout")
+    for k in range(g_pos.shape[0]):
+        if not (0 <= g_pos[k] < C):
+            raise IndexError("state_hashes: column out of range")
+    for i in range(n):
+        if grp[i] >= G:
+            raise IndexError("state_hashes: group out of range")
+    out = np.zeros(n, np.uint64)
+    ptr_a = np.asarray(col_off)[:C].copy()
+    cdef uint64_t[::1] o = out
+    cdef int64_t[::1] ptr = ptr_a
+    with nogil:
+        for i in range(n):
+            g = grp[i]
+            if g < 0:
+                continue
+            h = _mix(seed, <uint64_t>g_pcid[g])
+            for k in range(g_off[g], g_off[g + 1]):
+                c = g_pos[k]
+                r = ov_row[c]
+                if r >= 0:
+                    v = ov[r, i]
+                else:
+                    j = ptr[c]
+                    while j < col_off[c + 1] and ev_at[j] < q[i]:
+                        j += 1
+                    ptr[c] = j
+                    v = ev_val[j - 1] if j > col_off[c] else before[c]
+                if lo < v < hi:
+                    v = to
+                h = _mix(_mix(h, <uint64_t>g_cid[k]), <uint64_t>v)
+            o[i] = h
+    return out

@@ -3,7 +3,7 @@
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["fold", "fold_scalar", "fold_at", "fill_at", "group_ids", "merge_runs"]
+__all__ = ["fold", "fold_scalar", "fold_at", "fill_at", "group_ids", "merge_runs", "state_hashes"]
 
 def fold(h: npt.NDArray[np.uint64], c: npt.NDArray[np.int64]) -> None:
     """``h[i] = fmix64(h[i] * G + c[i])`` in place; see ``drawopt.verify._hash._fold``."""
@@ -37,4 +37,12 @@ def merge_runs(e_res: npt.NDArray[np.int64], e_lab: npt.NDArray[np.int64], e_gid
                kd_draw: int, kd_indexed: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
                                                        npt.NDArray[np.int64]]:
     """``(run heads, merged InstanceCount, merged count)``; see ``drawopt.verify.compare._merge_runs``."""
+    ...
+
+def state_hashes(ev_at: npt.NDArray[np.int64], ev_val: npt.NDArray[np.int64], col_off: npt.NDArray[np.int64],
+                 before: npt.NDArray[np.int64], q: npt.NDArray[np.int64], grp: npt.NDArray[np.int64],
+                 g_off: npt.NDArray[np.int64], g_pos: npt.NDArray[np.int64], g_cid: npt.NDArray[np.int64],
+                 g_pcid: npt.NDArray[np.int64], ov_row: npt.NDArray[np.int64], ov: npt.NDArray[np.int64],
+                 lo: int, hi: int, to: int, seed: int) -> npt.NDArray[np.uint64]:
+    """State hash of every query; see ``drawopt.verify.slots.StateAt.hashes``."""
     ...

@@ -36,7 +36,7 @@ from drawopt.ir.decls import Buffer, Decls, Pipeline, View
 from drawopt.ir.ops import BY_NAME, OPS, TOPOLOGIES, Cat
 from drawopt.ir.stream import FLAG_NOMERGE, Stream
 from drawopt.ir.stream import ragged_index as ragged
-from drawopt.verify._hash import hash_cols, hash_cols_at
+from drawopt.verify._hash import hash_cols
 from drawopt.verify.model import NEVER, OPQ_BASE, VERTS_PER_PRIM, Canon, PipeInfo, commute_label, pipe_info
 from drawopt.verify.slots import Col, StateAt, cid_of, track
 
@@ -328,10 +328,10 @@ class _Expander:
         self._vertex_windows()
         st, universe = self.st, self.universe
         self.observed: dict[int, list[int]] = {}
-        self.a_state = np.zeros(self.nA, np.int64)
         gfx_fixed = [cid_of(f) for f in (Col.PSO, Col.RSG, Col.HEAPS, Col.TOPO, Col.RTS, Col.VP, Col.SC, Col.SR)]
         cmp_fixed = [cid_of(f) for f in (Col.PSO, Col.RSC, Col.HEAPS)]
         # the actions of each pipeline, in stream order (copies have none: a_pipe -1)
+        groups: list[tuple[int, list[int], np.ndarray]] = []
         for p, sel in by_pipeline(self.a_pipe, len(self.pipes)):
             if p < 0:
                 # no usable pipeline: nothing says which root arguments it would read
@@ -340,11 +340,12 @@ class _Expander:
                     if sub.size:
                         cols = fixed + [c for c in universe if Col(c >> 20) in fams and c not in fixed]
                         self.observed[-1 - int(cat == Cat.DISPATCH)] = cols
-                        self.a_state[sub] = _state_hash(st, cols, sub, -1, self.vb_override)
+                        groups.append((-1, cols, sub))
                 continue
             cols = _observed_cols(self.pipes[p], universe, gfx_fixed, cmp_fixed)
             self.observed[p] = cols
-            self.a_state[sel] = _state_hash(st, cols, sel, self.pipes[p].cid, self.vb_override)
+            groups.append((self.pipes[p].cid, cols, sel))
+        self.a_state = st.hashes(groups, self.vb_override, (OPQ_BASE, 0, NEVER))
 
     # ------------------------------------------------------------------ accesses
     def _accesses(self) -> None:
@@ -1158,13 +1159,3 @@ def _observed_cols(pi: PipeInfo, universe: list[int], gfx_fixed: list[int], cmp_
         elif vfam is not None:
             cols.append(cid_of(vfam, q))
     return cols
-
-
-def _state_hash(st: StateAt, cols: list[int], idx: np.ndarray, pcid: int,
-                override: dict[int, np.ndarray] | None = None) -> np.ndarray:
-    """Hash of pipeline ``pcid`` and the normalised values of ``cols`` at the actions ``idx``."""
-    parts: list[np.ndarray | int] = [pcid]
-    for c in cols:
-        parts.append(c)
-        parts.append(override[c] if override and c in override else st.value(c))
-    return hash_cols_at(parts, idx, (OPQ_BASE, 0, NEVER))

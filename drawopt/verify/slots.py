@@ -28,7 +28,7 @@ import numpy as np
 from drawopt._accel import load_cext
 from drawopt.ir.ops import BY_NAME
 from drawopt.ir.stream import Stream, ragged_index
-from drawopt.verify._hash import hash_cols
+from drawopt.verify._hash import SEED, hash_cols, hash_cols_at
 from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET, Canon
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
@@ -204,6 +204,52 @@ class StateAt:
             w = self._src[c] = fill_at(ei, ei, self.queries, -1)
         return w
 
+
+    def hashes(self, groups: list[tuple[int, list[int], np.ndarray]], override: dict[int, np.ndarray],
+               fold: tuple[int, int, int], pure: bool | None = None) -> np.ndarray:
+        """Per query: for the queries ``sel`` of each group ``(pcid, cols, sel)``, the hash of
+        ``pcid`` and, for each column of ``cols``, its id and its value there (``override[c]``
+        where given; values strictly between ``fold[0]`` and ``fold[1]`` read as ``fold[2]``);
+        0 for queries in no group. ``hash_cols_at`` of those parts, computed in one pass over
+        the columns' events by ``drawopt._verify.state_hashes`` (no column is filled)."""
+        n = self.queries.size
+        out = np.zeros(n, np.int64)
+        k = load_cext("_verify", pure)
+        q = self.queries
+        if k is None or not (q.size < 2 or bool((q[1:] >= q[:-1]).all())):
+            for pcid, cols, sel in groups:
+                parts: list[np.ndarray | int] = [pcid]
+                for c in cols:
+                    parts += [c, override[c] if c in override else self.value(c)]
+                out[sel] = hash_cols_at(parts, sel, fold)
+            return out
+        C = len(self.cols)
+        z = np.zeros(0, np.int64)
+        ats = [self._events[c][0] for c in self.cols] + [z]   # the last: a column never set
+        vals = [self._events[c][1] for c in self.cols] + [z]
+        col_off = np.zeros(C + 2, np.int64)
+        np.cumsum([a.size for a in ats], out=col_off[1:])
+        before = np.array([self._before.get(c, NEVER) for c in self.cols] + [NEVER], np.int64)
+        ov_cols = [c for c in override if c in self.col]
+        ov = np.stack([override[c] for c in ov_cols]) if ov_cols else np.zeros((0, n), np.int64)
+        ov_row = np.full(C + 1, -1, np.int64)
+        for r, c in enumerate(ov_cols):
+            ov_row[self.col[c]] = r
+        grp = np.full(n, -1, np.int64)
+        g_pos: list[int] = []
+        g_cid: list[int] = []
+        g_off = [0]
+        for g, (_, cols, sel) in enumerate(groups):
+            grp[sel] = g
+            g_pos += [self.col.get(c, C) for c in cols]
+            g_cid += cols
+            g_off.append(len(g_pos))
+        g = (np.array(g_off, np.int64), np.array(g_pos, np.int64), np.array(g_cid, np.int64),
+             np.array([x[0] for x in groups], np.int64))
+        h = k.state_hashes(np.concatenate(ats), np.concatenate(vals), col_off, before,
+                           np.ascontiguousarray(q, np.int64), grp, *g, ov_row, np.ascontiguousarray(ov, np.int64),
+                           *fold, SEED)
+        return h.view(np.int64)
 
     def release(self) -> None:
         """Drop the filled columns (they are filled again if asked for)."""
