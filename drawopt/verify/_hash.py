@@ -7,42 +7,111 @@ with probability about 2**-64 per pair (below 1e-9 for 10**5 distinct values).
 
 from __future__ import annotations
 
-__all__ = ["hash_cols", "hash_rows", "SEED"]
+__all__ = ["hash_cols", "hash_cols_at", "hash_rows", "SEED"]
 
 from collections.abc import Sequence
 
 import numpy as np
+
+from drawopt._accel import load_cext
 
 _C1 = np.uint64(0xBF58476D1CE4E5B9)
 _C2 = np.uint64(0x94D049BB133111EB)
 _G = np.uint64(0x9E3779B97F4A7C15)
 _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 SEED = 0x243F6A8885A308D3
+_M64 = 0xFFFFFFFFFFFFFFFF
 
 
-def _fmix(z: np.ndarray) -> np.ndarray:
-    z = z ^ (z >> _S30)
-    z = z * _C1
-    z = z ^ (z >> _S27)
-    z = z * _C2
-    return z ^ (z >> _S31)
+def _fold(h: np.ndarray, c: np.ndarray | int, t: np.ndarray) -> None:
+    """``h = fmix64(h * G + c)`` in place, fmix64 being splitmix64's finalizer (``t``: scratch).
+
+    The pure twin of ``drawopt._verify.fold`` / ``fold_scalar``."""
+    np.multiply(h, _G, out=h)
+    if isinstance(c, np.ndarray) and c.ndim:
+        np.add(h, _as_i64(c).view(np.uint64), out=h)
+    else:
+        np.add(h, np.uint64(int(c) & _M64), out=h)
+    for shift, mul in ((_S30, _C1), (_S27, _C2)):
+        np.right_shift(h, shift, out=t)
+        np.bitwise_xor(h, t, out=h)
+        np.multiply(h, mul, out=h)
+    np.right_shift(h, _S31, out=t)
+    np.bitwise_xor(h, t, out=h)
 
 
-def _u64(c: np.ndarray | int, n: int) -> np.ndarray:
-    a = np.asarray(c)
-    if a.dtype != np.int64:
-        a = a.astype(np.int64)
-    if a.ndim == 0:
-        a = np.full(n, int(a), np.int64)
-    return a.view(np.uint64)
+def _as_i64(c: np.ndarray) -> np.ndarray:
+    if c.dtype == np.uint64:
+        c = c.view(np.int64)
+    elif c.dtype != np.int64:
+        c = c.astype(np.int64)
+    return c
 
 
-def hash_cols(cols: Sequence[np.ndarray | int], n: int, seed: int = SEED) -> np.ndarray:
-    """One ``int64`` hash per row of the columns ``cols`` (each length ``n`` or a scalar)."""
-    h = np.full(n, seed & 0xFFFFFFFFFFFFFFFF, np.uint64)
+Column = np.ndarray | int | tuple[np.ndarray, np.ndarray]
+"""A column of :func:`hash_cols`: an array, a scalar, or ``(array, idx)`` standing for ``array[idx]``."""
+
+
+def hash_cols(cols: Sequence[Column], n: int, seed: int = SEED, pure: bool | None = None) -> np.ndarray:
+    """One ``int64`` hash per row of the columns ``cols`` (each length ``n`` or a scalar;
+    ``(array, idx)`` is ``array[idx]``, read without gathering it first).
+
+    ``pure``: force (True) or forbid (False) the pure-numpy path; default: the
+    compiled kernel unless ``DRAWOPT_PURE=1`` or it is not built. Both give identical hashes.
+
+    >>> h = hash_cols([np.array([1, 2, 1]), 7], 3)
+    >>> bool(h[0] == h[2]), bool(h[0] == h[1])
+    (True, False)
+    >>> bool((hash_cols([(np.array([4, 1, 2]), np.array([1, 2, 1])), 7], 3) == h).all())
+    True
+    """
+    h = np.full(n, seed & _M64, np.uint64)
+    k = load_cext("_verify", pure)
+    if k is not None:
+        for c in cols:
+            if isinstance(c, tuple):
+                k.fold_at(h, np.ascontiguousarray(_as_i64(c[0])), np.ascontiguousarray(c[1], np.int64), 0, 0, 0)
+            elif isinstance(c, np.ndarray) and c.ndim:
+                k.fold(h, np.ascontiguousarray(_as_i64(c)))
+            else:
+                k.fold_scalar(h, int(c) & _M64)
+        return h.view(np.int64)
+    t = np.empty(n, np.uint64)
     with np.errstate(over="ignore"):
         for c in cols:
-            h = _fmix(h * _G + _u64(c, n))
+            _fold(h, _as_i64(c[0])[c[1]] if isinstance(c, tuple) else c, t)
+    return h.view(np.int64)
+
+
+def hash_cols_at(cols: Sequence[np.ndarray | int], idx: np.ndarray, fold: tuple[int, int, int] | None = None,
+                 seed: int = SEED, pure: bool | None = None) -> np.ndarray:
+    """``hash_cols`` of the columns read at rows ``idx`` (scalars as they are), without
+    gathering them first; ``fold = (lo, hi, to)``: values strictly between ``lo`` and
+    ``hi`` read as ``to``.
+
+    >>> v = np.array([5, -3, 7])
+    >>> bool((hash_cols_at([1, v], np.array([2, 1]), (-10, 0, -1)) == hash_cols([1, np.array([7, -1])], 2)).all())
+    True
+    """
+    idx = np.ascontiguousarray(idx, np.int64)
+    n = idx.size
+    lo, hi, to = fold if fold is not None else (0, 0, 0)
+    h = np.full(n, seed & _M64, np.uint64)
+    k = load_cext("_verify", pure)
+    if k is not None:
+        for c in cols:
+            if isinstance(c, np.ndarray) and c.ndim:
+                k.fold_at(h, np.ascontiguousarray(_as_i64(c)), idx, lo, hi, to)
+            else:
+                k.fold_scalar(h, int(c) & _M64)
+        return h.view(np.int64)
+    t = np.empty(n, np.uint64)
+    with np.errstate(over="ignore"):
+        for c in cols:
+            if isinstance(c, np.ndarray) and c.ndim:
+                x = _as_i64(c)[idx]
+                c = np.where((x > lo) & (x < hi), to, x) if fold is not None else x
+            _fold(h, c, t)
     return h.view(np.int64)
 
 

@@ -31,9 +31,11 @@ __all__ = ["TargetSeqs", "canonical", "compare_records", "Mismatch", "matched_ac
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
+from drawopt._accel import load_cext
 from drawopt.ir.ops import BY_NAME
 from drawopt.verify._hash import hash_cols
 from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET
@@ -49,51 +51,103 @@ _REST = [F[f] for f in KEY_FIELDS if f not in ("src_off", "count", "inst", "nins
 class TargetSeqs:
     """Canonical write sequences of one stream, sorted by (resource, position).
 
-    ``res``: resource id; ``first``/``last``: first and last record of the entry;
-    ``lab``: commutation label; ``start``: the entry opens a group; ``kh``: the key
-    hash; ``src_off``/``count``/``inst``/``ninst``/``rel``: the merged fields;
-    ``kc``: the key hash without the state, ``sh`` the state hash, ``act`` the action of
-    ``first``; ``hz``: per action, the hazard hash; ``rd_cnt``/``rd_bar``: per read pair, the
-    canonical writes and barriers before it.
+    ``res``: resource id; ``first``: the first record of the entry; ``start``: the entry
+    opens a group; ``kh``: the key hash; ``count``/``ninst``: the merged fields; ``hz``:
+    per action, the hazard hash. What only a description of a difference reads is
+    derived from these when asked for: ``src_off``/``inst``/``rel`` (the other fields of
+    ``first``), ``kc`` (the key hash without the state), ``sh`` (the state hash), ``src``
+    (the index source hash), ``src_buf``, ``act`` (the action of ``first``), ``kx``,
+    ``m_entry``.
     """
 
     res: np.ndarray
     first: np.ndarray
-    last: np.ndarray
-    lab: np.ndarray
     start: np.ndarray
     kh: np.ndarray
-    kx: np.ndarray
-    kc: np.ndarray
-    sh: np.ndarray
-    src: np.ndarray
-    src_buf: np.ndarray
-    act: np.ndarray
-    src_off: np.ndarray
     count: np.ndarray
-    inst: np.ndarray
     ninst: np.ndarray
-    rel: np.ndarray
     hz: np.ndarray
-    rd_cnt: np.ndarray
-    rd_bar: np.ndarray
     w_bar: np.ndarray
-    m_entry: np.ndarray
     m_rec: np.ndarray
     """Members of the entries: record ``m_rec[i]`` belongs to entry ``m_entry[i]`` (a merged
     entry has several records; a record of an action writing k resources is in k entries)."""
+    key: np.ndarray
+    """The stream's record keys (``Records.key``); ``r_act``: the action of each record."""
+    r_act: np.ndarray
+    rd_act: np.ndarray
+    rd_res: np.ndarray
+    """The reads of written resources (the only ones that order writes): action and resource,
+    by action then resource; ``rd_cnt`` / ``rd_bar``: the canonical writes and the barriers
+    of the resource before each."""
+    rd_cnt: np.ndarray
+    rd_bar: np.ndarray
+    run_entry: np.ndarray
+    """Per run of merged members (in member order): the entry it became."""
+    run_len: np.ndarray
+
+    def _field(self, f: str) -> np.ndarray:
+        return self.key[:, F[f]][self.first]
+
+    @cached_property
+    def src_off(self) -> np.ndarray:
+        return self._field("src_off")
+
+    @cached_property
+    def inst(self) -> np.ndarray:
+        return self._field("inst")
+
+    @cached_property
+    def rel(self) -> np.ndarray:
+        return self._field("rel")
+
+    @cached_property
+    def sh(self) -> np.ndarray:
+        return self._field("state")
+
+    @cached_property
+    def src_buf(self) -> np.ndarray:
+        return self._field("src_buf")
+
+    @cached_property
+    def act(self) -> np.ndarray:
+        return self.r_act[self.first]
+
+    @cached_property
+    def kc(self) -> np.ndarray:
+        return _kc(self.key, self.first, self.count, self.inst, self.ninst, self.rel, self.hz, self.act)
+
+    @cached_property
+    def src(self) -> np.ndarray:
+        return _src(self.key, self.first, self.src_buf, self.src_off)
+
+    @cached_property
+    def m_entry(self) -> np.ndarray:
+        return np.repeat(self.run_entry, self.run_len)
+
+    @cached_property
+    def kx(self) -> np.ndarray:
+        """The key hash without hazards (to describe differences: a dropped write shifts later
+        reads)."""
+        k = self.key
+        return hash_cols([*[(k[:, j], self.first) for j in _REST], self.src_off, self.count, self.inst, self.ninst,
+                          self.rel], self.first.size)
 
 
-def _mix(*cols: np.ndarray) -> np.ndarray:
-    n = cols[0].size
-    return hash_cols(list(cols), n).view(np.uint64)
+def _kc(key: np.ndarray, first: np.ndarray, count: np.ndarray, inst: np.ndarray, ninst: np.ndarray,
+        rel: np.ndarray, hz: np.ndarray, act: np.ndarray) -> np.ndarray:
+    """The key hash of entries without the state and the index source (with the merged fields
+    and the hazards of their actions)."""
+    return hash_cols([*[(key[:, j], first) for j in _REST if j not in (F["state"], F["src_buf"], F["fmt"])],
+                      count, inst, ninst, rel, (hz.view(np.int64), act)], first.size)
 
 
-def _sum_by(idx: np.ndarray, vals: np.ndarray, n: int) -> np.ndarray:
-    out = np.zeros(n, np.uint64)
-    if idx.size:
-        np.add.at(out, idx, vals)
-    return out
+def _src(key: np.ndarray, first: np.ndarray, src_buf: np.ndarray, src_off: np.ndarray) -> np.ndarray:
+    """The index source hash of entries: buffer, format and byte offset (or first vertex)."""
+    return hash_cols([src_buf, (key[:, F["fmt"]], first), src_off], first.size)
+
+
+def _mix(first: np.ndarray, *cols: np.ndarray | int) -> np.ndarray:
+    return hash_cols([first, *cols], first.size).view(np.uint64)
 
 
 def _barriers(R: Records, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -107,6 +161,8 @@ def _barriers(R: Records, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _count_before(keys_sorted: np.ndarray, res: np.ndarray, pos: np.ndarray) -> np.ndarray:
     """How many ``keys_sorted`` lie in ``[res << 40, res << 40 | pos)``."""
+    if not keys_sorted.size:
+        return np.zeros(res.size, np.int64)
     lo = np.searchsorted(keys_sorted, res * _SHIFT, side="left")
     hi = np.searchsorted(keys_sorted, res * _SHIFT + pos, side="left")
     return hi - lo
@@ -116,6 +172,155 @@ def _readers_between(rk: np.ndarray, res: np.ndarray, lo: np.ndarray, hi: np.nda
     """Whether a read of ``res`` by an action in ``[lo, hi]`` (inclusive) is among the sorted ``rk``."""
     return (np.searchsorted(rk, res * _SHIFT + hi, side="right") -
             np.searchsorted(rk, res * _SHIFT + lo, side="left")) > 0
+
+
+def _sum_by(idx: np.ndarray, vals: np.ndarray, n: int) -> np.ndarray:
+    """Wrapping per-index sums of ``vals`` into ``n`` bins (``np.add.at``; one ``reduceat``
+    where ``idx`` is sorted, as the access columns are)."""
+    out = np.zeros(n, np.uint64)
+    if not idx.size:
+        return out
+    head = np.empty(idx.size, bool)
+    head[0] = True
+    np.not_equal(idx[1:], idx[:-1], out=head[1:])
+    if idx.size > 1 and bool((idx[1:] < idx[:-1]).any()):
+        np.add.at(out, idx, vals)
+        return out
+    st = np.flatnonzero(head)
+    out[idx[st]] = np.add.reduceat(vals, st)
+    return out
+
+
+def _res_order(res: np.ndarray) -> np.ndarray:
+    """The stable order of the resource ids ``res`` (a 16-bit radix sort where they fit)."""
+    small = res.size and 0 <= int(res.min()) and int(res.max()) < 1 << 16
+    return np.argsort(res.astype(np.uint16) if small else res, kind="stable")
+
+
+def _before(e_res: np.ndarray, e_act: np.ndarray, res: np.ndarray, act: np.ndarray, sort: bool = False) -> np.ndarray:
+    """For each ``(res[i], act[i])``: how many entries of resource ``res[i]`` have an action
+    before ``act[i]``. ``e_res`` ascending; ``e_act`` ascending within a resource (else
+    ``sort``: they are sorted first)."""
+    out = np.zeros(res.size, np.int64)
+    if not res.size:
+        return out
+    rs = np.unique(res)
+    lo, hi = np.searchsorted(e_res, rs, "left"), np.searchsorted(e_res, rs, "right")
+    for r, a, b in zip(rs.tolist(), lo.tolist(), hi.tolist()):
+        m = res == r
+        seg = np.sort(e_act[a:b]) if sort else e_act[a:b]
+        out[m] = np.searchsorted(seg, act[m], "left")
+    return out
+
+
+def _group_order(gid: np.ndarray,
+                 keys: Callable[[np.ndarray], tuple[np.ndarray, ...]]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The order ``np.lexsort((*keys, gid))`` for a non-decreasing ``gid``, as ``(i, perm)``:
+    position ``i[j]`` takes the element at ``perm[j]``. Only groups of two or more entries
+    are sorted (a singleton group keeps its place); ``keys(i)`` gives the sort keys of the
+    positions ``i``. None: no such group (the order stays)."""
+    n = gid.size
+    if n < 2:
+        return None
+    eq = gid[1:] == gid[:-1]
+    multi = np.zeros(n, bool)
+    multi[1:] = eq
+    multi[:-1] |= eq
+    idx = np.flatnonzero(multi)
+    if not idx.size:
+        return None
+    return idx, idx[np.lexsort(tuple(keys(idx)) + (gid[idx],))]
+
+
+def _prev(x: np.ndarray) -> np.ndarray:
+    """``x[max(i - 1, 0)]`` for every ``i`` (the entry before, the first one for itself)."""
+    out = np.empty_like(x)
+    if x.size:
+        out[0] = x[0]
+        out[1:] = x[:-1]
+    return out
+
+
+def _group_ids(e_res: np.ndarray, e_lab: np.ndarray, e_act: np.ndarray, rk: np.ndarray,
+               pure: bool | None = None) -> np.ndarray:
+    """Commuting-group number (from 1) of every write entry (sorted by resource, then record).
+
+    An entry opens a group unless it continues the previous one: the same resource and
+    the same non-zero label, and no read of the resource between their actions
+    (inclusive). Compiled twin: ``drawopt._verify.group_ids``."""
+    k = load_cext("_verify", pure)
+    if k is not None:
+        return k.group_ids(*(np.ascontiguousarray(x, np.int64) for x in (e_res, e_lab, e_act, rk)))
+    n = e_res.size
+    same = np.zeros(n, bool)
+    if n > 1:
+        same[1:] = e_res[1:] == e_res[:-1]
+    g_start = ~same | (e_lab == 0) | (e_lab != _prev(e_lab)) | _readers_between(rk, e_res, _prev(e_act), e_act)
+    return np.cumsum(g_start)
+
+
+def _merge_runs(R: Records, e_res: np.ndarray, e_lab: np.ndarray, e_gid: np.ndarray, e_rec: np.ndarray,
+                e_act: np.ndarray, rk: np.ndarray, rest: np.ndarray, hz: np.ndarray,
+                pure: bool | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Runs of neighbouring entries (canonical order) that merge into one: the position of
+    each run's first entry, and its merged InstanceCount and count.
+
+    Two neighbours merge when they write the same resource, with the same label, the same
+    key apart from the merged fields (``rest``, per record) and the same hazards (``hz``,
+    per action), neither is ``nomerge``, nothing separates them (across groups: no label
+    and no read of the resource in between), and they continue each other: as instances
+    (same range, consecutive instances) or as ranges (``no_primitive_id``, a list topology,
+    whole primitives, contiguous, one instance each). A run merges one way only.
+    Compiled twin: ``drawopt._verify.merge_runs``."""
+    key = R.key
+    cols = [key[:, F[f]] for f in ("kind", "fmt", "src_off", "count", "inst", "ninst", "rel")]
+    noprim = np.array([p.no_prim_id for p in R.pipes] + [False], bool)[R.a_pipe]
+    k = load_cext("_verify", pure)
+    if k is not None:
+        c64 = [np.ascontiguousarray(x, np.int64) for x in (e_res, e_lab, e_gid, e_rec, e_act, rk, rest, *cols)]
+        return k.merge_runs(*c64, np.ascontiguousarray(R.r_nomerge, np.uint8), np.ascontiguousarray(hz, np.uint64),
+                            noprim.view(np.uint8), np.ascontiguousarray(R.a_vpp, np.int64), KD_DRAW, KD_INDEXED)
+    n = e_rec.size
+    col = {f: c[e_rec] for f, c in zip(("kind", "fmt", "src_off", "count", "inst", "ninst", "rel"), cols)}
+    same = np.zeros(n, bool)
+    same_g = np.zeros(n, bool)
+    if n > 1:
+        same[1:] = e_res[1:] == e_res[:-1]
+        same_g[1:] = e_gid[1:] == e_gid[:-1]
+    pa = _prev(e_act)
+    # across groups: only unlabelled neighbours (singleton groups, still in stream order) with no
+    # read of the resource between them merge; inside a group nothing reads the resource
+    sep = ~same_g & ((e_lab != 0) | _readers_between(rk, e_res, pa, e_act))
+    pcol = {f: _prev(v) for f, v in col.items()}
+    nomerge = R.r_nomerge[e_rec]
+    r_rest = rest[e_rec]
+    base_ok = same & ~sep & (_prev(r_rest) == r_rest) & (hz[pa] == hz[e_act]) & \
+        (_prev(e_lab) == e_lab) & ~_prev(nomerge) & ~nomerge & \
+        ((col["kind"] == KD_DRAW) | (col["kind"] == KD_INDEXED))
+    inst_link = base_ok & (pcol["src_off"] == col["src_off"]) & (pcol["count"] == col["count"]) & \
+        (col["inst"] >= 0) & (pcol["inst"] >= 0) & (col["inst"] == pcol["inst"] + pcol["ninst"]) & \
+        (((pcol["rel"] == -1) & (col["rel"] == -1)) |
+         ((pcol["rel"] >= 0) & (col["rel"] == pcol["rel"] + pcol["ninst"])))
+    vpp = R.a_vpp[pa]
+    isz = np.where(pcol["fmt"] == 1, 4, 2)
+    step = np.where(pcol["kind"] == KD_INDEXED, pcol["count"] * isz, pcol["count"])
+    range_link = base_ok & noprim[e_act] & (vpp > 0) & (pcol["ninst"] == 1) & (col["ninst"] == 1) & \
+        (pcol["inst"] == col["inst"]) & (pcol["rel"] == col["rel"]) & \
+        (pcol["count"] % np.maximum(vpp, 1) == 0) & (col["src_off"] == pcol["src_off"] + step) & \
+        (pcol["count"] > 0)
+    typ = np.where(inst_link, 1, np.where(range_link, 2, 0))
+    if n > 1:
+        # a run merges one way only: cut where the link type changes
+        typ[1:] = np.where((typ[1:] > 0) & (typ[:-1] > 0) & (typ[1:] != typ[:-1]), 0, typ[1:])
+    if n:
+        typ[0] = 0
+    hidx = np.flatnonzero(typ == 0)
+    ninst, count = col["ninst"][hidx], col["count"][hidx]
+    if hidx.size and hidx.size < n:
+        rtype = np.maximum.reduceat(typ, hidx)
+        ninst = np.where(rtype == 1, np.add.reduceat(col["ninst"], hidx), ninst)
+        count = np.where(rtype == 2, np.add.reduceat(col["count"], hidx), count)
+    return hidx, ninst, count
 
 
 def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = None) -> TargetSeqs:
@@ -129,128 +334,77 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     key = R.key
     nA = R.a_cmd.size
     # ------------------------------------------------------------ write entries per resource
-    wrep = R.a_nrec[R.w_act]
-    e_res = np.repeat(R.w_res, wrep)
-    e_lab = np.repeat(R.w_lab, wrep)
-    e_rec = ragged(R.a_first[R.w_act], wrep)
-    o = np.lexsort((e_rec, e_res))
-    e_res, e_lab, e_rec = e_res[o], e_lab[o], e_rec[o]
-    e_act = R.r_act[e_rec]
-    # readers of each resource, by action
-    rk = np.sort(R.rd_res * _SHIFT + R.rd_act)
+    # by (resource, record): the write pairs by resource (then action), each with its records
+    wo = _res_order(R.w_res)
+    w_act = R.w_act[wo]
+    wrep = R.a_nrec[w_act]
+    e_res = np.repeat(R.w_res[wo], wrep)
+    e_lab = np.repeat(R.w_lab[wo], wrep)
+    e_act = np.repeat(w_act, wrep)
+    e_rec = ragged(R.a_first[w_act], wrep)
+    del wo, w_act, wrep
     bar_keys, _ = _barriers(R, np.asarray(barriers, np.int64))
     # ------------------------------------------------------------ raw hazards (for merging)
-    rd_keep = np.isin(R.rd_res, written)
-    rr, ra = R.rd_res[rd_keep], R.rd_act[rd_keep]
-    wkey = e_res * _SHIFT + e_act  # sorted (resource, then record order = action order)
-    raw_cnt = _count_before(wkey, rr, ra)
+    # reads of a written resource (only those order writes), by resource then action
+    ra, rr = R.reads.pairs(written)
+    rk = (rr * _SHIFT + ra)[_res_order(rr)]
+    raw_cnt = _before(e_res, e_act, rr, ra)
     rd_bar = _count_before(bar_keys, rr, R.a_cmd[ra])
     w_bar = _count_before(bar_keys, R.w_res, R.a_cmd[R.w_act])
-    wpart = _sum_by(R.w_act, _mix(R.w_res, np.full(R.w_res.size, -1, np.int64), w_bar), nA)
+    wpart = _sum_by(R.w_act, _mix(R.w_res, -1, w_bar), nA)
     hz_raw = _sum_by(ra, _mix(rr, raw_cnt, rd_bar), nA) + wpart
     # ------------------------------------------------------------ commuting groups of raw records
     n = e_rec.size
-    prev = np.maximum(np.arange(n) - 1, 0)
-    same = np.zeros(n, bool)
-    if n > 1:
-        same[1:] = e_res[1:] == e_res[:-1]
     # a read of the resource in [prev action, this action] (inclusive) separates them
-    readers_between = _readers_between(rk, e_res, e_act[prev], e_act)
-    g_start = ~same | (e_lab == 0) | (e_lab != e_lab[prev]) | readers_between
-    e_gid = np.cumsum(g_start)
+    e_gid = _group_ids(e_res, e_lab, e_act, rk)
     # inside a commuting group the order is not observable: put its records in a canonical
     # order (by key, then by position for ties) so that merging does not depend on it
-    rest_h = hash_cols([key[:, j] for j in _REST], key.shape[0])[e_rec]
-    ck = [key[e_rec, F[f]] for f in ("rel", "ninst", "inst", "count", "src_off")]
-    o = np.lexsort((e_rec, *ck, hz_raw[e_act], rest_h, e_gid))
-    e_res, e_lab, e_rec, e_act, e_gid, rest_h = e_res[o], e_lab[o], e_rec[o], e_act[o], e_gid[o], rest_h[o]
+    rest = hash_cols([key[:, j] for j in _REST], key.shape[0])
+
+    def sort_keys(i: np.ndarray, e_rec: np.ndarray = e_rec, e_act: np.ndarray = e_act) -> tuple[np.ndarray, ...]:
+        r, a = e_rec[i], e_act[i]
+        return (r, *[key[:, F[f]][r] for f in ("rel", "ninst", "inst", "count", "src_off")], hz_raw[a], rest[r])
+
+    moved = _group_order(e_gid, sort_keys)
+    del sort_keys
+    if moved is not None:
+        i, perm = moved
+        for x in (e_res, e_lab, e_rec, e_act, e_gid):
+            x[i] = x[perm]
     # ------------------------------------------------------------ merge links
-    pa, ca = e_act[prev], e_act
-    same_g = np.zeros(n, bool)
-    if n > 1:
-        same_g[1:] = e_gid[1:] == e_gid[:-1]
-    # across groups: only unlabelled neighbours (singleton groups, still in stream order) with no
-    # read of the resource between them merge; inside a group nothing reads the resource
-    sep = ~same_g & ((e_lab != 0) | _readers_between(rk, e_res, pa, ca))
-    col = {f: key[:, F[f]][e_rec] for f in ("kind", "src_off", "count", "inst", "ninst", "rel", "fmt")}
-    pcol = {f: v[prev] for f, v in col.items()}
-    base_ok = same & ~sep & (rest_h[prev] == rest_h) & (hz_raw[pa] == hz_raw[ca]) & \
-        (e_lab[prev] == e_lab) & ~R.r_nomerge[e_rec[prev]] & ~R.r_nomerge[e_rec]
-    drawlike = (col["kind"] == KD_DRAW) | (col["kind"] == KD_INDEXED)
-    inst_link = base_ok & drawlike & (pcol["src_off"] == col["src_off"]) & (pcol["count"] == col["count"]) & \
-        (col["inst"] >= 0) & (pcol["inst"] >= 0) & (col["inst"] == pcol["inst"] + pcol["ninst"]) & \
-        (((pcol["rel"] == -1) & (col["rel"] == -1)) |
-         ((pcol["rel"] >= 0) & (col["rel"] == pcol["rel"] + pcol["ninst"])))
-    noprim = np.array([p.no_prim_id for p in R.pipes] + [False], bool)[R.a_pipe[e_act]]
-    vpp = R.a_vpp[pa]
-    isz = np.where(pcol["fmt"] == 1, 4, 2)
-    step = np.where(pcol["kind"] == KD_INDEXED, pcol["count"] * isz, pcol["count"])
-    range_link = base_ok & drawlike & noprim & (vpp > 0) & (pcol["ninst"] == 1) & (col["ninst"] == 1) & \
-        (pcol["inst"] == col["inst"]) & (pcol["rel"] == col["rel"]) & \
-        (pcol["count"] % np.maximum(vpp, 1) == 0) & (col["src_off"] == pcol["src_off"] + step) & \
-        (pcol["count"] > 0)
-    typ = np.where(inst_link, 1, np.where(range_link, 2, 0))
-    if n > 1:
-        # a run merges one way only: cut where the link type changes
-        typ[1:] = np.where((typ[1:] > 0) & (typ[:-1] > 0) & (typ[1:] != typ[:-1]), 0, typ[1:])
-    if n:
-        typ[0] = 0
-    head = typ == 0
-    hidx = np.flatnonzero(head)
-    run = np.cumsum(head) - 1
+    hidx, ninst, count = _merge_runs(R, e_res, e_lab, e_gid, e_rec, e_act, rk, rest, hz_raw)
+    del e_act
+    m = hidx.size
     first = e_rec[hidx]
-    last_pos = np.r_[hidx[1:] - 1, n - 1] if hidx.size else np.zeros(0, np.int64)
-    last = e_rec[last_pos]
-    res = e_res[hidx]
-    lab = e_lab[hidx]
-    gid = e_gid[hidx]
-    kf = key[first]
-    src_off = kf[:, F["src_off"]].copy()
-    count = kf[:, F["count"]].copy()
-    inst = kf[:, F["inst"]].copy()
-    ninst = kf[:, F["ninst"]].copy()
-    rel = kf[:, F["rel"]].copy()
-    if hidx.size:
-        rtype = np.zeros(hidx.size, np.int64)
-        np.maximum.at(rtype, run, typ)
-        tot_n = np.add.reduceat(key[e_rec, F["ninst"]], hidx)
-        tot_c = np.add.reduceat(key[e_rec, F["count"]], hidx)
-        ninst = np.where(rtype == 1, tot_n, ninst)
-        count = np.where(rtype == 2, tot_c, count)
+    res, gid = e_res[hidx], e_gid[hidx]
+    del e_res, e_lab, e_gid
+    src_off, inst, rel, sh, src_buf = (key[:, F[f]][first] for f in ("src_off", "inst", "rel", "state", "src_buf"))
     # ------------------------------------------------------------ canonical hazards
     f_act = R.r_act[first]
     # entries are in canonical order inside a group: count them in stream order
-    ckey = np.sort(res * _SHIFT + f_act)
-    can_cnt = _count_before(ckey, rr, ra)
+    can_cnt = _before(res, f_act, rr, ra, sort=True)
     hz = _sum_by(ra, _mix(rr, can_cnt, rd_bar), nA) + wpart
     # ------------------------------------------------------------ key hash and groups
-    kc = hash_cols([*[kf[:, j] for j in _REST if j not in (F["state"], F["src_buf"], F["fmt"])], count, inst,
-                    ninst, rel, hz[f_act].view(np.int64)], hidx.size)
-    sh = kf[:, F["state"]]
-    src = hash_cols([kf[:, F["src_buf"]], kf[:, F["fmt"]], src_off], hidx.size)
-    kh = hash_cols([kc, sh, src], hidx.size)
-    # the same without hazards, to describe differences (a dropped write shifts later reads)
-    kx = hash_cols([*[kf[:, j] for j in _REST], src_off, count, inst, ninst, rel], hidx.size)
-    m = hidx.size
+    kc = _kc(key, first, count, inst, ninst, rel, hz, f_act)
+    src = _src(key, first, src_buf, src_off)
+    kh = hash_cols([kc, sh, src], m)
     # multiset groups (the raw commuting groups; a merged run never spans two of them unless
     # both are unlabelled singletons, which then stay separate groups): sort by key hash inside
     # the group (stable: keeps order for ties)
-    o = np.lexsort((src, sh, kc, gid))
-    gs = gid[o]
+    moved = _group_order(gid, lambda i, by=(src, sh, kc): tuple(x[i] for x in by))
+    del kc, src, sh, src_buf, src_off, inst, rel, f_act
     start = np.ones(m, bool)
     if m > 1:
-        start[1:] = gs[1:] != gs[:-1]
-    rd_cnt = np.full(R.rd_res.size, -1, np.int64)
-    rd_cnt[rd_keep] = can_cnt
-    rd_b = np.zeros(R.rd_res.size, np.int64)
-    rd_b[rd_keep] = rd_bar
-    pos_of_run = np.empty(m, np.int64)
-    pos_of_run[o] = np.arange(m)
-    return TargetSeqs(res=res[o], first=first[o], last=last[o], lab=lab[o], start=start, kh=kh[o], kx=kx[o],
-                      kc=kc[o], sh=sh[o], src=src[o], src_buf=kf[:, F["src_buf"]][o], act=f_act[o],
-                      src_off=src_off[o], count=count[o], inst=inst[o], ninst=ninst[o], rel=rel[o],
-                      hz=hz.view(np.int64), rd_cnt=rd_cnt, rd_bar=rd_b, w_bar=w_bar,
-                      m_entry=pos_of_run[run] if n else np.zeros(0, np.int64), m_rec=e_rec)
+        start[1:] = gid[1:] != gid[:-1]   # the order moves entries inside their group only
+    pos_of_run = np.arange(m)
+    if moved is not None:
+        i, perm = moved
+        pos_of_run[perm] = i
+        for x in (res, first, kh, count, ninst):
+            x[i] = x[perm]
+    return TargetSeqs(res=res, first=first, start=start, kh=kh, count=count, ninst=ninst, hz=hz.view(np.int64),
+                      w_bar=w_bar, m_rec=e_rec, key=key, r_act=R.r_act, rd_act=ra, rd_res=rr, rd_cnt=can_cnt,
+                      rd_bar=rd_bar, run_entry=pos_of_run, run_len=np.diff(np.r_[hidx, n]))
 
 
 def matched_actions(A: Records, B: Records, SA: TargetSeqs,
@@ -260,12 +414,15 @@ def matched_actions(A: Records, B: Records, SA: TargetSeqs,
     records the matching entry of A holds (None when ``b`` has no record in any write
     sequence). Entries correspond position by position in each resource's canonical
     sequence; an entry stands for all the records merged into it."""
-    by_rec_b = np.argsort(SB.m_rec, kind="stable")
-    rec_b = SB.m_rec[by_rec_b]
-    by_ent_a = np.argsort(SA.m_entry, kind="stable")
-    ent_a = SA.m_entry[by_ent_a]
+    idx: list[np.ndarray] = []
 
     def of(b: int) -> list[np.ndarray] | None:
+        if not idx:  # the sorts are built on the first query (most verdicts make none)
+            idx.append(np.argsort(SB.m_rec, kind="stable"))
+            idx.append(SB.m_rec[idx[0]])
+            idx.append(np.argsort(SA.m_entry, kind="stable"))
+            idx.append(SA.m_entry[idx[2]])
+        by_rec_b, rec_b, by_ent_a, ent_a = idx
         lo = np.searchsorted(rec_b, B.a_first[b], "left")
         hi = np.searchsorted(rec_b, B.a_first[b] + B.a_nrec[b], "left")
         if hi <= lo:
@@ -780,10 +937,10 @@ class _Explain:
 
     def _hazard(self, where: str, ca: int, cb: int, aa: int, ab: int, det: dict, tname: str) -> Mismatch:
         A, B, SA, SB = self.A, self.B, self.SA, self.SB
-        ia = np.flatnonzero(A.rd_act == aa)
-        ib = np.flatnonzero(B.rd_act == ab)
-        da = {int(A.rd_res[i]): (int(SA.rd_cnt[i]), int(SA.rd_bar[i])) for i in ia}
-        db = {int(B.rd_res[i]): (int(SB.rd_cnt[i]), int(SB.rd_bar[i])) for i in ib}
+        ia = np.flatnonzero(SA.rd_act == aa)
+        ib = np.flatnonzero(SB.rd_act == ab)
+        da = {int(SA.rd_res[i]): (int(SA.rd_cnt[i]), int(SA.rd_bar[i])) for i in ia}
+        db = {int(SB.rd_res[i]): (int(SB.rd_cnt[i]), int(SB.rd_bar[i])) for i in ib}
         for res in sorted(set(da) | set(db)):
             x, y = da.get(res, (-1, 0)), db.get(res, (-1, 0))
             if x[0] != y[0]:

@@ -24,10 +24,10 @@ through the pipeline's per-draw contract, decoded from ``DrawIndexedX``
 
 from __future__ import annotations
 
-__all__ = ["Records", "expand", "KEY_FIELDS", "F", "KIND_NAMES", "MAX_RECORDS"]
+__all__ = ["Records", "ReadSets", "expand", "KEY_FIELDS", "F", "KIND_NAMES", "MAX_RECORDS"]
 
-import bisect
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -94,6 +94,29 @@ def norm(v: np.ndarray) -> np.ndarray:
 
 
 @dataclass
+class ReadSets:
+    """The reads of every action, stored once per access signature: action ``a`` reads the
+    sorted resources ``res[off[s]:off[s] + cnt[s]]``, ``s = inv[a]`` (actions with the same
+    bindings read the same, and most actions share their signature with many)."""
+
+    inv: np.ndarray
+    off: np.ndarray
+    cnt: np.ndarray
+    res: np.ndarray
+
+    def pairs(self, only: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(action, resource)`` of every read (of a resource in ``only``), by action then resource."""
+        res, cnt, off = self.res, self.cnt, self.off
+        if only is not None:
+            keep = np.isin(res, only)
+            sig = np.repeat(np.arange(cnt.size, dtype=np.int64), cnt)
+            res, cnt = res[keep], np.bincount(sig[keep], minlength=cnt.size).astype(np.int64)
+            off = np.cumsum(cnt) - cnt
+        n = cnt[self.inv]
+        return np.repeat(np.arange(self.inv.size, dtype=np.int64), n), res[ragged(off[self.inv], n)]
+
+
+@dataclass
 class Records:
     """The effective records of one stream.
 
@@ -104,7 +127,7 @@ class Records:
     ``r_sub`` (draw within a multi-draw), ``r_xslot`` (DrawIndexedX draw id, -1),
     ``r_nomerge`` (never merged by the canonical form), ``key`` (R x len(KEY_FIELDS)).
     Accesses per action: writes ``w_act``/``w_res``/``w_lab`` (commutation label, 0:
-    ordered), reads ``rd_act``/``rd_res``; front-end reads ``fe_act``/``fe_res``/
+    ordered), reads ``rd_act``/``rd_res`` (built from ``reads`` when asked for); front-end reads ``fe_act``/``fe_res``/
     ``fe_kind``. ``observed[p]``: state columns pipeline ``p``'s actions observe.
     ``x``: per DrawIndexedX action of an x-contract pipeline: ``act``, ``slot``,
     ``low``, ``buf``/``off`` (its per-draw binding, -1 if none). ``weld``: see the field.
@@ -130,8 +153,7 @@ class Records:
     w_act: np.ndarray
     w_res: np.ndarray
     w_lab: np.ndarray
-    rd_act: np.ndarray
-    rd_res: np.ndarray
+    reads: ReadSets
     fe_act: np.ndarray
     fe_res: np.ndarray
     fe_kind: np.ndarray
@@ -145,6 +167,20 @@ class Records:
     exit: StateAt | None = None
     """For a bundle: every state column at its end (one query), the state it hands back to
     the caller, whose draws after ExecuteBundle observe it. None for a list."""
+
+    @cached_property
+    def rd_act(self) -> np.ndarray:
+        """Per read pair (one per action and resource it reads, by action then resource): the action."""
+        return self._read_pairs[0]
+
+    @cached_property
+    def rd_res(self) -> np.ndarray:
+        """Per read pair: the resource."""
+        return self._read_pairs[1]
+
+    @cached_property
+    def _read_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.reads.pairs()
 
     def line(self, cmd: int) -> int:
         return int(self.stream.line[cmd]) if 0 <= cmd < len(self.stream) else 0
@@ -168,33 +204,50 @@ class Records:
 
 
 # --------------------------------------------------------------------------- views
+_HEAP_SHIFT = np.int64(1) << np.int64(34)
+
+
 class Views:
-    """``heap[slot]`` -> (view kind, resource id) of one stream's declarations."""
+    """``heap[slot]`` -> (view kind, resource id) of one stream's declarations, as sorted
+    columns: ``keys`` (``heap << 34 | slot``), ``kinds``, ``rids`` (-1: a view of no resource)."""
 
     def __init__(self, decls: Decls, canon: Canon):
-        tmp: dict[int, list[tuple[int, str, int]]] = {}
+        flat: list[tuple[int, int, str, int]] = []
         for d in decls.items:
             if isinstance(d, View):
                 rid = canon.id(d.resource) if d.resource is not None else -1
-                tmp.setdefault(canon.id(d.heap), []).append((d.slot, d.view, rid))
-        self.by_heap: dict[int, tuple[list[int], list[tuple[str, int]]]] = {}
-        for h, lst in tmp.items():
-            lst.sort()
-            self.by_heap[h] = ([x[0] for x in lst], [(x[1], x[2]) for x in lst])
+                flat.append((canon.id(d.heap), d.slot, d.view, rid))
+        flat.sort()
+        self.keys = np.array([h * _HEAP_SHIFT + slot for h, slot, _, _ in flat], np.int64)
+        self.kinds = np.array([k for _, _, k, _ in flat] + [""])
+        self.rids = np.array([r for _, _, _, r in flat], np.int64)
 
-    def resource(self, heap: int, slot: int) -> tuple[str, int] | None:
-        e = self.by_heap.get(heap)
-        if e is None:
-            return None
-        i = bisect.bisect_left(e[0], slot)
-        return e[1][i] if i < len(e[0]) and e[0][i] == slot else None
+    def at(self, heap: np.ndarray, slot: np.ndarray) -> np.ndarray:
+        """Resource id of the view in ``slot`` of ``heap``, for every pair (-2: no view there;
+        -1: a view of no resource)."""
+        if not self.keys.size:
+            return np.full(heap.size, -2, np.int64)
+        k = heap * _HEAP_SHIFT + slot
+        i = np.minimum(np.searchsorted(self.keys, k, "left"), self.keys.size - 1)
+        return np.where(self.keys[i] == k, self.rids[i], -2)
 
-    def range(self, heap: int, lo: int, n: int) -> list[tuple[str, int]]:
-        e = self.by_heap.get(heap)
-        if e is None:
-            return []
-        i, j = bisect.bisect_left(e[0], lo), bisect.bisect_left(e[0], lo + n)
-        return e[1][i:j]
+    def in_ranges(self, heap: np.ndarray, lo: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The views in slots ``lo[i] .. lo[i] + n - 1`` of ``heap[i]``, for every ``i``:
+        ``(i, view kind, resource id)``, in order of ``i`` then slot."""
+        a = np.searchsorted(self.keys, heap * _HEAP_SHIFT + lo, "left")
+        b = np.searchsorted(self.keys, heap * _HEAP_SHIFT + lo + n, "left")
+        cnt = b - a
+        j = ragged(a, cnt)
+        return np.repeat(np.arange(heap.size, dtype=np.int64), cnt), self.kinds[j], self.rids[j]
+
+
+def by_pipeline(pipe: np.ndarray, npipes: int) -> list[tuple[int, np.ndarray]]:
+    """``(p, positions with pipe == p)`` for every pipeline index present (-1 first), positions
+    ascending: one stable sort instead of a mask per pipeline."""
+    key = pipe + 1
+    order = np.argsort(key.astype(np.int16) if npipes < 1 << 15 else key, kind="stable")   # radix sort
+    bounds = np.searchsorted(pipe[order], np.arange(-1, npipes + 1)).tolist()
+    return [(p, order[a:b]) for p, a, b in zip(range(-1, npipes), bounds[:-1], bounds[1:]) if b > a]
 
 
 def safe_ref(cmap: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -275,42 +328,42 @@ class _Expander:
         self._vertex_windows()
         st, universe = self.st, self.universe
         self.observed: dict[int, list[int]] = {}
-        self.a_state = np.zeros(self.nA, np.int64)
         gfx_fixed = [cid_of(f) for f in (Col.PSO, Col.RSG, Col.HEAPS, Col.TOPO, Col.RTS, Col.VP, Col.SC, Col.SR)]
         cmp_fixed = [cid_of(f) for f in (Col.PSO, Col.RSC, Col.HEAPS)]
-        is_copy = self.a_cat == int(Cat.COPY)
-        for p in np.unique(self.a_pipe):
-            p = int(p)
+        # the actions of each pipeline, in stream order (copies have none: a_pipe -1)
+        groups: list[tuple[int, list[int], np.ndarray]] = []
+        for p, sel in by_pipeline(self.a_pipe, len(self.pipes)):
             if p < 0:
                 # no usable pipeline: nothing says which root arguments it would read
                 for cat, fixed, fams in ((Cat.DRAW, gfx_fixed, (Col.VB, Col.BF)), (Cat.DISPATCH, cmp_fixed, ())):
-                    sel = (self.a_pipe == -1) & (self.a_cat == int(cat))
-                    if sel.any():
+                    sub = sel[self.a_cat[sel] == int(cat)]
+                    if sub.size:
                         cols = fixed + [c for c in universe if Col(c >> 20) in fams and c not in fixed]
                         self.observed[-1 - int(cat == Cat.DISPATCH)] = cols
-                        self.a_state[sel] = _state_hash(st, cols, sel, -1, self.vb_override)
+                        groups.append((-1, cols, sub))
                 continue
-            sel = (self.a_pipe == p) & ~is_copy
             cols = _observed_cols(self.pipes[p], universe, gfx_fixed, cmp_fixed)
             self.observed[p] = cols
-            self.a_state[sel] = _state_hash(st, cols, sel, self.pipes[p].cid, self.vb_override)
+            groups.append((self.pipes[p].cid, cols, sel))
+        self.a_state = st.hashes(groups, self.vb_override, (OPQ_BASE, 0, NEVER))
 
     # ------------------------------------------------------------------ accesses
     def _accesses(self) -> None:
         s, st, cmap, nA = self.s, self.st, self.cmap, self.nA
-        args = s.args[self.act]
         bufa = np.full(nA, -1, np.int64)
         bufb = np.full(nA, -1, np.int64)
         for name, (_, multi, auto) in INDIRECT.items():
-            m = self.a_op == _OP[name]
+            m = np.flatnonzero(self.a_op == _OP[name])
+            args = s.args[self.act[m]]
             if auto:
-                bufa[m], bufb[m] = cmap[args[m, 3]], cmap[args[m, 0]]
+                bufa[m], bufb[m] = cmap[args[:, 3]], cmap[args[:, 0]]
             else:
-                bufa[m] = cmap[args[m, 1] if multi else args[m, 0]]
-        m = self.a_op == _OP["DrawIndexedX"]
-        bufa[m] = cmap[args[m, 0]]
-        m = self.a_op == _OP["CopyBufferRegion"]
-        bufa[m], bufb[m] = cmap[args[m, 0]], cmap[args[m, 2]]
+                bufa[m] = cmap[args[:, 1] if multi else args[:, 0]]
+        m = np.flatnonzero(self.a_op == _OP["DrawIndexedX"])
+        bufa[m] = cmap[s.args[self.act[m], 0]]
+        m = np.flatnonzero(self.a_op == _OP["CopyBufferRegion"])
+        args = s.args[self.act[m]]
+        bufa[m], bufb[m] = cmap[args[:, 0]], cmap[args[:, 2]]
         self.bufa, self.bufb = bufa, bufb
         # access sets depend on tables and on which buffers are bound, not on offsets
         self.vb_cols = [c for c in self.universe if (c >> 20) == Col.VB]
@@ -322,131 +375,169 @@ class _Expander:
             parts.append(np.where(v >= 0, safe_ref(cmap, s.args[np.maximum(src, 0), col]), v))
         sig = hash_cols(parts, nA)
         _, first_of, inv = np.unique(sig, return_index=True, return_inverse=True)
-        sig_w, sig_r = [], []
-        for a in first_of:
-            w, r = self._access_of(int(a))
-            sig_w.append(w)
-            sig_r.append(r)
-        nw_sig = np.array([len(x) for x in sig_w], np.int64)
-        nr_sig = np.array([len(x) for x in sig_r], np.int64)
-        flat_w = np.array([x for lst in sig_w for x in lst], np.int64).reshape(-1, 2)
-        flat_r = np.array([x for lst in sig_r for x in lst], np.int64)
-        woff = np.r_[0, np.cumsum(nw_sig)][:-1].astype(np.int64)
-        roff = np.r_[0, np.cumsum(nr_sig)][:-1].astype(np.int64)
-        nw, nr = nw_sig[inv], nr_sig[inv]
+        # the access sets of one action per signature, in signature order (columnar)
+        w_sig, w_res_s, w_lab_s, r_sig, r_res_s = self._access_rows(first_of.astype(np.int64))
+        U = first_of.size
+        nw_sig = np.bincount(w_sig, minlength=U).astype(np.int64)
+        nr_sig = np.bincount(r_sig, minlength=U).astype(np.int64)
+        woff = (np.cumsum(nw_sig) - nw_sig).astype(np.int64)
+        roff = (np.cumsum(nr_sig) - nr_sig).astype(np.int64)
+        nw = nw_sig[inv]
         self.w_act = np.repeat(np.arange(nA, dtype=np.int64), nw)
         wk = ragged(woff[inv], nw)
-        self.w_res = flat_w[wk, 0] if wk.size else np.zeros(0, np.int64)
-        self.w_lab = flat_w[wk, 1] if wk.size else np.zeros(0, np.int64)
-        self.rd_act = np.repeat(np.arange(nA, dtype=np.int64), nr)
-        rk = ragged(roff[inv], nr)
-        self.rd_res = flat_r[rk] if rk.size else np.zeros(0, np.int64)
+        self.w_res = w_res_s[wk]
+        self.w_lab = w_lab_s[wk]
+        self.reads = ReadSets(inv.astype(np.int64), roff, nr_sig, r_res_s)
+        # the first action writing each resource: the first of the signatures writing it
         self.first_write = np.full(len(self.canon.names) + 1, np.iinfo(np.int64).max, np.int64)
-        if self.w_act.size:
-            np.minimum.at(self.first_write, self.w_res, self.w_act)
+        self.cpu_known = np.zeros(self.first_write.size, bool)
+        """Per resource id: a buffer the CPU wrote (``cpu`` with ``data``)."""
+        self.is_buffer = np.zeros(self.first_write.size, bool)
+        """Per resource id: a buffer this stream declares."""
+        for b, d in self.bufdecl.items():
+            self.cpu_known[b] = d.cpu and d.data is not None
+            self.is_buffer[b] = True
+        if w_sig.size:
+            np.minimum.at(self.first_write, w_res_s, first_of[w_sig])
 
-    def _access_of(self, a: int) -> tuple[list[tuple[int, int]], list[int]]:
-        """``(writes as (resource, label), reads)`` of action ``a``."""
-        s, st, cmap, decls = self.s, self.st, self.cmap, self.decls
-        cmd, op = int(self.act[a]), int(self.a_op[a])
-        args = s.args[cmd]
-        if op == _OP["CopyBufferRegion"]:
-            return [(int(cmap[args[0]]), 0)], [int(cmap[args[2]])]
-        p = int(self.a_pipe[a])
-        pi = self.pipes[p] if p >= 0 else None
-        writes: dict[int, int] = {}
-        reads: set[int] = set()
-
-        def write(r: int, lab: int) -> None:
-            writes[r] = min(writes.get(r, lab), lab)
-
-        if _CAT[op] == Cat.DRAW:
-            rts_cmd = int(st.source(cid_of(Col.RTS))[a])
-            rts = [int(x) for x in s.var(rts_cmd)] if rts_cmd >= 0 and s.op[rts_cmd] == _OP["OMSetRenderTargets"] \
-                else []
-            depth = next((int(cmap[d]) for d in rts if decls[d].kind == "depth"), -1)
-            rv = int(st.value(cid_of(Col.RTS))[a])
-            inherited = rv < 0
-            if inherited:
-                # a bundle (or a list that never sets them) draws into the caller's targets; after
-                # an Opaque command into unknown ones (the same in both streams)
-                tag = "" if rv > OPQ_BASE else f" after Opaque {OPQ_BASE - rv}"
-                depth = self.canon.id(INHERITED_DEPTH + tag)
-            lab = commute_label(pi, self.reorder, depth) if pi is not None else 0
-            if inherited:
-                write(self.canon.id(INHERITED_TARGETS + tag), lab)
-            for d in rts:
-                if decls[d].kind == "target":
-                    write(int(cmap[d]), lab)
-            if depth >= 0 and pi is not None:
-                if pi.depth_write:
-                    write(depth, lab)
-                elif pi.depth_test:
-                    reads.add(depth)
-            elif depth >= 0:
-                write(depth, 0)
-            if op in INDEXED_NATIVE:
-                src = int(st.source(cid_of(Col.IB))[a])
-                if src >= 0 and s.op[src] == _OP["IASetIndexBuffer"] and st.value(cid_of(Col.IB))[a] >= 0:
-                    reads.add(int(cmap[s.args[src, 0]]))
-            for b in (self.bufa[a], self.bufb[a]):
-                if b >= 0:
-                    reads.add(int(b))
-            if pi is None or not pi.layout_none:
-                for c in self.vb_cols:
-                    if st.value(c)[a] >= 0:
-                        reads.add(int(cmap[s.args[st.source(c)[a], 1]]))
-        if pi is None:
-            return sorted(writes.items()), sorted(reads)
-        uav_lab = 1 if (pi.oi and self.reorder != "none") else 0
-        for r in pi.writes:
-            write(r, uav_lab)
-        reads.update(pi.reads)
-        if pi.params:
-            rs = decls[self.canon.name(pi.root_cid)] if pi.root_cid >= 0 else None
+    def _access_rows(self, acts: np.ndarray) -> tuple[np.ndarray, ...]:
+        """What the actions ``acts`` write and read: ``(w_i, w_res, w_lab, r_i, r_res)``,
+        ``i`` indexing ``acts``, sorted by (``i``, resource); one write per resource with its
+        smallest commutation label; a resource a pipeline's action writes is not also a read
+        (an action without a usable pipeline keeps both)."""
+        s, st, cmap, decls, canon = self.s, self.st, self.cmap, self.decls, self.canon
+        n = acts.size
+        op, cat, p = self.a_op[acts], self.a_cat[acts], self.a_pipe[acts]
+        cmd = self.act[acts]
+        ws: list[tuple[np.ndarray, np.ndarray, np.ndarray | int]] = []   # (i, resource, label)
+        rs: list[tuple[np.ndarray, np.ndarray]] = []                       # (i, resource)
+        # a copy writes its destination and reads its source
+        i = np.flatnonzero(op == _OP["CopyBufferRegion"])
+        ws.append((i, cmap[s.args[cmd[i], 0]], 0))
+        rs.append((i, cmap[s.args[cmd[i], 2]]))
+        # draws: render targets, depth, index and vertex buffers, indirect arguments
+        d = np.flatnonzero(cat == int(Cat.DRAW))
+        rts_cmd = st.source(cid_of(Col.RTS))[acts[d]]
+        rv = st.value(cid_of(Col.RTS))[acts[d]]
+        has = (rts_cmd >= 0) & (s.op[np.maximum(rts_cmd, 0)] == _OP["OMSetRenderTargets"])
+        rc = rts_cmd[has]
+        lens = s.var_len[rc].astype(np.int64)
+        rts = s.pool[ragged(s.var_off[rc], lens)].astype(np.int64)
+        owner = np.repeat(d[has], lens)
+        kinds = np.array([x.kind for x in decls.items] + [""])
+        is_tgt, is_dep = kinds[rts] == "target", kinds[rts] == "depth"
+        depth = np.full(n, -1, np.int64)
+        _, fi = np.unique(owner[is_dep], return_index=True)
+        depth[owner[is_dep][fi]] = cmap[rts[is_dep][fi]]
+        # a bundle (or a list that never sets them) draws into the caller's targets; after an
+        # Opaque command into unknown ones (the same in both streams)
+        inh = d[rv < 0]
+        inh_t = np.zeros(n, np.int64)
+        if inh.size:
+            vals, first = np.unique(rv[rv < 0], return_index=True)
+            for v in vals[np.argsort(first)].tolist():
+                tag = "" if v > OPQ_BASE else f" after Opaque {OPQ_BASE - v}"
+                m = inh[rv[rv < 0] == v]
+                depth[m] = canon.id(INHERITED_DEPTH + tag)
+                inh_t[m] = canon.id(INHERITED_TARGETS + tag)
+        lab = np.zeros(n, np.int64)
+        pd = np.unique(np.stack([p[d], depth[d]]), axis=1) if d.size else np.zeros((2, 0), np.int64)
+        for pp, dd in pd.T.tolist():
+            if pp >= 0:
+                lab[d[(p[d] == pp) & (depth[d] == dd)]] = commute_label(self.pipes[pp], self.reorder, dd)
+        ws.append((inh, inh_t[inh], lab[inh]))
+        ws.append((owner[is_tgt], cmap[rts[is_tgt]], lab[owner[is_tgt]]))
+        dw = np.array([x.depth_write for x in self.pipes] + [False], bool)[p]
+        dt = np.array([x.depth_test for x in self.pipes] + [False], bool)[p]
+        k = d[(depth[d] >= 0) & (p[d] >= 0) & dw[d]]
+        ws.append((k, depth[k], lab[k]))
+        k = d[(depth[d] >= 0) & (p[d] >= 0) & ~dw[d] & dt[d]]
+        rs.append((k, depth[k]))
+        k = d[(depth[d] >= 0) & (p[d] < 0)]
+        ws.append((k, depth[k], 0))
+        ib_src = st.source(cid_of(Col.IB))[acts]
+        k = d[np.isin(op[d], list(INDEXED_NATIVE)) & (ib_src[d] >= 0)]
+        k = k[(s.op[ib_src[k]] == _OP["IASetIndexBuffer"]) & (st.value(cid_of(Col.IB))[acts[k]] >= 0)]
+        rs.append((k, cmap[s.args[ib_src[k], 0]]))
+        for b in (self.bufa[acts], self.bufb[acts]):
+            k = d[b[d] >= 0]
+            rs.append((k, b[k]))
+        pulls = np.array([x.layout_none for x in self.pipes] + [False], bool)[p]
+        fetch = d[~pulls[d]]
+        for c in self.vb_cols:
+            k = fetch[st.value(c)[acts[fetch]] >= 0]
+            rs.append((k, cmap[s.args[st.source(c)[acts[k]], 1]]))
+        # the pipeline: declared writes and reads, UAVs and views reachable through its root arguments
+        for pp in np.unique(p[p >= 0]).tolist():
+            pi = self.pipes[pp]
+            sel = np.flatnonzero(p == pp)
+            uav_lab = 1 if (pi.oi and self.reorder != "none") else 0
+            for r in pi.writes:
+                ws.append((sel, np.full(sel.size, r, np.int64), uav_lab))
+            for r in pi.reads:
+                rs.append((sel, np.full(sel.size, r, np.int64)))
+            if not pi.params:
+                continue
+            root = decls[canon.name(pi.root_cid)] if pi.root_cid >= 0 else None
             tfam = Col.TC if pi.compute else Col.TG
             for q, kind, _count in pi.params:
                 if kind == "table":
-                    href = int(st.value(cid_of(tfam, q))[a])
-                    if href < 0 or rs is None:
+                    if root is None:
                         continue
-                    heap, slot = href >> 32, href & 0xFFFFFFFF
-                    for rkind, n in rs.params[q].ranges:
-                        for vkind, rid in self.views.range(heap, slot, n):
-                            if rid < 0:
-                                continue
-                            if rkind == "uav" and vkind == "uav":
-                                write(rid, uav_lab)
-                            reads.add(rid)
-                        slot += n
+                    href = st.value(cid_of(tfam, q))[acts[sel]]
+                    ok = href >= 0
+                    t, heap, slot = sel[ok], href[ok] >> 32, href[ok] & 0xFFFFFFFF
+                    for rkind, cnt in root.params[q].ranges:
+                        vi, vk, vr = self.views.in_ranges(heap, slot, cnt)
+                        keep = vr >= 0
+                        ti, vk, vr = t[vi[keep]], vk[keep], vr[keep]
+                        if rkind == "uav":
+                            u = vk == "uav"
+                            ws.append((ti[u], vr[u], uav_lab))
+                        rs.append((ti, vr))
+                        slot = slot + cnt
                 elif kind in ("cbv", "srv", "uav") and not pi.compute:
                     c = cid_of(Col.VG, q)
-                    if st.value(c)[a] >= 0:
-                        r = int(cmap[s.args[st.source(c)[a], 1]])
-                        if kind == "uav":
-                            write(r, uav_lab)
-                        reads.add(r)
-        return sorted(writes.items()), sorted(reads - set(writes))
+                    k = sel[st.value(c)[acts[sel]] >= 0]
+                    r = cmap[s.args[st.source(c)[acts[k]], 1]]
+                    if kind == "uav":
+                        ws.append((k, r, uav_lab))
+                    rs.append((k, r))
+        # one write per (action, resource) with its smallest label, sorted by (action, resource)
+        nres = len(canon.names) + 2
+        wi = np.concatenate([x[0] for x in ws]).astype(np.int64)
+        wr = np.concatenate([x[1] for x in ws]).astype(np.int64)
+        wl = np.concatenate([np.broadcast_to(np.asarray(x[2], np.int64), x[0].shape) for x in ws])
+        wkey = wi * nres + (wr + 1)
+        o = np.lexsort((wl, wkey))
+        wkey, wl = wkey[o], wl[o]
+        head = np.ones(wkey.size, bool)
+        head[1:] = wkey[1:] != wkey[:-1]
+        wkey, wl = wkey[head], wl[head]
+        rkey = np.unique(np.concatenate([x[0] for x in rs]).astype(np.int64) * nres +
+                         (np.concatenate([x[1] for x in rs]).astype(np.int64) + 1))
+        rkey = rkey[~(np.isin(rkey, wkey) & (p[rkey // nres] >= 0))]
+        return wkey // nres, wkey % nres - 1, wl, rkey // nres, rkey % nres - 1
 
     # ------------------------------------------------------------------ buffers
     def decodable(self, buf: np.ndarray, a: np.ndarray) -> np.ndarray:
         """Whether buffer ``buf`` holds CPU-known data when action ``a`` runs."""
-        ok = np.zeros(buf.size, bool)
-        for b in np.unique(buf):
-            d = self.bufdecl.get(int(b))
-            if d is not None and d.cpu and d.data is not None:
-                m = buf == b
-                ok[m] = a[m] < self.first_write[int(b)]
-        return ok
+        known = self.cpu_known
+        ok = (buf >= 0) & (buf < known.size)
+        b = np.where(ok, buf, 0)
+        return ok & known[b] & (a < self.first_write[b])
 
     def words(self, buf: np.ndarray, byte_off: np.ndarray, nwords: int) -> np.ndarray:
         """``nwords`` 32-bit words at each (buffer, byte offset); :data:`OOB` past the end."""
         out = np.full((buf.size, nwords), OOB, np.int64)
-        for b in np.unique(buf):
-            d = self.bufdecl.get(int(b))
+        ok = (buf >= 0) & (buf < self.is_buffer.size)
+        ids = np.flatnonzero(np.bincount(buf[ok])) if ok.any() else np.zeros(0, np.int64)
+        for b in ids.tolist():
+            d = self.bufdecl.get(b)
             if d is None:
                 continue
-            m = np.flatnonzero(buf == b)
+            whole = ids.size == 1 and bool(ok.all())
+            m = slice(None) if whole else np.flatnonzero(buf == b)
             data = d.data if d.data is not None else np.zeros(0, np.uint32)
             bo = byte_off[m]
             aligned = (bo % 4 == 0) & (bo >= 0)
@@ -454,8 +545,9 @@ class _Expander:
                 wi = bo // 4 + j
                 inb = aligned & (wi * 4 + 4 <= d.size)
                 have = inb & (wi < data.size)
-                v = np.where(inb, 0, OOB).astype(np.int64)
-                v[have] = data[wi[have]]
+                v = np.where(inb, 0, OOB)
+                if data.size:
+                    v = np.where(have, data[np.where(have, wi, 0)], v)
                 out[m, j] = v
         return out
 
@@ -596,16 +688,10 @@ class _Expander:
         s, st, cmap = self.s, self.st, self.cmap
         args = s.args[self.act]
         a_op = self.a_op
-        parts: list[dict[str, np.ndarray]] = []
+        parts: list[tuple[np.ndarray, dict[str, np.ndarray | int]]] = []
 
         def add(a, **kw) -> None:
-            a = np.asarray(a, np.int64)
-            row = {"act": a}
-            for k in ("ord", "kind", "count", "start", "base", "ninst", "sinst", "sym", "sbuf", "soff", "fmt"):
-                dflt = 0 if k in ("ord", "sym", "start", "base", "sinst") else NOT_INDEXED if k == "sbuf" else -1
-                v = np.asarray(kw.get(k, dflt), np.int64)
-                row[k] = np.full(a.size, int(v), np.int64) if v.ndim == 0 else v
-            parts.append(row)
+            parts.append((np.asarray(a, np.int64), kw))
 
         ib_val = st.value(cid_of(Col.IB))
         ib_src = st.source(cid_of(Col.IB))
@@ -634,10 +720,32 @@ class _Expander:
             m = np.flatnonzero(a_op == _OP[name])
             if m.size:
                 self._indirect(m, args[m], indexed, multi, auto, add, isz)
-        sd = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-        order = np.lexsort((sd["ord"], sd["act"]))
-        sd = {k: v[order] for k, v in sd.items()}
+        sd = self._rows(parts)
         self._deweld(sd)
+        return sd
+
+    _ROW_DEFAULTS = {"ord": 0, "kind": -1, "count": -1, "start": 0, "base": 0, "ninst": -1, "sinst": 0, "sym": 0,
+                     "sbuf": NOT_INDEXED, "soff": -1, "fmt": -1}
+
+    def _rows(self, parts: list[tuple[np.ndarray, dict[str, np.ndarray | int]]]) -> dict[str, np.ndarray]:
+        """The sub-draw columns of ``parts`` (``(actions, fields)``, a field an array or a
+        scalar), by action then ``ord``. Each action's rows come from one part, in ``ord``
+        order, so row ``ord`` of action ``a`` goes to ``first[a] + ord``: a scatter, no sort."""
+        n_rows = np.zeros(self.nA, np.int64)
+        for a, _ in parts:
+            n_rows += np.bincount(a, minlength=self.nA)
+        first = np.cumsum(n_rows) - n_rows
+        total = int(n_rows.sum())
+        dest = [first[a] + np.asarray(kw.get("ord", 0), np.int64) for a, kw in parts]
+        sd = {"act": np.empty(total, np.int64)}
+        for (a, _), d in zip(parts, dest):
+            sd["act"][d] = a
+        for k, dflt in self._ROW_DEFAULTS.items():
+            col = np.full(total, dflt, np.int64) if any(k not in kw for _, kw in parts) else np.empty(total, np.int64)
+            for (_, kw), d in zip(parts, dest):
+                if k in kw:
+                    col[d] = kw[k]
+            sd[k] = col
         return sd
 
     def _indirect(self, m, margs, indexed, multi, auto, add, isz) -> None:
@@ -707,10 +815,13 @@ class _Expander:
         buf[ok] = self.cmap[s.args[src[ok], 1]]
         off[ok] = s.args[src[ok], 2]
         t = st.value(cid_of(Col.TG, pi.perdraw))[acts]
-        for i in np.flatnonzero(~ok & (t >= 0)):
-            e = self.views.resource(int(t[i]) >> 32, int(t[i]) & 0xFFFFFFFF)
-            if e is not None and e[1] >= 0 and e[1] in self.bufdecl:
-                buf[i] = e[1]
+        i = np.flatnonzero(~ok & (t >= 0))
+        if i.size:
+            # a table: the buffer the view in its first slot shows
+            rid = self.views.at(t[i] >> 32, t[i] & 0xFFFFFFFF)
+            hit = (rid >= 0) & (rid < self.is_buffer.size)
+            hit &= self.is_buffer[np.where(hit, rid, 0)]
+            buf[i[hit]] = rid[hit]
         return buf, off
 
     def _records(self, sd: dict[str, np.ndarray]) -> None:
@@ -722,10 +833,10 @@ class _Expander:
         array_form = np.zeros(sd["act"].size, bool)
         self.sd_buf = np.full(sd["act"].size, -1, np.int64)
         self.sd_off = np.zeros(sd["act"].size, np.int64)
-        for p in np.unique(sd_pipe):
+        for p, sel_all in by_pipeline(sd_pipe, len(self.pipes)):
             if p < 0 or not self.pipes[p].has_perdraw:
                 continue
-            sel_all = np.flatnonzero((sd_pipe == p) & drawlike_sd)
+            sel_all = sel_all[drawlike_sd[sel_all]]
             is_x = self.a_op[sd["act"][sel_all]] == _OP["DrawIndexedX"]
             for pi, sel in ((self.pipes[p].for_draws(True), sel_all[is_x]),
                             (self.pipes[p].for_draws(False), sel_all[~is_x])):
@@ -745,13 +856,17 @@ class _Expander:
         if int(per.sum()) > MAX_RECORDS:
             raise UsageError(f"the stream expands to {int(per.sum())} per-instance records; the validator "
                              f"handles at most {MAX_RECORDS}")
-        sub = np.repeat(np.arange(per.size), per)
-        inst = np.arange(sub.size) - np.repeat(np.cumsum(per) - per, per)
+        if bool((per == 1).all()):   # one record per sub-draw: no gathers
+            sub, inst = np.arange(per.size), np.zeros(per.size, np.int64)
+            g = dict(sd)
+        else:
+            sub = np.repeat(np.arange(per.size), per)
+            inst = np.arange(sub.size) - np.repeat(np.cumsum(per) - per, per)
+            g = {k: v[sub] for k, v in sd.items()}
         R = sub.size
-        g = {k: v[sub] for k, v in sd.items()}
         af = array_form[sub]
         r_act = g["act"]
-        key = np.zeros((R, len(KEY_FIELDS)), np.int64)
+        key = np.zeros((R, len(KEY_FIELDS)), np.int64, order="F")   # columns contiguous: read field by field
         key[:, F["state"]] = self.a_state[r_act]
         for f, k in (("kind", "kind"), ("src_buf", "sbuf"), ("src_off", "soff"), ("fmt", "fmt"),
                      ("count", "count"), ("sym", "sym")):
@@ -769,11 +884,10 @@ class _Expander:
         nomerge = (s.flags[self.act[r_act]] & FLAG_NOMERGE) != 0
         self.r_xslot = np.full(R, -1, np.int64)
         self.x = {k: [] for k in ("act", "slot", "low", "buf", "off", "rec", "imax", "imax_from")}
-        for p in np.unique(r_pipe):
+        for p, sel in by_pipeline(r_pipe, len(self.pipes)):
             if p < 0:
                 continue
             pi = self.pipes[p]
-            sel = np.flatnonzero(r_pipe == p)
             if pi.never_merge:
                 nomerge[sel] = True
             if pi.has_perdraw:
@@ -986,12 +1100,13 @@ class _Expander:
         topo = self.st.value(cid_of(Col.TOPO))
         vpp_lut = np.array([VERTS_PER_PRIM.get(t, 0) for t in TOPOLOGIES] + [0], np.int64)
         a_vpp = vpp_lut[np.where((topo >= 0) & (topo < len(TOPOLOGIES)), topo, len(TOPOLOGIES))]
+        self.st.release()   # the records hold what the actions observe; a later question fills a column again
         return Records(
             stream=self.s, canon=self.canon, cmap=self.cmap, pipes=self.pipes, state=self.st,
             a_cmd=self.act, a_op=self.a_op, a_pipe=self.a_pipe, a_state=self.a_state, a_first=self.a_first,
             a_nrec=self.a_nrec, a_vpp=a_vpp, r_act=self.r_act, r_sub=self.r_sub, r_xslot=self.r_xslot,
             r_nomerge=self.r_nomerge, key=self.key, w_act=self.w_act, w_res=self.w_res, w_lab=self.w_lab,
-            rd_act=self.rd_act, rd_res=self.rd_res, fe_act=self.fe_act, fe_res=self.fe_res,
+            reads=self.reads, fe_act=self.fe_act, fe_res=self.fe_res,
             fe_kind=self.fe_kind, observed=self.observed, x=self.x, weld=self.weld,
             exit=(track(self.s, self.canon, self.cmap, self.universe, np.array([len(self.s)], np.int64))
                   if self.s.header.kind == "bundle" else None))
@@ -1044,15 +1159,3 @@ def _observed_cols(pi: PipeInfo, universe: list[int], gfx_fixed: list[int], cmp_
         elif vfam is not None:
             cols.append(cid_of(vfam, q))
     return cols
-
-
-def _state_hash(st: StateAt, cols: list[int], sel: np.ndarray, pcid: int,
-                override: dict[int, np.ndarray] | None = None) -> np.ndarray:
-    n = int(np.count_nonzero(sel))
-    parts: list[np.ndarray | int] = [pcid]
-    for c in cols:
-        parts.append(c)
-        v = override[c] if override and c in override else st.value(c)
-        parts.append(norm(v[sel]))
-    return hash_cols(parts, n)
-

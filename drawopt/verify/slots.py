@@ -19,16 +19,16 @@ Invalidations (D3D12 rules, and the seeds):
 
 from __future__ import annotations
 
-__all__ = ["Col", "StateAt", "track", "column_universe", "col_name"]
+__all__ = ["Col", "StateAt", "track", "column_universe", "col_name", "fill_at"]
 
-from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
 
+from drawopt._accel import load_cext
 from drawopt.ir.ops import BY_NAME
 from drawopt.ir.stream import Stream, ragged_index
-from drawopt.verify._hash import hash_cols
+from drawopt.verify._hash import SEED, hash_cols, hash_cols_at
 from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET, Canon
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
@@ -99,19 +99,53 @@ _SIMPLE = {  # family -> (op name, value columns)
 _REF_FAMILIES = (Col.PSO, Col.RSG, Col.RSC)
 
 
+def _const_words(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(commands, command of each word, key of each word)`` of the ``name`` root-constant commands."""
+    idx, base, cnt = _const_ranges(s, name)
+    cmd = np.repeat(idx, cnt)
+    # word k of a command: base + k, as base - (words before the command) + (word number)
+    key = np.repeat(base - (np.cumsum(cnt) - cnt), cnt) + np.arange(cmd.size, dtype=np.int64)
+    return idx, cmd, key
+
+
+def _const_ranges(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(commands, key of the first word, word count)`` of the ``name`` root-constant commands."""
+    idx = np.flatnonzero(s.op == _OP[name])
+    a = s.args[idx]
+    return idx, np.minimum(a[:, 0], MAX_PARAM) * 64 + a[:, 2], s.var_len[idx].astype(np.int64)
+
+
 def _consts(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(command, key, value)`` of every word set by the ``name`` root-constant commands."""
-    idx = np.flatnonzero(s.op == _OP[name])
-    if idx.size == 0:
-        z = np.zeros(0, np.int64)
-        return z, z, z
-    cnt = s.var_len[idx].astype(np.int64)
-    cmd = np.repeat(idx, cnt)
-    k = np.arange(cmd.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-    word = s.args[cmd, 2] + k
-    key = np.minimum(s.args[cmd, 0], MAX_PARAM) * 64 + word
-    val = s.pool[ragged_index(s.var_off[idx], s.var_len[idx])]
+    idx, cmd, key = _const_words(s, name)
+    val = s.pool[ragged_index(s.var_off[idx], s.var_len[idx])] if idx.size else np.zeros(0, np.int64)
     return cmd, key, val
+
+
+def _distinct(keys: np.ndarray) -> list[int]:
+    """The distinct values of the small non-negative integers ``keys``, ascending."""
+    if not keys.size:
+        return []
+    if int(keys.min()) < 0:
+        return np.unique(keys).tolist()
+    return np.flatnonzero(np.bincount(keys)).tolist()
+
+
+def _covered(lo: np.ndarray, n: np.ndarray) -> list[int]:
+    """The integers in any of the ranges ``lo[i] .. lo[i] + n[i] - 1``, ascending.
+
+    >>> _covered(np.array([3, 0, 4]), np.array([2, 1, 0]))
+    [0, 3, 4]
+    """
+    lo, n = lo[n > 0], n[n > 0]
+    if not lo.size:
+        return []
+    if int(lo.min()) < 0 or int((lo + n).max()) > 1 << 24:
+        return np.unique(np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))).tolist()
+    d = np.zeros(int((lo + n).max()) + 1, np.int64)
+    np.add.at(d, lo, 1)
+    np.add.at(d, lo + n, -1)
+    return np.flatnonzero(np.cumsum(d) > 0).tolist()
 
 
 def column_universe(streams: list[Stream]) -> list[int]:
@@ -121,50 +155,125 @@ def column_universe(streams: list[Stream]) -> list[int]:
     for s in streams:
         for fam, op in ((Col.TG, "SetGraphicsRootDescriptorTable"), (Col.TC, "SetComputeRootDescriptorTable"),
                         (Col.VB, "IASetVertexBuffers")):
-            cols |= {cid_of(fam, int(k)) for k in np.unique(_key(s.args[s.op == _OP[op], 0], fam))}
-        m = (s.op == _OP["SetGraphicsRootConstantBufferView"]) | (s.op == _OP["SetGraphicsRootShaderResourceView"])
-        cols |= {cid_of(Col.VG, int(k)) for k in np.unique(_key(s.args[m, 0], Col.VG))}
+            cols |= {cid_of(fam, k) for k in _distinct(_key(s.args[np.flatnonzero(s.op == _OP[op]), 0], fam))}
+        m = np.flatnonzero((s.op == _OP["SetGraphicsRootConstantBufferView"]) |
+                           (s.op == _OP["SetGraphicsRootShaderResourceView"]))
+        cols |= {cid_of(Col.VG, k) for k in _distinct(_key(s.args[m, 0], Col.VG))}
         for fam, op in ((Col.CG, "SetGraphicsRoot32BitConstants"), (Col.CC, "SetComputeRoot32BitConstants")):
-            _, key, _ = _consts(s, op)
-            cols |= {cid_of(fam, int(k)) for k in np.unique(key)}
+            _, base, cnt = _const_ranges(s, op)
+            cols |= {cid_of(fam, k) for k in _covered(base, cnt)}
     return sorted(cols)
 
 
-@dataclass
 class StateAt:
     """State seen at the query commands.
 
-    ``cols``: column ids; ``val[:, j]``: raw value of column ``cols[j]`` at each query
-    (non-negative, or a sentinel of :mod:`.model`); ``src[:, j]``: the command that
-    gave it (-1 if none). ``col`` maps a column id to its position.
+    ``cols``: column ids; :meth:`value` is the raw value of a column at each query
+    (non-negative, or a sentinel of :mod:`.model`), :meth:`source` the command that
+    gave it (-1 if none). ``col`` maps a column id to its position. Each column is
+    filled in from its events when first asked for (most consumers read a few
+    columns, and the source of fewer), then kept.
     """
 
-    queries: np.ndarray
-    cols: list[int]
-    val: np.ndarray
-    src: np.ndarray
-
-    def __post_init__(self) -> None:
-        self.col = {c: j for j, c in enumerate(self.cols)}
+    def __init__(self, queries: np.ndarray, cols: list[int], events: dict[int, tuple[np.ndarray, np.ndarray]],
+                 before: dict[int, int] | None = None) -> None:
+        self.queries, self.cols = queries, cols
+        self.col = {c: j for j, c in enumerate(cols)}
+        self._events = events
+        self._before = before or {}
+        self._val: dict[int, np.ndarray] = {}
+        self._src: dict[int, np.ndarray] = {}
 
     def value(self, c: int) -> np.ndarray:
-        j = self.col.get(c)
-        return self.val[:, j] if j is not None else np.full(self.queries.size, NEVER, np.int64)
+        v = self._val.get(c)
+        if v is None:
+            if c not in self.col:
+                v = self._val[c] = np.full(self.queries.size, NEVER, np.int64)   # never set
+                return v
+            ei, ev = self._events[c]
+            v = self._val[c] = fill_at(ei, ev, self.queries, self._before.get(c, NEVER))
+        return v
 
     def source(self, c: int) -> np.ndarray:
-        j = self.col.get(c)
-        return self.src[:, j] if j is not None else np.full(self.queries.size, -1, np.int64)
+        w = self._src.get(c)
+        if w is None:
+            if c not in self.col:
+                w = self._src[c] = np.full(self.queries.size, -1, np.int64)
+                return w
+            ei = self._events[c][0]
+            w = self._src[c] = fill_at(ei, ei, self.queries, -1)
+        return w
 
 
-def _ffill(ev_idx: np.ndarray, ev_val: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    order = np.argsort(ev_idx, kind="stable")
-    ev_idx, ev_val = ev_idx[order], ev_val[order]
-    pos = np.searchsorted(ev_idx, q, side="left") - 1
-    ok = pos >= 0
-    pos = np.maximum(pos, 0)
-    if ev_idx.size == 0:
-        return np.full(q.size, NEVER, np.int64), np.full(q.size, -1, np.int64)
-    return np.where(ok, ev_val[pos], NEVER), np.where(ok, ev_idx[pos], -1)
+    def hashes(self, groups: list[tuple[int, list[int], np.ndarray]], override: dict[int, np.ndarray],
+               fold: tuple[int, int, int], pure: bool | None = None) -> np.ndarray:
+        """Per query: for the queries ``sel`` of each group ``(pcid, cols, sel)``, the hash of
+        ``pcid`` and, for each column of ``cols``, its id and its value there (``override[c]``
+        where given; values strictly between ``fold[0]`` and ``fold[1]`` read as ``fold[2]``);
+        0 for queries in no group. ``hash_cols_at`` of those parts, computed in one pass over
+        the columns' events by ``drawopt._verify.state_hashes`` (no column is filled)."""
+        n = self.queries.size
+        out = np.zeros(n, np.int64)
+        k = load_cext("_verify", pure)
+        q = self.queries
+        if k is None or not (q.size < 2 or bool((q[1:] >= q[:-1]).all())):
+            for pcid, cols, sel in groups:
+                parts: list[np.ndarray | int] = [pcid]
+                for c in cols:
+                    parts += [c, override[c] if c in override else self.value(c)]
+                out[sel] = hash_cols_at(parts, sel, fold)
+            return out
+        C = len(self.cols)
+        z = np.zeros(0, np.int64)
+        ats = [self._events[c][0] for c in self.cols] + [z]   # the last: a column never set
+        vals = [self._events[c][1] for c in self.cols] + [z]
+        col_off = np.zeros(C + 2, np.int64)
+        np.cumsum([a.size for a in ats], out=col_off[1:])
+        before = np.array([self._before.get(c, NEVER) for c in self.cols] + [NEVER], np.int64)
+        ov_cols = [c for c in override if c in self.col]
+        ov = np.stack([override[c] for c in ov_cols]) if ov_cols else np.zeros((0, n), np.int64)
+        ov_row = np.full(C + 1, -1, np.int64)
+        for r, c in enumerate(ov_cols):
+            ov_row[self.col[c]] = r
+        grp = np.full(n, -1, np.int64)
+        g_pos: list[int] = []
+        g_cid: list[int] = []
+        g_off = [0]
+        for g, (_, cols, sel) in enumerate(groups):
+            grp[sel] = g
+            g_pos += [self.col.get(c, C) for c in cols]
+            g_cid += cols
+            g_off.append(len(g_pos))
+        g = (np.array(g_off, np.int64), np.array(g_pos, np.int64), np.array(g_cid, np.int64),
+             np.array([x[0] for x in groups], np.int64))
+        h = k.state_hashes(np.concatenate(ats), np.concatenate(vals), col_off, before,
+                           np.ascontiguousarray(q, np.int64), grp, *g, ov_row, np.ascontiguousarray(ov, np.int64),
+                           *fold, SEED)
+        return h.view(np.int64)
+
+    def release(self) -> None:
+        """Drop the filled columns (they are filled again if asked for)."""
+        self._val.clear()
+        self._src.clear()
+
+
+def fill_at(ev_at: np.ndarray, ev_val: np.ndarray, q: np.ndarray, before: int, pure: bool | None = None) -> np.ndarray:
+    """The value of the last event before each query: ``ev_val[j]`` of the last ``ev_at[j] < q[i]``
+    (``ev_at`` ascending), ``before`` where there is none.
+
+    One merge pass in ``drawopt._verify.fill_at`` when ``q`` ascends too (the queries of
+    :func:`track` do); else, or on the pure path, ``np.searchsorted``.
+
+    >>> fill_at(np.array([2, 5, 5, 9]), np.array([10, 20, 21, 30]), np.array([0, 3, 5, 6, 10]), -1).tolist()
+    [-1, 10, 10, 21, 30]
+    """
+    k = load_cext("_verify", pure)
+    if k is not None and (q.size < 2 or bool((q[1:] >= q[:-1]).all())):
+        return k.fill_at(np.ascontiguousarray(ev_at, np.int64), np.ascontiguousarray(ev_val, np.int64),
+                         np.ascontiguousarray(q, np.int64), before)
+    pos = np.searchsorted(ev_at, q, side="left") - 1
+    v = ev_val[np.maximum(pos, 0)] if ev_val.size else np.zeros(pos.size, np.int64)
+    return np.where(pos >= 0, v, before)
 
 
 def _changes(ev_idx: np.ndarray, ev_val: np.ndarray, setters: np.ndarray, from_never: bool = True) -> np.ndarray:
@@ -192,7 +301,6 @@ def _var_hash(s: Stream, idx: np.ndarray, cmap: np.ndarray, width: int) -> np.nd
 def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], queries: np.ndarray) -> StateAt:
     """State columns ``universe`` of ``s`` at the commands ``queries`` (sorted indices)."""
     op, args = s.op, s.args
-    nq = queries.size
     opq = np.flatnonzero(op == _OP["Opaque"])
     opq_val = OPQ_BASE - np.arange(opq.size, dtype=np.int64)
     header_af = 1 if s.header.auto_gpu_flush else 0
@@ -235,7 +343,9 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
     for fam, idx, key, val in keyed:
         if idx.size == 0:
             continue
-        order = np.lexsort((idx, key))
+        # by key, then command (each family's commands come in stream order)
+        order = np.argsort(key.astype(np.uint16) if 0 <= int(key.min()) and int(key.max()) < 1 << 16 else key,
+                           kind="stable")
         idx, key, val = idx[order], key[order], val[order]
         bounds = np.flatnonzero(np.diff(key)) + 1
         for a, b in zip(np.r_[0, bounds], np.r_[bounds, key.size]):
@@ -267,27 +377,28 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
                 byparam.setdefault(q, {}).setdefault(f, []).append(c)
         for fams in byparam.values():
             for f, cols in fams.items():
-                setters_of = np.unique(np.concatenate([setters[c][0] for c in cols if c in setters] or
-                                                      [np.zeros(0, np.int64)]))
+                mark = np.zeros(len(s), bool)
+                for c in cols:
+                    if c in setters:
+                        mark[setters[c][0]] = True
+                setters_of = np.flatnonzero(mark)
                 for g, others in fams.items():
                     if g != f and setters_of.size:
                         for c in others:
                             resets.setdefault(c, []).append((setters_of, KIND_RESET))
 
-    val = np.empty((nq, len(universe)), np.int64)
-    src = np.empty((nq, len(universe)), np.int64)
+    events: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     z = np.zeros(0, np.int64)
-    for j, c in enumerate(universe):
+    for c in universe:
         ei, ev = setters.get(c, (z, z))
         parts_i, parts_v = [ei, opq], [ev, opq_val]
         for at, code in resets.get(c, ()):
             parts_i.append(at)
             parts_v.append(np.full(at.size, code, np.int64))
-        v, w = _ffill(np.concatenate(parts_i), np.concatenate(parts_v), queries)
-        if c == cid_of(Col.AF):
-            v = np.where(w < 0, header_af, v)
-        val[:, j], src[:, j] = v, w
-    return StateAt(queries, list(universe), val, src)
+        ei, ev = np.concatenate(parts_i), np.concatenate(parts_v)
+        order = np.argsort(ei, kind="stable")   # at one command, the event listed last wins
+        events[c] = (ei[order], ev[order])
+    return StateAt(queries, list(universe), events, {cid_of(Col.AF): header_af})
 
 
 def _heaps_value(s: Stream, idx: np.ndarray, cmap: np.ndarray) -> np.ndarray:

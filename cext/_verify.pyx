@@ -1,0 +1,258 @@
+"""Hot loops of the translation validator (``drawopt._verify``).
+
+The model lives in :mod:`drawopt.verify`; this module only runs loops that numpy
+would do in many passes. Each function has a pure-numpy twin in the module named
+in its docstring, and the tests check that both give identical arrays.
+"""
+
+import numpy as np
+
+cimport cython
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+
+__all__ = ["fold", "fold_scalar", "fold_at", "fill_at", "group_ids", "merge_runs", "state_hashes"]
+
+cdef uint64_t _G = 0x9E3779B97F4A7C15ULL
+cdef uint64_t _C1 = 0xBF58476D1CE4E5B9ULL
+cdef uint64_t _C2 = 0x94D049BB133111EBULL
+
+
+cdef inline uint64_t _mix(uint64_t h, uint64_t c) noexcept nogil:
+    cdef uint64_t z = h * _G + c
+    z = (z ^ (z >> 30)) * _C1
+    z = (z ^ (z >> 27)) * _C2
+    return z ^ (z >> 31)
+
+
+def fold(uint64_t[::1] h, const int64_t[::1] c):
+    """``h[i] = fmix64(h[i] * G + c[i])`` in place (twin: ``drawopt.verify._hash._fold``)."""
+    cdef Py_ssize_t i, n = h.shape[0]
+    if c.shape[0] != n:
+        raise ValueError("fold: length mismatch")
+    with nogil:
+        for i in range(n):
+            h[i] = _mix(h[i], <uint64_t>c[i])
+
+
+def fold_scalar(uint64_t[::1] h, uint64_t c):
+    """``h[i] = fmix64(h[i] * G + c)`` in place (twin: ``drawopt.verify._hash._fold``)."""
+    cdef Py_ssize_t i, n = h.shape[0]
+    with nogil:
+        for i in range(n):
+            h[i] = _mix(h[i], c)
+
+
+def fill_at(const int64_t[::1] ev_at, const int64_t[::1] ev_val, const int64_t[::1] q, int64_t before):
+    """``ev_val[j]`` of the last ``ev_at[j] < q[i]`` for each query, ``before`` where none.
+
+    ``ev_at`` and ``q`` ascending; one merge pass (twin: ``drawopt.verify.slots.fill_at``)."""
+    cdef Py_ssize_t i, j = 0, n = q.shape[0], m = ev_at.shape[0]
+    if ev_val.shape[0] != m:
+        raise ValueError("fill_at: length mismatch")
+    out = np.empty(n, np.int64)
+    cdef int64_t[::1] o = out
+    with nogil:
+        for i in range(n):
+            while j < m and ev_at[j] < q[i]:
+                j += 1
+            o[i] = ev_val[j - 1] if j > 0 else before
+    return out
+
+
+def fold_at(uint64_t[::1] h, const int64_t[::1] v, const int64_t[::1] idx, int64_t lo, int64_t hi, int64_t to):
+    """``h[i] = fmix64(h[i] * G + x)``, ``x = v[idx[i]]`` read as ``to`` where ``lo < x < hi``
+    (twin: the pure path of ``drawopt.verify._hash.hash_cols_at``)."""
+    cdef Py_ssize_t i, n = h.shape[0], m = v.shape[0]
+    cdef int64_t x, j
+    if idx.shape[0] != n:
+        raise ValueError("fold_at: length mismatch")
+    for i in range(n):
+        if idx[i] < 0 or idx[i] >= m:
+            raise IndexError("fold_at: index out of range")
+    with nogil:
+        for i in range(n):
+            x = v[idx[i]]
+            if lo < x < hi:
+                x = to
+            h[i] = _mix(h[i], <uint64_t>x)
+
+
+cdef inline Py_ssize_t _lower(const int64_t[::1] a, int64_t x) noexcept nogil:
+    cdef Py_ssize_t lo = 0, hi = a.shape[0], mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline Py_ssize_t _upper(const int64_t[::1] a, int64_t x) noexcept nogil:
+    cdef Py_ssize_t lo = 0, hi = a.shape[0], mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline bint _read_between(const int64_t[::1] rk, int64_t res, int64_t lo, int64_t hi) noexcept nogil:
+    """A key ``res << 40 | a`` with ``lo <= a <= hi`` among the sorted ``rk``."""
+    return _upper(rk, (res << 40) + hi) - _lower(rk, (res << 40) + lo) > 0
+
+
+def group_ids(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t[::1] e_act,
+              const int64_t[::1] rk):
+    """Commuting-group number of every write entry (twin: ``drawopt.verify.compare._group_ids``)."""
+    cdef Py_ssize_t i, n = e_res.shape[0]
+    out = np.empty(n, np.int64)
+    cdef int64_t[::1] g = out
+    cdef int64_t cur = 0
+    cdef Py_ssize_t p
+    cdef bint start
+    if e_lab.shape[0] != n or e_act.shape[0] != n:
+        raise ValueError("group_ids: length mismatch")
+    with nogil:
+        for i in range(n):
+            p = i - 1 if i > 0 else 0
+            start = (i == 0 or e_res[i] != e_res[i - 1] or e_lab[i] == 0 or e_lab[i] != e_lab[p] or
+                     _read_between(rk, e_res[i], e_act[p], e_act[i]))
+            if start:
+                cur += 1
+            g[i] = cur
+    return out
+
+
+def merge_runs(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t[::1] e_gid,
+               const int64_t[::1] e_rec, const int64_t[::1] e_act, const int64_t[::1] rk,
+               const int64_t[::1] rest, const int64_t[::1] kind, const int64_t[::1] fmt,
+               const int64_t[::1] src_off, const int64_t[::1] count, const int64_t[::1] inst,
+               const int64_t[::1] ninst, const int64_t[::1] rel, const uint8_t[::1] nomerge,
+               const uint64_t[::1] hz, const uint8_t[::1] noprim, const int64_t[::1] vpp,
+               int64_t kd_draw, int64_t kd_indexed):
+    """Runs of mergeable neighbours: ``(head position, ninst, count)`` of every run
+    (twin: ``drawopt.verify.compare._merge_runs``). Entry arrays (``e_*``) in canonical
+    order; ``rest`` .. ``nomerge`` per record, ``hz`` .. ``vpp`` per action."""
+    cdef Py_ssize_t i, n = e_res.shape[0], m = 0, nr = rest.shape[0], na = hz.shape[0]
+    heads = np.empty(n, np.int64)
+    tn = np.empty(n, np.int64)
+    tc = np.empty(n, np.int64)
+    cdef int64_t[::1] H = heads, TN = tn, TC = tc
+    cdef int64_t r, q, a, b, k, pk, isz, step, v
+    cdef int typ, raw_prev = 0
+    cdef bint ok, drawlike, inst_link, range_link
+    if not (e_lab.shape[0] == n and e_gid.shape[0] == n and e_rec.shape[0] == n and e_act.shape[0] == n and
+            kind.shape[0] == nr and fmt.shape[0] == nr and src_off.shape[0] == nr and count.shape[0] == nr and
+            inst.shape[0] == nr and ninst.shape[0] == nr and rel.shape[0] == nr and nomerge.shape[0] == nr and
+            noprim.shape[0] == na and vpp.shape[0] == na):
+        raise ValueError("merge_runs: length mismatch")
+    for i in range(n):
+        if not (0 <= e_rec[i] < nr and 0 <= e_act[i] < na):
+            raise IndexError("merge_runs: index out of range")
+    with nogil:
+        for i in range(n):
+            r = e_rec[i]
+            typ = 0
+            if i > 0:
+                q = e_rec[i - 1]
+                a = e_act[i - 1]
+                b = e_act[i]
+                k = kind[r]
+                drawlike = k == kd_draw or k == kd_indexed
+                ok = (drawlike and e_res[i] == e_res[i - 1] and rest[q] == rest[r] and hz[a] == hz[b] and
+                      e_lab[i - 1] == e_lab[i] and not nomerge[q] and not nomerge[r])
+                if ok and e_gid[i] != e_gid[i - 1]:
+                    # across groups: no label, no read of the resource in between
+                    ok = e_lab[i] == 0 and not _read_between(rk, e_res[i], a, b)
+                if ok:
+                    inst_link = (src_off[q] == src_off[r] and count[q] == count[r] and inst[r] >= 0 and
+                                 inst[q] >= 0 and inst[r] == inst[q] + ninst[q] and
+                                 ((rel[q] == -1 and rel[r] == -1) or
+                                  (rel[q] >= 0 and rel[r] == rel[q] + ninst[q])))
+                    range_link = False
+                    if not inst_link and noprim[b] and vpp[a] > 0 and ninst[q] == 1 and ninst[r] == 1 and \
+                            inst[q] == inst[r] and rel[q] == rel[r] and count[q] > 0 and count[q] % vpp[a] == 0:
+                        pk = kind[q]
+                        isz = 4 if fmt[q] == 1 else 2
+                        step = count[q] * isz if pk == kd_indexed else count[q]
+                        range_link = src_off[r] == src_off[q] + step
+                    typ = 1 if inst_link else (2 if range_link else 0)
+            v = typ
+            if typ > 0 and raw_prev > 0 and typ != raw_prev:
+                v = 0   # a run merges one way only: cut where the link type changes
+            raw_prev = typ
+            if v == 0:
+                H[m] = i
+                TN[m] = ninst[r]
+                TC[m] = count[r]
+                m += 1
+            else:
+                if v == 1:
+                    TN[m - 1] += ninst[r]
+                else:
+                    TC[m - 1] += count[r]
+    return heads[:m].copy(), tn[:m].copy(), tc[:m].copy()
+
+
+def state_hashes(const int64_t[::1] ev_at, const int64_t[::1] ev_val, const int64_t[::1] col_off,
+                 const int64_t[::1] before, const int64_t[::1] q, const int64_t[::1] grp,
+                 const int64_t[::1] g_off, const int64_t[::1] g_pos, const int64_t[::1] g_cid,
+                 const int64_t[::1] g_pcid, const int64_t[::1] ov_row, const int64_t[:, ::1] ov,
+                 int64_t lo, int64_t hi, int64_t to, uint64_t seed):
+    """State hash of every query (twin: the pure path of ``drawopt.verify.slots.StateAt.hashes``).
+
+    Column ``c``'s events are ``ev_at[col_off[c]:col_off[c + 1]]`` (ascending) with values
+    ``ev_val``; before its first event it holds ``before[c]``. Query ``i`` (``q`` ascending)
+    of group ``g = grp[i]`` (-1: none, hash 0) hashes ``g_pcid[g]``, then for each of the
+    group's columns ``g_pos[g_off[g]:g_off[g + 1]]`` its id ``g_cid`` and its value at the
+    query (row ``ov_row[c]`` of ``ov`` where that is >= 0), read as ``to`` where ``lo < v < hi``."""
+    cdef Py_ssize_t n = q.shape[0], C = col_off.shape[0] - 1, G = g_off.shape[0] - 1
+    cdef Py_ssize_t i, k, c, j
+    cdef int64_t g, v, r
+    cdef uint64_t h
+    if grp.shape[0] != n or before.shape[0] != C or ov_row.shape[0] != C or g_pcid.shape[0] != G or \
+            g_cid.shape[0] != g_pos.shape[0] or ev_val.shape[0] != ev_at.shape[0]:
+        raise ValueError("state_hashes: length mismatch")
+    if ov.shape[0] and ov.shape[1] != n:
+        raise ValueError("state_hashes: override length mismatch")
+    for c in range(C):
+        if not (0 <= col_off[c] <= col_off[c + 1] <= ev_at.shape[0]) or ov_row[c] >= ov.shape[0]:
+            raise IndexError("state_hashes: bad column layout")
+    for k in range(G):
+        if not (0 <= g_off[k] <= g_off[k + 1] <= g_pos.shape[0]):
+            raise IndexError("state_hashes: bad group layout")
+    for k in range(g_pos.shape[0]):
+        if not (0 <= g_pos[k] < C):
+            raise IndexError("state_hashes: column out of range")
+    for i in range(n):
+        if grp[i] >= G:
+            raise IndexError("state_hashes: group out of range")
+    out = np.zeros(n, np.uint64)
+    ptr_a = np.asarray(col_off)[:C].copy()
+    cdef uint64_t[::1] o = out
+    cdef int64_t[::1] ptr = ptr_a
+    with nogil:
+        for i in range(n):
+            g = grp[i]
+            if g < 0:
+                continue
+            h = _mix(seed, <uint64_t>g_pcid[g])
+            for k in range(g_off[g], g_off[g + 1]):
+                c = g_pos[k]
+                r = ov_row[c]
+                if r >= 0:
+                    v = ov[r, i]
+                else:
+                    j = ptr[c]
+                    while j < col_off[c + 1] and ev_at[j] < q[i]:
+                        j += 1
+                    ptr[c] = j
+                    v = ev_val[j - 1] if j > col_off[c] else before[c]
+                if lo < v < hi:
+                    v = to
+                h = _mix(_mix(h, <uint64_t>g_cid[k]), <uint64_t>v)
+            o[i] = h
+    return out

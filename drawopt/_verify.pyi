@@ -1,0 +1,48 @@
+"""Type stub of the translation validator's compiled kernels (``cext/_verify.pyx``)."""
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["fold", "fold_scalar", "fold_at", "fill_at", "group_ids", "merge_runs", "state_hashes"]
+
+def fold(h: npt.NDArray[np.uint64], c: npt.NDArray[np.int64]) -> None:
+    """``h[i] = fmix64(h[i] * G + c[i])`` in place; see ``drawopt.verify._hash._fold``."""
+    ...
+
+def fold_scalar(h: npt.NDArray[np.uint64], c: int) -> None:
+    """``h[i] = fmix64(h[i] * G + c)`` in place; see ``drawopt.verify._hash._fold``."""
+    ...
+
+def fill_at(ev_at: npt.NDArray[np.int64], ev_val: npt.NDArray[np.int64], q: npt.NDArray[np.int64],
+            before: int) -> npt.NDArray[np.int64]:
+    """``ev_val`` of the last event before each query (``before``: none); both ascending."""
+    ...
+
+def fold_at(h: npt.NDArray[np.uint64], v: npt.NDArray[np.int64], idx: npt.NDArray[np.int64], lo: int, hi: int,
+            to: int) -> None:
+    """``h[i] = fmix64(h[i] * G + x)``, ``x = v[idx[i]]`` (``to`` where ``lo < x < hi``), in place."""
+    ...
+
+def group_ids(e_res: npt.NDArray[np.int64], e_lab: npt.NDArray[np.int64], e_act: npt.NDArray[np.int64],
+              rk: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Commuting-group number of every write entry; see ``drawopt.verify.compare._group_ids``."""
+    ...
+
+def merge_runs(e_res: npt.NDArray[np.int64], e_lab: npt.NDArray[np.int64], e_gid: npt.NDArray[np.int64],
+               e_rec: npt.NDArray[np.int64], e_act: npt.NDArray[np.int64], rk: npt.NDArray[np.int64],
+               rest: npt.NDArray[np.int64], kind: npt.NDArray[np.int64], fmt: npt.NDArray[np.int64],
+               src_off: npt.NDArray[np.int64], count: npt.NDArray[np.int64], inst: npt.NDArray[np.int64],
+               ninst: npt.NDArray[np.int64], rel: npt.NDArray[np.int64], nomerge: npt.NDArray[np.uint8],
+               hz: npt.NDArray[np.uint64], noprim: npt.NDArray[np.uint8], vpp: npt.NDArray[np.int64],
+               kd_draw: int, kd_indexed: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
+                                                       npt.NDArray[np.int64]]:
+    """``(run heads, merged InstanceCount, merged count)``; see ``drawopt.verify.compare._merge_runs``."""
+    ...
+
+def state_hashes(ev_at: npt.NDArray[np.int64], ev_val: npt.NDArray[np.int64], col_off: npt.NDArray[np.int64],
+                 before: npt.NDArray[np.int64], q: npt.NDArray[np.int64], grp: npt.NDArray[np.int64],
+                 g_off: npt.NDArray[np.int64], g_pos: npt.NDArray[np.int64], g_cid: npt.NDArray[np.int64],
+                 g_pcid: npt.NDArray[np.int64], ov_row: npt.NDArray[np.int64], ov: npt.NDArray[np.int64],
+                 lo: int, hi: int, to: int, seed: int) -> npt.NDArray[np.uint64]:
+    """State hash of every query; see ``drawopt.verify.slots.StateAt.hashes``."""
+    ...
