@@ -239,6 +239,11 @@ class AnalysisManager:
                 return cache.get(name)
         return self._cache.get(name) if self._stream is stream else None
 
+    def put(self, name: str, stream: Stream, value: Any) -> None:
+        """Record a fact about ``stream`` that a consumer computed (e.g. the post-condition's
+        finding counts), for :meth:`cached`; dropped with the stream's other analyses."""
+        self._analyses_of(stream)[name] = value
+
     def pin(self, stream: Stream) -> None:
         """Keep ``stream``'s analyses (those computed already and later) after the stream changes."""
         if not any(s is stream for s, _ in self._pinned):
@@ -367,6 +372,7 @@ class PassManager:
         self.verify = verify
         self.records: list[PassRecord] = []
         self.analyses = AnalysisManager(PipelineContext(target or "d3d12", self.reorder))
+        self.final: Stream | None = None
         """The last run's analyses: the input's and the output's state tables stay cached for the report."""
         self.verified: bool | None = None
         """True when the output was verified against the input, None when not checked."""
@@ -393,6 +399,7 @@ class PassManager:
             self.verified = True
         elif self.verify_each or out is source:
             self.verified = True
+        self.final = out  # before its header records the provenance: the stream ``analyses`` knows
         return out if out is source else record_provenance(out, self.target, self.reorder)
 
     def _run_passes(self, stream: Stream, verify_each: bool, roll_back: bool = False) -> Stream:
@@ -488,7 +495,11 @@ def _finding_counts(stream: Stream, am: AnalysisManager) -> Counter[str]:
     """Findings per rule of ``stream`` (its state analysis is cached for the next pass)."""
     from drawopt.validate import findings
 
-    return Counter(f.rule for f in findings(stream, am.get("state", stream)))
+    counts = am.cached("finding_counts", stream)
+    if counts is None:
+        counts = Counter(f.rule for f in findings(stream, am.get("state", stream)))
+        am.put("finding_counts", stream, counts)
+    return counts
 
 
 def _merge_records(first: list[PassRecord], second: list[PassRecord]) -> list[PassRecord]:

@@ -419,8 +419,17 @@ def optimize_result(stream: Stream, pm: Any, target: str, reorder: str) -> Optim
     counts = counts[len(counts) - len(pm.records):]   # a re-run (the final verify failed) reported twice
     figures = [PassFigures(str(p), r.seconds, r.modified, c["commands"], c["draw_calls"], c["state_changes"],
                            r.verified, r.report, r.rejected) for p, r, c in zip(pm.passes, pm.records, counts)]
+    am, final = pm.analyses, pm.final
+
+    def state_of(s: Stream) -> Any:  # the output is the final stream with its provenance recorded
+        return am.cached("state", final if s is out else s)
+
+    def findings_of(s: Stream) -> Any:
+        return am.cached("finding_counts", final if s is out else s)
+
     res = OptimizeResult(out, stream, target=target, reorder=reorder, pipeline=[str(p) for p in pm.passes],
-                         passes=figures, verified=_verified(pm, out is stream))
+                         passes=figures, verified=_verified(pm, out is stream), state_of=state_of,
+                         findings_of=findings_of)
     res.rejected = [r.rejected for r in pm.records if r.rejected]  # with the pipeline's own, if it kept the input
     return res
 

@@ -59,6 +59,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from drawopt._accel import load_cext
 from drawopt.analysis.state import (
     CRS,
     GFX_RS,
@@ -70,7 +71,6 @@ from drawopt.analysis.state import (
     Scan,
     scan,
 )
-from drawopt._accel import load_cext
 from drawopt.ir.ops import BY_CODE, BY_NAME, MAX_OPCODE
 from drawopt.ir.stream import Stream
 from drawopt.passmanager import AnalysisManager, Pass, PassResult

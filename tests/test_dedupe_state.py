@@ -425,8 +425,9 @@ def test_100k_draws_fast():
 
 def _same_analysis_both_paths(s: Stream) -> None:
     """One round of the analysis on the compiled scan and kernels and on the pure twins."""
-    from drawopt.analysis.state import scan
     from drawopt.passes.dedupe_state import _observed
+
+    from drawopt.analysis.state import scan
     a, b = scan(s, pure=False), scan(s, pure=True)
     assert np.array_equal(dead_state_commands(s, a), dead_state_commands(s, b))
     x, y = _observed(a, len(s)), _observed(b, len(s))
@@ -453,8 +454,9 @@ def test_chain_writers_kernel_matches_its_twin():
     values so that some writes change nothing, partial words)."""
     from types import SimpleNamespace
 
-    from drawopt._accel import load_cext
     from drawopt.passes.dedupe_state import _chain_writers_py
+
+    from drawopt._accel import load_cext
     mod = load_cext("_dedupe", False)
     if mod is None:  # pragma: no cover - extension not built
         pytest.skip("drawopt._dedupe is not built")

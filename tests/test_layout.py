@@ -75,6 +75,6 @@ def test_the_architecture_page_draws_every_layer() -> None:
 
     text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     drawing = text[text.index("## Layers"):text.index("## Modules")]
-    for name, _rank, prefixes in LAYERS:
+    for name, _rank, _prefixes in LAYERS:
         if name != "package":
             assert f"\n  {name} " in drawing or f"\n  {name}  " in drawing or f"  {name}\n" in drawing, name
