@@ -10,7 +10,7 @@ import numpy as np
 cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
-__all__ = ["fold", "fold_scalar", "fold_at", "fill_at", "group_ids", "merge_runs", "state_hashes"]
+__all__ = ["fold", "fold_scalar", "fold_at", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
 
 cdef uint64_t _G = 0x9E3779B97F4A7C15ULL
 cdef uint64_t _C1 = 0xBF58476D1CE4E5B9ULL
@@ -256,3 +256,44 @@ def state_hashes(const int64_t[::1] ev_at, const int64_t[::1] ev_val, const int6
                 h = _mix(_mix(h, <uint64_t>g_cid[k]), <uint64_t>v)
             o[i] = h
     return out
+
+
+def const_events(const int64_t[::1] idx, const int64_t[::1] base, const int64_t[::1] cnt,
+                 const int64_t[::1] voff, const int64_t[::1] pool):
+    """Root-constant words as per-column events (twin: the numpy path of
+    ``drawopt.verify.slots._const_columns``): command ``idx[i]`` sets the words with keys
+    ``base[i] .. base[i] + cnt[i] - 1`` to ``pool[voff[i]:voff[i] + cnt[i]]``. Returns
+    ``(off, ev_idx, ev_val)``: the events of key ``k`` are ``off[k]:off[k + 1]``, commands
+    ascending (a counting sort by key, stable in ``idx`` order)."""
+    cdef Py_ssize_t n = idx.shape[0], i, w, total = 0, p
+    cdef int64_t nk = 0, k
+    if base.shape[0] != n or cnt.shape[0] != n or voff.shape[0] != n:
+        raise ValueError("const_events: length mismatch")
+    for i in range(n):
+        if base[i] < 0 or cnt[i] < 0 or voff[i] < 0 or voff[i] + cnt[i] > pool.shape[0]:
+            raise IndexError("const_events: bad range")
+        if base[i] + cnt[i] > nk:
+            nk = base[i] + cnt[i]
+        total += cnt[i]
+    off_a = np.zeros(nk + 1, np.int64)
+    ev_idx_a = np.empty(total, np.int64)
+    ev_val_a = np.empty(total, np.int64)
+    cdef int64_t[::1] off = off_a, ev_idx = ev_idx_a, ev_val = ev_val_a
+    pos_a = np.zeros(nk + 1, np.int64)
+    cdef int64_t[::1] pos = pos_a
+    with nogil:
+        for i in range(n):
+            for w in range(cnt[i]):
+                off[base[i] + w + 1] += 1
+        for k in range(nk):
+            off[k + 1] += off[k]
+        for k in range(nk + 1):
+            pos[k] = off[k]
+        for i in range(n):
+            for w in range(cnt[i]):
+                k = base[i] + w
+                p = pos[k]
+                pos[k] += 1
+                ev_idx[p] = idx[i]
+                ev_val[p] = pool[voff[i] + w]
+    return off_a, ev_idx_a, ev_val_a

@@ -3,7 +3,7 @@
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["fold", "fold_scalar", "fold_at", "fill_at", "group_ids", "merge_runs", "state_hashes"]
+__all__ = ["fold", "fold_scalar", "fold_at", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
 
 def fold(h: npt.NDArray[np.uint64], c: npt.NDArray[np.int64]) -> None:
     """``h[i] = fmix64(h[i] * G + c[i])`` in place; see ``drawopt.verify._hash._fold``."""
@@ -45,4 +45,10 @@ def state_hashes(ev_at: npt.NDArray[np.int64], ev_val: npt.NDArray[np.int64], co
                  g_pcid: npt.NDArray[np.int64], ov_row: npt.NDArray[np.int64], ov: npt.NDArray[np.int64],
                  lo: int, hi: int, to: int, seed: int) -> npt.NDArray[np.uint64]:
     """State hash of every query; see ``drawopt.verify.slots.StateAt.hashes``."""
+    ...
+
+def const_events(idx: npt.NDArray[np.int64], base: npt.NDArray[np.int64], cnt: npt.NDArray[np.int64],
+                 voff: npt.NDArray[np.int64], pool: npt.NDArray[np.int64]) -> tuple[
+                     npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(off, ev_idx, ev_val)``: root-constant words by key; see ``drawopt.verify.slots._const_columns``."""
     ...

@@ -115,11 +115,33 @@ def _const_ranges(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndar
     return idx, np.minimum(a[:, 0], MAX_PARAM) * 64 + a[:, 2], s.var_len[idx].astype(np.int64)
 
 
-def _consts(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(command, key, value)`` of every word set by the ``name`` root-constant commands."""
-    idx, cmd, key = _const_words(s, name)
+def _by_key(idx: np.ndarray, key: np.ndarray, val: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """``(key, idx, val)`` of the events of each key, keys ascending, each key's events in
+    their order (every family's commands come in stream order)."""
+    if not idx.size:
+        return []
+    order = np.argsort(key.astype(np.uint16) if 0 <= int(key.min()) and int(key.max()) < 1 << 16 else key,
+                       kind="stable")
+    idx, key, val = idx[order], key[order], val[order]
+    bounds = np.flatnonzero(np.diff(key)) + 1
+    return [(int(key[a]), idx[a:b], val[a:b]) for a, b in zip(np.r_[0, bounds], np.r_[bounds, key.size])]
+
+
+def _const_columns(s: Stream, name: str, pure: bool | None = None) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """``(key, commands, values)`` of every root-constant word the ``name`` commands set, keys
+    ascending, commands in stream order (compiled: ``drawopt._verify.const_events``, one
+    counting sort; pure: the words listed, then sorted by key)."""
+    idx, base, cnt = _const_ranges(s, name)
+    k = load_cext("_verify", pure)
+    if k is not None and idx.size and int(base.min()) >= 0 and int((base + cnt).max()) < 1 << 16:
+        off, ev_idx, ev_val = k.const_events(idx.astype(np.int64), np.ascontiguousarray(base, np.int64), cnt,
+                                             np.ascontiguousarray(s.var_off[idx], np.int64),
+                                             np.ascontiguousarray(s.pool, np.int64))
+        return [(key, ev_idx[off[key]:off[key + 1]], ev_val[off[key]:off[key + 1]])
+                for key in np.flatnonzero(np.diff(off)).tolist()]
+    _, cmd, key = _const_words(s, name)
     val = s.pool[ragged_index(s.var_off[idx], s.var_len[idx])] if idx.size else np.zeros(0, np.int64)
-    return cmd, key, val
+    return _by_key(cmd, key, val)
 
 
 def _distinct(keys: np.ndarray) -> list[int]:
@@ -338,18 +360,12 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
     idx = np.flatnonzero(op == _OP["IASetVertexBuffers"])
     keyed.append((Col.VB, idx, _key(args[idx, 0], Col.VB),
                   hash_cols([cmap[args[idx, 1]], args[idx, 2], args[idx, 3]], idx.size) & _MASK63))
-    for fam, name in ((Col.CG, "SetGraphicsRoot32BitConstants"), (Col.CC, "SetComputeRoot32BitConstants")):
-        keyed.append((fam, *_consts(s, name)))
     for fam, idx, key, val in keyed:
-        if idx.size == 0:
-            continue
-        # by key, then command (each family's commands come in stream order)
-        order = np.argsort(key.astype(np.uint16) if 0 <= int(key.min()) and int(key.max()) < 1 << 16 else key,
-                           kind="stable")
-        idx, key, val = idx[order], key[order], val[order]
-        bounds = np.flatnonzero(np.diff(key)) + 1
-        for a, b in zip(np.r_[0, bounds], np.r_[bounds, key.size]):
-            put(cid_of(fam, int(key[a])), idx[a:b], val[a:b])
+        for k, i, v in _by_key(idx, key, val):
+            put(cid_of(fam, k), i, v)
+    for fam, name in ((Col.CG, "SetGraphicsRoot32BitConstants"), (Col.CC, "SetComputeRoot32BitConstants")):
+        for k, i, v in _const_columns(s, name):
+            put(cid_of(fam, k), i, v)
 
     # invalidations
     resets: dict[int, list[tuple[np.ndarray, int]]] = {}
