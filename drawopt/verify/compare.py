@@ -168,6 +168,19 @@ def _count_before(keys_sorted: np.ndarray, res: np.ndarray, pos: np.ndarray) -> 
     return hi - lo
 
 
+def _barriers_before(keys_sorted: np.ndarray, res: np.ndarray, act: np.ndarray, a_cmd: np.ndarray) -> np.ndarray:
+    """``_count_before(keys_sorted, res, a_cmd[act])``, looking only at the accesses of the
+    few resources that have barriers."""
+    out = np.zeros(res.size, np.int64)
+    if not keys_sorted.size:
+        return out
+    for r in np.unique(keys_sorted // _SHIFT).tolist():
+        m = np.flatnonzero(res == r)
+        if m.size:
+            out[m] = _count_before(keys_sorted, res[m], a_cmd[act[m]])
+    return out
+
+
 def _readers_between(rk: np.ndarray, res: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Whether a read of ``res`` by an action in ``[lo, hi]`` (inclusive) is among the sorted ``rk``."""
     return (np.searchsorted(rk, res * _SHIFT + hi, side="right") -
@@ -350,7 +363,7 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     rk = (rr * _SHIFT + ra)[_res_order(rr)]
     raw_cnt = _before(e_res, e_act, rr, ra)
     rd_bar = _count_before(bar_keys, rr, R.a_cmd[ra])
-    w_bar = _count_before(bar_keys, R.w_res, R.a_cmd[R.w_act])
+    w_bar = _barriers_before(bar_keys, R.w_res, R.w_act, R.a_cmd)
     wpart = _sum_by(R.w_act, _mix(R.w_res, -1, w_bar), nA)
     hz_raw = _sum_by(ra, _mix(rr, raw_cnt, rd_bar), nA) + wpart
     # ------------------------------------------------------------ commuting groups of raw records
