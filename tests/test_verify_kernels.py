@@ -1,0 +1,179 @@
+"""The validator's compiled kernels (``drawopt._verify``) against their pure twins.
+
+Each kernel is checked on its own (random inputs, edge cases) and through the
+validator as a whole: every array of the effective records and the canonical write
+sequences, and every verdict, is the same on the compiled and the pure path
+(``DRAWOPT_PURE=1``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from drawopt._accel import load_cext
+from drawopt.ir.stream import Stream
+from drawopt.verify import verify
+from drawopt.verify._hash import hash_cols, hash_cols_at
+from drawopt.verify.compare import canonical
+from drawopt.verify.model import Canon
+from drawopt.verify.records import expand
+from drawopt.verify.slots import _const_columns, fill_at
+
+HAS_CEXT = load_cext("_verify", False) is not None
+needs_cext = pytest.mark.skipif(not HAS_CEXT, reason="drawopt._verify is not built")
+
+
+def _gen(kind: str, draws: int, seed: int) -> Stream:
+    gen = pytest.importorskip("drawopt.gen")
+    return gen.generate(kind, draws, seed=seed)
+
+
+# --------------------------------------------------------------------------- hashing
+@needs_cext
+def test_hash_cols_compiled_equals_pure() -> None:
+    rng = np.random.default_rng(0)
+    n = 1000
+    idx = rng.integers(0, 50, n)
+    cols = [rng.integers(-2**63, 2**63 - 1, n), rng.integers(-5, 5, n).astype(np.int32), 7, -3, np.int64(-9),
+            rng.integers(0, 2, n).astype(bool), rng.integers(0, 2**64 - 1, n, dtype=np.uint64),
+            rng.integers(0, 9, 2 * n)[::2], (rng.integers(-9, 9, 50), idx)]
+    a, b = hash_cols(cols, n, pure=False), hash_cols(cols, n, pure=True)
+    assert a.dtype == np.int64 and np.array_equal(a, b)
+    assert hash_cols([], 3, pure=False).tolist() == hash_cols([], 3, pure=True).tolist()
+
+
+def test_hash_cols_reads_gathered_columns_in_place() -> None:
+    # (array, idx) is array[idx], on both paths
+    v, i = np.array([4, -1, 2, 9]), np.array([3, 3, 0, 1])
+    for pure in (True, False):
+        assert np.array_equal(hash_cols([1, (v, i)], 4, pure=pure), hash_cols([1, v[i]], 4, pure=pure))
+
+
+@needs_cext
+@pytest.mark.parametrize("fold", [None, (-16, 0, -1)])
+def test_hash_cols_at_compiled_equals_pure(fold) -> None:
+    rng = np.random.default_rng(1)
+    v = rng.integers(-20, 20, 300)
+    idx = rng.integers(0, 300, 500)
+    cols = [5, v, -2, v[::-1].copy(), rng.integers(0, 2**62, 300)]
+    assert np.array_equal(hash_cols_at(cols, idx, fold, pure=False), hash_cols_at(cols, idx, fold, pure=True))
+    if fold is not None:   # the fold reads values strictly inside (lo, hi) as `to`
+        x = np.where((v > -16) & (v < 0), -1, v)
+        assert np.array_equal(hash_cols_at([v], idx, fold, pure=True), hash_cols([x[idx]], idx.size))
+
+
+# --------------------------------------------------------------------------- state columns
+@needs_cext
+def test_fill_at_compiled_equals_pure() -> None:
+    rng = np.random.default_rng(2)
+    for m in (0, 1, 7, 200):
+        at = np.sort(rng.integers(0, 100, m))          # events, several at one command
+        val = rng.integers(-10, 10, m)
+        q = np.sort(rng.integers(-5, 110, 300))        # queries, with ties and out of range
+        a, b = fill_at(at, val, q, -1, pure=False), fill_at(at, val, q, -1, pure=True)
+        assert np.array_equal(a, b)
+    # the last event strictly before the query wins; none: the value before
+    assert fill_at(np.array([2, 5, 5]), np.array([1, 2, 3]), np.array([2, 3, 6]), -9, pure=False).tolist() == \
+        [-9, 1, 3]
+
+
+@needs_cext
+def test_const_columns_compiled_equals_pure() -> None:
+    s = _gen("frame", 3000, 4)
+    for name in ("SetGraphicsRoot32BitConstants", "SetComputeRoot32BitConstants"):
+        a, b = _const_columns(s, name, pure=False), _const_columns(s, name, pure=True)
+        assert [k for k, _, _ in a] == [k for k, _, _ in b]
+        for (_, i1, v1), (_, i2, v2) in zip(a, b):
+            assert np.array_equal(i1, i2) and np.array_equal(v1, v2)
+            assert (np.diff(i1) > 0).all()             # one event per command, in stream order
+
+
+# --------------------------------------------------------------------------- whole validator
+def _arrays(obj, names) -> dict[str, np.ndarray]:
+    return {n: np.asarray(getattr(obj, n)) for n in names}
+
+
+_REC = ("a_cmd", "a_op", "a_pipe", "a_state", "a_first", "a_nrec", "a_vpp", "r_act", "r_sub", "r_xslot", "r_nomerge",
+        "key", "w_act", "w_res", "w_lab", "rd_act", "rd_res", "fe_act", "fe_res", "fe_kind")
+_SEQ = ("res", "first", "start", "kh", "kc", "sh", "src", "src_buf", "act", "src_off", "count", "inst", "ninst",
+        "rel", "hz", "w_bar", "m_entry", "m_rec", "kx", "rd_act", "rd_res", "rd_cnt", "rd_bar")
+
+
+def _expand_both(a: Stream, b: Stream):
+    from drawopt.verify.slots import column_universe
+
+    canon = Canon()
+    u = column_universe([a, b])
+    RA, RB = expand(a, canon, u), expand(b, canon, u)
+    written = np.union1d(RA.w_res, RB.w_res)
+    return (RA, RB), (canonical(RA, written), canonical(RB, written)), canon.names
+
+
+@needs_cext
+@pytest.mark.parametrize("kind,seed", [("frame", 1), ("quads", 2), ("gpu-driven", 1), ("bundle", 3)])
+def test_records_and_sequences_compiled_equal_pure(kind: str, seed: int, monkeypatch) -> None:
+    from drawopt.result import optimize
+
+    a = _gen(kind, 2000, seed)
+    b = optimize(a, target="d3d12", verify=False).stream
+    monkeypatch.setenv("DRAWOPT_PURE", "0")
+    rec_c, seq_c, names_c = _expand_both(a, b)
+    monkeypatch.setenv("DRAWOPT_PURE", "1")
+    rec_p, seq_p, names_p = _expand_both(a, b)
+    assert names_c == names_p
+    for rc, rp in zip(rec_c, rec_p):
+        for n, x in _arrays(rc, _REC).items():
+            assert np.array_equal(x, getattr(rp, n)), n
+        for c in rc.state.cols:
+            assert np.array_equal(rc.state.value(c), rp.state.value(c))
+    for sc, sp in zip(seq_c, seq_p):
+        for n, x in _arrays(sc, _SEQ).items():
+            assert np.array_equal(x, getattr(sp, n)), n
+
+
+@needs_cext
+def test_verdicts_compiled_equal_pure(monkeypatch) -> None:
+    # equivalent and broken rewrites (commands swapped or dropped) get the same verdict and reason
+    from drawopt.result import optimize
+
+    rng = np.random.default_rng(5)
+    for kind in ("frame", "gpu-driven", "quads"):
+        a = _gen(kind, 1500, 2)
+        b = optimize(a, target="xbox-one", verify=False).stream
+        pairs = [(a, b)]
+        for _ in range(4):
+            i = int(rng.integers(1, len(b) - 1))
+            perm = np.arange(len(b))
+            perm[i], perm[i + 1] = perm[i + 1], perm[i]
+            pairs += [(a, b.take(perm)), (a, b.take(np.delete(np.arange(len(b)), i)))]
+        for x, y in pairs:
+            monkeypatch.setenv("DRAWOPT_PURE", "0")
+            rc = verify(x, y).to_json()
+            monkeypatch.setenv("DRAWOPT_PURE", "1")
+            rp = verify(x, y).to_json()
+            for r in (rc, rp):
+                r["details"].get("stats", {}).pop("seconds", None)
+            assert rc == rp
+
+
+def test_verify_restores_numpy_hugepage_advice(monkeypatch) -> None:
+    # verify turns numpy's MADV_HUGEPAGE advice off while it runs, and puts it back
+    core = getattr(getattr(np, "_core", None), "multiarray", None)
+    get = getattr(core, "_get_madvise_hugepage", None)
+    if get is None:
+        pytest.skip("numpy has no hugepage switch")
+    s = _gen("frame", 200, 1)
+    before = get()
+    seen = []
+    import drawopt.verify as V
+
+    real = V._verify
+
+    def spy(*args):
+        seen.append(get())
+        return real(*args)
+
+    monkeypatch.setattr(V, "_verify", spy)
+    assert verify(s, s).equivalent
+    assert seen == [False] and get() == before
