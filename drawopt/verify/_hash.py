@@ -52,9 +52,11 @@ Column = np.ndarray | int | tuple[np.ndarray, np.ndarray]
 """A column of :func:`hash_cols`: an array, a scalar, or ``(array, idx)`` standing for ``array[idx]``."""
 
 
-def hash_cols(cols: Sequence[Column], n: int, seed: int = SEED, pure: bool | None = None) -> np.ndarray:
+def hash_cols(cols: Sequence[Column], n: int, seed: int = SEED, pure: bool | None = None,
+              fold: tuple[int, int, int] | None = None) -> np.ndarray:
     """One ``int64`` hash per row of the columns ``cols`` (each length ``n`` or a scalar;
-    ``(array, idx)`` is ``array[idx]``, read without gathering it first).
+    ``(array, idx)`` is ``array[idx]``, read without gathering it first; ``fold = (lo, hi,
+    to)``: values of such a column strictly between ``lo`` and ``hi`` read as ``to``).
 
     ``pure``: force (True) or forbid (False) the pure-numpy path; default: the
     compiled kernel unless ``DRAWOPT_PURE=1`` or it is not built. Both give identical hashes.
@@ -65,12 +67,13 @@ def hash_cols(cols: Sequence[Column], n: int, seed: int = SEED, pure: bool | Non
     >>> bool((hash_cols([(np.array([4, 1, 2]), np.array([1, 2, 1])), 7], 3) == h).all())
     True
     """
+    lo, hi, to = fold if fold is not None else (0, 0, 0)
     h = np.full(n, seed & _M64, np.uint64)
     k = load_cext("_verify", pure)
     if k is not None:
         for c in cols:
             if isinstance(c, tuple):
-                k.fold_at(h, np.ascontiguousarray(_as_i64(c[0])), np.ascontiguousarray(c[1], np.int64), 0, 0, 0)
+                k.fold_at(h, np.ascontiguousarray(_as_i64(c[0])), np.ascontiguousarray(c[1], np.int64), lo, hi, to)
             elif isinstance(c, np.ndarray) and c.ndim:
                 k.fold(h, np.ascontiguousarray(_as_i64(c)))
             else:
@@ -79,7 +82,10 @@ def hash_cols(cols: Sequence[Column], n: int, seed: int = SEED, pure: bool | Non
     t = np.empty(n, np.uint64)
     with np.errstate(over="ignore"):
         for c in cols:
-            _fold(h, _as_i64(c[0])[c[1]] if isinstance(c, tuple) else c, t)
+            if isinstance(c, tuple):
+                x = _as_i64(c[0])[c[1]]
+                c = np.where((x > lo) & (x < hi), to, x) if fold is not None else x
+            _fold(h, c, t)
     return h.view(np.int64)
 
 
@@ -94,25 +100,8 @@ def hash_cols_at(cols: Sequence[np.ndarray | int], idx: np.ndarray, fold: tuple[
     True
     """
     idx = np.ascontiguousarray(idx, np.int64)
-    n = idx.size
-    lo, hi, to = fold if fold is not None else (0, 0, 0)
-    h = np.full(n, seed & _M64, np.uint64)
-    k = load_cext("_verify", pure)
-    if k is not None:
-        for c in cols:
-            if isinstance(c, np.ndarray) and c.ndim:
-                k.fold_at(h, np.ascontiguousarray(_as_i64(c)), idx, lo, hi, to)
-            else:
-                k.fold_scalar(h, int(c) & _M64)
-        return h.view(np.int64)
-    t = np.empty(n, np.uint64)
-    with np.errstate(over="ignore"):
-        for c in cols:
-            if isinstance(c, np.ndarray) and c.ndim:
-                x = _as_i64(c)[idx]
-                c = np.where((x > lo) & (x < hi), to, x) if fold is not None else x
-            _fold(h, c, t)
-    return h.view(np.int64)
+    return hash_cols([(c, idx) if isinstance(c, np.ndarray) and c.ndim else c for c in cols], idx.size, seed, pure,
+                     fold)
 
 
 def hash_rows(m: np.ndarray, seed: int = SEED) -> np.ndarray:

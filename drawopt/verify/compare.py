@@ -47,6 +47,11 @@ _OP = {n: BY_NAME[n].code for n in BY_NAME}
 _REST = [F[f] for f in KEY_FIELDS if f not in ("src_off", "count", "inst", "ninst", "rel")]
 
 
+def _first_field(f: str) -> cached_property:
+    """A :class:`TargetSeqs` property: key field ``f`` of each entry's first record."""
+    return cached_property(lambda self: self.key[:, F[f]][self.first])
+
+
 @dataclass
 class TargetSeqs:
     """Canonical write sequences of one stream, sorted by (resource, position).
@@ -85,28 +90,11 @@ class TargetSeqs:
     """Per run of merged members (in member order): the entry it became."""
     run_len: np.ndarray
 
-    def _field(self, f: str) -> np.ndarray:
-        return self.key[:, F[f]][self.first]
-
-    @cached_property
-    def src_off(self) -> np.ndarray:
-        return self._field("src_off")
-
-    @cached_property
-    def inst(self) -> np.ndarray:
-        return self._field("inst")
-
-    @cached_property
-    def rel(self) -> np.ndarray:
-        return self._field("rel")
-
-    @cached_property
-    def sh(self) -> np.ndarray:
-        return self._field("state")
-
-    @cached_property
-    def src_buf(self) -> np.ndarray:
-        return self._field("src_buf")
+    src_off = _first_field("src_off")
+    inst = _first_field("inst")
+    rel = _first_field("rel")
+    sh = _first_field("state")
+    src_buf = _first_field("src_buf")
 
     @cached_property
     def act(self) -> np.ndarray:
