@@ -411,10 +411,30 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
         for at, code in resets.get(c, ()):
             parts_i.append(at)
             parts_v.append(np.full(at.size, code, np.int64))
-        ei, ev = np.concatenate(parts_i), np.concatenate(parts_v)
-        order = np.argsort(ei, kind="stable")   # at one command, the event listed last wins
-        events[c] = (ei[order], ev[order])
+        events[c] = _merge_events([(i, v) for i, v in zip(parts_i, parts_v) if i.size])
     return StateAt(queries, list(universe), events, {cid_of(Col.AF): header_af})
+
+
+def _merge_events(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The events ``(command, value)`` of ``parts`` (each in stream order) in stream order;
+    at one command, the part listed later comes later (and wins). The same as a stable
+    sort of the concatenation, done as a merge of the later parts into the first.
+
+    >>> _merge_events([(np.array([1, 4]), np.array([10, 40])), (np.array([4, 0]), np.array([-2, -3]))])
+    (array([0, 1, 4, 4]), array([-3, 10, 40, -2]))
+    """
+    if not parts:
+        z = np.zeros(0, np.int64)
+        return z, z
+    head_i, head_v = parts[0]
+    if len(parts) == 1:
+        return head_i, head_v
+    rest_i = np.concatenate([i for i, _ in parts[1:]])
+    rest_v = np.concatenate([v for _, v in parts[1:]])
+    o = np.argsort(rest_i, kind="stable")
+    rest_i, rest_v = rest_i[o], rest_v[o]
+    pos = np.searchsorted(head_i, rest_i, side="right")
+    return np.insert(head_i, pos, rest_i), np.insert(head_v, pos, rest_v)
 
 
 def _heaps_value(s: Stream, idx: np.ndarray, cmap: np.ndarray) -> np.ndarray:
