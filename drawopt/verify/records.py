@@ -79,6 +79,8 @@ INDEXED_NATIVE = frozenset(_OP[n] for n in (
     "DrawIndexedInstanced", "DrawIndexedInstancedIndirect", "MultiDrawIndexedInstancedIndirect",
     "MultiDrawIndexedInstancedIndirectAuto"))
 """Draws that read the bound index buffer."""
+_INDEXED_LUT = np.zeros(max(o.code for o in OPS) + 1, bool)
+_INDEXED_LUT[list(INDEXED_NATIVE)] = True
 
 INHERITED_TARGETS = "(inherited render targets)"
 INHERITED_DEPTH = "(inherited depth target)"
@@ -370,9 +372,8 @@ class _Expander:
         parts = [self.a_op, self.a_pipe, bufa, bufb, st.value(cid_of(Col.RTS))]
         parts += [st.value(c) for c in self.universe if (c >> 20) in (Col.TG, Col.TC)]
         for c in [cid_of(Col.IB)] + self.vb_cols + [c for c in self.universe if (c >> 20) == Col.VG]:
-            v, src = st.value(c), st.source(c)
-            col = 1 if (c >> 20) != Col.IB else 0
-            parts.append(np.where(v >= 0, safe_ref(cmap, s.args[np.maximum(src, 0), col]), v))
+            col = 1 if (c >> 20) != Col.IB else 0   # the buffer argument of the setter
+            parts.append(st.of_setter(c, lambda cmd, col=col: cmap[s.args[cmd, col]]))
         sig = hash_cols(parts, nA)
         _, first_of, inv = np.unique(sig, return_index=True, return_inverse=True)
         # the access sets of one action per signature, in signature order (columnar)
@@ -693,13 +694,10 @@ class _Expander:
         def add(a, **kw) -> None:
             parts.append((np.asarray(a, np.int64), kw))
 
-        ib_val = st.value(cid_of(Col.IB))
-        ib_src = st.source(cid_of(Col.IB))
-        ok = ib_val >= 0
-        c = np.where(ok, ib_src, 0)
-        self.ib_buf = np.where(ok, safe_ref(cmap, s.args[c, 0]), ib_val)
-        self.ib_fmt = np.where(ok, s.args[c, 1], -1)
-        self.ib_off = np.where(ok, s.args[c, 2], 0)
+        ib = cid_of(Col.IB)
+        self.ib_buf = st.of_setter(ib, lambda cmd: cmap[s.args[cmd, 0]])
+        self.ib_fmt = st.of_setter(ib, lambda cmd: s.args[cmd, 1], -1)
+        self.ib_off = st.of_setter(ib, lambda cmd: s.args[cmd, 2], 0)
         isz = np.where(self.ib_fmt == 1, 4, 2)
 
         m = np.flatnonzero(a_op == _OP["DrawInstanced"])
@@ -1079,7 +1077,7 @@ class _Expander:
                 kinds.append(np.full(m.size, FE_COUNT, np.int64))
         ib_val = self.st.value(cid_of(Col.IB))
         ib_src = self.st.source(cid_of(Col.IB))
-        m = np.flatnonzero(np.isin(a_op, list(INDEXED_NATIVE)) & (ib_val >= 0))
+        m = np.flatnonzero(_INDEXED_LUT[a_op] & (ib_val >= 0))
         acts.append(m)
         res.append(cmap[s.args[ib_src[m], 0]])
         kinds.append(np.full(m.size, FE_INDEX, np.int64))

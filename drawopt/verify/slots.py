@@ -21,6 +21,7 @@ from __future__ import annotations
 
 __all__ = ["Col", "StateAt", "track", "column_universe", "col_name", "fill_at"]
 
+from collections.abc import Callable
 from enum import IntEnum
 
 import numpy as np
@@ -111,8 +112,10 @@ def _const_words(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarr
 def _const_ranges(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(commands, key of the first word, word count)`` of the ``name`` root-constant commands."""
     idx = np.flatnonzero(s.op == _OP[name])
-    a = s.args[idx]
-    return idx, np.minimum(a[:, 0], MAX_PARAM) * 64 + a[:, 2], s.var_len[idx].astype(np.int64)
+    base = np.minimum(s.args[idx, 0], MAX_PARAM)
+    base *= 64
+    base += s.args[idx, 2]
+    return idx, base, s.var_len[idx].astype(np.int64)
 
 
 def _by_key(idx: np.ndarray, key: np.ndarray, val: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
@@ -226,6 +229,21 @@ class StateAt:
             w = self._src[c] = fill_at(ei, ei, self.queries, -1)
         return w
 
+
+    def of_setter(self, c: int, per_cmd: Callable[[np.ndarray], np.ndarray], other: int | None = None) -> np.ndarray:
+        """Per query: ``per_cmd(setter)`` where column ``c`` holds a value (>= 0), the command
+        that set it being ``setter``; elsewhere the raw value (``other``: that number). Read
+        from the column's events (no column filled): ``per_cmd`` is asked about its events only.
+
+        ``np.where(value(c) >= 0, per_cmd(source(c)), value(c))``, for a column that holds
+        nothing before its first event."""
+        if c not in self.col:
+            return np.full(self.queries.size, NEVER if other is None else other, np.int64)
+        ei, ev = self._events[c]
+        held = ev >= 0
+        mapped = ev.copy() if other is None else np.full(ei.size, other, np.int64)
+        mapped[held] = per_cmd(ei[held])
+        return fill_at(ei, mapped, self.queries, NEVER if other is None else other)
 
     def hashes(self, groups: list[tuple[int, list[int], np.ndarray]], override: dict[int, np.ndarray],
                fold: tuple[int, int, int], pure: bool | None = None) -> np.ndarray:
