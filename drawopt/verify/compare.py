@@ -181,12 +181,12 @@ def _sum_by(idx: np.ndarray, vals: np.ndarray, n: int) -> np.ndarray:
     out = np.zeros(n, np.uint64)
     if not idx.size:
         return out
-    head = np.empty(idx.size, bool)
-    head[0] = True
-    np.not_equal(idx[1:], idx[:-1], out=head[1:])
     if idx.size > 1 and bool((idx[1:] < idx[:-1]).any()):
         np.add.at(out, idx, vals)
         return out
+    head = np.empty(idx.size, bool)
+    head[0] = True
+    np.not_equal(idx[1:], idx[:-1], out=head[1:])
     st = np.flatnonzero(head)
     out[idx[st]] = np.add.reduceat(vals, st)
     return out

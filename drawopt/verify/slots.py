@@ -3,9 +3,12 @@
 A *column* is one piece of state (the pipeline, root parameter 2's table, word 3
 of root parameter 1's constants, the index buffer, ...). For each column the
 setting commands and the commands that invalidate it are *events*; the value an
-action sees is that of the last event before it (a forward fill done with
-``searchsorted``). This is the validator's own tracker: it shares no code with
-:mod:`drawopt.analysis.state`, so an error in the optimizer's analyses is not repeated here.
+action sees is that of the last event before it (a forward fill: one merge pass over
+the events and the sorted actions in ``drawopt._verify``, ``searchsorted`` on the pure
+path). Columns are filled when first asked for; the state hash of every action is read
+from the events directly (:meth:`StateAt.hashes`). This is the validator's own tracker:
+it shares no code with :mod:`drawopt.analysis.state`, so an error in the optimizer's
+analyses is not repeated here.
 
 Invalidations (D3D12 rules, and the seeds):
 
