@@ -793,13 +793,11 @@ def pending_reads(ev: FlushEvents, nbuf: int, context: str, frontend: np.ndarray
     ``frontend``: bool per buffer index. Compiled (``drawopt._flush``) unless ``pure``."""
     mod = load_cext("_flush", pure)
     fe = np.ascontiguousarray(frontend[:nbuf], np.uint8)
-    args = (ev, nbuf, context == "graphics", fe)
-    if mod is not None:
-        cols = mod.pending(ev.cmd, ev.kind, ev.a, ev.b, nbuf, context == "graphics", fe)
-        cols = (*cols[:5], cols[5].astype(bool))
-    else:
-        cols = _pending_py(*args)
-    return Pending(*cols)
+    graphics = context == "graphics"
+    if mod is None:
+        return Pending(*_pending_py(ev, nbuf, graphics, fe))
+    cols = mod.pending(ev.cmd, ev.kind, ev.a, ev.b, nbuf, graphics, fe)
+    return Pending(*cols[:5], cols[5].astype(bool))
 
 
 # --------------------------------------------------------------------------- findings' view
