@@ -54,9 +54,16 @@ finding. Rules (ids are stable; :data:`RULES` describes them in one line):
     is in another list; a read in this stream is checked, and reported, itself): on async compute
     ``FlushGpuCachesBottomOfPipe DEFAULT``, on the graphics context the sequence
     above. ``CopyBufferRegion`` is front-end coherent: it neither
-    needs nor provides a flush. An ``Opaque`` command may flush anything, so it
-    ends every pending write (no false findings). The message says exactly what
-    is missing.
+    needs nor provides a flush. The message says exactly what is missing.
+    The rule is THE flush model's (:mod:`drawopt.analysis.flushrules`, the one the
+    ``flush`` pass inserts by), read with
+    :attr:`~drawopt.analysis.flushrules.Doubt.LENIENT`: what the model cannot know
+    gives no finding. After an ``Opaque`` command (it may do anything) a write
+    pending before it may have been flushed (not reported), the automatic-flush
+    setting is unknown until the next ``CSEnableAutomaticGpuFlush`` (a Dispatch
+    there needs only the L2 flush for certain: only that is reported) and so is the
+    index buffer (an indexed draw reads nothing known); a draw on async compute
+    (``draw-on-compute``) writes nothing here.
 ``gs-onchip-tessellation``
     A draw with a tessellation pipeline (hs/ds) while ``GSSetParameters onchip``
     is in force: onchip GS mode forces tessellation to always-offchip
@@ -76,6 +83,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from drawopt.analysis.access import GpuWrites, gpu_writes
+from drawopt.analysis.flushrules import Doubt, FlushNeed, flush_access, flush_needs
 from drawopt.analysis.state import (
     CROOT0,
     GS,
@@ -89,7 +97,7 @@ from drawopt.analysis.state import (
     scan,
 )
 from drawopt.ir.decls import Buffer, Pipeline, RootSig
-from drawopt.ir.ops import BY_NAME, INDEX_SIZE, INDEXED_DRAW_OPS, INDIRECT_DRAW_OPS, MAX_OPCODE, Cat
+from drawopt.ir.ops import BY_NAME, INDEX_SIZE, INDEXED_DRAW_OPS, MAX_OPCODE, Cat
 from drawopt.ir.stream import Stream
 
 RULES: dict[str, str] = {
@@ -118,28 +126,6 @@ class Finding:
     cmd: int
     line: int
     message: str
-
-
-@dataclass(frozen=True)
-class FlushNeed:
-    """A front-end read (or, on async compute, a stream end) missing flushes.
-
-    ``reader``: command index of the read (-1: the end of a compute stream);
-    ``writer``: the writing command; ``buffer``: its name; ``what``: ``args``,
-    ``count``, ``index data`` or ``frontend``; ``stage``: the writer's stage and
-    class: ``cs``, ``cs+partial`` (a CS_PARTIAL_FLUSH is needed), ``vs``, ``gs``,
-    ``hs``, ``ds``, ``ps`` or ``async``; ``missing``: the commands to insert, in order, as
-    ``(command name, argument)``; ``before``: where the last one must go (a command
-    index, before which it must be inserted; ``len(stream)`` for the end).
-    """
-
-    reader: int
-    writer: int
-    buffer: str
-    what: str
-    stage: str
-    missing: tuple[tuple[str, str], ...]
-    before: int
 
 
 def _code(name: str) -> int:
@@ -305,8 +291,6 @@ def _bundle_heaps(c: _Ctx) -> list[Finding]:
 
 _INDEXED = np.zeros(MAX_OPCODE + 1, bool)
 _INDEXED[list(INDEXED_DRAW_OPS)] = True
-_INDIRECT = np.zeros(MAX_OPCODE + 1, bool)
-_INDIRECT[list(INDIRECT_DRAW_OPS)] = True
 
 
 def _index_buffer_undefined(c: _Ctx) -> list[Finding]:
@@ -505,17 +489,12 @@ def _draw_on_compute(c: _Ctx) -> list[Finding]:
 
 
 # ---------------------------------------------------------------------- flushes
-_STAGE_CLASS = {"vs": "vs", "hs": "vs", "ds": "vs", "gs": "vs", "ps": "ps"}
-_CLASSES = ("cs", "cs+partial", "vs", "ps", "async")
-_PARTIAL = {"cs+partial": "CS_PARTIAL_FLUSH", "vs": "VS_PARTIAL_FLUSH", "ps": "PS_PARTIAL_FLUSH"}
-
-
 def missing_flushes(stream: Stream, sc: Scan | None = None) -> list[FlushNeed]:
     """Every front-end read of GPU-written data that lacks the flushes its writer needs.
 
-    See the ``missing-flush`` rule in the module docstring. Vectorised: each read
-    is matched with the latest write of each writer class to the same buffer, and
-    the flush events between them are found with binary searches.
+    See the ``missing-flush`` rule in the module docstring: the flush model's
+    :func:`drawopt.analysis.flushrules.flush_needs` under :attr:`~drawopt.analysis.flushrules.Doubt.LENIENT`
+    (what an ``Opaque`` command may have done gives no finding).
 
     Returns
     -------
@@ -526,174 +505,9 @@ def missing_flushes(stream: Stream, sc: Scan | None = None) -> list[FlushNeed]:
 
 
 def _flush_needs(c: _Ctx) -> list[FlushNeed]:
-    s, sc = c.s, c.sc
-    n = len(s)
-    if n == 0:
+    if not len(c.writes()):
         return []
-    decls = s.decls
-    compute_ctx = s.header.context == "compute"
-    is_buf = np.array([isinstance(d, Buffer) for d in decls.items] or [False])
-    frontend = np.array([isinstance(d, Buffer) and d.frontend for d in decls.items] or [False])
-
-    # CSEnableAutomaticGpuFlush in force at each command (an Opaque counts as TRUE: lenient)
-    cse = np.flatnonzero((s.op == _code("CSEnableAutomaticGpuFlush")) | (s.op == _code("Opaque")))
-    cse_val = np.where(s.op[cse] == _code("Opaque"), 1, s.args[cse, 0])
-
-    # the writes: THE resource-access rule (drawopt.analysis.access), buffers only; draws cannot run on
-    # async compute (draw-on-compute reports them), so there they write nothing
-    gw = c.writes()
-    nd = len(decls) + 1
-    p_compute = np.zeros(nd, bool)
-    p_class = np.zeros(nd, np.int64)
-    p_stage = np.full(nd, "ps", object)
-    for i, d in c.pipes.items():
-        p_compute[i] = d.is_compute
-        p_stage[i] = d.uav_stage or "ps"
-        p_class[i] = _CLASSES.index(_STAGE_CLASS.get(p_stage[i], "ps"))
-    cw = p_compute[gw.pipe]
-    keep = is_buf[gw.res] & (cw | (not compute_ctx))
-    wc, wb, cw, wp = gw.cmd[keep], gw.res[keep], cw[keep], gw.pipe[keep]
-    if not wc.size:
-        return []
-    wk = p_class[wp]
-    if compute_ctx:
-        wk[cw] = _CLASSES.index("async")
-    elif cw.any():
-        k = np.searchsorted(cse, wc[cw]) - 1
-        auto = np.where(k >= 0, cse_val[np.maximum(k, 0)] if cse.size else 1, int(s.header.auto_gpu_flush))
-        partial = s.header.fast_semantics | (auto == 0)
-        wk[cw] = np.where(partial, _CLASSES.index("cs+partial"), _CLASSES.index("cs"))
-    gfx_w = np.flatnonzero(~cw)
-    w_stage: dict[int, str] = dict(zip(wc[gfx_w].tolist(), p_stage[wp[gfx_w]].tolist()))
-    written = np.zeros(len(decls), bool)
-    written[wb] = True
-
-    # reads by draws
-    r_cmd: list[np.ndarray] = []
-    r_buf: list[np.ndarray] = []
-    r_what: list[np.ndarray] = []
-    dcmd = c.obs[c.dsel]
-    dop = s.op[dcmd]
-    ind = _INDIRECT[dop]
-    if ind.any():
-        auto_ops = np.isin(dop, [_code("MultiDrawInstancedIndirectAuto"),
-                                 _code("MultiDrawIndexedInstancedIndirectAuto")])
-        multi = np.isin(dop, [_code("MultiDrawInstancedIndirect"), _code("MultiDrawIndexedInstancedIndirect")])
-        col = np.where(auto_ops, 3, np.where(multi, 1, 0))  # args_buffer column of each layout
-        r_cmd.append(dcmd[ind])
-        r_buf.append(s.args[dcmd[ind], col[ind]])
-        r_what.append(np.zeros(int(ind.sum()), np.int64))
-        if auto_ops.any():
-            r_cmd.append(dcmd[auto_ops])
-            r_buf.append(s.args[dcmd[auto_ops], 0])
-            r_what.append(np.ones(int(auto_ops.sum()), np.int64))
-    idx = _INDEXED[dop]
-    if idx.any():
-        st = sc.setter[c.dsel[idx], IB]
-        ok = st >= 0
-        r_cmd.append(dcmd[idx][ok])
-        r_buf.append(s.args[st[ok], 0])
-        r_what.append(np.full(int(ok.sum()), 2, np.int64))
-    dx = dop == _code("DrawIndexedX")
-    if dx.any():
-        r_cmd.append(dcmd[dx])
-        r_buf.append(s.args[dcmd[dx], 0])
-        r_what.append(np.full(int(dx.sum()), 2, np.int64))
-    what_names = ("args", "count", "index data", "frontend")
-    if r_cmd:
-        rc = np.concatenate(r_cmd)
-        rb = np.concatenate(r_buf)
-        rw = np.concatenate(r_what)
-        keep = written[rb]
-        rc, rb, rw = rc[keep], rb[keep], rw[keep]
-    else:
-        rc = rb = rw = np.zeros(0, np.int64)
-    # the end of the stream reads every frontend buffer (another list's front end reads it,
-    # on either context: the graphics sequence on graphics, a bottom-of-pipe flush on compute)
-    fb = np.unique(wb[frontend[wb]])
-    rc = np.concatenate([rc, np.full(fb.size, n, np.int64)])
-    rb = np.concatenate([rb, fb])
-    rw = np.concatenate([rw, np.full(fb.size, 3, np.int64)])
-
-    # events
-    ev = s.args[:, 0]
-    events = {
-        "CS_PARTIAL_FLUSH": np.flatnonzero((s.op == _code("GpuSendPipelinedEvent")) & (ev == 0)),
-        "VS_PARTIAL_FLUSH": np.flatnonzero((s.op == _code("GpuSendPipelinedEvent")) & (ev == 1)),
-        "PS_PARTIAL_FLUSH": np.flatnonzero((s.op == _code("GpuSendPipelinedEvent")) & (ev == 2)),
-    }
-    pfp = np.flatnonzero((s.op == _code("FlushGpuCacheRange")) & (ev == 0))
-    bop = np.flatnonzero((s.op == _code("FlushGpuCachesBottomOfPipe")) & (ev == 1))
-    opq = np.flatnonzero(s.op == _code("Opaque"))
-    bar = np.flatnonzero((s.op == _code("ResourceBarrier")) & np.isin(s.args[:, 2], [6, 7]))
-    big = n + 1
-    real_key = np.sort((rb * big + rc)[rw != 3])  # front-end reads of this stream, by buffer then command
-    bkey = np.sort(s.args[bar, 0] * big + bar)
-
-    def next_after(arr: np.ndarray, pos: np.ndarray) -> np.ndarray:
-        k = np.searchsorted(arr, pos, side="right")
-        return np.where(k < arr.size, arr[np.minimum(k, max(arr.size - 1, 0))] if arr.size else big, big)
-
-    def last_before(arr: np.ndarray, pos: np.ndarray) -> np.ndarray:
-        k = np.searchsorted(arr, pos) - 1
-        return np.where(k >= 0, arr[np.maximum(k, 0)] if arr.size else -1, -1)
-
-    needs: list[FlushNeed] = []
-    for ci, cls in enumerate(_CLASSES):
-        m = wk == ci
-        if not m.any() or not rc.size:
-            continue
-        key = np.sort(wb[m] * big + wc[m])
-        k = np.searchsorted(key, rb * big + rc) - 1
-        hit = (k >= 0) & (key[np.maximum(k, 0)] // big == rb)
-        if not hit.any():
-            continue
-        r, b, what = rc[hit], rb[hit], rw[hit]
-        w = key[k[hit]] % big
-        lb = last_before(bkey, b * big + r)
-        barrier = (lb >= 0) & (lb // big == b) & (lb % big > w)
-        opaque = last_before(opq, r) > w
-        # the end of the list needs a write flushed only when no front-end read of this
-        # stream follows it (that read needs the same sequence, and is reported if it lacks it)
-        kr = np.searchsorted(real_key, b * big + w, side="right")
-        nr = real_key[np.minimum(kr, max(real_key.size - 1, 0))] if real_key.size else np.full(kr.size, -1)
-        read_later = (what == 3) & (kr < real_key.size) & (nr // big == b)
-        todo = ~(barrier | opaque | read_later)
-        miss: list[tuple[tuple[str, str], ...]] = [()] * r.size
-        before = r.copy()
-        if cls == "async":
-            bad = next_after(bop, w) >= r
-            item = (("FlushGpuCachesBottomOfPipe", "DEFAULT"),)
-            for j in np.flatnonzero(todo & bad):
-                miss[j] = item
-                before[j] = min(int(w[j]) + 1, int(r[j]))
-        elif cls == "cs":
-            bad = next_after(pfp, w) >= r
-            for j in np.flatnonzero(todo & bad):
-                miss[j] = (("FlushGpuCacheRange", "DEFAULT_PFP"),)
-        else:
-            evn = _PARTIAL[cls]
-            e = next_after(events[evn], w)
-            no_e = e >= r
-            f = next_after(pfp, np.where(no_e, w, e))
-            pfp_any = next_after(pfp, w) < r
-            for j in np.flatnonzero(todo & no_e):
-                items: tuple[tuple[str, str], ...] = (("GpuSendPipelinedEvent", evn),)
-                if pfp_any[j]:
-                    before[j] = int(next_after(pfp, w[j:j + 1])[0])
-                else:
-                    items += (("FlushGpuCacheRange", "DEFAULT_PFP"),)
-                miss[j] = items
-            for j in np.flatnonzero(todo & ~no_e & (f >= r)):
-                miss[j] = (("FlushGpuCacheRange", "DEFAULT_PFP"),)
-        for j in range(r.size):
-            if miss[j]:
-                wi = int(w[j])
-                stage = w_stage.get(wi, cls)
-                needs.append(FlushNeed(int(r[j]) if r[j] < n else -1, wi, c.names[int(b[j])],
-                                       what_names[int(what[j])], stage, miss[j], int(before[j])))
-    needs.sort(key=lambda x: (x.reader if x.reader >= 0 else n, x.writer, x.what))
-    return needs
+    return flush_needs(c.s, flush_access(c.s, c.sc, c.writes()), Doubt.LENIENT)
 
 
 def _missing_flush(c: _Ctx) -> list[Finding]:

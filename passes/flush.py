@@ -51,9 +51,15 @@ after the write (an unknown command may read anything). Conservative on purpose:
   their flushes from the writer's list (a buffer another list reads through its
   front end is declared ``frontend``).
 
-Unlike :mod:`drawopt.validate`, which lets an ``Opaque`` command satisfy every
-pending read (no false findings), the pass does not count on one: it still
-inserts the sequence after it.
+The pass runs THE flush model (:mod:`drawopt.analysis.flushrules`), the one
+:mod:`drawopt.validate` reports by, read with
+:attr:`~drawopt.analysis.flushrules.Doubt.STRICT`: it never relies on what the model
+cannot know. A write pending before an ``Opaque`` command stays pending after it (validate
+gives it the benefit of the doubt); a graphics Dispatch after an ``Opaque`` command, before
+the next ``CSEnableAutomaticGpuFlush``, needs ``CS_PARTIAL_FLUSH`` (the command may have
+turned the automatic flush off); the index buffer bound before an ``Opaque`` command is
+still read after it; a draw on async compute writes. The scan itself is compiled
+(``drawopt._flush.plan``; pure twin :func:`_plan_py`).
 """
 
 from __future__ import annotations
@@ -66,20 +72,28 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from drawopt._accel import load_cext
 from drawopt.analysis.flushrules import (
     CS,
+    EFF_BOP,
+    EFF_L2,
+    EV_BARRIER,
+    EV_FLUSH,
+    EV_READ,
+    EV_USE,
+    EV_WRITE,
     STAGES,
+    Doubt,
     FlushAccess,
     FlushStep,
     FlushTracker,
     flush_access,
-    flush_effect,
     forward_fill,
     last_access,
+    model_events,
     required_sequence,
 )
 from drawopt.analysis.state import IB, OBS_DRAW, Scan, scan
-from drawopt.ir.decls import Buffer
 from drawopt.ir.ops import BY_NAME, INDEXED_DRAW_OPS
 from drawopt.ir.stream import Encoded, Stream, splice
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
@@ -182,40 +196,38 @@ class FlushPlan:
         return sum(len(v) for v in self.inserts.values())
 
 
-_R, _W, _B, _U, _F = 0, 1, 2, 3, 4
-"""Event kinds, in their order at one command: reads (a draw reads its args before its
-shaders run), buffer writes, barriers, UAV writes (redundancy bookkeeping), flushes."""
-
-
 def _relevant(acc: FlushAccess, decls: Any) -> np.ndarray:
     """Mask over the UAV writes: buffer writes a later front-end read, a ``frontend``
-    declaration or a later ``Opaque`` command can observe."""
+    declaration or a later ``Opaque`` command can observe (every write the model may count:
+    :attr:`~drawopt.analysis.flushrules.Doubt.STRICT`)."""
     if acc.w_cmd.size == 0:
         return np.zeros(0, bool)
-    frontend = np.array([isinstance(d, Buffer) and d.frontend for d in decls.items] + [False], bool)
     last_read = np.full(len(decls) + 1, -1, np.int64)
     np.maximum.at(last_read, acc.r_buf, acc.r_cmd)
-    rel = frontend[acc.w_res] | (last_read[acc.w_res] > acc.w_cmd)
+    rel = acc.frontend[acc.w_res] | (last_read[acc.w_res] > acc.w_cmd)
     if acc.opaque_cmd.size:
         rel |= acc.w_cmd < acc.opaque_cmd[-1]
-    return rel & acc.w_isbuf
+    return rel & acc.write_mask(Doubt.STRICT)
 
 
 def plan_flushes(stream: Stream, drop_redundant: bool = False, coalesce: bool = True,
-                 acc: FlushAccess | None = None) -> FlushPlan:
-    """Decide the flushes to insert (and, with ``drop_redundant``, to drop); see the module docstring."""
+                 acc: FlushAccess | None = None, pure: bool | None = None) -> FlushPlan:
+    """Decide the flushes to insert (and, with ``drop_redundant``, to drop); see the module docstring.
+
+    The flush model's events under :attr:`~drawopt.analysis.flushrules.Doubt.STRICT` (nothing an
+    ``Opaque`` command may have done is relied on), run through the planner: ``drawopt._flush.plan``
+    (compiled), or its pure twin :func:`_plan_py` (``pure``, or ``DRAWOPT_PURE=1``)."""
     acc = acc if acc is not None else flush_access(stream)
     n = len(stream)
-    ctx = stream.header.context
+    ctx = acc.context
     decls = stream.decls
     rel = _relevant(acc, decls)
-    wc, wb, ws, wp = acc.w_cmd[rel], acc.w_res[rel], acc.w_stage[rel], acc.w_partial[rel]
+    wc, wb, wk = acc.w_cmd[rel], acc.w_res[rel], acc.classes(Doubt.STRICT)[rel]
     written = np.zeros(len(decls) + 1, bool)
     written[wb] = True
     rmask = written[acc.r_buf]
     rc, rb = acc.r_cmd[rmask], acc.r_buf[rmask]
     bmask = written[acc.barriers[:, 1]] if acc.barriers.size else np.zeros(0, bool)
-    bc, bb = acc.barriers[bmask, 0], acc.barriers[bmask, 1]
     plan = FlushPlan()
     if wc.size == 0 and not (drop_redundant and acc.flush_cmd.size):
         return plan
@@ -224,97 +236,113 @@ def plan_flushes(stream: Stream, drop_redundant: bool = False, coalesce: bool = 
     if drop_redundant:
         uses = last_access(stream, np.unique(acc.w_res).tolist())
         later = np.array([uses.get(int(r), -1) for r in acc.w_res.tolist()], np.int64)
-        um = (later > acc.w_cmd) & (acc.w_partial | (ctx == "compute"))
+        um = (later > acc.w_cmd) & (acc.partial(Doubt.STRICT) | (ctx == "compute"))
     else:
         later = np.zeros(acc.w_cmd.size, np.int64)
         um = np.zeros(acc.w_cmd.size, bool)
-    uc = acc.w_cmd[um]
-    urow = np.flatnonzero(um)
+    ustage = np.full(int(um.sum()), CS, np.int64) if ctx == "compute" else acc.w_stage[um].astype(np.int64)
 
-    # lookahead tables: reads per buffer, relevant write commands, recognised input flushes
-    reads_of: dict[int, list[int]] = {}
-    for c, b in zip(rc.tolist(), rb.tolist()):
-        reads_of.setdefault(b, []).append(c)
-    frontend = {i for i, d in enumerate(decls.items) if isinstance(d, Buffer) and d.frontend}
-    write_cmds = np.unique(wc).tolist()
-    fl = acc.flush_cmd.tolist()
-    effects = {c: flush_effect(stream, c) for c in fl}
-    input_flushes = [c for c in fl if effects[c] is not None]
+    ev = model_events(reads=(rc, rb, np.arange(rc.size)), writes=(wc, wb, wk),
+                      barriers=(acc.barriers[bmask, 0], acc.barriers[bmask, 1]),
+                      uses=(acc.w_cmd[um], ustage, later[um]), flushes=(acc.flush_cmd, acc.flush_eff))
+    nbuf = len(decls) + 1
+    # lookahead tables: reads per buffer (in stream order), relevant write commands, recognised input flushes
+    r = ev.kind == EV_READ
+    by_buf = np.argsort(ev.a[r], kind="stable")
+    rd_cmd = ev.cmd[r][by_buf]
+    rd_start = np.searchsorted(ev.a[r][by_buf], np.arange(nbuf + 1))
+    write_cmds = np.unique(ev.cmd[ev.kind == EV_WRITE])
+    flush_cmds = ev.cmd[ev.kind == EV_FLUSH]
+    fe = acc.frontend.astype(np.uint8)
+    mod = load_cext("_flush", pure)
+    run = mod.plan if mod is not None else _plan_py
+    ins_cmd, ins_mask, drops = run(ev.cmd, ev.kind, ev.a, ev.b, nbuf, ctx == "graphics", fe, n, rd_start, rd_cmd,
+                                   write_cmds, flush_cmds, drop_redundant, coalesce)
+    for c, m in zip(np.asarray(ins_cmd).tolist(), np.asarray(ins_mask).tolist()):
+        _insert(plan, c, required_sequence([s for s in STAGES if m >> s & 1], ctx))
+    plan.drops.extend(np.asarray(drops).tolist())
+    return plan
 
-    def next_read(b: int, p: int) -> int:
-        r = reads_of.get(b, [])
-        k = bisect_right(r, p)
-        if k < len(r):
-            return r[k]
-        return n if b in frontend else n + 1
+
+def _plan_py(cmd: np.ndarray, kind: np.ndarray, a: np.ndarray, b: np.ndarray, nbuf: int, graphics: bool,
+             frontend: np.ndarray, n: int, rd_start: np.ndarray, rd_cmd: np.ndarray, write_cmds: np.ndarray,
+             flush_cmds: np.ndarray, drop_redundant: bool, coalesce: bool) -> tuple[list[int], list[int], list[int]]:
+    """Pure-Python twin of ``drawopt._flush.plan``: ``(insert commands, stage masks, drops)``.
+
+    One scan of the model's events (:class:`~drawopt.analysis.flushrules.FlushEvents`) through
+    :class:`~drawopt.analysis.flushrules.FlushTracker`, inserting before each read group that
+    finds a pending write the sequence it needs (plus, with ``coalesce``, the partial flushes of
+    classes whose pending writes are read before the horizon: the next relevant write or,
+    keeping input flushes, the next input flush), and bookkeeping, per stage class, the last
+    later access of the UAV writes a partial flush orders (``drop_redundant``)."""
+    tr = FlushTracker("graphics" if graphics else "compute")
+    rd_l, rs_l = rd_cmd.tolist(), rd_start.tolist()
+    wcs, fls = write_cmds.tolist(), flush_cmds.tolist()
+
+    def next_read(buf: int, p: int) -> int:
+        lo, hi = rs_l[buf], rs_l[buf + 1]
+        k = bisect_right(rd_l, p, lo, hi)
+        if k < hi:
+            return rd_l[k]
+        return n if frontend[buf] else n + 1
 
     def horizon(p: int) -> int:
-        k = bisect_right(write_cmds, p - 1)  # a write at p itself happens after the flush point
-        h = write_cmds[k] if k < len(write_cmds) else n + 1
+        k = bisect_right(wcs, p - 1)  # a write at p itself happens after the flush point
+        h = wcs[k] if k < len(wcs) else n + 1
         if not drop_redundant:
-            k = bisect_right(input_flushes, p)
-            if k < len(input_flushes):
-                h = min(h, input_flushes[k])
+            k = bisect_right(fls, p)
+            if k < len(fls):
+                h = min(h, fls[k])
         return h
 
-    # events in stream order
-    cmds = np.concatenate([rc, wc, bc, uc, acc.flush_cmd])
-    kinds = np.concatenate([np.full(rc.size, _R), np.full(wc.size, _W), np.full(bc.size, _B),
-                            np.full(uc.size, _U), np.full(acc.flush_cmd.size, _F)]).astype(np.int64)
-    rows = np.concatenate([np.arange(rc.size), np.arange(wc.size), np.arange(bc.size), urow,
-                           np.arange(acc.flush_cmd.size)]).astype(np.int64)
-    order = np.lexsort((rows, kinds, cmds))
-    cmds_l, kinds_l, rows_l = cmds[order].tolist(), kinds[order].tolist(), rows[order].tolist()
-
-    tr = FlushTracker(ctx)
-    uses_of: list[dict[int, int]] = [{}, {}, {}]  # per class: resource -> last later access
+    ins_c: list[int] = []
+    ins_m: list[int] = []
+    drops: list[int] = []
+    umax = [-1, -1, -1]  # per stage class: the last later access of the UAV writes it has not drained
+    cmds_l, kinds_l, a_l, b_l = cmd.tolist(), kind.tolist(), a.tolist(), b.tolist()
     k, m = 0, len(cmds_l)
     while k < m:
-        c, kind, j = cmds_l[k], kinds_l[k], rows_l[k]
-        if kind == _R:
+        c, ki = cmds_l[k], kinds_l[k]
+        if ki == EV_READ:
             bufs = []
-            while k < m and cmds_l[k] == c and kinds_l[k] == _R:
-                bufs.append(int(rb[rows_l[k]]))
+            while k < m and cmds_l[k] == c and kinds_l[k] == EV_READ:
+                bufs.append(a_l[k])
                 k += 1
             stages, need = tr.missing(bufs)
             if need:
-                if coalesce and ctx == "graphics":
+                if coalesce and graphics:
                     h = horizon(c)
                     for s in STAGES:
-                        if s not in stages and any(next_read(b, c) < h for b in tr.undrained[s]):
+                        if s not in stages and any(next_read(x, c) < h for x in tr.undrained(s)):
                             stages.add(s)
-                _insert(plan, c, required_sequence(stages, ctx))
+                ins_c.append(c)
+                ins_m.append(sum(1 << s for s in stages))
                 tr.cover(stages)
-                for s in (STAGES if ctx == "compute" else stages):
-                    uses_of[s].clear()
+                for s in (stages if graphics else STAGES):
+                    umax[s] = -1
             continue
         k += 1
-        if kind == _W:
-            tr.write(c, int(wb[j]), int(ws[j]), bool(wp[j]))
-        elif kind == _B:
-            tr.barrier(int(bb[j]))
-        elif kind == _U:
-            st = CS if ctx == "compute" else int(acc.w_stage[j])
-            r = int(acc.w_res[j])
-            uses_of[st][r] = max(uses_of[st].get(r, -1), int(later[j]))
-        else:
-            eff = effects[c]
-            if eff is None:
-                continue
+        if ki == EV_WRITE:
+            tr.add(c, a_l[k - 1], b_l[k - 1])
+        elif ki == EV_BARRIER:
+            tr.barrier(a_l[k - 1])
+        elif ki == EV_USE:
+            umax[a_l[k - 1]] = max(umax[a_l[k - 1]], b_l[k - 1])
+        elif ki == EV_FLUSH:
+            eff = a_l[k - 1]
             useful = tr.apply(eff)
-            drained = (eff[1],) if eff[0] == "event" else (STAGES if eff[0] == "bop" else ())
-            for s in drained:
-                useful |= any(u > c for u in uses_of[s].values())
-                uses_of[s].clear()
+            for s in ((eff,) if eff < EFF_L2 else STAGES if eff == EFF_BOP else ()):
+                useful |= umax[s] > c
+                umax[s] = -1
             if drop_redundant and not useful:
-                plan.drops.append(c)
+                drops.append(c)
     # the end of the stream: buffers another command list reads through its front end
-    pend = [b for b in sorted(frontend) if tr.missing((b,))[1]]
+    pend = [x for x in np.flatnonzero(frontend[:nbuf]).tolist() if tr.missing((x,))[1]]
     if pend:
         stages, _ = tr.missing(pend)
-        _insert(plan, n, required_sequence(stages, ctx))
-        tr.cover(stages)
-    return plan
+        ins_c.append(n)
+        ins_m.append(sum(1 << s for s in stages))
+    return ins_c, ins_m, drops
 
 
 def _insert(plan: FlushPlan, at: int, steps: list[FlushStep]) -> None:

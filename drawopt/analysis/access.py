@@ -24,8 +24,8 @@ writes nothing here; ``Opaque`` commands and copies are accounted for by their
 consumers (an ``Opaque`` command may do anything; ``CopyBufferRegion`` writes its
 destination through the copy engine, front-end coherent).
 
-Consumers: :func:`drawopt.validate.missing_flushes` (the ``missing-flush`` rule),
-:func:`drawopt.analysis.flushrules.flush_access` (the ``flush`` pass, ``mdi``, ``weld``),
+Consumers: :func:`drawopt.analysis.flushrules.flush_access` (the flush model: validate's
+``missing-flush`` rule and the ``flush`` pass), validate's ``index-range``, ``mdi``,
 :mod:`drawopt.analysis.graph` (hazards, and through it ``schedule``) and the static
 over-approximation :func:`may_gpu_write` (``pack-x``, ``weld``). The verifier
 (:mod:`drawopt.verify.records`) implements the same documented rule on its own state
