@@ -70,6 +70,7 @@ from drawopt.analysis.state import (
     VB,
     Scan,
     scan,
+    track,
 )
 from drawopt.ir.ops import BY_CODE, BY_NAME, MAX_OPCODE
 from drawopt.ir.stream import Stream
@@ -356,4 +357,7 @@ class DedupeStatePass(Pass):
                                   "removed_total": sum(removed.values()), "rounds": rounds}
         if not rounds:
             return PassResult.unchanged(stream, **report)
+        # the last round scanned the output: its state table for the pipeline (the post-condition
+        # and the next pass ask for it), instead of a second scan of the same stream
+        am.put("state", cur, track(cur, sc=sc))
         return PassResult(cur, True, frozenset(), report)
