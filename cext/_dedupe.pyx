@@ -3,15 +3,16 @@
 The rule lives in :mod:`drawopt.passes.dedupe_state`; this module only runs its walk over
 the partial-update chains of a merge slot. ``chain_writers`` finds, for the commands some
 observer reads, the last command that changed each word they leave (the writes that must
-stay). Its pure-numpy twin is ``drawopt.passes.dedupe_state._chain_writers_py``; the tests
-check that both give identical results.
+stay); ``origins`` follows runs of redundant re-sets back to their first command. Their
+pure-numpy twins are ``drawopt.passes.dedupe_state._chain_writers_py`` and
+``_origins_py``; the tests check that both give identical results.
 """
 
 import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
-__all__ = ["chain_writers"]
+__all__ = ["chain_writers", "origins"]
 
 
 def chain_writers(start, init, owner, col, wv, Py_ssize_t width, observed, words):
@@ -59,4 +60,35 @@ def chain_writers(start, init, owner, col, wv, Py_ssize_t width, observed, words
                 for j in range(width):
                     if last[j] >= 0 and (not use_words or (wd[r] >> j) & 1):
                         o[last[j]] = 1
+    return out
+
+
+def origins(red, prev):
+    """For each command, the first command of its run of redundant re-sets: ``int64[n]``.
+
+    A command that is not ``red`` is its own origin; a red one has the origin of ``prev``
+    (the command that set its slot before it, ``prev[i] < i``), -1 when that is negative
+    (the initial value).
+    """
+    cdef const uint8_t[::1] r = np.ascontiguousarray(red, dtype=np.uint8)
+    cdef const int64_t[::1] p = np.ascontiguousarray(prev, dtype=np.int64)
+    cdef Py_ssize_t n = r.shape[0], i
+    if p.shape[0] != n:
+        raise ValueError("red and prev must have the same length")
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    cdef bint bad = False
+    with nogil:
+        for i in range(n):
+            if not r[i]:
+                o[i] = i
+            elif p[i] < 0:
+                o[i] = -1
+            elif p[i] >= i:
+                bad = True
+                break
+            else:
+                o[i] = o[p[i]]
+    if bad:
+        raise ValueError("a redundant set's previous setter must come before it")
     return out

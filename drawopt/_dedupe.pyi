@@ -1,9 +1,10 @@
-"""Type stub of dedupe-state's compiled chain walk (``cext/_dedupe.pyx``; pure twin ``_chain_writers_py``)."""
+"""Type stub of dedupe-state's compiled walks (``cext/_dedupe.pyx``; pure twins ``_chain_writers_py``,
+``_origins_py``)."""
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["chain_writers"]
+__all__ = ["chain_writers", "origins"]
 
 def chain_writers(
     start: npt.ArrayLike,
@@ -17,4 +18,8 @@ def chain_writers(
 ) -> npt.NDArray[np.uint8]:
     """Per set command of one merge slot: whether it is the last effective write of a word some
     observer reads."""
+    ...
+
+def origins(red: npt.ArrayLike, prev: npt.ArrayLike) -> npt.NDArray[np.int64]:
+    """For each command, the first command of its run of redundant re-sets (-1: the initial value)."""
     ...

@@ -70,6 +70,7 @@ from drawopt.analysis.state import (
     VB,
     Scan,
     scan,
+    track,
 )
 from drawopt.ir.ops import BY_CODE, BY_NAME, MAX_OPCODE
 from drawopt.ir.stream import Stream
@@ -131,10 +132,18 @@ def _observed(sc: Scan, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 
 def _origins(sc: Scan, red: np.ndarray) -> np.ndarray:
     """For each command, the first command of its run of redundant re-sets (-1: the
-    initial value, e.g. the GS driver default)."""
+    initial value, e.g. the GS driver default); ``drawopt._dedupe.origins``, one pass."""
+    mod = load_cext("_dedupe", sc.pure)
+    if mod is not None:
+        return mod.origins(red.view(np.uint8), sc.prev)
+    return _origins_py(sc.prev, red)
+
+
+def _origins_py(prev: np.ndarray, red: np.ndarray) -> np.ndarray:
+    """Pure-numpy twin of ``drawopt._dedupe.origins`` (pointer jumping)."""
     n = red.shape[0]
     orig = np.arange(n, dtype=np.int64)
-    orig[red] = sc.prev[red]
+    orig[red] = prev[red]
     while True:
         nxt = np.where(orig >= 0, orig[np.maximum(orig, 0)], -1)
         if np.array_equal(nxt, orig):
@@ -356,4 +365,7 @@ class DedupeStatePass(Pass):
                                   "removed_total": sum(removed.values()), "rounds": rounds}
         if not rounds:
             return PassResult.unchanged(stream, **report)
+        # the last round scanned the output: its state table for the pipeline (the post-condition
+        # and the next pass ask for it), instead of a second scan of the same stream
+        am.put("state", cur, track(cur, sc=sc))
         return PassResult(cur, True, frozenset(), report)

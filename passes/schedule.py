@@ -108,6 +108,7 @@ from drawopt.analysis.state import (
     UNDEFINED,
     UNKNOWN,
     VB,
+    Scan,
     StateTable,
     intern_rows,
     scan,
@@ -858,7 +859,7 @@ def schedule_order(rank: np.ndarray, unit: np.ndarray, unit_edges: np.ndarray, s
 
 # ---------------------------------------------------------------------- the pass
 def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: StateTable | None = None, *,
-                   decode_all: bool = False) -> str | None:
+                   decode_all: bool = False, after_scan: Scan | None = None) -> str | None:
     """None if draw ``j`` of ``after`` sees the state draw ``perm[j]`` of ``before`` saw,
     and, for a bundle, ``after`` ends with the state ``before`` ends with.
 
@@ -875,7 +876,9 @@ def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: State
     """
     ta = table if table is not None else track(before)
     assert ta.scan is not None
-    sb = scan(after)
+    sb = after_scan if after_scan is not None else scan(after)
+    if sb.stream is not after:
+        raise ValueError("after_scan is not a scan of after")
     dsel = np.flatnonzero(sb.obs_kind == OBS_DRAW)
     if dsel.shape[0] != perm.shape[0]:
         return f"{dsel.shape[0]} draws after, {perm.shape[0]} expected"
@@ -1113,7 +1116,8 @@ class SchedulePass(Pass):
             report["fallback"] = "the input state of some draw cannot be re-created; stream unchanged"
             return PassResult.unchanged(stream, **report)
         report["kept_order"] = kept
-        problem = check_restated(stream, out, new, table)
+        sb = scan(out)
+        problem = check_restated(stream, out, new, table, after_scan=sb)
         if problem is not None:
             report["fallback"] = f"self-check failed ({problem}); stream unchanged"
             return PassResult.unchanged(stream, **report)
@@ -1121,6 +1125,9 @@ class SchedulePass(Pass):
         report["state_commands_after"] = int(np.count_nonzero(out.cats() == int(Cat.STATE)))
         if out == stream:
             return PassResult.unchanged(stream, **report)
+        # the self-check scanned the output: its state table for the pipeline (the post-condition
+        # and the next pass ask for it), instead of a second scan of the same stream
+        am.put("state", out, track(out, sc=sb))
         return PassResult(out, True, frozenset(), report)
 
 

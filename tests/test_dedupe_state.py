@@ -481,3 +481,20 @@ def test_chain_writers_kernel_matches_its_twin():
         words = rng.integers(0, 1 << width, m).astype(np.uint64) if trial % 2 else None
         got = mod.chain_writers(start, init, owner, col, wv, width, observed, words).view(bool)
         assert np.array_equal(got, _chain_writers_py(ch, observed, words)), trial
+
+
+def test_origins_kernel_matches_its_twin():
+    """Runs of redundant re-sets followed back to their first command (or the initial value)."""
+    from drawopt._accel import load_cext
+    from drawopt.passes.dedupe_state import _origins_py
+    mod = load_cext("_dedupe", False)
+    if mod is None:  # pragma: no cover - extension not built
+        pytest.skip("drawopt._dedupe is not built")
+    rng = np.random.default_rng(11)
+    for n in (0, 1, 7, 500):
+        for _ in range(20):
+            red = rng.random(n) < 0.6
+            prev = np.array([int(rng.integers(-3, i)) if i else -1 for i in range(n)], np.int64)
+            assert np.array_equal(mod.origins(red, prev), _origins_py(prev, red))
+    with pytest.raises(ValueError):
+        mod.origins(np.array([True]), np.array([0]))  # a previous setter that is not before

@@ -667,3 +667,17 @@ SetGraphicsRoot32BitConstants 0 1 9
             assert (got is None) == ok, (kind, got)
             if not ok:
                 assert got.startswith("end of bundle: root"), got
+
+
+def test_passes_hand_the_state_of_their_output_to_the_pipeline() -> None:
+    """dedupe-state's last round and schedule's self-check scan the stream they return: the
+    pipeline takes that stream's state table from them (the same table track would build)
+    instead of scanning it again for the post-condition and the next pass."""
+    from test_state import assert_same_tables
+    s = generate("frame", 3000, seed=2)
+    pm = PassManager(parse_pipeline("dedupe-state,schedule"))
+    out = pm.run(s)
+    assert [r.modified for r in pm.records] == [True, True]
+    assert pm.analyses.computed == {"state": 1}  # the input's only
+    assert_same_tables(pm.analyses.cached("state", pm.final), track(pm.final))
+    assert verify(s, out).equivalent
