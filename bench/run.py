@@ -14,6 +14,10 @@ Each case runs the real CLI in a child process, so wall time and peak RSS are th
 Targets (issue 13): 1M frame optimize <= 4 s and <= 1.5 GB; 100k <= 0.5 s; 10k CLI <= 0.6 s;
 1M/100k <= 11; verify of the 1M frame <= 6 s and <= 2 GB; text reader and writer >= 1M lines/s.
 The machine is shared: run it when ``uptime`` shows little load, and compare runs on one machine.
+Each figure is the median of ``--repeat`` runs (3 by default; sizes of 1M and more run once
+unless ``--repeat-large`` says otherwise). The package is byte-compiled first (``compileall``), as
+an installed package is: a child run under ``PYTHONDONTWRITEBYTECODE=1`` would otherwise compile
+every module again (0.3 s on this machine).
 
     python bench/run.py                      # everything (the 1M cases take minutes today)
     python bench/run.py --sizes 10000,100000 --json out.json
@@ -22,8 +26,10 @@ The machine is shared: run it when ``uptime`` shows little load, and compare run
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,7 +42,13 @@ TARGETS = {"optimize 1M s": 4.0, "optimize 1M GB": 1.5, "optimize 100k s": 0.5, 
            "text write lines/s": 1e6}
 
 
-def measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
+def measured(cmd: list[str], env: dict[str, str] | None = None, repeat: int = 1) -> tuple[float, float, str]:
+    """Median wall seconds, median peak RSS in GB and the last stdout of ``repeat`` runs of ``cmd``."""
+    runs = [measured_once(cmd, env) for _ in range(repeat)]
+    return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs), runs[-1][2])
+
+
+def measured_once(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """Wall seconds, peak RSS in GB and stdout of ``cmd``, run under a wrapper process that reports the
     peak RSS of that one command (``RUSAGE_CHILDREN`` is a maximum over all children so far)."""
     wrapper = ("import resource, subprocess, sys, json, time; t=time.perf_counter(); "
@@ -79,30 +91,38 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kinds-1m", default="quads,gpu-driven", help="other kinds at the largest size")
     ap.add_argument("--target", default="d3d12")
     ap.add_argument("--json", default="bench/results/run.json", help="where to write the figures")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per figure below 1M draws (the median is kept)")
+    ap.add_argument("--repeat-large", type=int, default=1, help="runs per figure at 1M draws and more")
     args = ap.parse_args(argv)
+    root = Path(__file__).resolve().parent.parent
+    for pkg in ("drawopt", "passes"):
+        compileall.compile_dir(str(root / pkg), quiet=1)
     sizes = [int(x) for x in args.sizes.split(",")]
     rows: list[dict[str, Any]] = []
     summary: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         cases = [("frame", n) for n in sizes] + [(k, max(sizes)) for k in args.kinds_1m.split(",") if k]
         for kind, n in cases:
+            rep_n = args.repeat if n < 1_000_000 else args.repeat_large
             src, out, rep = (Path(tmp) / f"{kind}{n}.{x}" for x in ("npz", "opt.npz", "json"))
             subprocess.run(drawopt("gen", "--kind", kind, "--draws", str(n), "--seed", "1", "-o", str(src)),
                            check=True)
             wall, gb, stdout = measured(drawopt("optimize", str(src), "-o", str(out), "--target", args.target,
-                                                "--report", str(rep), "--time-passes", "--json"))
+                                                "--report", str(rep), "--time-passes", "--json"),
+                                         repeat=rep_n)
             figures = json.loads(stdout)
             passes = {p["name"]: p["seconds"] for p in json.loads(rep.read_text()).get("passes", [])} \
                 if rep.exists() else {}
             wall_nv, gb_nv, _ = measured(drawopt("optimize", str(src), "-o", str(out) + ".nv.npz",
-                                                 "--target", args.target, "--no-verify", "-q"))
-            vwall, vgb, _ = measured(drawopt("verify", str(src), str(out)))
+                                                 "--target", args.target, "--no-verify", "-q"), repeat=rep_n)
+            vwall, vgb, _ = measured(drawopt("verify", str(src), str(out)), repeat=rep_n)
             row = {"kind": kind, "draws": n, "optimize_s": wall, "optimize_gb": gb, "no_verify_s": wall_nv,
                    "no_verify_gb": gb_nv, "verify_s": vwall, "verify_gb": vgb,
                    "draw_calls": figures.get("after", {}).get("draw_calls"), "passes_s": passes}
             if kind == "frame" and n <= 100_000:
                 pw, pgb, _ = measured(drawopt("optimize", str(src), "-o", str(out) + ".pure.npz",
-                                              "--target", args.target, "-q"), env={"DRAWOPT_PURE": "1"})
+                                              "--target", args.target, "-q"), env={"DRAWOPT_PURE": "1"},
+                                              repeat=rep_n)
                 row.update(pure_s=pw, pure_gb=pgb)
             if kind == "frame" and n == 100_000:
                 for fmt in ("text", "json"):
@@ -130,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{k:<24} {v:>12,.2f} {'' if t is None else f'{t:>11,.2f}'}{mark}")
     load = os.getloadavg()
     out = {"rows": rows, "summary": summary, "targets": TARGETS, "loadavg": load, "cpus": os.cpu_count(),
+           "repeat": args.repeat, "repeat_large": args.repeat_large,
            "date": time.strftime("%Y-%m-%d %H:%M")}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
