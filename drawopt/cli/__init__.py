@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from drawopt.cli.commands import SUBCOMMANDS
+from drawopt.cli.memory import tune_allocator
 from drawopt.errors import DrawoptError
 
 
@@ -57,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         build_parser().print_help(sys.stderr)
         return 2
+    tune_allocator()
     try:
         return int(args._run(args) or 0)
     except DrawoptError as e:
