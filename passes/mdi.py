@@ -133,7 +133,7 @@ from drawopt.analysis.costmodel import TargetModel, cost_by_command, get_target,
 from drawopt.analysis.flushrules import forward_fill
 from drawopt.analysis.mergeclass import fence_mask
 from drawopt.analysis.state import MASKED, NSLOTS, OBS_DRAW, ROOT0, UNDEFINED, StateTable, intern_rows
-from drawopt.ir.decls import Buffer, Decls, Pipeline, RootSig, lift_items, resolve_lift
+from drawopt.ir.decls import Buffer, Decls, Pipeline, RootSig
 from drawopt.ir.ops import BY_NAME
 from drawopt.ir.stream import ARGS_SIZE, FLAG_NOMERGE, Stream, splice
 from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
@@ -232,7 +232,7 @@ class DrawDataContract:
 
 
 def draw_data_contracts(decls: Decls) -> dict[int, DrawDataContract | None]:
-    """Per pipeline with a ``draw_data`` or ``instance_data`` clause (``Pipeline.array_clause``):
+    """Per pipeline with a ``draw_data`` or ``instance_data`` clause (``Contract.array``):
     its contract, or None when the pass cannot use it (P is not a root SRV/CBV of its
     root signature, or a lift item names no value of a root parameter: a word of root
     constants, word 0 of a descriptor table, word 0 or 1 of a root CBV/SRV)."""
@@ -240,19 +240,18 @@ def draw_data_contracts(decls: Decls) -> dict[int, DrawDataContract | None]:
     for i, p in enumerate(decls.items):
         if not isinstance(p, Pipeline) or p.is_compute:
             continue
-        clause = p.array_clause
-        if clause is None:
+        c = p.contract.array
+        if c is None:
             continue
-        c = p.contract[clause]
         rs = decls[p.root] if p.root is not None and p.root in decls else None
         out[i] = None
         if not isinstance(rs, RootSig):
             continue
-        pd = int(c["perdraw"])
+        pd = c.perdraw
         if not (0 <= pd < len(rs.params) and rs.params[pd].kind in ("srv", "cbv")):
             continue
         try:
-            items, kinds = resolve_lift(c.get("lift", ""), rs, pd)
+            items, kinds = c.resolve(rs)
         except ValueError:
             continue
         out[i] = DrawDataContract(pd, _SRV if rs.params[pd].kind == "srv" else _CBV, items,
@@ -910,15 +909,11 @@ def _readers(stream: Stream, table: StateTable, dr: _Draws, pd: int) -> np.ndarr
     for i, p in enumerate(stream.decls.items):
         if not isinstance(p, Pipeline):
             continue
-        names = [n for n, c in p.contract.items() if n in ("x", "instance_data", "draw_data")
-                 and c.get("perdraw") == str(pd)]
-        if not names:
+        if pd not in p.contract.perdraw_params:
             continue
         named[i] = True
-        ac = p.array_clause
-        x = p.contract.get("x")
-        through_x[i] = ac in names and x is not None and p.vertex_pulling and x.get("perdraw") != str(pd) and \
-            pd not in {q for q, _ in lift_items(x.get("lift", ""))}
+        ac, x = p.contract.array, p.x_clause
+        through_x[i] = ac is not None and ac.perdraw == pd and x is not None and pd not in x.named_params
     mask |= named[dr.pipe]
     mask &= ~(through_x[dr.pipe] & (stream.op[dr.cmd] == _DX))
     return np.flatnonzero(mask)

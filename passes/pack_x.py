@@ -94,7 +94,7 @@ from drawopt.analysis.state import (
     track,
 )
 from drawopt.errors import UsageError
-from drawopt.ir.decls import Buffer, Decls, Pipeline, RootSig, resolve_lift
+from drawopt.ir.decls import Buffer, Decls, Pipeline, RootSig
 from drawopt.ir.ops import BY_NAME, INDEX_FORMATS, INDEXED_DRAW_OPS, NARGS, Cat
 from drawopt.ir.stream import FLAG_NOMERGE, Stream, concat
 from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
@@ -195,28 +195,24 @@ def x_contract(p: Pipeline | None, decls: Decls) -> tuple[XContract | None, str]
         return None, f"pipeline '{p.name}' is never_merge"
     if not p.vertex_pulling:
         return None, f"pipeline '{p.name}' has an input layout (layout={p.layout}); DrawIndexedX needs vertex pulling"
-    c = p.contract.get("x")
+    c = p.contract.x
     if c is None:
         return None, f"pipeline '{p.name}' declares no x(...) contract"
     where = f"x contract of pipeline '{p.name}'"
-    if "perdraw" not in c:
+    pd = c.perdraw
+    if pd is None:
         return None, f"{where} names no perdraw parameter (the per-draw array)"
     rs = decls[p.root] if p.root is not None and p.root in decls else None
     if not isinstance(rs, RootSig):
         return None, f"pipeline '{p.name}' has no root signature"
-    k, pd = int(c["vertex_bits"]), int(c["perdraw"])
     if not 0 <= pd < len(rs.params) or rs.params[pd].kind not in _ALIGN:
         kind = rs.params[pd].kind if 0 <= pd < len(rs.params) else "missing"
         return None, f"{where}: perdraw={pd} is a {kind} parameter; pack-x binds the array as a root CBV or SRV"
     try:
-        lift, kinds = resolve_lift(c.get("lift", ""), rs, pd)
+        lift, kinds = c.resolve(rs)
     except ValueError as e:
         return None, f"{where}: {e}"
-    mi = int(c["max_index"]) if "max_index" in c else None
-    base = c.get("base", "none")
-    if base not in ("none", "vertex"):
-        return None, f"{where}: base={base} (expected none or vertex)"
-    return XContract(k, pd, rs.params[pd].kind, lift, kinds, mi, base), ""
+    return XContract(c.vertex_bits, pd, rs.params[pd].kind, lift, kinds, c.max_index, c.base), ""
 
 
 # --------------------------------------------------------------------------- kernels (pure twins)
@@ -388,7 +384,7 @@ def _analyse(stream: Stream, table: StateTable, max_instances: int) -> _Analysis
     items = [*decls.items, None]
     never = np.array([isinstance(x, Pipeline) and x.never_merge for x in items], bool)
     layout = np.array([isinstance(x, Pipeline) and not x.vertex_pulling for x in items], bool)
-    nox = np.array([isinstance(x, Pipeline) and "x" not in x.contract for x in items], bool)
+    nox = np.array([isinstance(x, Pipeline) and x.contract.x is None for x in items], bool)
     has_x = np.zeros(len(items), bool)
     has_x[list(xc)] = True
     fail(~np.isin(op, (_DII, _DX)), R_OP)
