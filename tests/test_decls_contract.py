@@ -193,4 +193,5 @@ def test_bad_clause_without_root() -> None:
                             "(the pipeline has no root=)")
     with pytest.raises(InputError) as e:
         drawopt.loads(HEAD + _line("x(vertex_bits=16,lift=0)", root=False), file="t")
-    assert str(e.value) == "t:3:48: error: pipeline 'q': contract x: lift= needs root= (lift items name root parameters)"
+    assert str(e.value) == ("t:3:48: error: pipeline 'q': contract x: lift= needs root= "
+                            "(lift items name root parameters)")
