@@ -451,6 +451,7 @@ def format_contract(c: Contract) -> str:
     """Inverse of :func:`parse_contract`: the contract's printed form (:attr:`Contract.text`)."""
     return c.text
 
+
 LIFT_VALUES = {"table": 1, "cbv": 2, "srv": 2}
 """Values a lift item ``P.k`` may name per root-parameter kind (root constants: their count):
 a table's heap slot, a root view's byte offset as low / high words."""
