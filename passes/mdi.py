@@ -133,8 +133,8 @@ from drawopt.analysis.costmodel import TargetModel, cost_by_command, get_target,
 from drawopt.analysis.flushrules import forward_fill
 from drawopt.analysis.mergeclass import fence_mask
 from drawopt.analysis.state import MASKED, NSLOTS, OBS_DRAW, ROOT0, UNDEFINED, StateTable, intern_rows
-from drawopt.ir.decls import Buffer, Decls, Pipeline, RootSig, lift_items, resolve_lift
-from drawopt.ir.ops import BY_NAME
+from drawopt.ir.decls import Buffer, Decls, Pipeline, RootSig
+from drawopt.ir.ops import BY_NAME, COL_INSTANCES, COL_MULTI_ARGS, COL_PIPELINE, Op, shared_col
 from drawopt.ir.stream import ARGS_SIZE, FLAG_NOMERGE, Stream, splice
 from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
 
@@ -155,6 +155,33 @@ _OPAQUE = BY_NAME["Opaque"].code
 _COPY = BY_NAME["CopyBufferRegion"].code
 _DX = BY_NAME["DrawIndexedX"].code
 _M32 = 0xFFFFFFFF
+
+# argument columns (drawopt.ir.ops), looked up once
+_DI_SI = Op.DrawInstanced.col("start_instance")
+_DII_SI = Op.DrawIndexedInstanced.col("start_instance")
+_DII_BV = Op.DrawIndexedInstanced.col("base_vertex")
+_IND_ARGS = shared_col(("DrawInstancedIndirect", "args_buffer"), ("DrawIndexedInstancedIndirect", "args_buffer"))
+_IND_OFF = shared_col(("DrawInstancedIndirect", "offset"), ("DrawIndexedInstancedIndirect", "offset"))
+_MULTI_COUNT = shared_col(("MultiDrawInstancedIndirect", "count"), ("MultiDrawIndexedInstancedIndirect", "count"))
+_MULTI_OFF = shared_col(("MultiDrawInstancedIndirect", "offset"), ("MultiDrawIndexedInstancedIndirect", "offset"))
+_MULTI_STRIDE = shared_col(("MultiDrawInstancedIndirect", "stride"), ("MultiDrawIndexedInstancedIndirect", "stride"))
+_P_INDEX = shared_col(*((n, "index") for n in (
+    "SetGraphicsRootDescriptorTable", "SetGraphicsRoot32BitConstants", "SetGraphicsRootConstantBufferView",
+    "SetGraphicsRootShaderResourceView")))
+_TABLE_REF = Op.SetGraphicsRootDescriptorTable.col("table")
+_VIEW_BUF = shared_col(("SetGraphicsRootConstantBufferView", "buffer"), ("SetGraphicsRootShaderResourceView", "buffer"))
+_VIEW_OFF = shared_col(("SetGraphicsRootConstantBufferView", "offset"), ("SetGraphicsRootShaderResourceView", "offset"))
+_GRS_ROOTSIG = Op.SetGraphicsRootSignature.col("rootsig")
+_COPY_DST = Op.CopyBufferRegion.col("dst")
+# an indirect-args record (D3D12_DRAW_ARGUMENTS / D3D12_DRAW_INDEXED_ARGUMENTS) is its direct
+# draw's arguments in column order: _records_of takes the leading columns
+_DI_RECORD = tuple(Op.DrawInstanced.col(a) for a in ("vertex_count", "instance_count", "start_vertex",
+                                                     "start_instance"))
+_DII_RECORD = tuple(Op.DrawIndexedInstanced.col(a) for a in ("index_count", "instance_count", "start_index",
+                                                             "base_vertex", "start_instance"))
+assert _DI_RECORD == tuple(range(4)) and _DII_RECORD == tuple(range(5))
+_SI_FIELD = {False: _DI_RECORD.index(_DI_SI), True: _DII_RECORD.index(_DII_SI)}
+"""StartInstanceLocation's word in a (non-indexed, indexed) args record."""
 
 # kinds of draws for batching
 _NONE, _DIRECT, _DIRECT_IDX, _IND, _IND_IDX = 0, 1, 2, 3, 4
@@ -192,7 +219,7 @@ def args_records(stream: Stream, cmds: np.ndarray, indexed: bool) -> np.ndarray:
 
 def _records_of(rows: np.ndarray, indexed: bool) -> np.ndarray:
     """:func:`args_records` of draws whose argument rows are ``rows``."""
-    return (rows[:, :5 if indexed else 4] & _M32).astype(np.uint32)
+    return (rows[:, :len(_DII_RECORD if indexed else _DI_RECORD)] & _M32).astype(np.uint32)
 
 
 # --------------------------------------------------------------------------- per-draw contracts
@@ -232,7 +259,7 @@ class DrawDataContract:
 
 
 def draw_data_contracts(decls: Decls) -> dict[int, DrawDataContract | None]:
-    """Per pipeline with a ``draw_data`` or ``instance_data`` clause (``Pipeline.array_clause``):
+    """Per pipeline with a ``draw_data`` or ``instance_data`` clause (``Contract.array``):
     its contract, or None when the pass cannot use it (P is not a root SRV/CBV of its
     root signature, or a lift item names no value of a root parameter: a word of root
     constants, word 0 of a descriptor table, word 0 or 1 of a root CBV/SRV)."""
@@ -240,19 +267,18 @@ def draw_data_contracts(decls: Decls) -> dict[int, DrawDataContract | None]:
     for i, p in enumerate(decls.items):
         if not isinstance(p, Pipeline) or p.is_compute:
             continue
-        clause = p.array_clause
-        if clause is None:
+        c = p.contract.array
+        if c is None:
             continue
-        c = p.contract[clause]
         rs = decls[p.root] if p.root is not None and p.root in decls else None
         out[i] = None
         if not isinstance(rs, RootSig):
             continue
-        pd = int(c["perdraw"])
+        pd = c.perdraw
         if not (0 <= pd < len(rs.params) and rs.params[pd].kind in ("srv", "cbv")):
             continue
         try:
-            items, kinds = resolve_lift(c.get("lift", ""), rs, pd)
+            items, kinds = c.resolve(rs)
         except ValueError:
             continue
         out[i] = DrawDataContract(pd, _SRV if rs.params[pd].kind == "srv" else _CBV, items,
@@ -320,10 +346,12 @@ class _ValueSplit:
         ok &= (c >= 0) & (self.stream.op[np.maximum(c, 0)] == _VIEW_OP[kind])
         a = self.stream.args[np.maximum(c, 0)]
         if kind == "table":   # heapref: heap index << 32 | slot
-            return ok, np.repeat((a[:, 1] & _M32)[:, None], len(ks), axis=1), self.canon[a[:, 1] >> 32][:, None]
-        off = a[:, 2]
+            ref = a[:, _TABLE_REF]
+            return ok, np.repeat((ref & _M32)[:, None], len(ks), axis=1), self.canon[ref >> 32][:, None]
+        off = a[:, _VIEW_OFF]
         lifted = np.stack([(off >> (32 * k)) & _M32 for k in ks], axis=1)
-        rest = np.stack([self.canon[a[:, 1]], *((off >> (32 * k)) & _M32 for k in (0, 1) if k not in ks)], axis=1)
+        rest = np.stack([self.canon[a[:, _VIEW_BUF]], *((off >> (32 * k)) & _M32 for k in (0, 1) if k not in ks)],
+                        axis=1)
         return ok, lifted, rest
 
 
@@ -679,7 +707,7 @@ def _split_cbv(stream: Stream, dr: _Draws, bf: np.ndarray, bl: np.ndarray, blift
     lim = _contract_columns(stream.decls, contracts)["cap"][dr.pipe[bf]]
     members = _ranges(bf, bl)
     starts = np.r_[0, np.cumsum(bl[:-1])].astype(np.int64)
-    ninst = dr.args[members, 1]     # lifted members are direct draws: one record per instance
+    ninst = dr.args[members, COL_INSTANCES]     # lifted members are direct draws: one record per instance
     nrec = np.add.reduceat(ninst, starts) if bf.size else np.zeros(0, np.int64)
     over = blift & (nrec > lim)
     if not over.any():
@@ -708,7 +736,7 @@ def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: _Users, sin
     """
     n_lifted = users.count
     if singles.size:
-        sil = np.where(dr.op[singles] == _DII, dr.args[singles, 4], dr.args[singles, 3]) & _M32
+        sil = np.where(dr.op[singles] == _DII, dr.args[singles, _DII_SI], dr.args[singles, _DI_SI]) & _M32
         users.add(singles, np.ones(singles.size, np.int64), np.where(dr.pinned[singles], sil, -1))
     first = np.concatenate(users.first)
     nd = np.concatenate(users.ndraws)
@@ -721,7 +749,7 @@ def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: _Users, sin
     zone = zone_of[first]
     cmd = dr.cmd[first]
     members = _ranges(first, nd)
-    ninst = dr.args[members, 1]
+    ninst = dr.args[members, COL_INSTANCES]
     mstart = np.r_[0, np.cumsum(nd[:-1])].astype(np.int64)
     nrec = np.add.reduceat(ninst, mstart)
     order = np.lexsort((cmd, zone))
@@ -752,8 +780,8 @@ def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: _Users, sin
     owner = np.repeat(np.arange(members.size), ninst)
     inst = np.arange(owner.size) - np.repeat(np.cumsum(ninst) - ninst, ninst)
     indexed = dr.op[members] == _DII
-    bv = np.where(indexed, dr.args[members, 3] & _M32, 0)[owner]
-    seen = np.where(indexed, dr.args[members, 4], dr.args[members, 3])[owner] + inst
+    bv = np.where(indexed, dr.args[members, _DII_BV] & _M32, 0)[owner]
+    seen = np.where(indexed, dr.args[members, _DII_SI], dr.args[members, _DI_SI])[owner] + inst
     rpos = mbase[owner] + inst * mw[owner]
     data[rpos] = bv
     data[rpos + 1] = seen & _M32
@@ -774,7 +802,7 @@ def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: _Users, sin
         recs[rows, col] = (idx[user_of[mi]] + before[mi]).astype(np.uint32)
     ren = np.flatnonzero(restore[n_lifted:] < 0) + n_lifted
     if ren.size:
-        col = np.where(dr.op[first[ren]] == _DII, 4, 3)
+        col = np.where(dr.op[first[ren]] == _DII, _DII_SI, _DI_SI)
         plan.sinst = np.stack([cmd[ren], col, idx[ren]], axis=1).astype(np.int64)
     plan.renumbered_draws = int(ren.size)
 
@@ -791,18 +819,18 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
     never = np.array([not isinstance(d, Pipeline) or d.never_merge or d.is_compute for d in decls.items] + [True],
                      bool)
     pso = np.flatnonzero(op == BY_NAME["SetPipelineState"].code)
-    pipe = forward_fill(len(stream), pso, stream.args[pso, 0])[draws]
+    pipe = forward_fill(len(stream), pso, stream.args[pso, COL_PIPELINE])[draws]
     pinned = ((stream.flags[draws] & FLAG_NOMERGE) != 0) | never[pipe]
     eligible = (kind != _NONE) & ~pinned
     multi = (dop == _M) | (dop == _MI)
-    eligible &= ~(multi & (dargs[:, 0] == 0))
+    eligible &= ~(multi & (dargs[:, _MULTI_COUNT] == 0))
     key = state.copy()
     # indirect draws reading args the CPU wrote (declared cpu, with data, no GPU write before)
-    nrec = np.where(multi, dargs[:, 0], 1).astype(np.int64)
+    nrec = np.where(multi, dargs[:, _MULTI_COUNT], 1).astype(np.int64)
     ind = np.flatnonzero((kind == _IND) | (kind == _IND_IDX))
     cpu_ind = np.zeros(draws.size, bool)
     if ind.size:
-        buf = np.where(multi[ind], dargs[ind, 1], dargs[ind, 0])
+        buf = np.where(multi[ind], dargs[ind, COL_MULTI_ARGS], dargs[ind, _IND_ARGS])
         known = np.array([isinstance(d, Buffer) and d.cpu and d.data is not None for d in decls.items] + [False])
         if known[buf].any():
             first_write = _first_writes(stream, table.scan)
@@ -875,7 +903,7 @@ def _first_writes(stream: Stream, sc: Any = None) -> np.ndarray:
     out = np.full(len(stream.decls) + 1, np.iinfo(np.int64).max, np.int64)
     np.minimum.at(out, w.res, w.cmd)
     cp = np.flatnonzero(stream.op == _COPY)
-    np.minimum.at(out, stream.args[cp, 0], cp)
+    np.minimum.at(out, stream.args[cp, _COPY_DST], cp)
     return out
 
 
@@ -910,15 +938,11 @@ def _readers(stream: Stream, table: StateTable, dr: _Draws, pd: int) -> np.ndarr
     for i, p in enumerate(stream.decls.items):
         if not isinstance(p, Pipeline):
             continue
-        names = [n for n, c in p.contract.items() if n in ("x", "instance_data", "draw_data")
-                 and c.get("perdraw") == str(pd)]
-        if not names:
+        if pd not in p.contract.perdraw_params:
             continue
         named[i] = True
-        ac = p.array_clause
-        x = p.contract.get("x")
-        through_x[i] = ac in names and x is not None and p.vertex_pulling and x.get("perdraw") != str(pd) and \
-            pd not in {q for q, _ in lift_items(x.get("lift", ""))}
+        ac, x = p.contract.array, p.x_clause
+        through_x[i] = ac is not None and ac.perdraw == pd and x is not None and pd not in x.named_params
     mask |= named[dr.pipe]
     mask &= ~(through_x[dr.pipe] & (stream.op[dr.cmd] == _DX))
     return np.flatnonzero(mask)
@@ -961,8 +985,8 @@ def _lifted_runs(stream: Stream, table: StateTable, dr: _Draws, runs: tuple[np.n
     n = dr.cmd.size
     run_of = np.repeat(np.arange(first.size), length)
     direct = (dr.op == _DI) | (dr.op == _DII)
-    inst = np.where(direct, dr.args[:, 1], 0)
-    sil = np.where(dr.op == _DII, dr.args[:, 4], dr.args[:, 3]) & _M32
+    inst = np.where(direct, dr.args[:, COL_INSTANCES], 0)
+    sil = np.where(dr.op == _DII, dr.args[:, _DII_SI], dr.args[:, _DI_SI]) & _M32
     run_inst = np.add.reduceat(inst, first) if first.size else np.zeros(0, np.int64)
     cc = _contract_columns(stream.decls, contracts)
     draw_pd = cc["pd"][dr.pipe]
@@ -992,14 +1016,15 @@ def _lifted_runs(stream: Stream, table: StateTable, dr: _Draws, runs: tuple[np.n
     zone_of = np.full(n, -1, np.int64)
     restored: list[np.ndarray] = []
     rs_cmds = np.flatnonzero(op == _GRS)
-    rs_change = rs_cmds[np.r_[True, args[rs_cmds[1:], 0] != args[rs_cmds[:-1], 0]]] if rs_cmds.size else rs_cmds
+    rs_sig = args[rs_cmds, _GRS_ROOTSIG]
+    rs_change = rs_cmds[np.r_[True, rs_sig[1:] != rs_sig[:-1]]] if rs_cmds.size else rs_cmds
     opaque = np.flatnonzero(op == _OPAQUE)
     sets = np.flatnonzero(_IS_P_SET[op])
     zid = 0
     for pd in np.unique(run_pd[(run_pd >= 0) & beneficial]).tolist():
         readers = _readers(stream, table, dr, pd)
         # segments: the stretches between redefinitions of pd (nothing unbinds a root view)
-        redef = np.unique(np.concatenate([sets[args[sets, 0] == pd], rs_change, opaque]))
+        redef = np.unique(np.concatenate([sets[args[sets, _P_INDEX] == pd], rs_change, opaque]))
         seg = np.searchsorted(redef, dr.cmd)
         nseg = redef.size + 1
         ok_lift = (run_pd[run_of] == pd)
@@ -1059,13 +1084,13 @@ def _member_records(stream: Stream, dr: _Draws, members: np.ndarray, indexed: bo
     a = dr.args[members]
     if not cpu.any():
         return _records_of(a, indexed)
-    width = 5 if indexed else 4
+    width = len(_DII_RECORD if indexed else _DI_RECORD)
     multi = (dr.op[members] == _M) | (dr.op[members] == _MI)
-    cnt = np.where(cpu & multi, a[:, 0], 1)
-    buf = np.where(multi, a[:, 1], a[:, 0])
+    cnt = np.where(cpu & multi, a[:, _MULTI_COUNT], 1)
+    buf = np.where(multi, a[:, COL_MULTI_ARGS], a[:, _IND_ARGS])
     owner = np.repeat(np.arange(members.size), cnt)
     i = np.arange(owner.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-    byte = np.where(multi, a[:, 2], a[:, 1])[owner] + i * np.where(multi, a[:, 3], 0)[owner]
+    byte = np.where(multi, a[:, _MULTI_OFF], a[:, _IND_OFF])[owner] + i * np.where(multi, a[:, _MULTI_STRIDE], 0)[owner]
     out = _records_of(a[owner], indexed)     # a direct draw's own arguments
     rows = np.flatnonzero(cpu[owner])
     if (byte[rows] % 4).any():
@@ -1103,7 +1128,7 @@ def _emit_direct(stream: Stream, dr: _Draws, plan: MdiPlan, k: int, bf: np.ndarr
     if lb.size:
         u0 = users.add(bf[lb], bl[lb], np.full(lb.size, -1, np.int64))
         rows = _ranges(rec_starts[lb], bl[lb])     # lifted members are direct draws: one record each
-        users.fills.append((recs, rows, 4 if indexed else 3, u0))
+        users.fills.append((recs, rows, _SI_FIELD[indexed], u0))
         plan.lifted_batches += int(lb.size)
         plan.lifted_draws += int(bl[lb].sum())
     plan.args_words.append(recs)
@@ -1124,10 +1149,11 @@ def _merge_indirect(stream: Stream, cmds: np.ndarray, new_run: np.ndarray, kind:
     args = stream.args
     multi = (stream.op[cmds] == _M) | (stream.op[cmds] == _MI)
     a = args[cmds]
-    cnt = np.where(multi, a[:, 0], 1)
-    buf = np.where(multi, a[:, 1], a[:, 0])
-    off = np.where(multi, a[:, 2], a[:, 1])
-    gid, gstride = kern.indirect_groups(cnt, buf, off, np.where(multi, a[:, 3], -1), new_run, _REC[kind], limit)
+    cnt = np.where(multi, a[:, _MULTI_COUNT], 1)
+    buf = np.where(multi, a[:, COL_MULTI_ARGS], a[:, _IND_ARGS])
+    off = np.where(multi, a[:, _MULTI_OFF], a[:, _IND_OFF])
+    gid, gstride = kern.indirect_groups(cnt, buf, off, np.where(multi, a[:, _MULTI_STRIDE], -1), new_run, _REC[kind],
+                                        limit)
     gs, glen = _group_starts(gid)
     run = np.cumsum(new_run, dtype=np.int64) - 1
     grun = run[gs]
@@ -1194,10 +1220,10 @@ def apply_plan(stream: Stream, plan: MdiPlan, args_name: str, perdraw_name: str)
         at = moved(rep[:, 0])
         out.op[at] = rep[:, 1]
         out.args[at] = 0
-        out.args[at, 0] = rep[:, 2]
-        out.args[at, 1] = np.where(rep[:, 3] < 0, args_index, rep[:, 3])
-        out.args[at, 2] = rep[:, 4]
-        out.args[at, 3] = rep[:, 5]
+        out.args[at, _MULTI_COUNT] = rep[:, 2]
+        out.args[at, COL_MULTI_ARGS] = np.where(rep[:, 3] < 0, args_index, rep[:, 3])
+        out.args[at, _MULTI_OFF] = rep[:, 4]
+        out.args[at, _MULTI_STRIDE] = rep[:, 5]
         out.flags[at] = 0
     if plan.sinst.size:
         out.args[moved(plan.sinst[:, 0]), plan.sinst[:, 1]] = plan.sinst[:, 2]

@@ -94,8 +94,8 @@ from drawopt.analysis.state import (
     track,
 )
 from drawopt.errors import UsageError
-from drawopt.ir.decls import Buffer, Decls, Pipeline, RootSig, resolve_lift
-from drawopt.ir.ops import BY_NAME, INDEX_FORMATS, INDEXED_DRAW_OPS, NARGS, Cat
+from drawopt.ir.decls import Buffer, Decls, Pipeline, RootSig
+from drawopt.ir.ops import BY_NAME, COL_PIPELINE, INDEX_FORMATS, INDEXED_DRAW_OPS, NARGS, Cat, Op, shared_col
 from drawopt.ir.stream import FLAG_NOMERGE, Stream, concat
 from drawopt.passmanager import AnalysisManager, Pass, PassResult, option
 
@@ -117,6 +117,22 @@ _ROOT_SET_OPS = (_CONSTS, _TABLE, _CBV, _SRV)
 _VIEW_OP = {"srv": _SRV, "cbv": _CBV}
 _INDEXED = np.zeros(max(_OP.values()) + 1, bool)
 _INDEXED[list(INDEXED_DRAW_OPS)] = True
+
+# argument columns (drawopt.ir.ops), looked up once
+_DX_BUF, _DX_OFF, _DX_FMT, _DX_COUNT, _DX_IOFF = (
+    Op.DrawIndexedX.col(a) for a in ("buffer", "offset", "format", "index_count", "index_offset"))
+_DII_COUNT, _DII_INST, _DII_START, _DII_BV, _DII_SI = (
+    Op.DrawIndexedInstanced.col(a) for a in ("index_count", "instance_count", "start_index", "base_vertex",
+                                             "start_instance"))
+_IB_BUF, _IB_FMT, _IB_OFF = (Op.IASetIndexBuffer.col(a) for a in ("buffer", "format", "offset"))
+_VB_SLOT = Op.IASetVertexBuffers.col("slot")
+_TABLE_REF = Op.SetGraphicsRootDescriptorTable.col("table")
+_VIEW_INDEX, _VIEW_BUF, _VIEW_OFF = (
+    shared_col(("SetGraphicsRootConstantBufferView", a), ("SetGraphicsRootShaderResourceView", a))
+    for a in ("index", "buffer", "offset"))
+_CONST_INDEX, _CONST_COUNT, _CONST_DEST = (
+    shared_col(("SetGraphicsRoot32BitConstants", a), ("SetComputeRoot32BitConstants", a))
+    for a in ("index", "count", "dest"))
 
 # per-draw reasons (0: eligible)
 (R_OK, R_OP, R_NOMERGE, R_NEVER, R_NOPIPE, R_LAYOUT, R_NOCONTRACT, R_CONTRACT, R_EMPTY,
@@ -195,28 +211,24 @@ def x_contract(p: Pipeline | None, decls: Decls) -> tuple[XContract | None, str]
         return None, f"pipeline '{p.name}' is never_merge"
     if not p.vertex_pulling:
         return None, f"pipeline '{p.name}' has an input layout (layout={p.layout}); DrawIndexedX needs vertex pulling"
-    c = p.contract.get("x")
+    c = p.contract.x
     if c is None:
         return None, f"pipeline '{p.name}' declares no x(...) contract"
     where = f"x contract of pipeline '{p.name}'"
-    if "perdraw" not in c:
+    pd = c.perdraw
+    if pd is None:
         return None, f"{where} names no perdraw parameter (the per-draw array)"
     rs = decls[p.root] if p.root is not None and p.root in decls else None
     if not isinstance(rs, RootSig):
         return None, f"pipeline '{p.name}' has no root signature"
-    k, pd = int(c["vertex_bits"]), int(c["perdraw"])
     if not 0 <= pd < len(rs.params) or rs.params[pd].kind not in _ALIGN:
         kind = rs.params[pd].kind if 0 <= pd < len(rs.params) else "missing"
         return None, f"{where}: perdraw={pd} is a {kind} parameter; pack-x binds the array as a root CBV or SRV"
     try:
-        lift, kinds = resolve_lift(c.get("lift", ""), rs, pd)
+        lift, kinds = c.resolve(rs)
     except ValueError as e:
         return None, f"{where}: {e}"
-    mi = int(c["max_index"]) if "max_index" in c else None
-    base = c.get("base", "none")
-    if base not in ("none", "vertex"):
-        return None, f"{where}: base={base} (expected none or vertex)"
-    return XContract(k, pd, rs.params[pd].kind, lift, kinds, mi, base), ""
+    return XContract(c.vertex_bits, pd, rs.params[pd].kind, lift, kinds, c.max_index, c.base), ""
 
 
 # --------------------------------------------------------------------------- kernels (pure twins)
@@ -362,7 +374,7 @@ def _analyse(stream: Stream, table: StateTable, max_instances: int) -> _Analysis
         return ((unknown >> slot) & 1).astype(bool)
 
     ps = setter[:, PIPELINE] if d else np.zeros(0, np.int64)
-    pipe = np.where((ps >= 0) & ~unk(PIPELINE), args[np.maximum(ps, 0), 0], -1) if d else ps
+    pipe = np.where((ps >= 0) & ~unk(PIPELINE), args[np.maximum(ps, 0), COL_PIPELINE], -1) if d else ps
     xc: dict[int, XContract] = {}
     xc_why: dict[int, str] = {}
     for p in np.unique(pipe):
@@ -388,7 +400,7 @@ def _analyse(stream: Stream, table: StateTable, max_instances: int) -> _Analysis
     items = [*decls.items, None]
     never = np.array([isinstance(x, Pipeline) and x.never_merge for x in items], bool)
     layout = np.array([isinstance(x, Pipeline) and not x.vertex_pulling for x in items], bool)
-    nox = np.array([isinstance(x, Pipeline) and "x" not in x.contract for x in items], bool)
+    nox = np.array([isinstance(x, Pipeline) and x.contract.x is None for x in items], bool)
     has_x = np.zeros(len(items), bool)
     has_x[list(xc)] = True
     fail(~np.isin(op, (_DII, _DX)), R_OP)
@@ -402,18 +414,18 @@ def _analyse(stream: Stream, table: StateTable, max_instances: int) -> _Analysis
     # per-draw geometry: index source, count, calls
     isx = op == _DX
     isi = op == _DII
-    count = np.where(isx, args[cmd, 3], args[cmd, 0])
-    ninst = np.where(isx, 1, args[cmd, 1])
+    count = np.where(isx, args[cmd, _DX_COUNT], args[cmd, _DII_COUNT])
+    ninst = np.where(isx, 1, args[cmd, _DII_INST])
     fail((count == 0) | (ninst == 0), R_EMPTY)
     fail(ninst > max_instances, R_INSTANCES, ninst)
     ibs = setter[:, IB] if d else np.zeros(0, np.int64)
     ib_ok = (ibs >= 0) & ~unk(IB)
     fail(isi & ~ib_ok, R_NOIB)
     ibc = np.maximum(ibs, 0)
-    fmt = np.where(isx, args[cmd, 2], np.where(ib_ok, args[ibc, 1], 0))
+    fmt = np.where(isx, args[cmd, _DX_FMT], np.where(ib_ok, args[ibc, _IB_FMT], 0))
     isz = np.where(fmt == 1, 4, 2)
-    src_buf = np.where(isx, args[cmd, 0], np.where(ib_ok, args[ibc, 0], -1))
-    src_off = np.where(isx, args[cmd, 1], args[ibc, 2] + args[cmd, 2] * isz)
+    src_buf = np.where(isx, args[cmd, _DX_BUF], np.where(ib_ok, args[ibc, _IB_BUF], -1))
+    src_off = np.where(isx, args[cmd, _DX_OFF], args[ibc, _IB_OFF] + args[cmd, _DII_START] * isz)
     sizes = np.array([x.size if isinstance(x, Buffer) else 0 for x in decls.items] + [0], np.int64)
     fail(src_off + count * isz > sizes[src_buf], R_RANGE)
 
@@ -439,8 +451,8 @@ def _analyse(stream: Stream, table: StateTable, max_instances: int) -> _Analysis
             maxidx = np.where(r16, 65535, -1)
         else:
             maxidx = np.where(r16, min(c.max_index, 65535), c.max_index)
-        lowv = np.where(isi[sel], args[cmd[sel], 3], 0) if c.base == "vertex" else np.zeros(sel.size, np.int64)
-        lowv = np.where(isx[sel], args[cmd[sel], 4] & ((1 << k) - 1), lowv)
+        lowv = np.where(isi[sel], args[cmd[sel], _DII_BV], 0) if c.base == "vertex" else np.zeros(sel.size, np.int64)
+        lowv = np.where(isx[sel], args[cmd[sel], _DX_IOFF] & ((1 << k) - 1), lowv)
         low[sel] = lowv
         bad = np.zeros(d, bool)
         bad[sel] = maxidx < 0
@@ -450,8 +462,8 @@ def _analyse(stream: Stream, table: StateTable, max_instances: int) -> _Analysis
         det[sel] = maxidx
         fail(bad, R_FIT, det)
         # records of DrawIndexedInstanced: base vertex, start instance, lifted words
-        words[si, 0] = args[cmd[si], 3]
-        words[si, 1] = args[cmd[si], 4]
+        words[si, 0] = args[cmd[si], _DII_BV]
+        words[si, 1] = args[cmd[si], _DII_SI]
         for j, (q, w) in enumerate(c.lift):
             slot = ROOT0 + q
             st = setter[si, slot]
@@ -465,9 +477,9 @@ def _analyse(stream: Stream, table: StateTable, max_instances: int) -> _Analysis
                 v[m] = _word(const_cache[slot][si[m]], w)
             m = sop == _TABLE
             if w == 0:
-                v[m] = args[st[m], 1] & 0xFFFFFFFF
+                v[m] = args[st[m], _TABLE_REF] & 0xFFFFFFFF
             m = (sop == _CBV) | (sop == _SRV)
-            v[m] = (args[st[m], 2] >> (32 * w)) & 0xFFFFFFFF
+            v[m] = (args[st[m], _VIEW_OFF] >> (32 * w)) & 0xFFFFFFFF
             words[si, 2 + j] = v
             bad = np.zeros(d, bool)
             bad[si] = v < 0
@@ -479,9 +491,9 @@ def _analyse(stream: Stream, table: StateTable, max_instances: int) -> _Analysis
             ok = (st >= 0) & ~unk(slot)[sx]
             st0 = np.maximum(st, 0)
             ok &= np.isin(s.op[st0], (_CBV, _SRV))
-            buf = np.where(ok, args[st0, 1], -1)
-            off = np.where(ok, args[st0, 2], 0)
-            idx = args[cmd[sx], 4] >> k
+            buf = np.where(ok, args[st0, _VIEW_BUF], -1)
+            off = np.where(ok, args[st0, _VIEW_OFF], 0)
+            idx = args[cmd[sx], _DX_IOFF] >> k
             recs = np.zeros((sx.size, c.words), np.int64)
             for b in np.unique(buf[ok]):
                 bd = decls[int(b)]
@@ -538,12 +550,12 @@ def _analyse(stream: Stream, table: StateTable, max_instances: int) -> _Analysis
             else:  # a table's heap; a root view's buffer and the offset word not lifted
                 rr[:, 0] = sop
                 m = sop == _TABLE
-                rr[m, 1] = args[st[m], 1] >> 32
+                rr[m, 1] = args[st[m], _TABLE_REF] >> 32
                 m = (sop == _CBV) | (sop == _SRV)
-                rr[m, 1] = args[st[m], 1]
+                rr[m, 1] = args[st[m], _VIEW_BUF]
                 for w in (0, 1):
                     if w not in lifted:
-                        rr[m, 2 + w] = (args[st[m], 2] >> (32 * w)) & 0xFFFFFFFF
+                        rr[m, 2 + w] = (args[st[m], _VIEW_OFF] >> (32 * w)) & 0xFFFFFFFF
             rid, _ = intern_rows(rr)
             residue[sel, q] = rid + 1
     sid, _ = intern_rows(srows) if nst else (np.zeros(0, np.int64), None)
@@ -729,7 +741,7 @@ def _restores(an: _Analysis, first: np.ndarray, last: np.ndarray,
         if slot != IB:
             cs = s.op[sets] == _CONSTS
             q = slot - ROOT0
-            full[cs] = (s.args[sets[cs], 2] == 0) & (s.args[sets[cs], 1] >= maxcount.get(q, 64))
+            full[cs] = (s.args[sets[cs], _CONST_DEST] == 0) & (s.args[sets[cs], _CONST_COUNT] >= maxcount.get(q, 64))
         ev_pos.append(sets)
         ev_need.append(~full)
         # observers outside runs
@@ -853,12 +865,15 @@ def apply_plan(stream: Stream, plan: PackXPlan, pure: bool | None = None) -> tup
     # 1. bind the per-draw array at P, at the position of the run
     perdraw = np.array([an.xc[int(p)].perdraw for p in plan.pipe], np.int64)
     bind_op = np.where(views == "cbv", _CBV, _SRV)
-    gen.add(np.stack([l_cmd, np.full(r, 1), np.zeros(r, np.int64)], 1), bind_op,
-            np.stack([perdraw, np.full(r, buf_index), run_off * 4], 1), s.line[f_cmd])
+    bargs = np.zeros((r, NARGS), np.int64)
+    bargs[:, _VIEW_INDEX], bargs[:, _VIEW_BUF], bargs[:, _VIEW_OFF] = perdraw, buf_index, run_off * 4
+    gen.add(np.stack([l_cmd, np.full(r, 1), np.zeros(r, np.int64)], 1), bind_op, bargs, s.line[f_cmd])
     # 2. the calls
     dsrc = member[src]
     call_key = np.stack([l_cmd[plan.run_of_draw[dsrc]], np.full(io.size, 2), np.arange(io.size)], 1)
-    cargs = np.stack([an.src_buf[dsrc], an.src_off[dsrc], an.fmt[dsrc], an.count[dsrc], io], 1)
+    cargs = np.zeros((io.size, NARGS), np.int64)
+    cargs[:, _DX_BUF], cargs[:, _DX_OFF], cargs[:, _DX_FMT] = an.src_buf[dsrc], an.src_off[dsrc], an.fmt[dsrc]
+    cargs[:, _DX_COUNT], cargs[:, _DX_IOFF] = an.count[dsrc], io
     gen.add(call_key, np.full(io.size, _DX), cargs, s.line[cmd[dsrc]])
     # 3. state commands inside the runs: dropped (handled slots) or replayed after the run
     mark = np.zeros(n + 1, np.int64)
@@ -879,10 +894,10 @@ def apply_plan(stream: Stream, plan: PackXPlan, pure: bool | None = None) -> tup
     if rep.size:
         rrun, rslot = irun[~handled], islot[~handled]
         partial = np.isin(s.op[rep], (_CONSTS, _CCONSTS)) & ~(
-            (s.args[rep, 2] == 0) & (s.args[rep, 1] >= _slot_width(s.decls, rslot)))
+            (s.args[rep, _CONST_DEST] == 0) & (s.args[rep, _CONST_COUNT] >= _slot_width(s.decls, rslot)))
         # keep, per (run, slot), the last full set and every partial set after it (vertex
         # buffers: per input slot)
-        sub = np.where(s.op[rep] == _VBSET, s.args[rep, 0], -1)
+        sub = np.where(s.op[rep] == _VBSET, s.args[rep, _VB_SLOT], -1)
         grp, _ = intern_rows(np.stack([rrun, rslot, sub], 1))
         last_full = np.full(int(grp.max()) + 1, -1, np.int64)
         np.maximum.at(last_full, grp[~partial], rep[~partial])
@@ -902,9 +917,10 @@ def apply_plan(stream: Stream, plan: PackXPlan, pure: bool | None = None) -> tup
                 slot = int(sc.slot[c])
                 words = _constants_words(sc, slot, np.array([c]), chain_cache)[0]
                 for lo, hi in _defined_ranges(words):
-                    gen.add(np.array([[l_cmd[j], 4, seq * 64 + lo]]), np.array([_CONSTS]),
-                            np.array([[slot - ROOT0, hi - lo, lo]]), np.zeros(1, np.int32),
-                            np.array([hi - lo]), words[lo:hi])
+                    row = np.zeros((1, NARGS), np.int64)
+                    row[0, _CONST_INDEX], row[0, _CONST_COUNT], row[0, _CONST_DEST] = slot - ROOT0, hi - lo, lo
+                    gen.add(np.array([[l_cmd[j], 4, seq * 64 + lo]]), np.array([_CONSTS]), row,
+                            np.zeros(1, np.int32), np.array([hi - lo]), words[lo:hi])
     gstream, gkey = gen.stream(s)
     kept = np.flatnonzero(~removed)
     okey = np.stack([kept, np.zeros(kept.size, np.int64), np.zeros(kept.size, np.int64)], 1)

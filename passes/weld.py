@@ -84,7 +84,6 @@ _OPAQUE = BY_NAME["Opaque"].code
 _COPY = BY_NAME["CopyBufferRegion"].code
 _SPV = BY_NAME["SetPipelineState"].code
 _INDEXED = np.array(sorted(INDEXED_DRAW_OPS), np.uint16)
-_PERDRAW = ("x", "instance_data", "draw_data")
 R16, R32 = 0, 1
 _CHUNK_BYTES = 1 << 26
 """Row bytes gathered at once."""
@@ -284,8 +283,8 @@ def plan_weld(stream: Stream, table: StateTable, min_saving: float = 0.25, targe
     for i, d in enumerate(decls.items):
         if isinstance(d, Pipeline) and not d.is_compute and not d.vertex_pulling:
             p_layout[i] = True
-            p_vid[i] = "no_vertex_id" in d.contract
-            p_ok[i] = p_vid[i] and not d.never_merge and not any(c in d.contract for c in _PERDRAW)
+            p_vid[i] = d.contract.no_vertex_id
+            p_ok[i] = p_vid[i] and not d.never_merge and not d.contract.clauses
     pidx = np.where(pipe >= 0, pipe, nd)
     n_cand = int(cand.sum())
     skip("no_input_layout", cand & ~p_layout[pidx])

@@ -179,9 +179,9 @@ def _lift(draw, rs: RootSig, perdraw: int) -> str | None:
     return "+".join(str(q) if w == 0 and draw(st.booleans()) else f"{q}.{w}" for q, w in items)
 
 
-def _contract(draw, rs: RootSig | None) -> dict[str, dict[str, str]]:
-    """A random contract; ``perdraw`` and ``lift`` only where there is a root signature (every
-    ``lift=`` list valid for it: a bad one is a load error)."""
+def _contract(draw, rs: RootSig | None) -> str:
+    """A random contract's text; ``perdraw`` and ``lift`` only where there is a root signature
+    (every ``lift=`` list valid for it: a bad one is a load error)."""
     nparams = len(rs.params) if rs is not None else 0
     out: dict[str, dict[str, str]] = {}
     bits = draw(st.integers(0, (1 << len(_CLAUSES)) - 1))
@@ -211,7 +211,8 @@ def _contract(draw, rs: RootSig | None) -> dict[str, dict[str, str]]:
                         out[clause]["lift"] = lift
         else:
             out[clause] = {}
-    return out
+    return ",".join(c + ("(" + ",".join(f"{k}={v}" for k, v in kv.items()) + ")" if kv else "")
+                    for c, kv in out.items())
 
 
 _DEPTHS = ("off", *DEPTH_FUNCS, *(f + ",write" for f in DEPTH_FUNCS))

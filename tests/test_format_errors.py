@@ -408,4 +408,4 @@ def test_good_lift_lists_load_and_round_trip() -> None:
     s = loads(text)
     for fmt in ("text", "json", "npz"):
         assert loads(dumps(s, fmt), fmt) == s
-    assert s.decls["q"].contract["x"]["lift"] == "0+0.1+1.1+2"
+    assert s.decls["q"].contract.x.lift_text == "0+0.1+1.1+2"

@@ -100,8 +100,8 @@ def test_no_draw_sees_undefined_state() -> None:
             # purpose (the shader then reads the root constants); nothing else may be undefined
             pipes = [p for _, p in draw_pipelines(s)]
             for i, p in enumerate(pipes):
-                if "draw_data" in p.contract:
-                    k = state.SLOTS.index(f"root{p.contract['draw_data']['perdraw']}")
+                if p.contract.draw_data is not None:
+                    k = state.SLOTS.index(f"root{p.contract.draw_data.perdraw}")
                     assert rows[i, k] == state.UNDEFINED, (opts, p.name)
                     rows[i, k] = 0
         undefined = {state.SLOTS[k] for k in np.flatnonzero((rows == state.UNDEFINED).any(axis=0))}
@@ -144,7 +144,7 @@ def test_quads_method1_is_one_draw_per_quad_with_rebinds() -> None:
     assert np.array_equal(s.args[vb, sp.col("offset")], np.arange(n) * 72)
     assert (s.args[vb, sp.col("stride")] == 12).all()
     p = s.decls["quads_m1"]
-    assert p.layout != "none" and "no_primitive_id" in p.contract
+    assert p.layout != "none" and p.contract.no_primitive_id
     assert not generate("quads", 4, contract="none").decls["quads_m1"].contract
     # the vertex data is the post's: 6 vertices (x, y, colour) per quad, two triangles
     data = s.decls["quadverts"].data.reshape(n, 6, 3)
@@ -189,8 +189,8 @@ def test_frame_structure() -> None:
     x = np.mean([p.x_vertex_bits is not None for p in pipes])
     assert 0.4 <= pull <= 0.6, pull
     assert 0.35 <= x <= 0.6, x
-    assert {p.contract["x"]["vertex_bits"] for p in pipes if "x" in p.contract} == {"16", "20"}
-    assert all("perdraw" in p.contract["x"] and "lift" in p.contract["x"] for p in pipes if "x" in p.contract)
+    assert {p.contract.x.vertex_bits for p in pipes if p.contract.x} == {16, 20}
+    assert all(p.contract.x.perdraw is not None and p.contract.x.lift for p in pipes if p.contract.x)
     # GS draws, each run bracketed by GSSetParameters and GSSetParameters null
     gs = [i for i, p in dp if p.gs]
     assert len(gs) >= 0.02 * n
@@ -241,7 +241,7 @@ def test_frame_legacy_input_layout_option() -> None:
     s = generate("frame", 2000, seed=2, il_draw_data=False)
     for _, p in draw_pipelines(s):
         if not p.vertex_pulling:
-            assert not ({"x", "draw_data", "instance_data"} & set(p.contract)), p.name
+            assert not p.contract.clauses, p.name
 
 
 def test_frame_per_draw_contracts() -> None:
@@ -256,19 +256,19 @@ def test_frame_per_draw_contracts() -> None:
     sig = s.decls["scene"]
     for p in pipes.values():
         if p.name.startswith(VP_SCENE):
-            x, dd = p.contract["x"], p.contract["draw_data"]
-            assert p.vertex_pulling and x["perdraw"] == "3" and dd["perdraw"] == "7", p.name
-            assert x["lift"] == dd["lift"] == "1.0+1.1+1.2+1.3" + ("+0" if "bindless" in p.name else ""), p.name
+            x, dd = p.contract.x, p.contract.draw_data
+            assert p.vertex_pulling and x.perdraw == 3 and dd.perdraw == 7, p.name
+            assert x.lift_text == dd.lift_text == "1.0+1.1+1.2+1.3" + ("+0" if "bindless" in p.name else ""), p.name
             assert {3, 7} <= set(p.params) and (0 in p.params) == (not p.name.startswith("z_"))
         elif p.name.startswith(("tr_particles", "tr_smoke")):
-            assert p.vertex_pulling and "x" not in p.contract and p.contract["draw_data"]["perdraw"] == "7"
+            assert p.vertex_pulling and not p.contract.x and p.contract.draw_data.perdraw == 7
         elif p.name.startswith(IL_SCENE):
             # the engine's per-draw id stream: draw_data through an instance-rate attribute, no x
-            assert not p.vertex_pulling and "x" not in p.contract and p.contract["draw_data"]["perdraw"] == "7"
+            assert not p.vertex_pulling and not p.contract.x and p.contract.draw_data.perdraw == 7
             lift = "1.0+1.1+1.2+1.3" + ("+0" if "bindless" in p.name else "")
-            assert p.contract["draw_data"]["lift"] == lift and 7 in p.params, p.name
+            assert p.contract.draw_data.lift_text == lift and 7 in p.params, p.name
         else:
-            assert not ({"x", "draw_data", "instance_data"} & set(p.contract)), p.name
+            assert not p.contract.clauses, p.name
     assert sig.params[3].kind == sig.params[7].kind == "srv"
     # both bindless and table-bound materials, both vertex-index widths
     assert any("bindless" in nm for nm in pipes) and any(nm.endswith("_std") for nm in pipes)
@@ -297,11 +297,11 @@ def test_frame_contract_options() -> None:
     n = 3000
     names = lambda s: {p.name for _, p in draw_pipelines(s)}  # noqa: E731
     none = generate("frame", n, seed=4, draw_data_fraction=0.0, bindless_fraction=0.0, il_draw_data=False)
-    assert not [nm for nm in names(none) if "bindless" in nm or "draw_data" in none.decls[nm].contract]
+    assert not [nm for nm in names(none) if "bindless" in nm or none.decls[nm].contract.draw_data]
     assert all(nm.endswith("_nodd") for nm in names(none) if nm.startswith((*VP_SCENE, "tr_particles")))
     half = generate("frame", n, seed=4, draw_data_fraction=0.5, bindless_fraction=1.0)
     vp = [p for _, p in draw_pipelines(half) if p.name.startswith(VP_SCENE[1:])]
-    share = np.mean(["draw_data" in p.contract for p in vp])
+    share = np.mean([p.contract.draw_data is not None for p in vp])
     assert 0.3 < share < 0.7, share
     assert all("bindless" in p.name for p in vp)
     # the same content whatever the contracts: only the pipelines (and so the G-buffer's

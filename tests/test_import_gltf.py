@@ -254,8 +254,8 @@ def test_contracts_only_on_request(tmp_path):
     path = write_scene(tmp_path, [{"mesh": 0}], [tri_mesh()])
     s = import_gltf(path, per_draw_transforms=True, bindless=True, no_primitive_id=True)
     (p,) = [d for d in s.decls if d.kind == "pipeline"]
-    assert set(p.contract) == {"draw_data", "no_primitive_id"}
-    assert p.contract["draw_data"]["lift"] == "+".join([f"0.{k}" for k in range(16)] + ["1.0"])
+    assert set(p.contract.names) == {"draw_data", "no_primitive_id"}
+    assert p.contract.draw_data.lift_text == "+".join([f"0.{k}" for k in range(16)] + ["1.0"])
 
 
 @pytest.mark.parametrize("target", ["d3d12", "vulkan"])

@@ -572,8 +572,8 @@ def widen_a_packed_index_format(s: Stream) -> Stream | None:
     code = BY_NAME["DrawIndexedX"].code
     for i in np.flatnonzero((s.op == code) & (s.args[:, 2] == 0)).tolist():
         j = int(np.flatnonzero(s.op[:i] == BY_NAME["SetPipelineState"].code)[-1])
-        c = s.decls[int(s.args[j, 0])].contract.get("x", {})
-        if int(c.get("vertex_bits", 0)) == 16 and "max_index" not in c and s.args[i, 1] % 4 == 0:
+        c = s.decls[int(s.args[j, 0])].contract.x
+        if c is not None and c.vertex_bits == 16 and c.max_index is None and s.args[i, 1] % 4 == 0:
             return with_arg(s, i, "format", 1)
     return None
 

@@ -427,9 +427,10 @@ def _x_slot(s: Stream) -> Iterator[Stream]:
             bound[int(s.args[i, 0])] = i
         if s.op[i] != _OP["DrawIndexedX"] or w.pipeline[i] is None:
             continue
-        x = w.pipeline[i].contract.get("x") or {}
-        k, perdraw = int(x.get("vertex_bits", 16)), int(x.get("perdraw", -1))
-        words = 2 + len([v for v in x.get("lift", "").split("+") if v])
+        x = w.pipeline[i].contract.x
+        k = x.vertex_bits if x is not None else 16
+        perdraw = x.perdraw if x is not None and x.perdraw is not None else -1
+        words = x.record_words if x is not None else 2
         if perdraw not in bound:
             continue
         b = bound[perdraw]

@@ -117,13 +117,13 @@ class _Oracle:
     def _draw(self, n: str, a: tuple, st: dict, decls) -> list[tuple]:
         p = decls[st["SetPipelineState"][0][0]]
         assert isinstance(p, Pipeline)
-        x = p.contract.get("x") if p.vertex_pulling else None
+        x = p.x_clause
         lift: list[tuple[int, int]] = []
         if x is not None:
-            for item in filter(None, x.get("lift", "").split("+")):
+            for item in filter(None, x.lift_text.split("+")):
                 q, _, w = item.partition(".")
                 lift.append((int(q), int(w or 0)))
-        perdraw = int(x["perdraw"]) if x is not None else -1
+        perdraw = x.perdraw if x is not None and x.perdraw is not None else -1
         rs = decls[p.root]
         params = p.params if p.params is not None else tuple(range(len(rs.params)))
         fixed = tuple(st.get(k) for k in ("SetPipelineState", "OMSetRenderTargets", "IASetPrimitiveTopology"))
@@ -168,7 +168,7 @@ class _Oracle:
             return [(fixed, root_state(), ("vertices", a[0], a[2]), 0, a[3] + i, ()) for i in range(a[1])]
         # DrawIndexedX under the x contract
         assert x is not None, "DrawIndexedX of a pipeline without an x contract"
-        k = int(x["vertex_bits"])
+        k = x.vertex_bits
         kind, bname, boff = st[("root", perdraw)]
         assert kind == "v"
         words = 2 + len(lift)
@@ -179,7 +179,7 @@ class _Oracle:
         rec = [int(data[j]) if j < data.size else 0 for j in range(at, at + words)]
         low = a[4] & ((1 << k) - 1)
         base = rec[0] - (1 << 32) if rec[0] >= 1 << 31 else rec[0]
-        bias = low if x.get("base", "none") == "vertex" else base + low
+        bias = low if x.base == "vertex" else base + low
         return [(fixed, root_state(), (a[0], a[1], a[2], a[3]), bias, rec[1], tuple(rec[2:]))]
 
 

@@ -292,7 +292,7 @@ def _normalise(s: Stream, i: int, cur: dict) -> dict:
         n = len(s.decls[pipe.root].params) if pipe.root else 0
         # params= (all by default) and, always, every per-draw clause's perdraw parameter (SPEC)
         reads = {*(range(n) if pipe.params is None else pipe.params),
-                 *(int(c["perdraw"]) for c in pipe.contract.values() if "perdraw" in c)}
+                 *pipe.contract.perdraw_params}
         pre = "croot" if compute else "root"
         seen -= {f"{pre}{k}" for k in range(16)}
         seen |= {f"{pre}{k}" for k in reads}
@@ -304,17 +304,17 @@ def _normalise(s: Stream, i: int, cur: dict) -> dict:
     if nm not in ("DrawIndexedInstanced", "DrawIndexedInstancedIndirect", "MultiDrawIndexedInstancedIndirect",
                   "MultiDrawIndexedInstancedIndirectAuto"):
         seen.discard("index_buffer")
-    if pipe is not None and not compute and ("draw_data" in pipe.contract or "instance_data" in pipe.contract) \
-            and not (nm == "DrawIndexedX" and "x" in pipe.contract and pipe.vertex_pulling):
+    if pipe is not None and not compute and pipe.contract.array is not None \
+            and not (nm == "DrawIndexedX" and pipe.x_clause is not None):
         # a draw reading its record from a buffer bound at the array clause's P does not
         # observe the slots the clause lifts entirely (docs/architecture.md)
-        c = pipe.contract.get("instance_data") or pipe.contract["draw_data"]
-        bound = cur[f"root{c['perdraw']}"]
+        c = pipe.contract.array
+        bound = cur[f"root{c.perdraw}"]
         if isinstance(bound, tuple) and (bound[0] in ("cbv", "srv") or (
                 bound[0] == "table" and s.decls[f"{bound[1]}[{bound[2]}]"].resource in s.decls
                 and s.decls[s.decls[f"{bound[1]}[{bound[2]}]"].resource].kind == "buffer")):
             rs = s.decls[pipe.root]
-            items = [t.partition(".") for t in c.get("lift", "").split("+") if t]
+            items = [t.partition(".") for t in c.lift_text.split("+") if t]
             for q, prm in enumerate(rs.params):
                 ks = {int(k or 0) for qq, _, k in items if int(qq) == q}
                 if (prm.kind == "constants" and ks >= set(range(prm.count))) or (prm.kind == "table" and 0 in ks):

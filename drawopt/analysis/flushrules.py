@@ -109,11 +109,15 @@ from drawopt.ir.decls import Buffer, Decls, Pipeline, RootSig, View
 from drawopt.ir.ops import (
     BARRIER_STATES,
     BY_NAME,
+    COL_MULTI_ARGS,
+    COL_PIPELINE,
     FLUSH_MODES,
     INDEXED_DRAW_OPS,
     INDIRECT_DRAW_OPS,
     PIPELINED_EVENTS,
     Cat,
+    Op,
+    shared_col,
 )
 from drawopt.ir.stream import Stream
 
@@ -159,6 +163,22 @@ _MULTI_PLAIN = np.array([BY_NAME["MultiDrawInstancedIndirect"].code,
 _PFP = FLUSH_MODES.index("DEFAULT_PFP")
 _DEFAULT = FLUSH_MODES.index("DEFAULT")
 _FRONTEND_STATES = (BARRIER_STATES.index("INDIRECT_ARGUMENT"), BARRIER_STATES.index("INDEX_BUFFER"))
+# argument columns (drawopt.ir.ops), looked up once
+_FLUSH_ARG = shared_col(("GpuSendPipelinedEvent", "event"), ("FlushGpuCacheRange", "mode"),
+                        ("FlushGpuCachesBottomOfPipe", "mode"))
+_AUTOFLUSH_ENABLE = Op.CSEnableAutomaticGpuFlush.col("enable")
+_IB_BUF = Op.IASetIndexBuffer.col("buffer")
+_DX_BUF = Op.DrawIndexedX.col("buffer")
+_IND_ARGS = shared_col(("DrawInstancedIndirect", "args_buffer"), ("DrawIndexedInstancedIndirect", "args_buffer"))
+_AUTO_ARGS, _AUTO_COUNT = (
+    shared_col(("MultiDrawInstancedIndirectAuto", a), ("MultiDrawIndexedInstancedIndirectAuto", a))
+    for a in ("args_buffer", "count_buffer"))
+_BARRIER_RES, _BARRIER_AFTER = Op.ResourceBarrier.col("resource"), Op.ResourceBarrier.col("after")
+_TABLE_INDEX, _TABLE_REF = (shared_col(("SetGraphicsRootDescriptorTable", a), ("SetComputeRootDescriptorTable", a))
+                            for a in ("index", "table"))
+_BOUND_BUF = shared_col(("SetGraphicsRootConstantBufferView", "buffer"),
+                        ("SetGraphicsRootShaderResourceView", "buffer"), ("IASetVertexBuffers", "buffer"))
+_COPY_RES = (Op.CopyBufferRegion.col("dst"), Op.CopyBufferRegion.col("src"))
 
 
 @dataclass(frozen=True)
@@ -221,7 +241,7 @@ def flush_effects(stream: Stream, cmds: np.ndarray) -> np.ndarray:
     [2, 3, -1, -1]
     """
     cmds = np.asarray(cmds, np.int64)
-    code, v = stream.op[cmds], stream.args[cmds, 0]
+    code, v = stream.op[cmds], stream.args[cmds, _FLUSH_ARG]
     out = np.full(cmds.size, -1, np.int8)
     if stream.header.context == "graphics":
         ev = code == _OP["GpuSendPipelinedEvent"]
@@ -334,7 +354,7 @@ def _resolve(decls: Decls, names: Iterable[str]) -> list[int]:
 
 def _pipe_at(stream: Stream) -> np.ndarray:
     pso = np.flatnonzero(stream.op == _OP["SetPipelineState"])
-    return forward_fill(len(stream), pso, stream.args[pso, 0])
+    return forward_fill(len(stream), pso, stream.args[pso, COL_PIPELINE])
 
 
 def _observer(sc: Scan, cmds: np.ndarray) -> np.ndarray:
@@ -385,7 +405,7 @@ def flush_access(stream: Stream, sc: Scan | None = None, writes: GpuWrites | Non
     # CSEnableAutomaticGpuFlush in force at each write: 1 on, 0 off, -1 unknown (after an Opaque command)
     en = np.flatnonzero(op == _OP["CSEnableAutomaticGpuFlush"])
     where = np.concatenate([en, opq])
-    vals = np.concatenate([args[en, 0], np.full(opq.size, -1, np.int64)])
+    vals = np.concatenate([args[en, _AUTOFLUSH_ENABLE], np.full(opq.size, -1, np.int64)])
     order = np.argsort(where, kind="stable")
     auto = forward_fill(n, where[order], vals[order], int(stream.header.auto_gpu_flush))[w_cmd]
     cs = w_stage == CS
@@ -403,7 +423,7 @@ def flush_access(stream: Stream, sc: Scan | None = None, writes: GpuWrites | Non
     # command makes it unknown: the state tracker says whether it is known, below)
     ia = np.flatnonzero(op == _OP["IASetIndexBuffer"])
     ib_events = np.concatenate([ia, np.flatnonzero(dx)])
-    ib_vals = np.concatenate([args[ia, 0], np.full(int(dx.sum()), -1, np.int64)])
+    ib_vals = np.concatenate([args[ia, _IB_BUF], np.full(int(dx.sum()), -1, np.int64)])
     order = np.argsort(ib_events, kind="stable")
     ib_at = forward_fill(n, ib_events[order], ib_vals[order])
 
@@ -414,16 +434,17 @@ def flush_access(stream: Stream, sc: Scan | None = None, writes: GpuWrites | Non
     # known (the state tracker's), not after an Opaque command; without one, every binding found is known
     ix_known = sc.setter[_observer(sc, ix), IB] >= 0 if opq.size else np.ones(ix.size, bool)
     x = np.flatnonzero(dx)
-    col = np.where(np.isin(op[single_multi], _MULTI_PLAIN), 1, 0)
+    col = np.where(np.isin(op[single_multi], _MULTI_PLAIN), COL_MULTI_ARGS, _IND_ARGS)
     r_cmd = np.concatenate([single_multi, a, a, ix, x]).astype(np.int64)
-    r_buf = np.concatenate([args[single_multi, col], args[a, 3], args[a, 0], ib_at[ix], args[x, 0]]).astype(np.int64)
+    r_buf = np.concatenate([args[single_multi, col], args[a, _AUTO_ARGS], args[a, _AUTO_COUNT], ib_at[ix],
+                            args[x, _DX_BUF]]).astype(np.int64)
     r_kind = np.concatenate([np.full(single_multi.size + a.size, READ_ARGS), np.full(a.size, READ_COUNT),
                              np.full(ix.size + x.size, READ_INDEX)]).astype(np.int8)
     r_certain = np.concatenate([np.ones(single_multi.size + 2 * a.size, bool), ix_known, np.ones(x.size, bool)])
     order = np.lexsort((r_kind, r_cmd))
 
-    bar = np.flatnonzero((op == _OP["ResourceBarrier"]) & np.isin(args[:, 2], _FRONTEND_STATES))
-    barriers = np.stack([bar, args[bar, 0]], axis=1) if bar.size else np.zeros((0, 2), np.int64)
+    bar = np.flatnonzero((op == _OP["ResourceBarrier"]) & np.isin(args[:, _BARRIER_AFTER], _FRONTEND_STATES))
+    barriers = np.stack([bar, args[bar, _BARRIER_RES]], axis=1) if bar.size else np.zeros((0, 2), np.int64)
     flush = np.flatnonzero(cats == int(Cat.FLUSH)) if n else np.zeros(0, np.int64)
     return FlushAccess(w_cmd, w_res, w_stage, gw.pipe, np.asarray(w_partial, bool), np.asarray(w_auto_unknown, bool),
                        np.asarray(w_certain, bool), is_buf[w_res],
@@ -461,17 +482,15 @@ def last_access(stream: Stream, resources: Iterable[int]) -> dict[int, int]:
         for r in want:
             bump(r, int(opq[-1]))
     # bound for the rest of the stream: root views, vertex buffers, targets
-    for name, cols in (("SetGraphicsRootConstantBufferView", (1,)), ("SetGraphicsRootShaderResourceView", (1,)),
-                       ("IASetVertexBuffers", (1,))):
+    for name in ("SetGraphicsRootConstantBufferView", "SetGraphicsRootShaderResourceView", "IASetVertexBuffers"):
         sel = np.flatnonzero(op == _OP[name])
-        for cidx in cols:
-            for r in np.unique(args[sel, cidx]).tolist():
-                bump(int(r), n)
+        for r in np.unique(args[sel, _BOUND_BUF]).tolist():
+            bump(int(r), n)
     for i in np.flatnonzero(op == _OP["OMSetRenderTargets"]).tolist():
         for r in stream.var(i).tolist():
             bump(int(r), n)
     cp = np.flatnonzero(op == _OP["CopyBufferRegion"])
-    for cidx in (0, 2):
+    for cidx in _COPY_RES:
         for c, r in zip(cp.tolist(), args[cp, cidx].tolist()):
             bump(int(r), c)
 
@@ -501,9 +520,9 @@ def last_access(stream: Stream, resources: Iterable[int]) -> dict[int, int]:
             prm = rs.params[k]
             if prm.kind != "table":
                 continue
-            at = sets[args[sets, 0] == k]
+            at = sets[args[sets, _TABLE_INDEX] == k]
             where = np.concatenate([at, heaps])
-            vals = np.concatenate([args[at, 1], np.full(heaps.size, -1, np.int64)])
+            vals = np.concatenate([args[at, _TABLE_REF], np.full(heaps.size, -1, np.int64)])
             o = np.argsort(where, kind="stable")
             tv = forward_fill(n, where[o], vals[o])[mine]
             uniq, inv = np.unique(tv, return_inverse=True)

@@ -79,7 +79,7 @@ from drawopt.analysis.access import declared_writes, heap_views, table_access
 from drawopt.analysis.state import RTS, StateTable, intern_rows
 from drawopt.errors import UsageError
 from drawopt.ir.decls import Buffer, Pipeline
-from drawopt.ir.ops import BARRIER_STATES, BY_CODE, BY_NAME, NARGS, Cat
+from drawopt.ir.ops import BARRIER_STATES, BY_CODE, BY_NAME, COL_PIPELINE, NARGS, Cat, Op, shared_col
 from drawopt.ir.stream import Stream, ragged_index
 
 EDGE_REASONS = ("raw", "war", "waw", "order", "flush", "barrier", "opaque", "state")
@@ -264,7 +264,7 @@ class _Builder:
             k = np.flatnonzero(kind)
             code = sl[k] - _SLOT_FROM_ARG0  # the base slot; the first argument picks the slot
             cap = np.where(code == _S_VB, 31, 15)
-            sl[k] = code + np.minimum(args[i[k], 0], cap)
+            sl[k] = code + np.minimum(args[i[k], _SLOT_ARG], cap)
         opq = np.flatnonzero(op == _OP["Opaque"])
         self.opq = opq
         # sorted by slot, then command: a stable sort by slot keeps the command order
@@ -275,7 +275,7 @@ class _Builder:
         extra: list[tuple[int, np.ndarray]] = []
         for name, base in (("SetGraphicsRootSignature", _S_RG), ("SetComputeRootSignature", _S_RC)):
             c = np.flatnonzero(op == _OP[name])
-            extra.append((base, c[_changed(args[c, 0], self.epoch(c))]))
+            extra.append((base, c[_changed(args[c, _ROOTSIG_ARG], self.epoch(c))]))
         c = np.flatnonzero(op == _OP["SetDescriptorHeaps"])
         hv = np.array([hash(tuple(sorted(s.var(int(x)).tolist()))) for x in c], np.int64)
         ch = c[_changed(hv, self.epoch(c))]
@@ -337,7 +337,7 @@ class _Builder:
         aop = s.op[acmd].astype(np.int64)
         self.act_seg, self.act_cmd, self.act_op = aseg, acmd, aop
         pset, rts = self._setters([_S_PSO, _S_RTS], acmd)
-        pso = np.where(pset >= 0, args[np.maximum(pset, 0), 0], -1)
+        pso = np.where(pset >= 0, args[np.maximum(pset, 0), COL_PIPELINE], -1)
         is_pipe = np.array([isinstance(d, Pipeline) for d in decls.items] + [False], bool)
         pso = np.where(is_pipe[pso], pso, -1)
         self.act_pso = pso
@@ -369,8 +369,8 @@ class _Builder:
         fl = np.flatnonzero(self.seg_kind == _K_FLUSH)
         br = np.flatnonzero(self.seg_kind == _K_BARRIER)
         bcmd = self.seg_cmd[br]
-        bres = np.array([self.rid(decls[int(args[c, 0])].name) for c in bcmd], np.int64)
-        bfe = br[np.isin(args[bcmd, 2], list(_FE_STATES))]
+        bres = np.array([self.rid(decls[int(args[c, _BARRIER_RES])].name) for c in bcmd], np.int64)
+        bfe = br[np.isin(args[bcmd, _BARRIER_AFTER], list(_FE_STATES))]
         # the actions' accesses, less those of resources nothing writes (reads alone order nothing:
         # they give no edge, and the write signatures of the nodes do not see them)
         written = np.zeros(len(self.res_names), bool)
@@ -406,7 +406,7 @@ class _Builder:
         if not c.size:
             return out
         o = s.op[c].astype(np.int64)
-        val = np.where(o == _OP["IASetIndexBuffer"], s.args[c, 0], s.args[c, 1])
+        val = np.where(o == _OP["IASetIndexBuffer"], s.args[c, _IB_BUF], s.args[c, _BINDING_ARG])
         val = np.where(_NO_BINDING_VALUE[o], -1, val)
         key = pack_columns([o, val])  # ordered as the pairs are
         out[c] = (np.unique(key[:, 0], return_inverse=True)[1].reshape(-1) if key.shape[1] == 1
@@ -489,8 +489,8 @@ class _Builder:
         eff[copy] = -1
         # copies
         c = np.flatnonzero(copy)
-        add(c, 0, 0, args[cmd[c], 0], 1)
-        add(c, 0, 1, args[cmd[c], 2], 0)
+        add(c, 0, 0, args[cmd[c], _COPY_DST], 1)
+        add(c, 0, 1, args[cmd[c], _COPY_SRC], 0)
         # draws: render and depth targets, per (pipeline, render-target command)
         d = np.flatnonzero(draw)
         rts = bind[_S_RTS][d]
@@ -526,11 +526,11 @@ class _Builder:
         m = draw & _IS_INDEXED_NATIVE[aop] & (ib >= 0)
         m[m] = op[ib[m]] == _OP["IASetIndexBuffer"]
         r = np.flatnonzero(m)
-        add(r, 1, 0, args[ib[r], 0], 0)
+        add(r, 1, 0, args[ib[r], _IB_BUF], 0)
         fe_rows |= m
         m = aop == _OP["DrawIndexedX"]
         r = np.flatnonzero(m)
-        add(r, 2, 0, args[cmd[r], 0], 0)
+        add(r, 2, 0, args[cmd[r], _DX_BUF], 0)
         fe_rows |= m
         for name in _INDIRECT:
             sp = BY_NAME[name]
@@ -545,7 +545,7 @@ class _Builder:
         for slot in self.vb_slots:
             b = bind[slot]
             r = np.flatnonzero(vb_rows & (b >= 0))
-            add(r, 6, slot, args[b[r], 1], 0)
+            add(r, 6, slot, args[b[r], _BINDING_ARG], 0)
         # draws and dispatches with a pipeline: declared reads and writes, then the root parameters
         # (drawopt.analysis.access's rule: declared writes, tables, root views)
         sel = np.flatnonzero(eff >= 0)
@@ -589,7 +589,7 @@ class _Builder:
                     bc = b[sel[w]]
                     if rp.kind == "table":
                         w, bc = w[_IS_TABLE_OP[op[bc]]], bc[_IS_TABLE_OP[op[bc]]]
-                        uh, hinv = np.unique(args[bc, 1], return_inverse=True)
+                        uh, hinv = np.unique(args[bc, _BINDING_ARG], return_inverse=True)
                         got = [self._table(rp, h) for h in uh.tolist()]
                         hinv = hinv.reshape(-1)
                         add_ragged(sel[w], hinv, [[(x, 0) for x in g[0]] for g in got], (8 << 10) + q)
@@ -597,7 +597,7 @@ class _Builder:
                                    fe=True, row_cls=row_oi[w])
                     elif rp.kind in ("cbv", "srv", "uav"):
                         ok = _IS_ROOT_VIEW_OP[op[bc]]
-                        w, buf = w[ok], args[bc[ok], 1]
+                        w, buf = w[ok], args[bc[ok], _BINDING_ARG]
                         if rp.kind == "uav":
                             add(sel[w], (9 << 10) + 1 + q, 0, buf, row_oi[w])
                             f = fe_read[buf]
@@ -1199,6 +1199,18 @@ _VARYING = frozenset({_OP[n] for n in ("CopyBufferRegion", "DrawIndexedX", *_IND
 _IS_BUFFER_ARG_OP = np.zeros(_CAT_TABLE.shape[0], bool)
 _IS_BUFFER_ARG_OP[sorted(_VARYING)] = True
 _FE_STATES = {BARRIER_STATES.index("INDIRECT_ARGUMENT"), BARRIER_STATES.index("INDEX_BUFFER")}
+# argument columns (drawopt.ir.ops), looked up once
+_SLOT_ARG = shared_col(("IASetVertexBuffers", "slot"), *((n, "index") for n in (*_ROOT_G, *_ROOT_C)))
+"""The argument that picks the slot of a ``_SLOT_FROM_ARG0`` command (a vertex-buffer slot, a root parameter)."""
+_ROOTSIG_ARG = shared_col(("SetGraphicsRootSignature", "rootsig"), ("SetComputeRootSignature", "rootsig"))
+_BINDING_ARG = shared_col(("IASetVertexBuffers", "buffer"), ("SetGraphicsRootDescriptorTable", "table"),
+                          ("SetComputeRootDescriptorTable", "table"), ("SetGraphicsRootConstantBufferView", "buffer"),
+                          ("SetGraphicsRootShaderResourceView", "buffer"))
+"""The value a vertex buffer, a table or a root view is bound to (its buffer, its heap reference)."""
+_IB_BUF = Op.IASetIndexBuffer.col("buffer")
+_DX_BUF = Op.DrawIndexedX.col("buffer")
+_COPY_DST, _COPY_SRC = Op.CopyBufferRegion.col("dst"), Op.CopyBufferRegion.col("src")
+_BARRIER_RES, _BARRIER_AFTER = Op.ResourceBarrier.col("resource"), Op.ResourceBarrier.col("after")
 
 
 # --------------------------------------------------------------------------- entry points

@@ -83,7 +83,7 @@ from drawopt.analysis.state import (
     StateTable,
     intern_rows,
 )
-from drawopt.ir.decls import Buffer, Pipeline, lift_items
+from drawopt.ir.decls import PERDRAW_CLAUSES, Buffer, Pipeline
 from drawopt.ir.ops import BY_NAME, COL_DRAW_COUNT, COL_INSTANCES, COL_PIPELINE, MAX_OPCODE, Cat, Op
 from drawopt.ir.stream import FLAG_NOMERGE, Stream
 
@@ -255,16 +255,13 @@ def _pipe_facts(stream: Stream) -> dict[str, np.ndarray]:
         if not isinstance(d, Pipeline):
             continue
         out["never_merge"][i] = d.never_merge
-        out["no_prim"][i] = "no_primitive_id" in d.contract
-        out["no_vid"][i] = "no_vertex_id" in d.contract
+        out["no_prim"][i] = d.contract.no_primitive_id
+        out["no_vid"][i] = d.contract.no_vertex_id
         out["layout"][i] = not d.vertex_pulling
-        out["x_ok"][i] = "x" in d.contract and d.vertex_pulling
-        out["inst_free"][i] = out["x_ok"][i] or "instance_data" in d.contract or "draw_data" in d.contract
+        out["x_ok"][i] = d.x_clause is not None
+        out["inst_free"][i] = out["x_ok"][i] or d.contract.array is not None
         out["compute"][i] = d.is_compute
     return out
-
-
-PERDRAW_CLAUSES = ("x", "instance_data", "draw_data")
 
 
 def perdraw_params(p: Pipeline | None, clauses: tuple[str, ...] = PERDRAW_CLAUSES) -> tuple[int, ...]:
@@ -276,16 +273,9 @@ def perdraw_params(p: Pipeline | None, clauses: tuple[str, ...] = PERDRAW_CLAUSE
     if p is None:
         return ()
     for clause in PERDRAW_CLAUSES:
-        if clause not in clauses:
-            continue
-        c = p.contract.get(clause)
-        if c is None or (clause == "x" and not p.vertex_pulling):
-            continue
-        out = [int(c["perdraw"])] if "perdraw" in c else []
-        # the parameter indices of the lift list (validated against the root signature at
-        # load, Decls.add -> decls.resolve_lift; the indices need only its syntax)
-        out += [q for q, _ in lift_items(c["lift"])] if "lift" in c else []
-        return tuple(sorted(set(out)))
+        c = p.contract.clause(clause) if clause in clauses else None
+        if c is not None and (clause != "x" or p.vertex_pulling):
+            return c.named_params
     return ()
 
 

@@ -89,7 +89,7 @@ import numpy as np
 
 from drawopt._accel import load_cext
 from drawopt.errors import InputError
-from drawopt.ir.decls import Buffer, Pipeline, RootSig, View, resolve_lift
+from drawopt.ir.decls import Buffer, Pipeline, RootSig, View
 from drawopt.ir.ops import (
     BY_CODE,
     GS_MODES,
@@ -1119,18 +1119,17 @@ def array_masks(decls) -> ArrayMasks | None:
     x_reads = np.zeros(p + 1, bool)
     words = np.zeros((p + 1, NROOT), np.uint64)
     for j, d in enumerate(pipes):
-        clause = d.array_clause
-        if clause is None or d.is_compute or d.root is None or d.root not in decls:
+        c = d.contract.array
+        if c is None or d.is_compute or d.root is None or d.root not in decls:
             continue
         rs = decls[d.root]
         if not isinstance(rs, RootSig):
             continue
-        c = d.contract[clause]
-        pd = int(c["perdraw"])  # an array clause names one (checked at load: Decls.add)
+        pd = c.perdraw  # an array clause names one (checked at load: Decls.add)
         if rs.params[pd].kind == "constants":
             continue
         items: dict[int, set[int]] = {}
-        for q, k in resolve_lift(c["lift"], rs, pd)[0] if "lift" in c else ():
+        for q, k in c.resolve(rs)[0]:
             items.setdefault(q, set()).add(k)
         reads = set(d.read_params(len(rs.params)))
         for q, ks in items.items():
@@ -1143,7 +1142,7 @@ def array_masks(decls) -> ArrayMasks | None:
                 words[j, q] = sum(1 << k for k in ks if k < rp.count)
         if lifted[j].any() or words[j].any():
             perdraw[j] = pd
-            x_reads[j] = "x" in d.contract and d.vertex_pulling
+            x_reads[j] = d.x_clause is not None
     return ArrayMasks(perdraw, lifted, x_reads, words) if (perdraw >= 0).any() else None
 
 

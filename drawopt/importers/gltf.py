@@ -329,10 +329,7 @@ class _Importer:
             blend = "alpha" if mat["alpha"] == "BLEND" else "opaque"
             depth = "less" if mat["alpha"] == "BLEND" else "less,write"
             contract = contract_for(instanced=bool(inst_attrs), pulled_attributes=npulled, **self.flags)
-            kw: dict[str, Any] = {}
-            if contract:
-                from drawopt.ir.decls import parse_contract
-                kw["contract"] = parse_contract(contract)
+            kw: dict[str, Any] = {"contract": contract} if contract else {}
             vs = "gltf_vs" + (".inst" if inst_attrs else "")
             if self.pulling:  # the shader decodes the formats the layout would name
                 vs, layout = "gltf_pull" + layout[4:], "none"

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 __all__ = [
     "Buffer", "Texture", "Target", "Depth", "Heap", "View", "RootParam", "RootSig",
-    "Pipeline", "Decl", "Decls", "parse_contract", "format_contract", "BLENDS",
+    "Pipeline", "Decl", "Decls", "Contract", "PerDrawClause", "parse_contract", "format_contract", "BLENDS",
     "DEPTH_FUNCS", "HEAP_TYPES", "VIEW_KINDS", "SHADER_STAGES", "PIPELINE_KEYS", "LIFT_VALUES", "resolve_lift",
-    "lift_items", "check_contract", "LiftError", "ContractError",
+    "lift_items", "check_contract", "LiftError", "ContractError", "CONTRACT_CLAUSES", "CONTRACT_FLAGS",
+    "PERDRAW_CLAUSES", "X_BASES",
 ]
 
 import re
 from dataclasses import MISSING, dataclass, field, fields
+from functools import cached_property
 from typing import Any, ClassVar, Union
 
 import numpy as np
@@ -228,19 +230,34 @@ def _int(text: str) -> int:
         raise ValueError(f"expected an integer, got {text!r}") from None
 
 
-Contract = dict[str, dict[str, str]]
-
 _CONTRACT_ITEM = re.compile(r"([a-z_][a-z0-9_]*)(?:\(([^()]*)\))?")
 
+CONTRACT_CLAUSES: dict[str, tuple[str, ...]] = {
+    "x": ("vertex_bits", "perdraw", "lift", "max_index", "base"),
+    "instance_data": ("perdraw", "lift"),
+    "draw_data": ("perdraw", "lift"),
+    "no_primitive_id": (),
+    "no_vertex_id": (),
+    "order_independent": (),
+    "never_merge": (),
+}
+"""Every contract clause and the keys it takes (docs/format.md, docs/architecture.md "Rewrite contracts")."""
+CONTRACT_REQUIRED = {"x": ("vertex_bits",), "instance_data": ("perdraw",), "draw_data": ("perdraw",)}
+PERDRAW_CLAUSES = ("x", "instance_data", "draw_data")
+"""The per-draw clauses, in the order their readers consult them."""
+CONTRACT_FLAGS = ("no_primitive_id", "no_vertex_id", "order_independent", "never_merge")
+"""The clauses without keys: each is a promise about the shaders (a :class:`Contract` flag)."""
+X_BASES = ("none", "vertex")
+"""Values of ``x(...,base=)``: the base vertex is in the record (``none``) or in IndexOffset."""
+_INT_KEYS = ("vertex_bits", "perdraw", "max_index")
 
-def parse_contract(text: str) -> Contract:
-    """Parse ``x(vertex_bits=16,perdraw=1),no_primitive_id`` into a dict.
 
-    Known clauses (see docs/format.md): ``x(vertex_bits=K[,perdraw=P][,lift=A+B]
-    [,max_index=M][,base=vertex|none])``, ``instance_data(perdraw=P[,lift=...])``,
-    ``no_primitive_id``, ``no_vertex_id``, ``order_independent``, ``never_merge``.
-    """
-    out: Contract = {}
+def _contract_syntax(text: str) -> dict[str, dict[str, str]]:
+    """The clauses of contract ``text`` as ``{clause: {key: value as written}}``, in the order
+    written; raises ``ValueError`` (the message says what is wrong, not where) on anything the
+    grammar of docs/format.md does not allow. ``lift=`` lists are checked later, against the
+    pipeline's root signature (:func:`check_contract`)."""
+    out: dict[str, dict[str, str]] = {}
     pos = 0
     text = text.strip()
     while pos < len(text):
@@ -260,15 +277,19 @@ def parse_contract(text: str) -> Contract:
                     raise ValueError(f"contract {name}: expected key=value, got {kv!r}")
                 if k not in CONTRACT_CLAUSES[name]:
                     raise ValueError(f"contract {name}: unknown key {k!r}")
+                if k in params:
+                    raise ValueError(f"contract {name}: key {k!r} given twice")
                 params[k] = v
         missing = [k for k in CONTRACT_REQUIRED.get(name, ()) if k not in params]
         if missing:
             raise ValueError(f"contract {name}: missing {', '.join(missing)}")
         for k, v in params.items():
-            if k in ("vertex_bits", "perdraw", "max_index") and not (v.isascii() and v.isdigit()):
+            if k in _INT_KEYS and not (v.isascii() and v.isdigit()):
                 raise ValueError(f"contract {name}: {k} must be an integer")
         if name == "x" and not (1 <= int(params["vertex_bits"]) <= 31):
             raise ValueError("contract x: vertex_bits must be 1..31")
+        if params.get("base", "none") not in X_BASES:
+            raise ValueError(f"contract {name}: base must be {' or '.join(X_BASES)}")
         out[name] = params
         pos = m.end()
         if pos < len(text):
@@ -278,24 +299,158 @@ def parse_contract(text: str) -> Contract:
     return out
 
 
+@dataclass(frozen=True)
+class PerDrawClause:
+    """One per-draw clause of a rewrite contract: ``x(...)``, ``instance_data(...)`` or
+    ``draw_data(...)`` (docs/architecture.md, "Rewrite contracts").
+
+    ``perdraw``: root parameter P of the per-draw array (None: not named; only ``x`` may omit
+    it). ``lift_text``: the ``lift=`` list as written (``""``: none); :attr:`lift` its items.
+    ``x`` only (None / the default on the array clauses): ``vertex_bits`` K, ``max_index`` M,
+    ``base`` (``"none"`` or ``"vertex"``).
+
+    >>> c = Contract("x(vertex_bits=16,perdraw=2,lift=0+1.3)").x
+    >>> c.vertex_bits, c.perdraw, c.lift, c.named_params, c.record_words
+    (16, 2, ((0, 0), (1, 3)), (0, 1, 2), 4)
+    """
+
+    name: str
+    perdraw: int | None = None
+    lift_text: str = ""
+    vertex_bits: int | None = None
+    max_index: int | None = None
+    base: str = "none"
+
+    @cached_property
+    def lift(self) -> tuple[tuple[int, int], ...]:
+        """The lift items ``(parameter, word)`` in record order (:func:`lift_items`; the list is
+        checked against the root signature when the pipeline is declared: :func:`check_contract`)."""
+        return lift_items(self.lift_text)
+
+    @property
+    def lift_params(self) -> tuple[int, ...]:
+        """The root parameters with at least one lift item (sorted)."""
+        return tuple(sorted({q for q, _ in self.lift}))
+
+    @property
+    def named_params(self) -> tuple[int, ...]:
+        """Every root parameter the clause names: ``perdraw`` and each lift item's (sorted)."""
+        return tuple(sorted({*self.lift_params, *(() if self.perdraw is None else (self.perdraw,))}))
+
+    @property
+    def record_words(self) -> int:
+        """32-bit words of one per-draw record: base vertex, start instance, one per lift item."""
+        return 2 + len(self.lift)
+
+    def resolve(self, rs: RootSig) -> tuple[tuple[tuple[int, int], ...], tuple[str, ...]]:
+        """The lift items against root signature ``rs`` and the root-parameter kind of each
+        (:func:`resolve_lift`; raises :class:`LiftError` where they do not fit)."""
+        return resolve_lift(self.lift_text, rs, -1 if self.perdraw is None else self.perdraw)
+
+
+@dataclass(frozen=True, repr=False)
+class Contract:
+    """A pipeline's rewrite contract: what its shaders promise (docs/format.md,
+    docs/architecture.md "Rewrite contracts"). The one parser and owner of the clauses.
+
+    Built from its text, which is parsed and checked once (``ValueError`` saying what is
+    wrong); :attr:`text` is then the printed form (the clauses and keys in the order written,
+    values as written). The per-draw clauses are :class:`PerDrawClause` fields (None: not
+    declared), the other clauses flags. The empty contract (``Contract()``, false) promises
+    nothing: no rewrite the shader could observe.
+
+    >>> c = Contract("x(vertex_bits=16,perdraw=3),draw_data(perdraw=2),no_primitive_id")
+    >>> c.x.vertex_bits, c.array.name, c.perdraw_params, c.no_primitive_id, c.never_merge
+    (16, 'draw_data', (3, 2), True, False)
+    >>> c.names
+    ('x', 'draw_data', 'no_primitive_id')
+    >>> str(c) == c.text == "x(vertex_bits=16,perdraw=3),draw_data(perdraw=2),no_primitive_id"
+    True
+    >>> bool(Contract()), Contract("order_independent,").text
+    (False, 'order_independent')
+    """
+
+    text: str = ""
+    names: tuple[str, ...] = field(init=False, default=())
+    """The clauses declared, in the order written."""
+    x: PerDrawClause | None = field(init=False, default=None)
+    instance_data: PerDrawClause | None = field(init=False, default=None)
+    draw_data: PerDrawClause | None = field(init=False, default=None)
+    no_primitive_id: bool = field(init=False, default=False)
+    no_vertex_id: bool = field(init=False, default=False)
+    order_independent: bool = field(init=False, default=False)
+    never_merge: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise TypeError(f"a contract is built from its text, not {type(self.text).__name__}")
+        syntax = _contract_syntax(self.text)
+        set_ = object.__setattr__
+        set_(self, "text", ",".join(
+            name + ("(" + ",".join(f"{k}={v}" for k, v in kv.items()) + ")" if kv else "")
+            for name, kv in syntax.items()))
+        set_(self, "names", tuple(syntax))
+        for name, kv in syntax.items():
+            if name in CONTRACT_FLAGS:
+                set_(self, name, True)
+                continue
+            ints = {k: int(kv[k]) for k in _INT_KEYS if k in kv}
+            set_(self, name, PerDrawClause(name, ints.get("perdraw"), kv.get("lift", ""), ints.get("vertex_bits"),
+                                           ints.get("max_index"), kv.get("base", "none")))
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"Contract({self.text!r})"
+
+    def __bool__(self) -> bool:
+        return bool(self.text)
+
+    @property
+    def clauses(self) -> tuple[PerDrawClause, ...]:
+        """The per-draw clauses declared, in :data:`PERDRAW_CLAUSES` order."""
+        return tuple(c for c in (self.x, self.instance_data, self.draw_data) if c is not None)
+
+    def clause(self, name: str) -> PerDrawClause | None:
+        """The per-draw clause called ``name`` (one of :data:`PERDRAW_CLAUSES`), or None."""
+        if name not in PERDRAW_CLAUSES:
+            raise KeyError(f"{name!r} is not a per-draw clause ({', '.join(PERDRAW_CLAUSES)})")
+        return getattr(self, name)
+
+    @property
+    def array(self) -> PerDrawClause | None:
+        """The *array clause*: the one non-``DrawIndexedX`` draws read their per-draw record
+        through -- ``instance_data``, else ``draw_data`` (synonyms; ``instance_data`` governs
+        where both are declared), or None. With an ``x`` clause too, ``DrawIndexedX`` calls read
+        theirs through ``x`` (docs/architecture.md, "Rewrite contracts")."""
+        return self.instance_data if self.instance_data is not None else self.draw_data
+
+    @property
+    def perdraw_params(self) -> tuple[int, ...]:
+        """The ``perdraw`` root parameter of each per-draw clause that names one, in
+        :data:`PERDRAW_CLAUSES` order, without repeats."""
+        return tuple(dict.fromkeys(c.perdraw for c in self.clauses if c.perdraw is not None))
+
+
+def parse_contract(text: str) -> Contract:
+    """Parse ``x(vertex_bits=16,perdraw=1),no_primitive_id`` into a :class:`Contract`.
+
+    Known clauses (see docs/format.md): ``x(vertex_bits=K[,perdraw=P][,lift=A+B]
+    [,max_index=M][,base=vertex|none])``, ``instance_data(perdraw=P[,lift=...])``,
+    ``draw_data(perdraw=P[,lift=...])``, ``no_primitive_id``, ``no_vertex_id``,
+    ``order_independent``, ``never_merge``.
+
+    >>> parse_contract("no_vertex_id,x(vertex_bits=20)").x.vertex_bits
+    20
+    """
+    return Contract(text)
+
+
 def format_contract(c: Contract) -> str:
-    """Inverse of :func:`parse_contract` (canonical order: as stored)."""
-    parts = []
-    for name, params in c.items():
-        parts.append(name + ("(" + ",".join(f"{k}={v}" for k, v in params.items()) + ")" if params else ""))
-    return ",".join(parts)
+    """Inverse of :func:`parse_contract`: the contract's printed form (:attr:`Contract.text`)."""
+    return c.text
 
-
-CONTRACT_CLAUSES: dict[str, tuple[str, ...]] = {
-    "x": ("vertex_bits", "perdraw", "lift", "max_index", "base"),
-    "instance_data": ("perdraw", "lift"),
-    "draw_data": ("perdraw", "lift"),
-    "no_primitive_id": (),
-    "no_vertex_id": (),
-    "order_independent": (),
-    "never_merge": (),
-}
-CONTRACT_REQUIRED = {"x": ("vertex_bits",), "instance_data": ("perdraw",), "draw_data": ("perdraw",)}
 
 LIFT_VALUES = {"table": 1, "cbv": 2, "srv": 2}
 """Values a lift item ``P.k`` may name per root-parameter kind (root constants: their count):
@@ -404,22 +559,18 @@ def check_contract(p: Pipeline, rs: RootSig | None) -> None:
     declares ``x(vertex_bits=16,perdraw=1)`` on a root-constants parameter, so such a
     contract loads, and the passes that would use it decline it (pack-x and mdi need a
     root SRV or CBV there)."""
-    for clause in ("x", "instance_data", "draw_data"):
-        c = p.contract.get(clause)
-        if c is None:
-            continue
-        where = f"pipeline '{p.name}': contract {clause}"
-        pd = int(c["perdraw"]) if "perdraw" in c else -1
-        if pd >= 0 and (rs is None or pd >= len(rs.params)):
-            raise ContractError(f"{where}: perdraw={pd} is not a root parameter"
-                                + ("" if rs is not None else " (the pipeline has no root=)"), clause, "perdraw")
-        if "lift" in c:
+    for c in p.contract.clauses:
+        where = f"pipeline '{p.name}': contract {c.name}"
+        if c.perdraw is not None and (rs is None or c.perdraw >= len(rs.params)):
+            raise ContractError(f"{where}: perdraw={c.perdraw} is not a root parameter"
+                                + ("" if rs is not None else " (the pipeline has no root=)"), c.name, "perdraw")
+        if c.lift_text:
             if rs is None:
-                raise ContractError(f"{where}: lift= needs root= (lift items name root parameters)", clause, "lift")
+                raise ContractError(f"{where}: lift= needs root= (lift items name root parameters)", c.name, "lift")
             try:
-                resolve_lift(c["lift"], rs, pd)
+                c.resolve(rs)
             except LiftError as e:
-                raise ContractError(f"{where}: {e}", clause, "lift", e.index) from None
+                raise ContractError(f"{where}: {e}", c.name, "lift", e.index) from None
 
 
 PIPELINE_KEYS = (
@@ -462,7 +613,7 @@ class Pipeline:
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
     uav_stage: str | None = None
-    contract: Contract = field(default_factory=dict)
+    contract: Contract = field(default_factory=Contract)
     gs_maxverts: int = 0
     gs_vertsize: int = 0
     gs_instances: int = 1
@@ -489,7 +640,9 @@ class Pipeline:
         if self.uav_stage not in SHADER_STAGES or not getattr(self, self.uav_stage):
             raise ValueError(f"pipeline '{self.name}': uav_stage must name one of its stages")
         if isinstance(self.contract, str):
-            self.contract = parse_contract(self.contract)
+            self.contract = Contract(self.contract)
+        elif not isinstance(self.contract, Contract):
+            raise TypeError(f"pipeline '{self.name}': contract must be a Contract or its text")
         for k in ("gs_maxverts", "gs_vertsize", "gs_invertsize"):
             if not (0 <= getattr(self, k) <= 1 << 20):
                 raise ValueError(f"pipeline '{self.name}': {k} out of range")
@@ -520,28 +673,40 @@ class Pipeline:
 
     @property
     def order_independent(self) -> bool:
-        return "order_independent" in self.contract
+        return self.contract.order_independent
 
     @property
     def never_merge(self) -> bool:
-        return "never_merge" in self.contract
+        return self.contract.never_merge
 
     @property
     def x_vertex_bits(self) -> int | None:
         """K of the DrawIndexedX draw-id contract, or None if the pipeline has none."""
-        x = self.contract.get("x")
-        return int(x["vertex_bits"]) if x is not None else None
+        return self.contract.x.vertex_bits if self.contract.x is not None else None
+
+    @property
+    def x_clause(self) -> PerDrawClause | None:
+        """The ``x`` clause where ``DrawIndexedX`` calls read their record through it: the
+        pipeline declares one and pulls its vertices (docs/architecture.md, "Rewrite
+        contracts"); else None.
+
+        >>> Pipeline("p", vs="v", contract="x(vertex_bits=16)").x_clause.vertex_bits
+        16
+        >>> Pipeline("p", vs="v", layout="pos", contract="x(vertex_bits=16)").x_clause is None
+        True
+        """
+        return self.contract.x if self.vertex_pulling else None
 
     @property
     def perdraw_params(self) -> tuple[int, ...]:
         """The ``perdraw`` root parameter of each per-draw clause (``x``, ``instance_data``,
-        ``draw_data``) that names one, in that order, without repeats.
+        ``draw_data``) that names one, in that order, without repeats
+        (:attr:`Contract.perdraw_params`).
 
         >>> Pipeline("p", vs="v", contract="x(vertex_bits=16,perdraw=3),draw_data(perdraw=2)").perdraw_params
         (3, 2)
         """
-        return tuple(dict.fromkeys(int(c["perdraw"]) for n, c in self.contract.items()
-                                   if n in ("x", "instance_data", "draw_data") and "perdraw" in c))
+        return self.contract.perdraw_params
 
     def read_params(self, nparams: int) -> tuple[int, ...]:
         """The root parameters this pipeline's draws (or dispatches) observe, given that its
@@ -579,12 +744,10 @@ class Pipeline:
 
     @property
     def array_clause(self) -> str | None:
-        """The clause non-``DrawIndexedX`` draws read their per-draw record through:
-        ``instance_data`` or ``draw_data`` (the first in that order), or None.
-
-        With an ``x`` clause too, ``DrawIndexedX`` calls read theirs through ``x``
-        (docs/architecture.md, "Rewrite contracts")."""
-        return next((c for c in ("instance_data", "draw_data") if c in self.contract), None)
+        """The name of the array clause (:attr:`Contract.array`): ``instance_data``,
+        ``draw_data`` or None."""
+        c = self.contract.array
+        return c.name if c is not None else None
 
 
 Decl = Union[Buffer, Texture, Target, Depth, Heap, View, RootSig, Pipeline]

@@ -681,8 +681,7 @@ class Frame:
         if got is not None:
             return got
         lifts = self._lifts(p)
-        excluded = {int(c["perdraw"]) for n, c in p.contract.items()
-                    if "perdraw" in c and n in ("x", "instance_data", "draw_data")}
+        excluded = set(p.contract.perdraw_params)
         rs = self.s.decls[p.root] if p.root is not None else None
         nparams = len(rs.params) if rs is not None else 0
         readable = p.read_params(nparams)
@@ -827,7 +826,7 @@ class Frame:
         slot0_inst = _layout_slot0_instance(p.layout)
         # with an array clause the pipeline's only instance-rate input is the per-draw id stream,
         # i.e. the record index (docs/architecture.md): instance-rate slots are not fetched
-        idstream = p.array_clause is not None
+        idstream = p.contract.array is not None
         for slot in (0, 1):
             b = self.vb.get(slot)
             on = b is not None and not (idstream and (slot == 1 or slot0_inst))
@@ -856,13 +855,13 @@ class Frame:
         h, lifted = self._state_hash(p)
         self._uniform(pr, "u_state", h)
         self._uniform(pr, "u_indexed", int(indexed))
-        ac = p.array_clause
-        array_param = int(p.contract[ac]["perdraw"]) if ac is not None else None
+        ac = p.contract.array
+        array_param = ac.perdraw if ac is not None else None
         use_array = 0
         if mode == "x":
-            x = p.contract.get("x")
-            if x is not None and "perdraw" in x:
-                self._bind_perdraw(pr, int(x["perdraw"]))
+            x = p.contract.x
+            if x is not None and x.perdraw is not None:
+                self._bind_perdraw(pr, x.perdraw)
             elif x is not None:
                 self.warnings["x contract without perdraw= (records read as zeros)"] += 1
                 self._bind_zero(pr)

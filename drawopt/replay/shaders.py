@@ -94,10 +94,10 @@ def lift_layout(p: Pipeline) -> tuple[list[tuple[int, int]], dict[str, list[tupl
     reads through lifts comes from its record, any other from the root arguments
     (docs/architecture.md, "Rewrite contracts"). Raises ValueError on a bad item."""
     own: dict[str, list[tuple[int, int]]] = {}
-    for clause in ("x", p.array_clause):
-        c = p.contract.get(clause) if clause else None
-        if c is not None and (clause != "x" or p.vertex_pulling or p.array_clause is None):
-            own[clause] = lift_sources(c.get("lift", ""))
+    x, ac = p.contract.x, p.contract.array
+    for c in (x if p.vertex_pulling or ac is None else None, ac):
+        if c is not None:
+            own[c.name] = lift_sources(c.lift_text)
     union = list(dict.fromkeys(it for items in own.values() for it in items))
     if len(union) > LIFT_MAX:
         raise ValueError(f"at most {LIFT_MAX} lifted values")
@@ -106,14 +106,14 @@ def lift_layout(p: Pipeline) -> tuple[list[tuple[int, int]], dict[str, list[tupl
 
 def _contract_consts(p: Pipeline) -> dict[str, int]:
     out: dict[str, int] = {}
-    x = p.contract.get("x")
+    x = p.contract.x
     if x is not None:
-        out["XK"] = int(x["vertex_bits"])
-        out["XSTRIDE"] = 2 + (len(lift_items(x["lift"])) if "lift" in x else 0)
-        out["XBASE_IN_OFFSET"] = int(x.get("base", "none") == "vertex")
-    ac = p.array_clause
+        out["XK"] = x.vertex_bits
+        out["XSTRIDE"] = x.record_words
+        out["XBASE_IN_OFFSET"] = int(x.base == "vertex")
+    ac = p.contract.array
     if ac is not None:
-        out["ASTRIDE"] = 2 + (len(lift_items(p.contract[ac]["lift"])) if "lift" in p.contract[ac] else 0)
+        out["ASTRIDE"] = ac.record_words
     return out
 
 
@@ -125,8 +125,9 @@ def _maps(p: Pipeline, nlift: int) -> list[str]:
     except ValueError:
         union, own = [], {}
     out = []
-    for name, clause in (("XMAP", "x"), ("AMAP", p.array_clause)):
-        items = own.get(clause or "", []) if clause else []
+    ac = p.contract.array
+    for name, clause in (("XMAP", "x"), ("AMAP", ac.name if ac is not None else None)):
+        items = own.get(clause, []) if clause else []
         vals = [items.index(it) if it in items else -1 for it in union][:nlift]
         vals += [-1] * (max(nlift, 1) - len(vals))
         out.append(f"const int {name}[NLIFT] = int[NLIFT]({', '.join(str(v) for v in vals)});")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from drawopt.ir.decls import Decls, Pipeline, RootSig, resolve_lift
+from drawopt.ir.decls import Decls, Pipeline, RootSig
 from drawopt.verify._hash import hash_cols
 
 NEVER = -1
@@ -188,28 +188,23 @@ def pipe_info(p: Pipeline, decls: Decls, canon: Canon) -> PipeInfo:
     params: tuple[tuple[int, str, int], ...] = ()   # no root signature: no root arguments read
     if isinstance(rs, RootSig):
         # params= plus every contract clause's perdraw parameter (SPEC: observed by the pipeline's
-        # draws); the declaration's own reading of its fields, as resolve_lift below
+        # draws); the declaration's own reading of its fields, as the lift lists below
         idx = p.read_params(len(rs.params))
         params = tuple((i, rs.params[i].kind, rs.params[i].count) for i in idx)
     clauses: list[Clause] = []
-    for clause in ("x", "instance_data", "draw_data"):
-        c = p.contract.get(clause)
+    # x where it applies (vertex pulling), then the array clause (instance_data governs draw_data)
+    for c in (p.x_clause, p.contract.array):
         if c is None:
             continue
-        if clause == "x" and not p.vertex_pulling:
-            continue
-        if clause != "x" and any(cl.name != "x" for cl in clauses):
-            continue  # instance_data and draw_data together: the first one governs
-        pd = int(c["perdraw"]) if "perdraw" in c else -1
+        pd = -1 if c.perdraw is None else c.perdraw
         lift: tuple[tuple[int, int, str], ...] = ()
-        if "lift" in c and isinstance(rs, RootSig):
-            # The verifier stays independent of the passes, but not of the input format: lift
-            # lists are read by the format's one resolver (decls.resolve_lift), which already
-            # accepted this list when the stream was loaded (Decls.add).
-            items, kinds = resolve_lift(c["lift"], rs, pd)
+        if isinstance(rs, RootSig):
+            # The verifier stays independent of the passes, but not of the input format: the
+            # contract is the IR's (decls.Contract), whose lift lists its one resolver reads
+            # (decls.resolve_lift); it accepted this list when the stream was loaded (Decls.add).
+            items, kinds = c.resolve(rs)
             lift = tuple((q, k, kind) for (q, k), kind in zip(items, kinds))
-        clauses.append(Clause(clause, pd, lift,
-                              int(c.get("vertex_bits", 0)), int(c.get("max_index", 0)), c.get("base", "none")))
+        clauses.append(Clause(c.name, pd, lift, c.vertex_bits or 0, c.max_index or 0, c.base))
     prim = clauses[0] if clauses else Clause("", 0, ())
     contract = prim.name or None
     lift_all = tuple(dict.fromkeys(it for cl in clauses for it in cl.lift))
@@ -218,7 +213,7 @@ def pipe_info(p: Pipeline, decls: Decls, canon: Canon) -> PipeInfo:
         name=p.name, cid=canon.id(p.name), compute=p.is_compute, layout_none=p.vertex_pulling,
         layout=p.layout, blend=p.blend, depth_test=p.depth_test, depth_write=p.depth_write,
         depth_func=d[0], oi=p.order_independent, never_merge=p.never_merge,
-        no_prim_id="no_primitive_id" in p.contract, no_vertex_id="no_vertex_id" in p.contract,
+        no_prim_id=p.contract.no_primitive_id, no_vertex_id=p.contract.no_vertex_id,
         has_gs=p.gs is not None, contract=contract,
         k_bits=prim.k_bits, perdraw=prim.perdraw, lift=prim.lift, max_index=prim.max_index,
         base=prim.base, x_ok=contract == "x", params=params,
