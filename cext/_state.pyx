@@ -16,7 +16,10 @@ observers; twin ``Scan._rows_py``), ``intern_observers`` (those rows plus the ep
 column, interned without building the full matrix; twin ``_intern_observers_py``),
 ``diff_observers`` (those rows compared with reference rows through value maps; twin
 ``_diff_observers_py``)
-and ``observed_setters`` (which setters observers read; twin ``_observed_setters_py``).
+``observed_setters`` (which setters observers read; twin ``_observed_setters_py``),
+``const_writes`` (the word writes of root-constants commands; twin ``_const_writes``'s numpy
+lines) and ``chain_values`` (the values a merge slot's chains leave, interned as the walk
+goes; twin: ``fill_chains`` rows interned, in ``_resolve``).
 
 Kernel codes (one per command, see ``drawopt.analysis.state``): 0 none, 1 set a slot,
 2 SetDescriptorHeaps, 3 SetGraphicsRootSignature, 4 SetComputeRootSignature,
@@ -31,7 +34,7 @@ cimport cython
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 __all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers", "diff_observers",
-           "observed_setters"]
+           "observed_setters", "const_writes", "chain_values"]
 
 cdef enum:
     K_NONE = 0
@@ -662,3 +665,124 @@ def observed_setters(setter, readbits, partbits, int64_t rootbits, Py_ssize_t n)
                 rr >>= 1
                 s += 1
     return observed, full, reset_obs, reset_slot
+
+
+# ---------------------------------------------------------------------- merge-slot chains
+def const_writes(cmds, args, var_off, var_len, pool):
+    """The word writes of root-constants commands ``cmds`` (one slot, in stream order):
+    ``(owner int64[W], col int64[W], wv int64[W], width)``, or None when some command's
+    ``count`` (``args[c, 1]``) is not its number of values (``var_len[c]``).
+
+    ``owner[k]`` is the position in ``cmds`` of write ``k``, ``col[k]`` its word
+    (``dest + j``, ``dest = args[c, 2]``), ``wv[k]`` the value (``pool[var_off[c] + j]``);
+    ``width`` is ``max(dest + count)`` (at least 1). Identical to the numpy lines of
+    ``drawopt.analysis.state.scan`` it replaces.
+    """
+    cdef const int64_t[::1] c = np.ascontiguousarray(cmds, dtype=np.int64)
+    cdef const int64_t[:, ::1] a = np.ascontiguousarray(args, dtype=np.int64)
+    cdef const int64_t[::1] off = np.ascontiguousarray(var_off, dtype=np.int64)
+    cdef const int32_t[::1] ln = np.ascontiguousarray(var_len, dtype=np.int32)
+    cdef const int64_t[::1] pl = np.ascontiguousarray(pool, dtype=np.int64)
+    cdef Py_ssize_t m = c.shape[0], n = a.shape[0], i, j, k = 0, total = 0
+    cdef int64_t ci, cnt, dest, width = 1, o
+    if a.shape[1] < 3 or off.shape[0] != n or ln.shape[0] != n:
+        raise ValueError("args needs 3 columns; var_off and var_len one entry per command")
+    for i in range(m):
+        ci = c[i]
+        if ci < 0 or ci >= n:
+            raise IndexError(f"command {ci} out of range")
+        cnt = a[ci, 1]
+        if cnt != ln[ci]:
+            return None
+        dest = a[ci, 2]
+        if cnt < 0 or dest < 0 or off[ci] < 0 or off[ci] + cnt > pl.shape[0]:
+            raise ValueError(f"command {ci}: bad count, dest or values")
+        total += cnt
+        if dest + cnt > width:
+            width = dest + cnt
+    owner = np.empty(total, dtype=np.int64)
+    col = np.empty(total, dtype=np.int64)
+    wv = np.empty(total, dtype=np.int64)
+    cdef int64_t[::1] ow = owner
+    cdef int64_t[::1] cl = col
+    cdef int64_t[::1] v = wv
+    with nogil:
+        for i in range(m):
+            ci = c[i]
+            cnt = a[ci, 1]
+            dest = a[ci, 2]
+            o = off[ci]
+            for j in range(cnt):
+                ow[k] = i
+                cl[k] = dest + j
+                v[k] = pl[o + j]
+                k += 1
+    return owner, col, wv, int(width)
+
+
+def chain_values(start, init, owner, col, wv, Py_ssize_t width):
+    """Intern the value every command of a merge slot's chains leaves: ``(ids int64[m],
+    rows int64[U, width + 1])``, ids in order of first appearance.
+
+    The value after command ``r`` is the row of words ``fill_chains`` gives for it plus
+    one column: 1 when its chain started from an unknown value (``init`` of the chain's
+    first command is -3), else 0. ``rows[u]`` is id ``u``'s row. The words are kept as the
+    walk goes (no ``m x width`` matrix). Identical to ``intern_rows`` of those rows
+    (``fill_chains`` beside the flag column).
+    """
+    cdef const uint8_t[::1] st = np.ascontiguousarray(start, dtype=np.uint8)
+    cdef const int64_t[::1] ini = np.ascontiguousarray(init, dtype=np.int64)
+    cdef const int64_t[::1] ow = np.ascontiguousarray(owner, dtype=np.int64)
+    cdef const int64_t[::1] cl = np.ascontiguousarray(col, dtype=np.int64)
+    cdef const int64_t[::1] v = np.ascontiguousarray(wv, dtype=np.int64)
+    cdef Py_ssize_t m = st.shape[0], nw = ow.shape[0], r, j, k = 0, w = width + 1, nu = 0
+    if ini.shape[0] != m or cl.shape[0] != nw or v.shape[0] != nw or width < 1:
+        raise ValueError("start/init and owner/col/wv must have matching lengths, width >= 1")
+    for k in range(nw):
+        if ow[k] < 0 or ow[k] >= m or (k and ow[k] < ow[k - 1]) or cl[k] < 0 or cl[k] >= width:
+            raise ValueError("owner must be non-decreasing in 0..m-1 and col in 0..width-1")
+    ids = np.empty(m, dtype=np.int64)
+    rows = np.empty((m, w), dtype=np.int64)  # pages past the distinct rows are never touched
+    cdef int64_t[::1] idv = ids
+    cdef int64_t[:, ::1] rv = rows
+    cdef uint64_t[::1] hv = np.empty(m, dtype=np.uint64)
+    cdef int32_t[::1] tv = np.full(_table_size(m), -1, dtype=np.int32)
+    cdef int64_t[::1] cur = np.full(w, -1, dtype=np.int64)
+    cdef uint64_t h, b, mask = <uint64_t>(tv.shape[0] - 1)
+    cdef int32_t u
+    cdef bint eq
+    k = 0
+    with nogil:
+        for r in range(m):
+            if st[r] or r == 0:  # (the first command starts a chain whatever ``start`` says)
+                for j in range(width):
+                    cur[j] = ini[r]
+                cur[width] = 1 if ini[r] == -3 else 0
+            while k < nw and ow[k] == r:
+                cur[cl[k]] = v[k]
+                k += 1
+            h = _row_hash(&cur[0], w)
+            b = h & mask
+            while True:
+                u = tv[b]
+                if u < 0:
+                    break
+                if hv[u] == h:
+                    eq = True
+                    for j in range(w):
+                        if rv[u, j] != cur[j]:
+                            eq = False
+                            break
+                    if eq:
+                        break
+                b = (b + 1) & mask
+            if u >= 0:
+                idv[r] = u
+                continue
+            tv[b] = <int32_t>nu
+            hv[nu] = h
+            for j in range(w):
+                rv[nu, j] = cur[j]
+            idv[r] = nu
+            nu += 1
+    return ids, rows[:nu]

@@ -4,7 +4,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers", "diff_observers",
-           "observed_setters"]
+           "observed_setters", "const_writes", "chain_values"]
 
 def scan(
     code: npt.ArrayLike,
@@ -92,4 +92,27 @@ def observed_setters(
     n: int,
 ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """``(observed[n], full[n], reset_obs[R], reset_slot[R])``; see ``_observed_setters_py``."""
+    ...
+
+def const_writes(
+    cmds: npt.ArrayLike,
+    args: npt.ArrayLike,
+    var_off: npt.ArrayLike,
+    var_len: npt.ArrayLike,
+    pool: npt.ArrayLike,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], int] | None:
+    """``(owner[W], col[W], wv[W], width)`` of root-constants commands ``cmds`` (None: a count is
+    not the number of values); see ``drawopt.analysis.state._const_writes``."""
+    ...
+
+def chain_values(
+    start: npt.ArrayLike,
+    init: npt.ArrayLike,
+    owner: npt.ArrayLike,
+    col: npt.ArrayLike,
+    wv: npt.ArrayLike,
+    width: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(ids[m], rows[U, width + 1])``: the value each command of a merge slot's chains leaves
+    (its words and the unknown flag), interned in first-appearance order."""
     ...

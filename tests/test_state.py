@@ -872,6 +872,37 @@ def test_intern_rows_kernel_matches_pure_twin():
 
 
 @pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")
+def test_chain_kernels_match_pure_twins():
+    """``const_writes`` and ``chain_values`` (the compiled scan's merge-slot chains) give what
+    the numpy lines of the scan give: the same writes, and the rows of ``fill_chains`` plus
+    the unknown flag, interned in first-appearance order."""
+    from drawopt import _state
+    from drawopt.analysis.state import _const_writes, _intern_rows_py, scan
+    from drawopt.gen import generate
+    for kind in ("frame", "gpu-driven", "bundle"):
+        s = generate(kind, 800, seed=2)
+        sc = scan(s, pure=True)
+        for k, ch in sc.chains.items():
+            if SLOTS[k] != "vertex_buffers":
+                got, want = _const_writes(s, ch.cmds, False), _const_writes(s, ch.cmds, True)
+                assert all(np.array_equal(x, y) for x, y in zip(got[:3], want[:3])) and got[3] == want[3]
+            filled = ch.matrices()[2]
+            seg = np.maximum.accumulate(np.where(ch.start, np.arange(ch.start.shape[0]), 0))
+            rows = np.concatenate([filled, (ch.init[seg] == -3)[:, None].astype(np.int64)], axis=1)
+            ids, first = _intern_rows_py(rows)
+            fa, urows = _state.chain_values(ch.start, ch.init, ch.owner, ch.col, ch.wv, ch.width)
+            assert np.array_equal(fa, ids) and np.array_equal(urows, rows[first])
+    # a count that is not the number of values: no kernel result (the numpy lines decide)
+    s = big_stream(3)
+    c = np.flatnonzero(s.op == BY_NAME["SetGraphicsRoot32BitConstants"].code)
+    bad = s.var_len.copy()
+    bad[c[0]] = 3
+    assert _state.const_writes(c, s.args, s.var_off, bad, s.pool) is None
+    with pytest.raises(ValueError):
+        _state.chain_values([1, 0], [-1, -1], [1, 0], [0, 0], [5, 6], 1)
+
+
+@pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")
 def test_kernels_reject_out_of_range_input():
     from drawopt import _state
     st_ = np.full((2, 3), 9, np.int64)  # setters past cval

@@ -1037,13 +1037,8 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
         if cc.size:
             for sl in np.unique(slot[cc]):
                 c = cc[slot[cc] == sl]
-                cnt = a[c, 1]
-                dest = a[c, 2]
-                lens = cnt.astype(np.int64)
-                owner = np.repeat(np.arange(c.size), lens)
-                col = np.repeat(dest, lens) + (np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens))
-                wv = s.pool[ragged_index(s.var_off[c], s.var_len[c])]
-                ch = _make_chains(int(sl), c, prev, owner, col, wv, int((dest + cnt).max()), pure)
+                owner, col, wv, width = _const_writes(s, c, pure)
+                ch = _make_chains(int(sl), c, prev, owner, col, wv, width, pure)
                 chains[int(sl)] = ch
                 _resolve(ch, cval, values, _decode_constants)
 
@@ -1169,6 +1164,24 @@ def _decode_constants(row: np.ndarray) -> tuple:
     return ("constants", tuple(w), UNKNOWN_DESC) if unknown_rest else ("constants", tuple(w))
 
 
+def _const_writes(s: Stream, c: np.ndarray, pure: bool | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """``(owner, col, wv, width)`` of the root-constants commands ``c`` of one slot (see
+    :class:`_Chains`); ``drawopt._state.const_writes`` when built."""
+    mod = load_cext("_state", pure)
+    if mod is not None:
+        got = mod.const_writes(c, s.args, s.var_off, s.var_len, s.pool)
+        if got is not None:
+            return got
+    a = s.args
+    cnt = a[c, 1]
+    dest = a[c, 2]
+    lens = cnt.astype(np.int64)
+    owner = np.repeat(np.arange(c.size), lens)
+    col = np.repeat(dest, lens) + (np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens))
+    wv = s.pool[ragged_index(s.var_off[c], s.var_len[c])]
+    return owner, col, wv, int((dest + cnt).max())
+
+
 def _make_chains(sl: int, cmds: np.ndarray, prev: np.ndarray, owner: np.ndarray, col: np.ndarray,
                  wv: np.ndarray, width: int, pure: bool | None = None) -> _Chains:
     p = prev[cmds]
@@ -1185,12 +1198,23 @@ def _resolve(ch: _Chains, cval: np.ndarray, values: _Values,
     update of an unknown value) are distinct values, listed in ``values.partial``.
 
     Returns the first value id of the new block and its rows (the words, then the
-    unknown flag): row ``j`` is value ``base + j``."""
-    filled = ch.filled()
-    rows = np.arange(filled.shape[0], dtype=np.int64)
-    seg_start = np.maximum.accumulate(np.where(ch.start, rows, 0))
-    from_unknown = (ch.init[seg_start] == UNKNOWN).astype(np.int64)
-    ids, uniq = _intern_values(np.concatenate([filled, from_unknown[:, None]], axis=1))
+    unknown flag): row ``j`` is value ``base + j``.
+
+    The compiled path interns the rows as it walks the chains (``drawopt._state.chain_values``,
+    no matrix of every command's words) and numbers the distinct rows as
+    :func:`_intern_values` numbers them all (it depends only on the set of distinct rows
+    and, past its radix range, on their order of first appearance, which is kept)."""
+    mod = load_cext("_state", ch.pure)
+    if mod is not None and ch.cmds.shape[0]:
+        fa, rows_fa = mod.chain_values(ch.start, ch.init, ch.owner, ch.col, ch.wv, ch.width)
+        uid, uniq = _intern_values(rows_fa)
+        ids = uid[fa]
+    else:
+        filled = ch.filled()
+        rows = np.arange(filled.shape[0], dtype=np.int64)
+        seg_start = np.maximum.accumulate(np.where(ch.start, rows, 0))
+        from_unknown = (ch.init[seg_start] == UNKNOWN).astype(np.int64)
+        ids, uniq = _intern_values(np.concatenate([filled, from_unknown[:, None]], axis=1))
     base = values.add(uniq.shape[0], lambda j: decode(uniq[j]))
     cval[ch.cmds] = base + ids
     values.partial.extend((base + np.flatnonzero(uniq[:, -1])).tolist())
