@@ -18,8 +18,9 @@ column, interned without building the full matrix; twin ``_intern_observers_py``
 ``_diff_observers_py``)
 ``observed_setters`` (which setters observers read; twin ``_observed_setters_py``),
 ``const_writes`` (the word writes of root-constants commands; twin ``_const_writes``'s numpy
-lines) and ``chain_values`` (the values a merge slot's chains leave, interned as the walk
-goes; twin: ``fill_chains`` rows interned, in ``_resolve``).
+lines), ``chain_values`` (the values a merge slot's chains leave, interned as the walk
+goes; twin: ``fill_chains`` rows interned, in ``_resolve``) and ``command_values`` (kernel
+code, slot and interned value key of every command, one pass; twin ``_command_values_py``).
 
 Kernel codes (one per command, see ``drawopt.analysis.state``): 0 none, 1 set a slot,
 2 SetDescriptorHeaps, 3 SetGraphicsRootSignature, 4 SetComputeRootSignature,
@@ -31,10 +32,10 @@ and one ``unknown`` bitmask (bit s: slot s is unknown after an Opaque).
 import numpy as np
 
 cimport cython
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t
 
 __all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers", "diff_observers",
-           "observed_setters", "const_writes", "chain_values"]
+           "observed_setters", "const_writes", "chain_values", "command_values"]
 
 cdef enum:
     K_NONE = 0
@@ -786,3 +787,171 @@ def chain_values(start, init, owner, col, wv, Py_ssize_t width):
             idv[r] = nu
             nu += 1
     return ids, rows[:nu]
+
+
+# ---------------------------------------------------------------------- per-command facts
+cdef enum:
+    R_ARGS = 0    # key: args[c, c0:c0 + w]
+    R_HEAPS = 1   # key: two columns, each heap of the list in the column of its type
+    R_RTS = 2     # key: the listed targets, then -1 up to 9 columns
+    R_GS = 3      # key: args[c, 0:5], all zero when args[c, 0] == 0 (null)
+    KEYW = 9      # the widest key
+
+
+def command_values(op, args, var_off, var_len, pool, heap_type, optab, Py_ssize_t gs_block):
+    """Per command: kernel code, slot, descriptor-table flag and the interned key of the value
+    it sets; one pass over the stream (``drawopt.analysis.state._command_values_py`` is the
+    pure twin, the numpy code the scan used before).
+
+    Parameters
+    ----------
+    op : uint16[N]
+    args, var_off, var_len, pool :
+        The stream's columns (``var_len`` int32).
+    heap_type : int64[n_decls]
+        0 CBV_SRV_UAV heap, 1 SAMPLER heap, -1 not a heap.
+    optab : int64[n_opcodes, 8]
+        Per opcode: ``(kernel code, fixed slot or -1, root slot base or -1, value block or -1,
+        key recipe, first argument column, key width, sets a descriptor table)``.
+    gs_block : int
+        The block of GSSetParameters: its all-zero key (the driver default) is interned first.
+
+    Returns
+    -------
+    None when a root parameter index is 16 or more (the caller raises the input error), else
+    ``(kcode int64[N], slot int64[N], is_table uint8[N], gid int64[N], ublock int64[U],
+    ukeys int64[U, 9])``: ``gid[c]`` the id of command ``c``'s key (-1: sets no value), ids
+    in order of first appearance over all blocks, ``ublock``/``ukeys`` each id's block and
+    key (zero past the block's width).
+    """
+    cdef const uint16_t[::1] o = np.ascontiguousarray(op, dtype=np.uint16)
+    cdef const int64_t[:, ::1] a = np.ascontiguousarray(args, dtype=np.int64)
+    cdef const int64_t[::1] off = np.ascontiguousarray(var_off, dtype=np.int64)
+    cdef const int32_t[::1] ln = np.ascontiguousarray(var_len, dtype=np.int32)
+    cdef const int64_t[::1] pl = np.ascontiguousarray(pool, dtype=np.int64)
+    cdef const int64_t[::1] ht = np.ascontiguousarray(heap_type, dtype=np.int64)
+    cdef const int64_t[:, ::1] tab = np.ascontiguousarray(optab, dtype=np.int64)
+    cdef Py_ssize_t n = o.shape[0], nop = tab.shape[0], na = a.shape[1], i, j, nkey = 1, nu = 0, w
+    cdef int64_t c, blk, rcp, c0, ri, v, hcol
+    if a.shape[0] != n or off.shape[0] != n or ln.shape[0] != n or tab.shape[1] != 8:
+        raise ValueError("op, args, var_off, var_len disagree, or optab is not n_opcodes x 8")
+    for i in range(nop):
+        if tab[i, 3] >= 0 and (tab[i, 6] < 1 or tab[i, 6] > KEYW or (tab[i, 4] == R_ARGS and tab[i, 5] + tab[i, 6] > na)
+                               or (tab[i, 4] == R_GS and na < 5)):
+            raise ValueError(f"optab row {i}: bad key recipe")
+    for i in range(n):
+        if o[i] >= nop:
+            raise IndexError(f"command {i}: opcode {o[i]} out of range")
+        if tab[o[i], 3] >= 0:
+            nkey += 1
+        if tab[o[i], 2] >= 0 and a[i, 0] >= 16:
+            return None
+    kcode = np.empty(n, dtype=np.int64)
+    slot = np.empty(n, dtype=np.int64)
+    is_table = np.empty(n, dtype=np.uint8)
+    gid = np.empty(n, dtype=np.int64)
+    ublock = np.empty(nkey, dtype=np.int64)
+    ukeys = np.zeros((nkey, KEYW), dtype=np.int64)
+    cdef int64_t[::1] kc = kcode
+    cdef int64_t[::1] sl = slot
+    cdef uint8_t[::1] it = is_table
+    cdef int64_t[::1] g = gid
+    cdef int64_t[::1] ub = ublock
+    cdef int64_t[:, ::1] uk = ukeys
+    cdef uint64_t[::1] hv = np.empty(nkey, dtype=np.uint64)
+    cdef int32_t[::1] tv = np.full(_table_size(nkey), -1, dtype=np.int32)
+    cdef int64_t key[KEYW + 1]
+    cdef uint64_t h, b, mask = <uint64_t>(tv.shape[0] - 1)
+    cdef int32_t u
+    cdef bint eq, bad = False
+    cdef Py_ssize_t first = -1  # (the GS default key before command 0)
+    with nogil:
+        i = first
+        while i < n:
+            if i < 0:
+                if gs_block < 0:
+                    i += 1
+                    continue
+                blk = gs_block
+                w = 5
+                for j in range(w + 1):
+                    key[j] = 0
+                key[0] = blk
+            else:
+                c = o[i]
+                kc[i] = tab[c, 0]
+                it[i] = <uint8_t>tab[c, 7]
+                if tab[c, 2] >= 0:
+                    sl[i] = tab[c, 2] + a[i, 0]
+                else:
+                    sl[i] = tab[c, 1]
+                blk = tab[c, 3]
+                if blk < 0:
+                    g[i] = -1
+                    i += 1
+                    continue
+                rcp = tab[c, 4]
+                c0 = tab[c, 5]
+                w = tab[c, 6]
+                key[0] = blk
+                if rcp == R_ARGS:
+                    for j in range(w):
+                        key[1 + j] = a[i, c0 + j]
+                elif rcp == R_GS:
+                    for j in range(w):
+                        key[1 + j] = a[i, j] if a[i, 0] != 0 else 0
+                else:
+                    for j in range(w):
+                        key[1 + j] = -1
+                    if off[i] < 0 or off[i] + ln[i] > pl.shape[0]:
+                        bad = True
+                        break
+                    for j in range(ln[i]):
+                        v = pl[off[i] + j]
+                        if rcp == R_HEAPS:
+                            if v < 0 or v >= ht.shape[0]:
+                                bad = True
+                                break
+                            hcol = ht[v]
+                            if hcol < 0:
+                                hcol += 2  # (the numpy twin indexes column -1: the last)
+                            if hcol < 0 or hcol >= w:
+                                bad = True
+                                break
+                            key[1 + hcol] = v
+                        else:
+                            if j >= w:
+                                bad = True
+                                break
+                            key[1 + j] = v
+                    if bad:
+                        break
+            h = _row_hash(&key[0], w + 1)
+            b = h & mask
+            while True:
+                u = tv[b]
+                if u < 0:
+                    break
+                if hv[u] == h and ub[u] == key[0]:
+                    eq = True
+                    for j in range(w):
+                        if uk[u, j] != key[1 + j]:
+                            eq = False
+                            break
+                    if eq:
+                        break
+                b = (b + 1) & mask
+            if u < 0:
+                u = <int32_t>nu
+                tv[b] = u
+                hv[nu] = h
+                ub[nu] = key[0]
+                for j in range(w):
+                    uk[nu, j] = key[1 + j]
+                nu += 1
+            if i >= 0:
+                g[i] = u
+            i += 1
+    if bad:
+        raise IndexError(f"command {i}: a heap or render-target list out of range")
+    return kcode, slot, is_table, gid, ublock[:nu], ukeys[:nu]

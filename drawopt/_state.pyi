@@ -4,7 +4,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers", "diff_observers",
-           "observed_setters", "const_writes", "chain_values"]
+           "observed_setters", "const_writes", "chain_values", "command_values"]
 
 def scan(
     code: npt.ArrayLike,
@@ -115,4 +115,19 @@ def chain_values(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """``(ids[m], rows[U, width + 1])``: the value each command of a merge slot's chains leaves
     (its words and the unknown flag), interned in first-appearance order."""
+    ...
+
+def command_values(
+    op: npt.ArrayLike,
+    args: npt.ArrayLike,
+    var_off: npt.ArrayLike,
+    var_len: npt.ArrayLike,
+    pool: npt.ArrayLike,
+    heap_type: npt.ArrayLike,
+    optab: npt.ArrayLike,
+    gs_block: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8], npt.NDArray[np.int64],
+           npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+    """``(kcode[N], slot[N], is_table[N], gid[N], ublock[U], ukeys[U, 9])`` (None: a root parameter
+    index out of range); see ``drawopt.analysis.state._command_values_py``."""
     ...

@@ -660,8 +660,10 @@ def test_root_index_out_of_range_is_an_input_error():
     b.SetGraphicsRootDescriptorTable(16, "h0[0]", line=7)
     with pytest.raises(StreamCheckError, match="root parameter index must be below 16"):
         b.build()
-    with pytest.raises(InputError, match="root parameter index 16"):
-        track(b.build(check=False))
+    for pure in (True, False) if HAS_CEXT else (True,):
+        with pytest.raises(InputError, match="root parameter index 16") as e:
+            track(b.build(check=False), pure=pure)
+        assert e.value.loc.line == 7
 
 
 def test_empty_streams():
@@ -900,6 +902,28 @@ def test_chain_kernels_match_pure_twins():
     assert _state.const_writes(c, s.args, s.var_off, bad, s.pool) is None
     with pytest.raises(ValueError):
         _state.chain_values([1, 0], [-1, -1], [1, 0], [0, 0], [5, 6], 1)
+
+
+def _generated(kind: str) -> Stream:
+    from drawopt.gen import generate
+    return generate(kind, 700, seed=5)
+
+
+@pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")
+@pytest.mark.parametrize("make", [_hand_a, _hand_b, lambda: big_stream(300),
+                                  *(lambda k=k: _generated(k) for k in ("frame", "quads", "gpu-driven", "bundle"))])
+def test_command_values_kernel_matches_pure_twin(make):
+    """``command_values`` (slot, kernel code, table flag and the interned value key of every
+    command) equals its numpy twin, array for array."""
+    from drawopt import _state
+    from drawopt.analysis.state import _GS_BLOCK, _OPTAB, _command_values_py
+    s = make()
+    ht = np.array([(0 if getattr(d, "type", "") == "CBV_SRV_UAV" else 1) if d.kind == "heap" else -1
+                   for d in s.decls.items] or [-1], np.int64)
+    got = _state.command_values(s.op, s.args, s.var_off, s.var_len, s.pool, ht, _OPTAB, _GS_BLOCK)
+    want = _command_values_py(s, ht)
+    for x, y in zip(got, want):
+        assert x.dtype == y.dtype and np.array_equal(x, y)
 
 
 @pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")

@@ -65,11 +65,13 @@ The **state id** interns that row (ids in first-appearance order); the **pack
 class** interns it with the index buffer masked too (consecutive DrawIndexedX
 may change only the index buffer and format).
 
-Implementation: values are interned per command with numpy; one linear scan
+Implementation: one pass over the commands gives each its slot and the key of the
+value it sets (:data:`_BLOCKS`; Cython ``drawopt._state.command_values``, pure twin
+:func:`_command_values_py`), keys are numbered per block; one linear scan
 (Cython kernel :mod:`drawopt._state`, pure-Python twin :func:`_scan_py`) gives,
 for every observer (draw, dispatch, opaque command), the command that last set
 each slot (a re-set of the same value is the setter too); partial updates are
-resolved afterwards, vectorised per slot.
+resolved afterwards per slot (``const_writes``, ``chain_values``).
 """
 
 from __future__ import annotations
@@ -282,12 +284,16 @@ def _intern_rows_py(mat: np.ndarray, hashes: np.ndarray | None = None,
     return rank[inv], first[order].astype(np.int64)
 
 
-def _intern_values(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _intern_values(keys: np.ndarray, pure: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Ids for the distinct rows of ``keys`` (any order; used for value ids, where only
     distinctness matters): ``(ids, unique_rows)``.
 
     Rows whose columns fit a mixed-radix int64 are combined into one key, and small
-    key ranges are compacted with a lookup table instead of a sort.
+    key ranges are compacted with a lookup table instead of a sort: the ids are then the
+    rank of each row in lexicographic order, a function of the set of distinct rows only;
+    past that range they are interned in order of first appearance. The compiled path
+    interns the rows first (``drawopt._state.intern_rows``, first-appearance order) and
+    numbers only the distinct rows (:func:`_number_distinct`), which gives the same ids.
     """
     keys = np.asarray(keys, np.int64)
     if keys.ndim == 1:
@@ -295,19 +301,16 @@ def _intern_values(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     m = keys.shape[0]
     if m == 0:
         return np.zeros(0, np.int64), keys[:0]
-    lo = keys.min(axis=0)
-    span = [int(b) - int(a) + 1 for a, b in zip(lo.tolist(), keys.max(axis=0).tolist())]  # Python ints: no wrap
-    total = 1
-    for x in span:
-        total *= x
+    mod = load_cext("_state", pure)
+    if mod is not None:
+        fa, first = mod.intern_rows(keys)
+        rank, uniq = _number_distinct(np.take(keys, first, axis=0))
+        return rank[fa], uniq
+    lo, span, total = _radix(keys)
     if total >= 1 << 62:
-        ids, first = intern_rows(keys)
+        ids, first = intern_rows(keys, pure=pure)
         return ids, np.take(keys, first, axis=0)
-    comb = np.zeros(m, np.int64)
-    mult = 1
-    for j in range(keys.shape[1] - 1, -1, -1):
-        comb += (keys[:, j] - lo[j]) * mult
-        mult *= span[j]
+    comb = _combine(keys, lo, span)
     if total <= max(4 * m, 1 << 16):
         present = np.zeros(total, bool)
         present[comb] = True
@@ -316,15 +319,50 @@ def _intern_values(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         first = np.empty(int(present.sum()), np.int64)
         first[ids] = np.arange(m)
     else:
-        first, ids = _sorted_ids(comb)
+        first, ids = _sorted_ids(comb, pure)
     return ids.astype(np.int64, copy=False), np.take(keys, first, axis=0)
 
 
-def _sorted_ids(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _radix(keys: np.ndarray) -> tuple[np.ndarray, list[int], int]:
+    """``(lo, span, total)``: per column the smallest value and the number of values from it
+    to the largest, and the product of the spans (Python ints: no wrap)."""
+    lo = keys.min(axis=0)
+    span = [int(b) - int(a) + 1 for a, b in zip(lo.tolist(), keys.max(axis=0).tolist())]
+    total = 1
+    for x in span:
+        total *= x
+    return lo, span, total
+
+
+def _combine(keys: np.ndarray, lo: np.ndarray, span: list[int]) -> np.ndarray:
+    """Each row as one mixed-radix int64 (lexicographic order kept)."""
+    comb = np.zeros(keys.shape[0], np.int64)
+    mult = 1
+    for j in range(keys.shape[1] - 1, -1, -1):
+        comb += (keys[:, j] - lo[j]) * mult
+        mult *= span[j]
+    return comb
+
+
+def _number_distinct(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_intern_values` of distinct rows given in order of first appearance:
+    ``(rank of each row, the rows in id order)``, without interning them again."""
+    if rows.shape[0] == 0:
+        return np.zeros(0, np.int64), rows
+    lo, span, total = _radix(rows)
+    if total >= 1 << 62:
+        return np.arange(rows.shape[0], dtype=np.int64), rows
+    order = np.argsort(_combine(rows, lo, span), kind="stable")
+    rank = np.empty(order.shape[0], np.int64)
+    rank[order] = np.arange(order.shape[0])
+    return rank, np.take(rows, order, axis=0)
+
+
+def _sorted_ids(col: np.ndarray, pure: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(col, return_index=True, return_inverse=True)[1:]`` (ids in sorted value
     order, first occurrences), found by interning (:func:`intern_rows`) and sorting only
     the distinct values."""
-    fid, first = intern_rows(col)
+    fid, first = intern_rows(col, pure=pure)
     order = np.argsort(col[first], kind="stable")
     rank = np.empty(order.shape[0], np.int64)
     rank[order] = np.arange(order.shape[0])
@@ -895,6 +933,152 @@ def _names(decls) -> list[str]:
     return [d.name for d in decls.items]
 
 
+# The value blocks: every command of one opcode (a row here) sets a value whose identity is
+# its key, read by a recipe; blocks get value ids in this order, and within a block the ids
+# follow :func:`_intern_values`. Row: (opcode name, recipe, first argument column, key width,
+# block only if the stream has such a command, decoder factory: names -> key row -> value).
+_R_ARGS, _R_HEAPS, _R_RTS, _R_GS = range(4)
+_KEYW = 9
+
+
+def _decode_gs(r: np.ndarray) -> tuple:
+    return ("null",) if r[0] == 0 else (GS_MODES[int(r[0])], *(int(x) for x in r[1:]))
+
+
+def _name_of(names: list[str]) -> Callable[[np.ndarray], Any]:
+    return lambda r: names[int(r[0])]
+
+
+_BLOCKS: tuple[tuple[str, int, int, int, bool, Callable[[list[str]], Callable[[np.ndarray], Any]]], ...] = (
+    ("SetPipelineState", _R_ARGS, 0, 1, False, _name_of),
+    ("SetGraphicsRootSignature", _R_ARGS, 0, 1, False, _name_of),
+    ("SetComputeRootSignature", _R_ARGS, 0, 1, False, _name_of),
+    ("SetDescriptorHeaps", _R_HEAPS, 0, 2, True, lambda nm: lambda r: tuple(nm[int(h)] for h in r if h >= 0)),
+    ("IASetPrimitiveTopology", _R_ARGS, 0, 1, False, lambda nm: lambda r: TOPOLOGIES[int(r[0])]),
+    ("OMSetRenderTargets", _R_RTS, 0, _KEYW, True, lambda nm: lambda r: tuple(nm[int(t)] for t in r if t >= 0)),
+    ("RSSetViewports", _R_ARGS, 0, 6, False, lambda nm: lambda r: tuple(int(x) for x in r)),
+    ("RSSetScissorRects", _R_ARGS, 0, 4, False, lambda nm: lambda r: tuple(int(x) for x in r)),
+    ("OMSetBlendFactor", _R_ARGS, 0, 4, False, lambda nm: lambda r: tuple(int(x) for x in r)),
+    ("OMSetStencilRef", _R_ARGS, 0, 1, False, lambda nm: lambda r: int(r[0])),
+    # null (field 0 zero) is the driver default whatever the other fields say; its key is
+    # interned before every command (the value of gs_params at the start)
+    ("GSSetParameters", _R_GS, 0, 5, False, lambda nm: _decode_gs),
+    ("IASetIndexBuffer", _R_ARGS, 0, 3, False,
+     lambda nm: lambda r: (nm[int(r[0])], INDEX_FORMATS[int(r[1])], int(r[2]))),
+    ("SetGraphicsRootDescriptorTable", _R_ARGS, 1, 1, False,
+     lambda nm: lambda r: ("table", nm[int(r[0]) >> 32], int(r[0]) & 0xFFFFFFFF)),
+    ("SetComputeRootDescriptorTable", _R_ARGS, 1, 1, False,
+     lambda nm: lambda r: ("table", nm[int(r[0]) >> 32], int(r[0]) & 0xFFFFFFFF)),
+    ("SetGraphicsRootConstantBufferView", _R_ARGS, 1, 2, False, lambda nm: lambda r: ("cbv", nm[int(r[0])], int(r[1]))),
+    ("SetGraphicsRootShaderResourceView", _R_ARGS, 1, 2, False, lambda nm: lambda r: ("srv", nm[int(r[0])], int(r[1]))),
+)
+_GS_BLOCK = [b[0] for b in _BLOCKS].index("GSSetParameters")
+_ROOT_BASE = np.full(MAX_OPCODE + 1, -1, np.int64)
+_ROOT_BASE[[_OP[nm] for nm in _GFX_ROOT_OPS]] = ROOT0
+_ROOT_BASE[[_OP[nm] for nm in _CMP_ROOT_OPS]] = CROOT0
+_OPTAB = np.zeros((MAX_OPCODE + 1, 8), np.int64)
+"""Per opcode, as ``drawopt._state.command_values`` reads it: kernel code, fixed slot, root slot
+base, value block, key recipe, first key column, key width, sets a descriptor table."""
+_OPTAB[:, 0] = _KCODE
+_OPTAB[:, 1] = _FIXED_SLOT
+_OPTAB[:, 2] = _ROOT_BASE
+_OPTAB[:, 3] = -1
+for _b, (_nm, _rcp, _c0, _w, _, _) in enumerate(_BLOCKS):
+    _OPTAB[_OP[_nm], 3:7] = (_b, _rcp, _c0, _w)
+_OPTAB[list(_TABLE_OPS), 7] = 1
+
+
+def _command_values(s: Stream, heap_type: np.ndarray, pure: bool | None) -> tuple[np.ndarray, ...] | None:
+    """``(kcode, slot, is_table, gid, ublock, ukeys)`` of every command (see
+    ``drawopt._state.command_values``), None if a root parameter index is out of range."""
+    mod = load_cext("_state", pure)
+    if mod is not None:
+        return mod.command_values(s.op, s.args, s.var_off, s.var_len, s.pool, heap_type, _OPTAB, _GS_BLOCK)
+    return _command_values_py(s, heap_type)
+
+
+def _command_values_py(s: Stream, heap_type: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """Pure-numpy twin of ``drawopt._state.command_values``: the keys of every block built per
+    opcode, then interned together in command order (the GS default's key first)."""
+    n = len(s)
+    op = s.op
+    tab = _OPTAB[op] if n else np.zeros((0, 8), np.int64)
+    a = s.args
+    root = np.flatnonzero(tab[:, 2] >= 0)
+    if (a[root, 0] >= NROOT).any():
+        return None
+    kcode = tab[:, 0].copy()
+    slot = np.where(tab[:, 2] >= 0, tab[:, 2] + a[:, 0], tab[:, 1]) if n else np.zeros(0, np.int64)
+    is_table = tab[:, 7].astype(np.uint8)
+    blk = tab[:, 3]
+    keyed = np.flatnonzero(blk >= 0)
+    keys = np.zeros((keyed.shape[0] + 1, 1 + _KEYW), np.int64)  # row 0: the GS default
+    keys[0, 0] = _GS_BLOCK
+    row_of = np.zeros(n, np.int64)
+    row_of[keyed] = np.arange(1, keyed.shape[0] + 1)
+    for b, (nm, rcp, c0, w, _, _) in enumerate(_BLOCKS):
+        idx = np.flatnonzero(op == _OP[nm])
+        if not idx.size:
+            continue
+        r = row_of[idx]
+        keys[r, 0] = b
+        if rcp == _R_ARGS:
+            keys[r, 1:1 + w] = a[idx, c0:c0 + w]
+        elif rcp == _R_GS:
+            k = a[idx, :5].copy()
+            k[k[:, 0] == 0] = 0
+            keys[r, 1:1 + w] = k
+        else:
+            lens = s.var_len[idx].astype(np.int64)
+            vals = s.pool[ragged_index(s.var_off[idx], lens)]
+            owner = np.repeat(r, lens)
+            keys[r, 1:1 + w] = -1
+            if rcp == _R_HEAPS:
+                keys[owner, 1 + heap_type[vals] % 2] = vals  # (heap_type -1, not a heap: the last column)
+            else:
+                pos = np.arange(vals.size) - np.repeat(np.cumsum(lens) - lens, lens)
+                if (pos >= w).any():
+                    raise IndexError("more than 9 render targets")
+                keys[owner, 1 + pos] = vals
+    ids, first = _intern_rows_py(keys)
+    gid = np.full(n, -1, np.int64)
+    gid[keyed] = ids[1:]
+    return kcode, slot, is_table, gid, keys[first, 0], keys[first, 1:]
+
+
+def _number_values(values: _Values, names: list[str], gid: np.ndarray, ublock: np.ndarray,
+                   ukeys: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(cval, gs_null)``: the value id of every command's key, a block of :data:`_BLOCKS` at a
+    time (each registered in ``values`` with its decoder), and that of the GS default."""
+    lut = np.empty(ublock.shape[0] + 1, np.int64)
+    lut[-1] = -1  # gid -1: no value
+    gs_null = -1
+    for b, (_, _, _, w, only_present, dec) in enumerate(_BLOCKS):
+        sel = np.flatnonzero(ublock == b)
+        if only_present and not sel.size:
+            continue
+        rank, uniq = _number_distinct(ukeys[sel, :w])
+        decode = dec(names)
+        base = values.add(uniq.shape[0], lambda j, u=uniq, d=decode: d(u[j]))
+        lut[sel] = base + rank
+        if b == _GS_BLOCK:
+            gs_null = base + int(rank[0])
+    return lut[gid], gs_null
+
+
+def _raise_bad_root_index(s: Stream) -> None:
+    """Raise the input error for the first root parameter index out of range (0..15), by
+    opcode (graphics, then compute) and then position."""
+    for nm in (*_GFX_ROOT_OPS, *_CMP_ROOT_OPS):
+        idx = np.flatnonzero(s.op == _OP[nm])
+        bad = s.args[idx, 0] >= NROOT
+        if bad.any():
+            i = int(idx[np.argmax(bad)])
+            raise InputError(f"{nm}: root parameter index {int(s.args[i, 0])} is out of range (0..{NROOT - 1})",
+                             "<stream>", int(s.line[i]), 1)
+    raise AssertionError("no root parameter index out of range")  # pragma: no cover
+
+
 def scan(stream: Stream, pure: bool | None = None) -> Scan:
     """Run the linear state scan over ``stream`` (see :class:`Scan`).
 
@@ -905,105 +1089,27 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
     """
     s = stream
     n = len(s)
-    op = s.op.astype(np.int64)
+    op = s.op
     decls = s.decls
     names = _names(decls)
-    kcode = _KCODE[op] if n else np.zeros(0, np.int64)
-    if s.header.kind == "bundle":  # a bundle's first heaps are the caller's: that set changes no table
-        first = np.flatnonzero(kcode == K_HEAPS)[:1]
-        kcode = kcode.copy()
-        kcode[first] = K_SET
-    slot = _FIXED_SLOT[op].copy() if n else np.zeros(0, np.int64)
-    cval = np.full(n, -1, np.int64)
     values = _Values()
-    is_table = np.zeros(n, np.uint8)
     heap_type = np.array([(0 if getattr(d, "type", "") == "CBV_SRV_UAV" else 1) if d.kind == "heap" else -1
                           for d in decls.items] or [-1], dtype=np.int64)
 
-    groups: dict[int, np.ndarray] = {}
-    if n:
-        order = np.argsort(s.op, kind="stable")  # (a radix sort on the 16-bit opcodes)
-        sop = s.op[order]
-        bounds = np.flatnonzero(sop[1:] != sop[:-1]) + 1
-        for part in np.split(order, bounds):
-            if part.size:
-                groups[int(op[part[0]])] = part
+    got = _command_values(s, heap_type, pure)
+    if got is None:  # a root parameter index out of range: name the first (as the pure path would)
+        _raise_bad_root_index(s)
+    kcode, slot, is_table, gid, ublock, ukeys = got
+    cval, gs_null = _number_values(values, names, gid, ublock, ukeys)
 
     def where(name: str) -> np.ndarray:
-        return groups.get(_OP[name], np.zeros(0, np.int64))
-
-    def block(idx: np.ndarray, keys: np.ndarray, decode: Callable[[np.ndarray], Any],
-              extra: np.ndarray | None = None) -> int:
-        """Intern ``keys`` (one row per command ``idx``) into a new block of value ids."""
-        allkeys = keys if extra is None else np.concatenate([extra, keys])
-        ids, uniq = _intern_values(allkeys)
-        base = values.add(uniq.shape[0], lambda j, u=uniq: decode(u[j]))
-        off = 0 if extra is None else extra.shape[0]
-        cval[idx] = base + ids[off:]
-        return base + (int(ids[0]) if extra is not None else 0)
+        return np.flatnonzero(s.op == _OP[name])
 
     a = s.args
-    # simple slots
-    idx = where("SetPipelineState")
-    block(idx, a[idx, :1], lambda r: names[int(r[0])])
-    for nm in ("SetGraphicsRootSignature", "SetComputeRootSignature"):
-        idx = where(nm)
-        block(idx, a[idx, :1], lambda r: names[int(r[0])])
-    idx = where("SetDescriptorHeaps")
-    if idx.size:
-        lens = s.var_len[idx].astype(np.int64)
-        vals = s.pool[ragged_index(s.var_off[idx], lens)]
-        owner = np.repeat(np.arange(idx.size), lens)
-        keys = np.full((idx.size, 2), -1, np.int64)
-        keys[owner, heap_type[vals]] = vals
-        block(idx, keys, lambda r: tuple(names[int(h)] for h in r if h >= 0))
-    idx = where("IASetPrimitiveTopology")
-    block(idx, a[idx, :1], lambda r: TOPOLOGIES[int(r[0])])
-    idx = where("OMSetRenderTargets")
-    if idx.size:
-        lens = s.var_len[idx].astype(np.int64)
-        vals = s.pool[ragged_index(s.var_off[idx], lens)]
-        owner = np.repeat(np.arange(idx.size), lens)
-        pos = np.arange(vals.size) - np.repeat(np.cumsum(lens) - lens, lens)
-        keys = np.full((idx.size, 9), -1, np.int64)
-        keys[owner, pos] = vals
-        block(idx, keys, lambda r: tuple(names[int(t)] for t in r if t >= 0))
-    for nm, w in (("RSSetViewports", 6), ("RSSetScissorRects", 4), ("OMSetBlendFactor", 4)):
-        idx = where(nm)
-        block(idx, a[idx, :w], lambda r: tuple(int(x) for x in r))
-    idx = where("OMSetStencilRef")
-    block(idx, a[idx, :1], lambda r: int(r[0]))
-    idx = where("GSSetParameters")
-    keys = a[idx, :5].copy()
-    keys[keys[:, 0] == 0] = 0  # null: the driver default, whatever the other fields say
-    gs_null = block(idx, keys, lambda r: ("null",) if r[0] == 0 else (GS_MODES[int(r[0])], *(int(x) for x in r[1:])),
-                    extra=np.zeros((1, 5), np.int64))
-    idx = where("IASetIndexBuffer")
-    block(idx, a[idx, :3], lambda r: (names[int(r[0])], INDEX_FORMATS[int(r[1])], int(r[2])))
-
-    # root arguments: slot from the index
-    for names_, base_slot in ((_GFX_ROOT_OPS, ROOT0), (_CMP_ROOT_OPS, CROOT0)):
-        for nm in names_:
-            idx = where(nm)
-            if not idx.size:
-                continue
-            ri = a[idx, 0]
-            bad = ri >= NROOT
-            if bad.any():
-                i = int(idx[np.argmax(bad)])
-                raise InputError(f"{nm}: root parameter index {int(a[i, 0])} is out of range (0..{NROOT - 1})",
-                                 "<stream>", int(s.line[i]), 1)
-            slot[idx] = base_slot + ri
-    for nm in ("SetGraphicsRootDescriptorTable", "SetComputeRootDescriptorTable"):
-        idx = where(nm)
-        is_table[idx] = 1
-        block(idx, a[idx, 1:2], lambda r: ("table", names[int(r[0]) >> 32], int(r[0]) & 0xFFFFFFFF))
-    for nm, kind in (("SetGraphicsRootConstantBufferView", "cbv"), ("SetGraphicsRootShaderResourceView", "srv")):
-        idx = where(nm)
-        block(idx, a[idx, 1:3], lambda r, k=kind: (k, names[int(r[0])], int(r[1])))
-
     # the linear scan
     bundle = s.header.kind == "bundle"
+    if bundle:  # a bundle's first heaps are the caller's: that set changes no table
+        kcode[np.flatnonzero(kcode == K_HEAPS)[:1]] = K_SET
     init_unknown = 0
     if bundle:
         init_unknown = _ALL_BITS & ~((1 << PIPELINE) | (1 << TOPOLOGY))
@@ -1018,7 +1124,7 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
         cc = merge_cmds[const_mask]
         vbc = merge_cmds[~const_mask]
         if vbc.size:
-            trip_ids, trip = _intern_values(a[vbc, 1:4])
+            trip_ids, trip = _intern_values(a[vbc, 1:4], pure)
             tbase = values.add(trip.shape[0], lambda j, u=trip: (names[int(u[j][0])], int(u[j][1]),
                                                                        int(u[j][2])))
             vb_slots, vcol = np.unique(a[vbc, 0], return_inverse=True)
@@ -1035,7 +1141,7 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
             buf_canon = np.array([first_of.setdefault(nm, i) for i, nm in enumerate(names)] or [-1], np.int64)
             vb_table = _vb_table(vb_base, vb_rows, vb_slots, trip, tbase, buf_canon)
         if cc.size:
-            for sl in np.unique(slot[cc]):
+            for sl in np.flatnonzero(np.bincount(slot[cc])):
                 c = cc[slot[cc] == sl]
                 owner, col, wv, width = _const_writes(s, c, pure)
                 ch = _make_chains(int(sl), c, prev, owner, col, wv, width, pure)
@@ -1055,7 +1161,7 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
 
     ps = setter[:, PIPELINE]
     if n:
-        pipe = np.where(ps >= 0, np.take(a[:, 0], np.maximum(ps, 0)), UNDEFINED)
+        pipe = np.where(ps >= 0, a[np.maximum(ps, 0), 0], UNDEFINED)
     else:
         pipe = np.full(ps.shape[0], UNDEFINED, np.int64)
     pipe[((unknown >> PIPELINE) & 1) == 1] = UNKNOWN
@@ -1202,19 +1308,18 @@ def _resolve(ch: _Chains, cval: np.ndarray, values: _Values,
 
     The compiled path interns the rows as it walks the chains (``drawopt._state.chain_values``,
     no matrix of every command's words) and numbers the distinct rows as
-    :func:`_intern_values` numbers them all (it depends only on the set of distinct rows
-    and, past its radix range, on their order of first appearance, which is kept)."""
+    :func:`_intern_values` numbers them all (:func:`_number_distinct`)."""
     mod = load_cext("_state", ch.pure)
     if mod is not None and ch.cmds.shape[0]:
         fa, rows_fa = mod.chain_values(ch.start, ch.init, ch.owner, ch.col, ch.wv, ch.width)
-        uid, uniq = _intern_values(rows_fa)
+        uid, uniq = _number_distinct(rows_fa)
         ids = uid[fa]
     else:
         filled = ch.filled()
         rows = np.arange(filled.shape[0], dtype=np.int64)
         seg_start = np.maximum.accumulate(np.where(ch.start, rows, 0))
         from_unknown = (ch.init[seg_start] == UNKNOWN).astype(np.int64)
-        ids, uniq = _intern_values(np.concatenate([filled, from_unknown[:, None]], axis=1))
+        ids, uniq = _intern_values(np.concatenate([filled, from_unknown[:, None]], axis=1), ch.pure)
     base = values.add(uniq.shape[0], lambda j: decode(uniq[j]))
     cval[ch.cmds] = base + ids
     values.partial.extend((base + np.flatnonzero(uniq[:, -1])).tolist())
