@@ -461,13 +461,18 @@ def observer_rows(setter, unknown, cval, init_val, readbits, sel, int64_t masked
 
 
 def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, sel, int64_t masked,
-                     int64_t unknown_marker):
+                     int64_t unknown_marker, Py_ssize_t pack_slot=-1):
     """Intern the keys of observers ``sel``: each its :func:`observer_rows` row plus an epoch
     (``epoch[o]`` when the row holds an unknown value or a partly unknown one, ``partial[v]``
     set; else -1). Returns ``(ids int64[k], first int64[U], rows int64[U, n_slots],
     epochs int64[U])``: ids in order of first appearance, ``first`` the position in ``sel``
     of each id's first observer, ``rows`` and ``epochs`` each id's key (identical to
-    ``drawopt.analysis.state._intern_observers_py``)."""
+    ``drawopt.analysis.state._intern_observers_py``).
+
+    With ``pack_slot`` (a slot index), a fifth array ``pack int64[U]``: each id's *pack class*,
+    its key with slot ``pack_slot`` masked and the epoch kept only where the rest of the row
+    holds an unknown or partly unknown value, interned over the ids in id order (identical
+    to ``drawopt.analysis.state._pack_classes_py``)."""
     cdef _Rows R = _Rows(setter, unknown, cval, init_val, readbits, partial, masked, unknown_marker)
     cdef const int64_t[::1] ep = np.ascontiguousarray(epoch, dtype=np.int64)
     cdef const int64_t[::1] ix = np.ascontiguousarray(sel, dtype=np.int64)
@@ -495,6 +500,22 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
     cdef int32_t u
     cdef int flag = 0
     cdef bint eq
+    cdef bint packing = pack_slot >= 0
+    if pack_slot >= ns:
+        raise ValueError("pack_slot is not a slot")
+    pack = np.empty(k if packing else 0, dtype=np.int64)
+    cdef int64_t[::1] pv = pack
+    # per pack class: the state whose key it is (its row read with the slot masked) and its epoch
+    cdef int64_t[::1] prep = np.empty(k if packing else 0, dtype=np.int64)
+    cdef int64_t[::1] pep = np.empty(k if packing else 0, dtype=np.int64)
+    cdef int64_t[::1] pkey = np.empty(w, dtype=np.int64)
+    cdef uint64_t[::1] phv = np.empty(k if packing else 0, dtype=np.uint64)
+    cdef int32_t[::1] ptv = np.full(_table_size(k) if packing else 1, -1, dtype=np.int32)
+    cdef uint64_t pmask = <uint64_t>(ptv.shape[0] - 1)
+    cdef int64_t* key
+    cdef int64_t x
+    cdef Py_ssize_t npk = 0
+    cdef bint pu
     cdef Py_ssize_t lo = 0, t, nb
     with nogil:
         while lo < k:
@@ -534,10 +555,46 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
                     rv[nu, j] = blk[t, j]
                 ev[nu] = blk[t, ns]
                 idv[i] = nu
+                if packing:  # the new state's pack class
+                    key = &pkey[0]
+                    pu = False
+                    for j in range(ns):
+                        x = blk[t, j]
+                        if j == pack_slot:
+                            x = masked
+                        elif x == unknown_marker or (x >= 0 and x < R.partial.shape[0] and R.partial[x]):
+                            pu = True
+                        key[j] = x
+                    key[ns] = blk[t, ns] if pu else -1
+                    h = _row_hash(key, w)
+                    b = h & pmask
+                    while True:
+                        u = ptv[b]
+                        if u < 0:
+                            break
+                        if phv[u] == h and pep[u] == key[ns]:
+                            eq = True
+                            for j in range(ns):
+                                if j != pack_slot and rv[prep[u], j] != key[j]:
+                                    eq = False
+                                    break
+                            if eq:
+                                break
+                        b = (b + 1) & pmask
+                    if u < 0:
+                        u = <int32_t>npk
+                        ptv[b] = u
+                        phv[npk] = h
+                        prep[npk] = nu
+                        pep[npk] = key[ns]
+                        npk += 1
+                    pv[nu] = u
                 nu += 1
             lo += nb
     if flag < 0:
         raise IndexError("a setter is outside cval")
+    if packing:
+        return ids, first[:nu], rows[:nu], epochs[:nu], pack[:nu]
     return ids, first[:nu], rows[:nu], epochs[:nu]
 
 

@@ -61,8 +61,10 @@ def intern_observers(
     sel: npt.ArrayLike,
     masked: int,
     unknown_marker: int,
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """``(ids[k], first[U], rows[U, n_slots], epochs[U])``; see ``_intern_observers_py``."""
+    pack_slot: int = -1,
+) -> tuple[npt.NDArray[np.int64], ...]:
+    """``(ids[k], first[U], rows[U, n_slots], epochs[U])``, and ``pack[U]`` with ``pack_slot``;
+    see ``_intern_observers_py`` and ``_pack_classes_py``."""
     ...
 
 def diff_observers(

@@ -1410,17 +1410,37 @@ def _diff_observers_py(sc: Scan, sel: np.ndarray, ref_rows: np.ndarray, ref_idx:
     return out
 
 
-def _intern_observers(sc: Scan, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _intern_observers(sc: Scan, sel: np.ndarray, packs: bool = False) -> tuple[np.ndarray, ...]:
     """Intern the keys of observers ``sel``: their normalised rows plus an epoch (the Opaque
     epoch when the row holds unknown values, else -1). Returns ``(ids, first, rows,
     epochs)``: ids in order of first appearance, ``first`` the position in ``sel`` of each
-    id's first observer, ``rows`` int64[U, NSLOTS] and ``epochs`` int64[U] each id's key."""
+    id's first observer, ``rows`` int64[U, NSLOTS] and ``epochs`` int64[U] each id's key;
+    with ``packs``, a fifth array: each id's pack class (:func:`_pack_classes_py`)."""
     mod = load_cext("_state", sc.pure)
     partial = sc.values.partial_mask()
     if mod is not None:
         return mod.intern_observers(sc.setter, sc.unknown, sc.cval, sc.init_val, sc.read_bits, sc.epoch,
-                                    partial.view(np.uint8), sel, MASKED, UNKNOWN)
-    return _intern_observers_py(sc, sel, partial)
+                                    partial.view(np.uint8), sel, MASKED, UNKNOWN, IB if packs else -1)
+    got = _intern_observers_py(sc, sel, partial)
+    return (*got, _pack_classes_py(got[2], got[3], partial)) if packs else got
+
+
+def _pack_classes_py(rows: np.ndarray, epochs: np.ndarray, partial: np.ndarray) -> np.ndarray:
+    """Pack class of each state (``rows``, ``epochs``: the keys of :func:`_intern_observers`):
+    a function of the state row with the index buffer masked, interned over the states in
+    state-id order, which keeps first-appearance order among draws. Masking the index buffer
+    may leave a row that held unknowns without any: its epoch goes. (Pure twin of the
+    ``pack_slot`` output of ``drawopt._state.intern_observers``.)"""
+    pk = np.empty((rows.shape[0], NSLOTS + 1), np.int32)  # value ids and epochs are < 2**31
+    pk[:, :NSLOTS] = rows
+    pk[:, IB] = MASKED
+    pk[:, NSLOTS] = epochs
+    cand = np.flatnonzero(epochs != -1)
+    if cand.size:
+        sub = pk[cand, :NSLOTS]
+        known = (sub != UNKNOWN).all(axis=1) & ~partial[np.where(sub >= 0, sub, -1)].any(1)
+        pk[cand[known], NSLOTS] = -1
+    return _intern_rows_py(pk)[0]
 
 
 def _intern_observers_py(sc: Scan, sel: np.ndarray, partial: np.ndarray) -> tuple[np.ndarray, np.ndarray,
@@ -1462,21 +1482,7 @@ def track(stream: Stream, pure: bool | None = None, sc: Scan | None = None) -> S
         raise ValueError("the scan is of another stream")
     dsel = np.flatnonzero(sc.obs_kind == OBS_DRAW)
     xsel = np.flatnonzero(sc.obs_kind == OBS_DISPATCH)
-    dstate, _, drows, depoch = _intern_observers(sc, dsel)
-    # pack classes: a function of the state row (index buffer masked), interned over the
-    # distinct states in state-id order, which keeps first-appearance order among draws.
-    # Masking the index buffer may leave a row that held unknowns without any: its epoch goes
-    pk = np.empty((drows.shape[0], NSLOTS + 1), np.int32)  # value ids and epochs are < 2**31
-    pk[:, :NSLOTS] = drows
-    pk[:, IB] = MASKED
-    pk[:, NSLOTS] = depoch
-    cand = np.flatnonzero(depoch != -1)
-    if cand.size:
-        sub = pk[cand, :NSLOTS]
-        partial = sc.values.partial_mask()
-        known = (sub != UNKNOWN).all(axis=1) & ~partial[np.where(sub >= 0, sub, -1)].any(1)
-        pk[cand[known], NSLOTS] = -1
-    pack_of_state, _ = intern_rows(pk, pure=sc.pure)
+    dstate, _, drows, depoch, pack_of_state = _intern_observers(sc, dsel, packs=True)
     xstate, _, xrows, _ = _intern_observers(sc, xsel)
     rows = np.concatenate([drows, xrows]) if xrows.shape[0] else drows
     all_draws = dsel.shape[0] == sc.obs.shape[0]
