@@ -14,13 +14,13 @@ words after every command of the partial-update chains of a merge slot; twin
 hash table; twin ``_intern_rows_py``), ``observer_rows`` (normalised value rows of
 observers; twin ``Scan._rows_py``), ``intern_observers`` (those rows plus the epoch
 column, interned without building the full matrix; twin ``_intern_observers_py``),
-``diff_observers`` (those rows compared with reference rows through value maps; twin
-``_diff_observers_py``)
 ``observed_setters`` (which setters observers read; twin ``_observed_setters_py``),
 ``const_writes`` (the word writes of root-constants commands; twin ``_const_writes``'s numpy
 lines), ``chain_values`` (the values a merge slot's chains leave, interned as the walk
-goes; twin: ``fill_chains`` rows interned, in ``_resolve``) and ``command_values`` (kernel
-code, slot and interned value key of every command, one pass; twin ``_command_values_py``).
+goes; twin: ``fill_chains`` rows interned, in ``_resolve``), ``command_values`` (kernel
+code, slot and interned value key of every command, one pass; twin ``_command_values_py``)
+and ``diff_state_rows`` (two state tables' rows compared through value maps; twin
+``_diff_state_rows_py``).
 
 Kernel codes (one per command, see ``drawopt.analysis.state``): 0 none, 1 set a slot,
 2 SetDescriptorHeaps, 3 SetGraphicsRootSignature, 4 SetComputeRootSignature,
@@ -34,8 +34,9 @@ import numpy as np
 cimport cython
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t
 
-__all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers", "diff_observers",
-           "observed_setters", "const_writes", "chain_values", "command_values"]
+__all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers",
+           "observed_setters", "const_writes", "chain_values", "command_values",
+           "diff_state_rows"]
 
 cdef enum:
     K_NONE = 0
@@ -606,58 +607,6 @@ cdef inline Py_ssize_t _at(int64_t v, Py_ssize_t n) noexcept nogil:
     return n + v if v >= -3 else -1
 
 
-def diff_observers(setter, unknown, cval, init_val, readbits, sel, ref_rows, ref_idx, map_a, map_b,
-                   int64_t ask_code, int64_t masked, int64_t unknown_marker):
-    """Which slots of observers ``sel`` may differ from reference rows: ``int64[k]`` bitmasks.
-
-    Bit ``s`` of entry ``i`` is set when, with ``va = ref_rows[ref_idx[i], s]`` and ``vb`` the
-    :func:`observer_rows` value of observer ``sel[i]`` in slot ``s``, ``map_a[va] != map_b[vb]``
-    or ``map_a[va] == ask_code`` (the maps index markers -3..-1 from their ends, as numpy
-    does). Identical to ``drawopt.analysis.state._diff_observers_py``."""
-    cdef _Rows R = _Rows(setter, unknown, cval, init_val, readbits, np.zeros(0, np.uint8), masked, unknown_marker)
-    cdef const int64_t[::1] ix = np.ascontiguousarray(sel, dtype=np.int64)
-    cdef const int64_t[:, ::1] ref = np.ascontiguousarray(ref_rows, dtype=np.int64)
-    cdef const int64_t[::1] ri = np.ascontiguousarray(ref_idx, dtype=np.int64)
-    cdef const int64_t[::1] ma = np.ascontiguousarray(map_a, dtype=np.int64)
-    cdef const int64_t[::1] mb = np.ascontiguousarray(map_b, dtype=np.int64)
-    if ref.shape[1] != R.ns or ri.shape[0] != ix.shape[0]:
-        raise ValueError("ref_rows must have one column per slot and ref_idx one entry per observer")
-    R.check(ix)
-    cdef Py_ssize_t i, j, k = ix.shape[0], nref = ref.shape[0], na = ma.shape[0], nb = mb.shape[0], pa, pb
-    for i in range(k):
-        if ri[i] < 0 or ri[i] >= nref:
-            raise IndexError(f"reference row {ri[i]} out of range")
-    out = np.zeros(k, dtype=np.int64)
-    cdef int64_t[::1] ov = out
-    cdef int64_t[::1] buf = np.empty(max(R.ns, 1), dtype=np.int64)
-    cdef int64_t ka, kb, bits
-    cdef int bad = 0
-    with nogil:
-        for i in range(k):
-            if R.row(ix[i], &buf[0]) < 0:
-                bad = 1
-                break
-            bits = 0
-            for j in range(R.ns):
-                pa = _at(ref[ri[i], j], na)
-                pb = _at(buf[j], nb)
-                if pa < 0 or pb < 0:
-                    bad = 2
-                    break
-                ka = ma[pa]
-                kb = mb[pb]
-                if ka != kb or ka == ask_code:
-                    bits |= (<int64_t>1) << j
-            if bad:
-                break
-            ov[i] = bits
-    if bad == 1:
-        raise IndexError("a setter is outside cval")
-    if bad == 2:
-        raise IndexError("a value id is outside its map")
-    return out
-
-
 # ---------------------------------------------------------------------- observed setters
 def observed_setters(setter, readbits, partbits, int64_t rootbits, Py_ssize_t n):
     """Which setters observers read: ``(observed uint8[n], full uint8[n], reset_obs int64[R],
@@ -1012,3 +961,46 @@ def command_values(op, args, var_off, var_len, pool, heap_type, optab, Py_ssize_
     if bad:
         raise IndexError(f"command {i}: a heap or render-target list out of range")
     return kcode, slot, is_table, gid, ublock[:nu], ukeys[:nu]
+
+
+def diff_state_rows(rows_a, ia, rows_b, ib, map_a, map_b, int64_t ask_code):
+    """Which slots of rows ``rows_b[ib[i]]`` may differ from rows ``rows_a[ia[i]]``: ``int64[k]``
+    bitmasks, bit ``s`` set where ``map_a[va] != map_b[vb]`` or ``map_a[va] == ask_code``
+    (the maps index markers -3..-1 from their ends, as numpy does). Identical to
+    ``drawopt.analysis.state._diff_state_rows_py``; :func:`diff_observers` with the rows
+    already interned (two state tables)."""
+    cdef const int64_t[:, ::1] ra = np.ascontiguousarray(rows_a, dtype=np.int64)
+    cdef const int64_t[:, ::1] rb = np.ascontiguousarray(rows_b, dtype=np.int64)
+    cdef const int64_t[::1] xa = np.ascontiguousarray(ia, dtype=np.int64)
+    cdef const int64_t[::1] xb = np.ascontiguousarray(ib, dtype=np.int64)
+    cdef const int64_t[::1] ma = np.ascontiguousarray(map_a, dtype=np.int64)
+    cdef const int64_t[::1] mb = np.ascontiguousarray(map_b, dtype=np.int64)
+    cdef Py_ssize_t i, j, k = xa.shape[0], ns = ra.shape[1], na = ma.shape[0], nb = mb.shape[0], pa, pb
+    if rb.shape[1] != ns or xb.shape[0] != k or ns > MAX_SLOTS:
+        raise ValueError("rows_a and rows_b need the same slots, ia and ib the same length")
+    for i in range(k):
+        if xa[i] < 0 or xa[i] >= ra.shape[0] or xb[i] < 0 or xb[i] >= rb.shape[0]:
+            raise IndexError(f"row index out of range at {i}")
+    out = np.zeros(k, dtype=np.int64)
+    cdef int64_t[::1] ov = out
+    cdef int64_t ka, kb, bits
+    cdef bint bad = False
+    with nogil:
+        for i in range(k):
+            bits = 0
+            for j in range(ns):
+                pa = _at(ra[xa[i], j], na)
+                pb = _at(rb[xb[i], j], nb)
+                if pa < 0 or pb < 0:
+                    bad = True
+                    break
+                ka = ma[pa]
+                kb = mb[pb]
+                if ka != kb or ka == ask_code:
+                    bits |= (<int64_t>1) << j
+            if bad:
+                break
+            ov[i] = bits
+    if bad:
+        raise IndexError("a value id is outside its map")
+    return out

@@ -3,8 +3,9 @@
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers", "diff_observers",
-           "observed_setters", "const_writes", "chain_values", "command_values"]
+__all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers",
+           "observed_setters", "const_writes", "chain_values", "command_values",
+           "diff_state_rows"]
 
 def scan(
     code: npt.ArrayLike,
@@ -67,25 +68,6 @@ def intern_observers(
     see ``_intern_observers_py`` and ``_pack_classes_py``."""
     ...
 
-def diff_observers(
-    setter: npt.ArrayLike,
-    unknown: npt.ArrayLike,
-    cval: npt.ArrayLike,
-    init_val: npt.ArrayLike,
-    readbits: npt.ArrayLike,
-    sel: npt.ArrayLike,
-    ref_rows: npt.ArrayLike,
-    ref_idx: npt.ArrayLike,
-    map_a: npt.ArrayLike,
-    map_b: npt.ArrayLike,
-    ask_code: int,
-    masked: int,
-    unknown_marker: int,
-) -> npt.NDArray[np.int64]:
-    """Per observer of ``sel``: the bitmask of slots that may differ from its reference row;
-    see ``_diff_observers_py``."""
-    ...
-
 def observed_setters(
     setter: npt.ArrayLike,
     readbits: npt.ArrayLike,
@@ -132,4 +114,17 @@ def command_values(
            npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
     """``(kcode[N], slot[N], is_table[N], gid[N], ublock[U], ukeys[U, 9])`` (None: a root parameter
     index out of range); see ``drawopt.analysis.state._command_values_py``."""
+    ...
+
+def diff_state_rows(
+    rows_a: npt.ArrayLike,
+    ia: npt.ArrayLike,
+    rows_b: npt.ArrayLike,
+    ib: npt.ArrayLike,
+    map_a: npt.ArrayLike,
+    map_b: npt.ArrayLike,
+    ask_code: int,
+) -> npt.NDArray[np.int64]:
+    """Per pair ``(ia[i], ib[i])``: the bitmask of slots whose mapped values differ (or ask);
+    see ``drawopt.analysis.state._diff_state_rows_py``."""
     ...

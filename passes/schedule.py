@@ -110,8 +110,8 @@ from drawopt.analysis.state import (
     VB,
     Scan,
     StateTable,
+    diff_state_rows,
     intern_rows,
-    scan,
     track,
 )
 from drawopt.ir.decls import Pipeline
@@ -859,7 +859,8 @@ def schedule_order(rank: np.ndarray, unit: np.ndarray, unit_edges: np.ndarray, s
 
 # ---------------------------------------------------------------------- the pass
 def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: StateTable | None = None, *,
-                   decode_all: bool = False, after_scan: Scan | None = None) -> str | None:
+                   decode_all: bool = False, after_scan: Scan | None = None,
+                   after_table: StateTable | None = None) -> str | None:
     """None if draw ``j`` of ``after`` sees the state draw ``perm[j]`` of ``before`` saw,
     and, for a bundle, ``after`` ends with the state ``before`` ends with.
 
@@ -872,17 +873,22 @@ def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: State
     the tests compare with). The first difference (slot order, then draw order) is
     reported. A bundle's final state is handed to its caller (whose draws after
     ExecuteBundle observe it), so every slot of it is compared too, after the draws
-    (:func:`_exit_state_diff`).
+    (:func:`_exit_state_diff`). ``after_table``: the state table of ``after``, if known
+    (else tracked, from ``after_scan`` if given).
     """
     ta = table if table is not None else track(before)
     assert ta.scan is not None
-    sb = after_scan if after_scan is not None else scan(after)
+    if after_table is None:
+        after_table = track(after, sc=after_scan)
+    tb = after_table
+    sb = tb.scan
+    assert sb is not None
     if sb.stream is not after:
-        raise ValueError("after_scan is not a scan of after")
-    dsel = np.flatnonzero(sb.obs_kind == OBS_DRAW)
-    if dsel.shape[0] != perm.shape[0]:
-        return f"{dsel.shape[0]} draws after, {perm.shape[0]} expected"
+        raise ValueError("after_scan / after_table is not of after")
+    if tb.state.shape[0] != perm.shape[0]:
+        return f"{tb.state.shape[0]} draws after, {perm.shape[0]} expected"
     sid = ta.state[perm].astype(np.int64)
+    sidb = tb.state.astype(np.int64)
     if not decode_all and _same_names(before, after):
         # per value: its content id, _NO_CONTENT where unknown; a marker stays itself (negative
         # indices reach the last three entries): equal codes other than _NO_CONTENT are equal values
@@ -892,12 +898,12 @@ def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: State
         # every value is decoded; the same marker (masked, undefined, unknown) on both sides is equal
         map_a = _with_markers(np.full(int(ta.scan.values.next) + 1, -1, np.int64))
         map_b = _with_markers(np.full(int(sb.values.next) + 1, -1, np.int64))
-    # per draw: the slots whose values may differ (one walk, no row matrix of the output)
-    ask = sb.diff_rows(dsel, ta.rows, sid, map_a, map_b, _NO_CONTENT)
+    # per draw: the slots whose values may differ (one walk over the two tables' rows)
+    ask = diff_state_rows(ta.rows, sid, tb.rows, sidb, map_a, map_b, _NO_CONTENT)
     if ask.any():
         for k in np.flatnonzero(np.bitwise_or.reduce(ask) >> np.arange(NSLOTS) & 1).tolist():
             pick = np.flatnonzero((ask >> k) & 1)
-            a, b = ta.rows[sid[pick], k], sb.slot_values(dsel[pick], k)
+            a, b = ta.rows[sid[pick], k], tb.rows[sidb[pick], k]
             neq = _decoded_differ(a, b, ta.scan.values.decode, sb.values.decode)
             if neq.any():
                 i = int(np.argmax(neq))
@@ -999,21 +1005,16 @@ def _content_rows(sc: Any, stream: Stream, width: int) -> tuple[list[np.ndarray]
     rows[:, 0] = stream.op[c]
     rows[:, 1:1 + nargs] = stream.args[c]
     row_l = [rows]
-    partial = sc.values.partial_mask()
     for k, ch in sc.chains.items():
-        if k == VB:
+        if k == VB or not ch.cmds.shape[0]:
             continue
-        filled = np.asarray(ch.filled(), np.int64)
-        v = cval[ch.cmds]
-        last = np.full(nv, -1, np.int64)  # one chain position per value
-        last[v] = np.arange(v.shape[0])
-        pos = last[last >= 0]
-        v = v[pos]
-        unk = partial[np.minimum(v, partial.shape[0] - 1)]
+        assert ch.rows is not None
+        words, unk = ch.rows[:, :-1], ch.rows[:, -1] != 0  # value ch.base + j: row j (every one is left)
+        v = ch.base + np.arange(words.shape[0], dtype=np.int64)
         r = np.empty((v.shape[0], 1 + width), np.int64)
         r[:, 0] = -4 - unk.astype(np.int64)
         r[:, 1:] = np.where(unk, UNKNOWN, UNDEFINED)[:, None]
-        r[:, 1:1 + filled.shape[1]] = filled[pos]
+        r[:, 1:1 + words.shape[1]] = words
         vid_l.append(v)
         row_l.append(r)
     return vid_l, row_l
@@ -1116,8 +1117,8 @@ class SchedulePass(Pass):
             report["fallback"] = "the input state of some draw cannot be re-created; stream unchanged"
             return PassResult.unchanged(stream, **report)
         report["kept_order"] = kept
-        sb = scan(out)
-        problem = check_restated(stream, out, new, table, after_scan=sb)
+        tb = track(out)  # the output's state table: checked here, then the pipeline's
+        problem = check_restated(stream, out, new, table, after_table=tb)
         if problem is not None:
             report["fallback"] = f"self-check failed ({problem}); stream unchanged"
             return PassResult.unchanged(stream, **report)
@@ -1125,9 +1126,9 @@ class SchedulePass(Pass):
         report["state_commands_after"] = int(np.count_nonzero(out.cats() == int(Cat.STATE)))
         if out == stream:
             return PassResult.unchanged(stream, **report)
-        # the self-check scanned the output: its state table for the pipeline (the post-condition
+        # the self-check tracked the output: its state table for the pipeline (the post-condition
         # and the next pass ask for it), instead of a second scan of the same stream
-        am.put("state", out, track(out, sc=sb))
+        am.put("state", out, tb)
         return PassResult(out, True, frozenset(), report)
 
 

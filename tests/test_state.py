@@ -828,18 +828,23 @@ def assert_same_scan_facts(s: Stream, seed: int = 0) -> None:
     assert list(zip(r.tolist(), q.tolist())) == want
     for k, ch in a.chains.items():
         assert np.array_equal(ch.filled(), b.chains[k].matrices()[2])
-    # row differences against another stream's rows, through random value maps
+        # the values the chains leave: ch.base + j, row j (words, then the unknown flag)
+        assert ch.base == b.chains[k].base and np.array_equal(ch.rows, b.chains[k].rows)
+        cv = a.cval[ch.cmds] - ch.base
+        assert np.array_equal(ch.rows[cv, :-1], ch.filled()) and np.array_equal(np.unique(cv), np.arange(len(ch.rows)))
+    # row differences between two tables' states, through random value maps
     t = track(s)
     dsel = np.flatnonzero(a.obs_kind == 0)
     if dsel.size and t.rows.shape[0]:
+        from drawopt.analysis.state import diff_state_rows
         ref = rng.integers(0, t.rows.shape[0], dsel.shape[0])
         nv = int(a.values.next) + 1
         ma = np.r_[rng.integers(-10, 3, nv), UNKNOWN, -2, -1]
         mb = np.r_[rng.integers(-10, 3, nv), UNKNOWN, -2, -1]
-        x, y = a.diff_rows(dsel, t.rows, ref, ma, mb, -10), b.diff_rows(dsel, t.rows, ref, ma, mb, -10)
+        x = diff_state_rows(t.rows, ref, t.rows, t.state, ma, mb, -10, pure=False)
+        y = diff_state_rows(t.rows, ref, t.rows, t.state, ma, mb, -10, pure=True)
         assert np.array_equal(x, y)
-        rows_b = a.normalised(dsel)
-        ka, kb = ma[t.rows[ref]], mb[rows_b]
+        ka, kb = ma[t.rows[ref]], mb[a.normalised(dsel)]
         want = ((ka != kb) | (ka == -10)) @ (1 << np.arange(len(SLOTS), dtype=np.int64))
         assert np.array_equal(x, want)
 

@@ -79,7 +79,7 @@ from __future__ import annotations
 __all__ = [
     "SLOTS", "NSLOTS", "UNDEFINED", "MASKED", "UNKNOWN", "SLOT_INDEX", "StateTable", "Scan",
     "track", "scan", "compare_effective_state", "intern_rows", "describe_value",
-    "OBS_DRAW", "OBS_DISPATCH", "OBS_OPAQUE", "OBS_END", "ArrayMasks", "array_masks",
+    "OBS_DRAW", "OBS_DISPATCH", "OBS_OPAQUE", "OBS_END", "ArrayMasks", "array_masks", "diff_state_rows",
 ]
 
 import bisect
@@ -506,7 +506,9 @@ class _Chains:
     ``cmds[k]`` is the k-th command writing the slot; ``start[k]`` whether it starts a
     chain (the slot was reset or held another kind of value before it); ``init[k]``
     the fill of words no command of the chain wrote (-1 undefined, -3 unknown);
-    ``owner``/``col``/``wv`` the words written (row, column, value).
+    ``owner``/``col``/``wv`` the words written (row, column, value). The values the
+    chains leave are value ids ``base .. base + len(rows) - 1``; ``rows[j]`` is value
+    ``base + j``: its words, then 1 if it is a partial update of an unknown value.
     """
 
     slot: int
@@ -520,6 +522,8 @@ class _Chains:
     cached: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, repr=False)
     pure: bool | None = field(default=None, repr=False)
     _filled: np.ndarray | None = field(default=None, repr=False)
+    base: int = field(default=-1, repr=False)
+    rows: np.ndarray | None = field(default=None, repr=False)
 
     def matrices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(wmask, wval, filled)``: words written by each command and the words after it."""
@@ -814,20 +818,6 @@ class Scan:
         v[((self.unknown[idx] >> k) & 1) == 1] = UNKNOWN
         v[((self.read_bits[idx] >> k) & 1) == 0] = MASKED
         return v
-
-    def diff_rows(self, sel: np.ndarray, ref_rows: np.ndarray, ref_idx: np.ndarray, map_a: np.ndarray,
-                  map_b: np.ndarray, ask_code: int) -> np.ndarray:
-        """Which slots of observers ``sel`` may differ from rows ``ref_rows[ref_idx]`` (another
-        scan's rows), compared through value maps: int64[len(sel)] bitmasks, bit ``s`` set
-        where ``map_a[va] != map_b[vb]`` or ``map_a[va] == ask_code`` (``va`` the reference
-        value, ``vb`` this scan's normalised value; the maps' last three entries stand for the
-        markers -3, -2, -1). No row matrix of ``sel`` is built."""
-        sel = np.asarray(sel, np.int64)
-        mod = load_cext("_state", self.pure)
-        if mod is not None:
-            return mod.diff_observers(self.setter, self.unknown, self.cval, self.init_val, self.read_bits, sel,
-                                      ref_rows, ref_idx, map_a, map_b, ask_code, MASKED, UNKNOWN)
-        return _diff_observers_py(self, sel, ref_rows, ref_idx, map_a, map_b, ask_code)
 
     def observed_setters(self) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
         """Which set commands observers read, from one walk over all of them.
@@ -1321,6 +1311,7 @@ def _resolve(ch: _Chains, cval: np.ndarray, values: _Values,
         from_unknown = (ch.init[seg_start] == UNKNOWN).astype(np.int64)
         ids, uniq = _intern_values(np.concatenate([filled, from_unknown[:, None]], axis=1), ch.pure)
     base = values.add(uniq.shape[0], lambda j: decode(uniq[j]))
+    ch.base, ch.rows = base, uniq
     cval[ch.cmds] = base + ids
     values.partial.extend((base + np.flatnonzero(uniq[:, -1])).tolist())
     return base, uniq
@@ -1399,13 +1390,31 @@ def _observed_setters_py(setter: np.ndarray, readbits: np.ndarray, partbits: np.
     return observed, full, (np.concatenate(ro).astype(np.int64), np.concatenate(rs).astype(np.int64))
 
 
-def _diff_observers_py(sc: Scan, sel: np.ndarray, ref_rows: np.ndarray, ref_idx: np.ndarray, map_a: np.ndarray,
-                       map_b: np.ndarray, ask_code: int) -> np.ndarray:
-    """Pure-numpy twin of ``drawopt._state.diff_observers`` (see :meth:`Scan.diff_rows`)."""
-    out = np.zeros(sel.shape[0], np.int64)
-    for lo in range(0, sel.shape[0], _CHUNK):
-        ka = map_a[ref_rows[ref_idx[lo:lo + _CHUNK]]]
-        kb = map_b[sc._rows_py(sel[lo:lo + _CHUNK], sc.read_bits)]
+def diff_state_rows(rows_a: np.ndarray, ia: np.ndarray, rows_b: np.ndarray, ib: np.ndarray, map_a: np.ndarray,
+                    map_b: np.ndarray, ask_code: int, pure: bool | None = None) -> np.ndarray:
+    """Which slots of state rows ``rows_b[ib]`` may differ from ``rows_a[ia]`` (two tables'
+    rows, compared through value maps): int64[k] bitmasks, bit ``s`` set where ``map_a[va] !=
+    map_b[vb]`` or ``map_a[va] == ask_code`` (the maps' last three entries stand for the
+    markers -3, -2, -1).
+
+    >>> rows = np.array([[0, 1], [0, 2]])
+    >>> ident = np.r_[np.arange(3), UNKNOWN, MASKED, UNDEFINED]
+    >>> diff_state_rows(rows, np.array([0, 0]), rows, np.array([0, 1]), ident, ident, -10).tolist()
+    [0, 2]
+    """
+    mod = load_cext("_state", pure)
+    if mod is not None:
+        return mod.diff_state_rows(rows_a, ia, rows_b, ib, map_a, map_b, ask_code)
+    return _diff_state_rows_py(rows_a, ia, rows_b, ib, map_a, map_b, ask_code)
+
+
+def _diff_state_rows_py(rows_a: np.ndarray, ia: np.ndarray, rows_b: np.ndarray, ib: np.ndarray, map_a: np.ndarray,
+                        map_b: np.ndarray, ask_code: int) -> np.ndarray:
+    """Pure-numpy twin of ``drawopt._state.diff_state_rows`` (see :func:`diff_state_rows`)."""
+    out = np.zeros(ia.shape[0], np.int64)
+    for lo in range(0, ia.shape[0], _CHUNK):
+        ka = map_a[rows_a[ia[lo:lo + _CHUNK]]]
+        kb = map_b[rows_b[ib[lo:lo + _CHUNK]]]
         out[lo:lo + ka.shape[0]] = _bit_rows((ka != kb) | (ka == ask_code))
     return out
 
