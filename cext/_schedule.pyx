@@ -11,7 +11,7 @@ buffers). The pure-Python twin is ``Restater._emit_all_py`` (a loop over
 
 import numpy as np
 
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t
 
 __all__ = ["emit_run", "F_CONST", "F_TABLE", "F_DRAWX", "F_OPAQUE", "F_STATE"]
 
@@ -91,7 +91,7 @@ def emit_run(rs, cmds, tables, inforce, is_table, layout):
         Input command indices.
     tables : tuple
         ``(obs_of int64[N+1], flags uint8[N], slot int64[N], cval int64[N], full uint8[N],
-        oid int64[O], urows int64[U, S], setter int64[O, S], partial uint8[V])`` (``partial``:
+        oid int64[O], urows int64[U, S], setter int32[O, S], partial uint8[V])`` (``partial``:
         whether each value id is a partial update of an unknown value).
     inforce : int64[S]
         The value in force of every slot (updated in place; shared with ``rs``).
@@ -115,7 +115,7 @@ def emit_run(rs, cmds, tables, inforce, is_table, layout):
     cdef const uint8_t[::1] full = tables[4]
     cdef const int64_t[::1] oid = tables[5]
     cdef const int64_t[:, ::1] urows = tables[6]
-    cdef const int64_t[:, ::1] setter = tables[7]
+    cdef const int32_t[:, ::1] setter = tables[7]
     cdef const uint8_t[::1] partial = tables[8]
     cdef int64_t[::1] inf = inforce
     cdef uint8_t[::1] tab = is_table

@@ -70,7 +70,7 @@ def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row
 
     Returns
     -------
-    setter : int64[O, n_slots]
+    setter : int32[O, n_slots]
     unknown : int64[O]
     prev : int64[N]
         For each set: the setter of its slot just before it (-1 undefined, -3 unknown);
@@ -87,7 +87,9 @@ def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row
     if not (slot.shape[0] == val.shape[0] == is_table.shape[0] == n):
         raise ValueError("code, slot, val and is_table must have the same length")
     nobs = int(np.count_nonzero(code >= K_DRAW)) + (1 if final_row else 0)
-    setter = np.empty((nobs, int(layout[0])), dtype=np.int64)
+    if n >= (1 << 31) - 1:
+        raise ValueError("too many commands for int32 setters")
+    setter = np.empty((nobs, int(layout[0])), dtype=np.int32)
     unknown = np.empty(nobs, dtype=np.int64)
     prev = np.full(n, -2, dtype=np.int64)
     _scan(code, slot, val, is_table, layout, init_unknown, final_row, setter, unknown, prev)
@@ -96,7 +98,7 @@ def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row
 
 cdef void _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[::1] val,
                 const uint8_t[::1] is_table, const int64_t[::1] layout, int64_t init_unknown,
-                bint final_row, int64_t[:, ::1] setter, int64_t[::1] unknown,
+                bint final_row, int32_t[:, ::1] setter, int64_t[::1] unknown,
                 int64_t[::1] prev) noexcept nogil:
     cdef:
         Py_ssize_t n = code.shape[0]
@@ -153,7 +155,7 @@ cdef void _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[
             unk &= ~bit
         else:
             for s in range(ns):
-                setter[o, s] = cur[s]
+                setter[o, s] = <int32_t>cur[s]
             unknown[o] = unk
             o += 1
             if c == K_DRAWX:
@@ -165,7 +167,7 @@ cdef void _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[
                 unk = allbits
     if final_row:
         for s in range(ns):
-            setter[o, s] = cur[s]
+            setter[o, s] = <int32_t>cur[s]
         unknown[o] = unk
 
 
@@ -379,7 +381,7 @@ def intern_rows(mat):
 cdef class _Rows:
     """The scan's per-observer facts a row is built from (checked once), and the row builder."""
 
-    cdef const int64_t[:, ::1] setter
+    cdef const int32_t[:, ::1] setter
     cdef const int64_t[::1] unknown
     cdef const int64_t[::1] cval
     cdef const int64_t[::1] init_val
@@ -390,7 +392,7 @@ cdef class _Rows:
 
     def __init__(self, setter, unknown, cval, init_val, readbits, partial, int64_t masked,
                  int64_t unknown_marker):
-        self.setter = np.ascontiguousarray(setter, dtype=np.int64)
+        self.setter = np.ascontiguousarray(setter, dtype=np.int32)
         self.unknown = np.ascontiguousarray(unknown, dtype=np.int64)
         self.cval = np.ascontiguousarray(cval, dtype=np.int64)
         self.init_val = np.ascontiguousarray(init_val, dtype=np.int64)
@@ -617,7 +619,7 @@ def observed_setters(setter, readbits, partbits, int64_t rootbits, Py_ssize_t n)
     ``partbits[o]`` (read whole); ``(reset_obs[r], reset_slot[r])``: the observers and slots
     of ``rootbits`` read with no setter, observer by observer, slots in order (identical to
     ``drawopt.analysis.state._observed_setters_py``)."""
-    cdef const int64_t[:, ::1] st = np.ascontiguousarray(setter, dtype=np.int64)
+    cdef const int32_t[:, ::1] st = np.ascontiguousarray(setter, dtype=np.int32)
     cdef const int64_t[::1] rbits = np.ascontiguousarray(readbits, dtype=np.int64)
     cdef const int64_t[::1] pbits = np.ascontiguousarray(partbits, dtype=np.int64)
     cdef Py_ssize_t nobs = st.shape[0], ns = st.shape[1], o, s, nr = 0, r

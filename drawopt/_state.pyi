@@ -15,8 +15,8 @@ def scan(
     layout: npt.ArrayLike,
     init_unknown: int,
     final_row: bool,
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """``(setter[O, n_slots], unknown[O], prev[N])``; see ``drawopt.analysis.state._scan_py``."""
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(setter int32[O, n_slots], unknown[O], prev[N])``; see ``drawopt.analysis.state._scan_py``."""
     ...
 
 def fill_chains(

@@ -294,7 +294,7 @@ class Restater:
             c64 = np.ascontiguousarray
             self._tables = (c64(self._obs_of_a, np.int64), flags, c64(self.sc.slot, np.int64),
                             c64(self.sc.cval, np.int64), self._full.astype(np.uint8), c64(self.oid, np.int64),
-                            c64(self.urows, np.int64), c64(self.sc.setter, np.int64),
+                            c64(self.urows, np.int64), c64(self.sc.setter, np.int32),
                             self._partial_mask.astype(np.uint8))
         return self._tables
 

@@ -636,7 +636,7 @@ def test_state_ids_in_first_appearance_order():
     t = track(b.build())
     assert t.state.tolist() == [0, 1, 0, 2, 1]
     assert t.state.dtype == np.int32 and t.pack.dtype == np.int32
-    assert t.rows.dtype == np.int64 and t.setter.dtype == np.int64 and t.draws.dtype == np.int64
+    assert t.rows.dtype == np.int64 and t.setter.dtype == np.int32 and t.draws.dtype == np.int64  # setters: int32
 
 
 def test_describe_is_stream_independent():

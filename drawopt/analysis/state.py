@@ -433,7 +433,7 @@ def _scan_py(code: np.ndarray, slot: np.ndarray, val: np.ndarray, is_table: np.n
     ns, _heaps, _grs, _crs, ib, root0, croot0, nroot = (int(x) for x in layout)
     n = len(code_l)
     nobs = sum(1 for c in code_l if c >= K_DRAW) + (1 if final_row else 0)
-    setter = np.empty((nobs, ns), np.int64)
+    setter = np.empty((nobs, ns), np.int32)
     unknown = np.empty(nobs, np.int64)
     prev = [-2] * n
     cur = [-1] * ns
@@ -599,8 +599,9 @@ class Scan:
         Observers: draws, dispatches and Opaque commands (which may read any state),
         plus, for a bundle, the end of the stream (index -1), whose state the calling
         list inherits.
-    setter : int64[O, NSLOTS]
-        Command that last set each slot as seen by each observer (-1 none).
+    setter : int32[O, NSLOTS]
+        Command that last set each slot as seen by each observer (-1 none); int32, half
+        the memory of the scan's largest array (a stream has fewer than 2**31 commands).
     unknown : int64[O]
         Bit ``s`` set when slot ``s`` is unknown at the observer.
     pipe : int64[O]
@@ -866,7 +867,7 @@ class StateTable:
     rows : int64[S, NSLOTS]
         Normalised value ids of each distinct state (-1 undefined, -2 masked, -3 unknown).
         States of dispatches follow those of draws.
-    setter : int64[D, NSLOTS]
+    setter : int32[D, NSLOTS]
         Command that last set each slot as seen by each draw (-1 none).
     dispatches, dispatch_state, dispatch_setter :
         The same for ``Dispatch`` commands.
@@ -881,7 +882,7 @@ class StateTable:
     setter: np.ndarray
     dispatches: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     dispatch_state: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
-    dispatch_setter: np.ndarray = field(default_factory=lambda: np.zeros((0, NSLOTS), np.int64))
+    dispatch_setter: np.ndarray = field(default_factory=lambda: np.zeros((0, NSLOTS), np.int32))
     scan: Scan | None = field(default=None, repr=False)
 
     def describe(self, sid: int) -> dict[str, Any]:
