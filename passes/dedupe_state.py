@@ -234,7 +234,9 @@ def _reset_readers(sc: Scan, reads: tuple[np.ndarray, np.ndarray, np.ndarray], n
     reset to the same thing (a table set over unknown or over root constants: without
     it the heap change would leave unknown / the constants, not undefined)."""
     cmd, slot, view = reads
-    for r in np.unique(slot):
+    if not slot.size:
+        return
+    for r in np.flatnonzero(np.bincount(slot)):
         sets = np.flatnonzero(sc.slot == r)
         if not sets.size:
             continue

@@ -736,10 +736,15 @@ def sort_keys(stream: Stream, table: StateTable, facts: Any = None) -> np.ndarra
     if not ranks:
         order = np.arange(d)
     else:
+        # the states' dense rank under their key words (equal words, equal rank), then the draws
+        # by their state's rank, stably (the draw index breaks ties): the draws' lexicographic order
         words = pack_columns(ranks)
-        per_state = np.zeros((rows.shape[0], words.shape[1]), np.int64)
-        per_state[hd] = words
-        order = lex_order(list(per_state[ns].T))  # stable: the draw index breaks ties
+        so = lex_order(list(words.T))
+        sw = words[so]
+        step = np.r_[False, (sw[1:] != sw[:-1]).any(axis=1)]
+        state_rank = np.zeros(rows.shape[0], np.int64)
+        state_rank[hd[so]] = np.cumsum(step)
+        order = np.argsort(state_rank[ns], kind="stable")
     rank = np.empty(d, np.int64)
     rank[order] = np.arange(d)
     return rank
