@@ -285,6 +285,30 @@ cdef inline Py_ssize_t _table_size(Py_ssize_t n) noexcept nogil:
     return size
 
 
+cdef inline uint64_t _find_row(const int32_t[::1] table, const uint64_t[::1] hv, const int64_t[:, ::1] rows,
+                               const int64_t* key, Py_ssize_t w, uint64_t h) noexcept nogil:
+    """The slot of open-addressing ``table`` (ids into ``rows``, with hashes ``hv``) holding the id
+    of the row equal to the first ``w`` words of ``key`` (hash ``h``), or the empty slot (-1)
+    where it would go."""
+    cdef uint64_t b = h & <uint64_t>(table.shape[0] - 1)
+    cdef int32_t u
+    cdef Py_ssize_t j
+    cdef bint eq
+    while True:
+        u = table[b]
+        if u < 0:
+            return b
+        if hv[u] == h:
+            eq = True
+            for j in range(w):
+                if rows[u, j] != key[j]:
+                    eq = False
+                    break
+            if eq:
+                return b
+        b = (b + 1) & <uint64_t>(table.shape[0] - 1)
+
+
 cdef Py_ssize_t _intern(const introw[:, ::1] m, int64_t[::1] ids, int64_t[::1] first, uint64_t[::1] hu,
                         int32_t[::1] table) noexcept nogil:
     """Ids of the rows of ``m`` in order of first appearance; returns the number of ids."""
@@ -757,9 +781,8 @@ def chain_values(start, init, owner, col, wv, Py_ssize_t width):
     cdef uint64_t[::1] hv = np.empty(m, dtype=np.uint64)
     cdef int32_t[::1] tv = np.full(_table_size(m), -1, dtype=np.int32)
     cdef int64_t[::1] cur = np.full(w, -1, dtype=np.int64)
-    cdef uint64_t h, b, mask = <uint64_t>(tv.shape[0] - 1)
+    cdef uint64_t h, b
     cdef int32_t u
-    cdef bint eq
     k = 0
     with nogil:
         for r in range(m):
@@ -771,20 +794,8 @@ def chain_values(start, init, owner, col, wv, Py_ssize_t width):
                 cur[cl[k]] = v[k]
                 k += 1
             h = _row_hash(&cur[0], w)
-            b = h & mask
-            while True:
-                u = tv[b]
-                if u < 0:
-                    break
-                if hv[u] == h:
-                    eq = True
-                    for j in range(w):
-                        if rv[u, j] != cur[j]:
-                            eq = False
-                            break
-                    if eq:
-                        break
-                b = (b + 1) & mask
+            b = _find_row(tv, hv, rv, &cur[0], w, h)
+            u = tv[b]
             if u >= 0:
                 idv[r] = u
                 continue
@@ -858,20 +869,18 @@ def command_values(op, args, var_off, var_len, pool, heap_type, optab, Py_ssize_
     slot = np.empty(n, dtype=np.int64)
     is_table = np.empty(n, dtype=np.uint8)
     gid = np.empty(n, dtype=np.int64)
-    ublock = np.empty(nkey, dtype=np.int64)
-    ukeys = np.zeros((nkey, KEYW), dtype=np.int64)
+    ukeys = np.zeros((nkey, 1 + KEYW), dtype=np.int64)  # the block, then the key
     cdef int64_t[::1] kc = kcode
     cdef int64_t[::1] sl = slot
     cdef uint8_t[::1] it = is_table
     cdef int64_t[::1] g = gid
-    cdef int64_t[::1] ub = ublock
     cdef int64_t[:, ::1] uk = ukeys
     cdef uint64_t[::1] hv = np.empty(nkey, dtype=np.uint64)
     cdef int32_t[::1] tv = np.full(_table_size(nkey), -1, dtype=np.int32)
     cdef int64_t key[KEYW + 1]
-    cdef uint64_t h, b, mask = <uint64_t>(tv.shape[0] - 1)
+    cdef uint64_t h, b
     cdef int32_t u
-    cdef bint eq, bad = False
+    cdef bint bad = False
     cdef Py_ssize_t first = -1  # (the GS default key before command 0)
     with nogil:
         i = first
@@ -935,34 +944,21 @@ def command_values(op, args, var_off, var_len, pool, heap_type, optab, Py_ssize_
                     if bad:
                         break
             h = _row_hash(&key[0], w + 1)
-            b = h & mask
-            while True:
-                u = tv[b]
-                if u < 0:
-                    break
-                if hv[u] == h and ub[u] == key[0]:
-                    eq = True
-                    for j in range(w):
-                        if uk[u, j] != key[1 + j]:
-                            eq = False
-                            break
-                    if eq:
-                        break
-                b = (b + 1) & mask
+            b = _find_row(tv, hv, uk, &key[0], w + 1, h)  # (the block first: keys of two blocks differ)
+            u = tv[b]
             if u < 0:
                 u = <int32_t>nu
                 tv[b] = u
                 hv[nu] = h
-                ub[nu] = key[0]
-                for j in range(w):
-                    uk[nu, j] = key[1 + j]
+                for j in range(w + 1):
+                    uk[nu, j] = key[j]
                 nu += 1
             if i >= 0:
                 g[i] = u
             i += 1
     if bad:
         raise IndexError(f"command {i}: a heap or render-target list out of range")
-    return kcode, slot, is_table, gid, ublock[:nu], ukeys[:nu]
+    return kcode, slot, is_table, gid, ukeys[:nu, 0].copy(), ukeys[:nu, 1:]
 
 
 def diff_state_rows(rows_a, ia, rows_b, ib, map_a, map_b, int64_t ask_code):
