@@ -32,6 +32,11 @@ and one ``unknown`` bitmask (bit s: slot s is unknown after an Opaque).
 import numpy as np
 
 cimport cython
+from libc.string cimport memcpy
+
+
+cdef extern from *:
+    int __builtin_ctzll(unsigned long long) nogil
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t
 
 __all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers",
@@ -49,7 +54,6 @@ cdef enum:
     K_DISPATCH = 7
     K_OPAQUE = 8
     MAX_SLOTS = 63
-    _BLOCK = 256
 
 
 def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row):
@@ -250,6 +254,11 @@ cdef inline uint64_t _fmix(uint64_t h) noexcept nogil:
     return h
 
 
+cdef inline uint64_t _slot_term(Py_ssize_t s, int64_t v) noexcept nogil:
+    """Slot ``s``'s term of a row hash that is a sum over the slots (updated slot by slot)."""
+    return _fmix(<uint64_t>v * 0x9E3779B97F4A7C15ULL + <uint64_t>s * 0xD6E8FEB86659FD93ULL + 1)
+
+
 cdef inline uint64_t _row_hash(const int64_t* x, Py_ssize_t k) noexcept nogil:
     """Hash of a row for the interning tables: two multiply-xor lanes (each step a bijection
     of the lane, so rows differing in one column never collide), mixed at the end. Only
@@ -438,6 +447,10 @@ cdef class _Rows:
             if ix[i] < 0 or ix[i] >= self.nobs:
                 raise IndexError(f"observer {ix[i]} out of range")
 
+    cdef inline int is_unk(self, int64_t v) noexcept nogil:
+        """1 if value ``v`` (or the marker) is unknown or partly unknown, else 0."""
+        return 1 if v == self.unknown_marker or (v >= 0 and v < self.partial.shape[0] and self.partial[v]) else 0
+
     cdef inline int row(self, Py_ssize_t o, int64_t* out) noexcept nogil:
         """Normalised row of observer ``o`` into ``out``; 1 if it holds an unknown or partly
         unknown value, 0 if not, -1 for a setter outside ``cval``."""
@@ -520,9 +533,6 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
     cdef int32_t[::1] tv = table
     cdef int64_t[:, ::1] rv = rows
     cdef int64_t[::1] ev = epochs
-    # rows are built a block at a time, then looked up in a tight loop
-    cdef int64_t[:, ::1] blk = np.empty((_BLOCK, w), dtype=np.int64)
-    cdef uint64_t[::1] bh = np.empty(_BLOCK, dtype=np.uint64)
     cdef uint64_t h, b, mask = <uint64_t>(tv.shape[0] - 1)
     cdef int32_t u
     cdef int flag = 0
@@ -535,89 +545,114 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
     # per pack class: the state whose key it is (its row read with the slot masked) and its epoch
     cdef int64_t[::1] prep = np.empty(k if packing else 0, dtype=np.int64)
     cdef int64_t[::1] pep = np.empty(k if packing else 0, dtype=np.int64)
-    cdef int64_t[::1] pkey = np.empty(w, dtype=np.int64)
     cdef uint64_t[::1] phv = np.empty(k if packing else 0, dtype=np.uint64)
     cdef int32_t[::1] ptv = np.full(_table_size(k) if packing else 1, -1, dtype=np.int32)
     cdef uint64_t pmask = <uint64_t>(ptv.shape[0] - 1)
-    cdef int64_t* key
-    cdef int64_t x
     cdef Py_ssize_t npk = 0
-    cdef bint pu
-    cdef Py_ssize_t lo = 0, t, nb
+    # The key of each observer is built from the previous one's: only the slots whose setter,
+    # read bit or unknown bit changed are read again. The row hash is a sum of one term per
+    # slot (updated with the slot), mixed with the epoch; it only orders the probes.
+    cdef int64_t cur[MAX_SLOTS]
+    cdef uint64_t term[MAX_SLOTS]
+    cdef uint64_t hsum = 0, hp
+    cdef int nunk = 0, punk_n
+    cdef int64_t rb, unk, prb = 0, punk = 0, chg, st, v, ekey, pe
+    cdef Py_ssize_t o, po = -1, s
+    cdef const int32_t* so
+    cdef const int32_t* sp = NULL
+    cdef uint64_t todo, allbits = (<uint64_t>1 << ns) - 1
+    cdef const int64_t* rp
     with nogil:
-        while lo < k:
-            nb = min(<Py_ssize_t>_BLOCK, k - lo)
-            for t in range(nb):
-                flag = R.row(ix[lo + t], &blk[t, 0])
-                if flag < 0:
-                    break
-                blk[t, ns] = ep[ix[lo + t]] if flag else -1
-                bh[t] = _row_hash(&blk[t, 0], w)
+        for i in range(k):
+            o = ix[i]
+            rb = R.readbits[o]
+            unk = R.unknown[o]
+            so = &R.setter[o, 0]
+            chg = -1 if po < 0 else (rb ^ prb) | (unk ^ punk)
+            # a slot masked here and at the previous observer stays masked: only the slots read
+            # now, or whose read or unknown bit changed, are looked at
+            todo = <uint64_t>((rb | chg) & allbits)
+            while todo:
+                s = __builtin_ctzll(todo)
+                todo &= todo - 1
+                if not ((chg >> s) & 1) and so[s] == sp[s]:
+                    continue
+                if not (rb >> s) & 1:
+                    v = masked
+                elif (unk >> s) & 1:
+                    v = unknown_marker
+                else:
+                    st = so[s]
+                    if st >= R.cval.shape[0]:
+                        flag = -1
+                        break
+                    v = R.cval[st] if st >= 0 else R.init_val[s]
+                if po >= 0:
+                    if v == cur[s]:
+                        continue
+                    hsum -= term[s]
+                    nunk -= R.is_unk(cur[s])
+                cur[s] = v
+                term[s] = _slot_term(s, v)
+                hsum += term[s]
+                nunk += R.is_unk(v)
             if flag < 0:
                 break
-            for t in range(nb):
-                h = bh[t]
-                b = h & mask
+            po, prb, punk, sp = o, rb, unk, so
+            ekey = ep[o] if nunk else -1
+            h = _fmix(hsum ^ _fmix(<uint64_t>ekey + 0x2545F4914F6CDD1DULL))
+            b = h & mask
+            while True:
+                u = tv[b]
+                if u < 0:
+                    break
+                if hv[u] == h and ev[u] == ekey:
+                    rp = &rv[u, 0]
+                    eq = True
+                    for j in range(ns):
+                        if rp[j] != cur[j]:
+                            eq = False
+                            break
+                    if eq:
+                        break
+                b = (b + 1) & mask
+            if u >= 0:
+                idv[i] = u
+                continue
+            tv[b] = <int32_t>nu
+            fv[nu] = i
+            hv[nu] = h
+            memcpy(&rv[nu, 0], &cur[0], ns * sizeof(int64_t))
+            ev[nu] = ekey
+            idv[i] = nu
+            if packing:  # the new state's pack class: its key with the slot masked
+                punk_n = nunk - R.is_unk(cur[pack_slot])
+                pe = ekey if punk_n else -1
+                hp = hsum - term[pack_slot] + _slot_term(pack_slot, masked)
+                hp = _fmix(hp ^ _fmix(<uint64_t>pe + 0x2545F4914F6CDD1DULL))
+                b = hp & pmask
                 while True:
-                    u = tv[b]
+                    u = ptv[b]
                     if u < 0:
                         break
-                    if hv[u] == h and ev[u] == blk[t, ns]:
+                    if phv[u] == hp and pep[u] == pe:
                         eq = True
                         for j in range(ns):
-                            if rv[u, j] != blk[t, j]:
+                            if j != pack_slot and rv[prep[u], j] != cur[j]:
                                 eq = False
                                 break
                         if eq:
                             break
-                    b = (b + 1) & mask
-                i = lo + t
-                if u >= 0:
-                    idv[i] = u
-                    continue
-                tv[b] = <int32_t>nu
-                fv[nu] = i
-                hv[nu] = h
-                for j in range(ns):
-                    rv[nu, j] = blk[t, j]
-                ev[nu] = blk[t, ns]
-                idv[i] = nu
-                if packing:  # the new state's pack class
-                    key = &pkey[0]
-                    pu = False
-                    for j in range(ns):
-                        x = blk[t, j]
-                        if j == pack_slot:
-                            x = masked
-                        elif x == unknown_marker or (x >= 0 and x < R.partial.shape[0] and R.partial[x]):
-                            pu = True
-                        key[j] = x
-                    key[ns] = blk[t, ns] if pu else -1
-                    h = _row_hash(key, w)
-                    b = h & pmask
-                    while True:
-                        u = ptv[b]
-                        if u < 0:
-                            break
-                        if phv[u] == h and pep[u] == key[ns]:
-                            eq = True
-                            for j in range(ns):
-                                if j != pack_slot and rv[prep[u], j] != key[j]:
-                                    eq = False
-                                    break
-                            if eq:
-                                break
-                        b = (b + 1) & pmask
-                    if u < 0:
-                        u = <int32_t>npk
-                        ptv[b] = u
-                        phv[npk] = h
-                        prep[npk] = nu
-                        pep[npk] = key[ns]
-                        npk += 1
-                    pv[nu] = u
-                nu += 1
-            lo += nb
+                    b = (b + 1) & pmask
+                if u < 0:
+                    u = <int32_t>npk
+                    ptv[b] = u
+                    phv[npk] = hp
+                    prep[npk] = nu
+                    pep[npk] = pe
+                    npk += 1
+                pv[nu] = u
+            nu += 1
     if flag < 0:
         raise IndexError("a setter is outside cval")
     if packing:
