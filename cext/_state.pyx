@@ -690,21 +690,29 @@ def observed_setters(setter, readbits, partbits, int64_t rootbits, Py_ssize_t n)
     cdef uint8_t[::1] ov = observed
     cdef uint8_t[::1] fv = full
     cdef int64_t[::1] rv = reset
-    cdef int64_t rb, pb, c, rr
+    cdef int64_t rb, pb, c, rr, prb = 0, ppb = 0
+    cdef uint64_t todo
+    cdef const int32_t* so
+    cdef const int32_t* sp = NULL
     cdef bint bad = False
     with nogil:
         for o in range(nobs):
             rb = rbits[o]
             pb = pbits[o]
+            so = &st[o, 0]
             rr = 0
-            for s in range(ns):
-                if not (rb >> s) & 1:
-                    continue
-                c = st[o, s]
-                if c >= n:
-                    bad = True
-                    break
+            todo = <uint64_t>rb & ((<uint64_t>1 << ns) - 1)
+            while todo:  # the slots read
+                s = __builtin_ctzll(todo)
+                todo &= todo - 1
+                c = so[s]
                 if c >= 0:
+                    # the previous observer read the same setter, and as whole if this one does
+                    if sp != NULL and sp[s] == c and (prb >> s) & 1 and ((pb >> s) & 1 or not (ppb >> s) & 1):
+                        continue
+                    if c >= n:
+                        bad = True
+                        break
                     ov[c] = 1
                     if not (pb >> s) & 1:
                         fv[c] = 1
@@ -714,6 +722,7 @@ def observed_setters(setter, readbits, partbits, int64_t rootbits, Py_ssize_t n)
             rv[o] = rr
             if bad:
                 break
+            sp, prb, ppb = so, rb, pb
     if bad:
         raise IndexError("a setter is outside 0..n-1")
     reset_obs = np.empty(nr, dtype=np.int64)
