@@ -1026,13 +1026,17 @@ def diff_state_rows(rows_a, ia, rows_b, ib, map_a, map_b, int64_t ask_code):
     out = np.zeros(k, dtype=np.int64)
     cdef int64_t[::1] ov = out
     cdef int64_t ka, kb, bits
+    cdef const int64_t* pra
+    cdef const int64_t* prb
     cdef bint bad = False
     with nogil:
         for i in range(k):
             bits = 0
+            pra = &ra[xa[i], 0]
+            prb = &rb[xb[i], 0]
             for j in range(ns):
-                pa = _at(ra[xa[i], j], na)
-                pb = _at(rb[xb[i], j], nb)
+                pa = _at(pra[j], na)
+                pb = _at(prb[j], nb)
                 if pa < 0 or pb < 0:
                     bad = True
                     break
