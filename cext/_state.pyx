@@ -294,6 +294,33 @@ cdef inline Py_ssize_t _table_size(Py_ssize_t n) noexcept nogil:
     return size
 
 
+cdef inline uint64_t _find_state(const int32_t[::1] table, const uint64_t[::1] hv, const int64_t[::1] eps,
+                                 const int64_t[:, ::1] rows, const int64_t* rep, const int64_t* key, Py_ssize_t ns,
+                                 Py_ssize_t skip, uint64_t h, int64_t e) noexcept nogil:
+    """:func:`_find_row` for keys that are a row of ``ns`` slots (slot ``skip`` not compared;
+    -1: none) plus an epoch ``e``: id ``u``'s key is row ``rep[u]`` of ``rows`` (``u`` itself
+    where ``rep`` is NULL) and epoch ``eps[u]``."""
+    cdef uint64_t b = h & <uint64_t>(table.shape[0] - 1)
+    cdef int32_t u
+    cdef Py_ssize_t j
+    cdef const int64_t* rp
+    cdef bint eq
+    while True:
+        u = table[b]
+        if u < 0:
+            return b
+        if hv[u] == h and eps[u] == e:
+            rp = &rows[rep[u] if rep != NULL else u, 0]
+            eq = True
+            for j in range(ns):
+                if j != skip and rp[j] != key[j]:
+                    eq = False
+                    break
+            if eq:
+                return b
+        b = (b + 1) & <uint64_t>(table.shape[0] - 1)
+
+
 cdef inline uint64_t _find_row(const int32_t[::1] table, const uint64_t[::1] hv, const int64_t[:, ::1] rows,
                                const int64_t* key, Py_ssize_t w, uint64_t h) noexcept nogil:
     """The slot of open-addressing ``table`` (ids into ``rows``, with hashes ``hv``) holding the id
@@ -533,10 +560,9 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
     cdef int32_t[::1] tv = table
     cdef int64_t[:, ::1] rv = rows
     cdef int64_t[::1] ev = epochs
-    cdef uint64_t h, b, mask = <uint64_t>(tv.shape[0] - 1)
+    cdef uint64_t h, b
     cdef int32_t u
     cdef int flag = 0
-    cdef bint eq
     cdef bint packing = pack_slot >= 0
     if pack_slot >= ns:
         raise ValueError("pack_slot is not a slot")
@@ -547,7 +573,6 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
     cdef int64_t[::1] pep = np.empty(k if packing else 0, dtype=np.int64)
     cdef uint64_t[::1] phv = np.empty(k if packing else 0, dtype=np.uint64)
     cdef int32_t[::1] ptv = np.full(_table_size(k) if packing else 1, -1, dtype=np.int32)
-    cdef uint64_t pmask = <uint64_t>(ptv.shape[0] - 1)
     cdef Py_ssize_t npk = 0
     # The key of each observer is built from the previous one's: only the slots whose setter,
     # read bit or unknown bit changed are read again. The row hash is a sum of one term per
@@ -561,7 +586,6 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
     cdef const int32_t* so
     cdef const int32_t* sp = NULL
     cdef uint64_t todo, allbits = (<uint64_t>1 << ns) - 1
-    cdef const int64_t* rp
     with nogil:
         for i in range(k):
             o = ix[i]
@@ -601,21 +625,8 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
             po, prb, punk, sp = o, rb, unk, so
             ekey = ep[o] if nunk else -1
             h = _fmix(hsum ^ _fmix(<uint64_t>ekey + 0x2545F4914F6CDD1DULL))
-            b = h & mask
-            while True:
-                u = tv[b]
-                if u < 0:
-                    break
-                if hv[u] == h and ev[u] == ekey:
-                    rp = &rv[u, 0]
-                    eq = True
-                    for j in range(ns):
-                        if rp[j] != cur[j]:
-                            eq = False
-                            break
-                    if eq:
-                        break
-                b = (b + 1) & mask
+            b = _find_state(tv, hv, ev, rv, NULL, &cur[0], ns, -1, h, ekey)
+            u = tv[b]
             if u >= 0:
                 idv[i] = u
                 continue
@@ -630,20 +641,8 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
                 pe = ekey if punk_n else -1
                 hp = hsum - term[pack_slot] + _slot_term(pack_slot, masked)
                 hp = _fmix(hp ^ _fmix(<uint64_t>pe + 0x2545F4914F6CDD1DULL))
-                b = hp & pmask
-                while True:
-                    u = ptv[b]
-                    if u < 0:
-                        break
-                    if phv[u] == hp and pep[u] == pe:
-                        eq = True
-                        for j in range(ns):
-                            if j != pack_slot and rv[prep[u], j] != cur[j]:
-                                eq = False
-                                break
-                        if eq:
-                            break
-                    b = (b + 1) & pmask
+                b = _find_state(ptv, phv, pep, rv, &prep[0], &cur[0], ns, pack_slot, hp, pe)
+                u = ptv[b]
                 if u < 0:
                     u = <int32_t>npk
                     ptv[b] = u
