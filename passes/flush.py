@@ -133,8 +133,9 @@ def _rebinds_in_range(stream: Stream, rebinds: list[tuple[int, int]], sc: Scan |
 
     pack-x re-issues the index buffer after its own runs; a re-bind here is for an input that
     already reads an undefined index buffer after a ``DrawIndexedX``. It is left out when the
-    re-bound buffer is written (a copy or a GPU write) before the re-bind point (the draw would
-    read the written data where the input read nothing: a new hazard), or when a draw would read
+    re-bound buffer is written anywhere in the stream (a copy or a GPU write: the draw would read a
+    written buffer where the input read nothing, a new hazard with that write before or after it,
+    which the verifier rejects), or when a draw would read
     past the buffer's end (trading an ``index-buffer-undefined`` finding for an ``index-range``
     one; no pass may add a finding of any rule). ``validate`` owns that rule: the draws a re-bind
     would give an index buffer are checked with :func:`drawopt.validate.index_range_violations`
@@ -146,14 +147,15 @@ def _rebinds_in_range(stream: Stream, rebinds: list[tuple[int, int]], sc: Scan |
     from drawopt.analysis.access import gpu_writes
     from drawopt.validate import index_range_violations
 
-    # a buffer something writes (a copy or a GPU write) before a re-bind point: the draw reading it there
-    # would read data the input never read (it read an undefined index buffer): when unsure, don't re-bind
+    # a buffer something writes (a copy or a GPU write), before or after the re-bind point: the draw reading
+    # it there would add a hazard with that write that the input (reading an undefined index buffer) did not
+    # have: when unsure, don't re-bind
     sc = sc if sc is not None else scan(stream)
     w = gpu_writes(stream, sc)
-    first = np.full(len(stream.decls) + 1, np.iinfo(np.int64).max, np.int64)
+    written = np.zeros(len(stream.decls) + 1, bool)
     copies = np.flatnonzero(stream.op == BY_NAME["CopyBufferRegion"].code)
-    np.minimum.at(first, np.r_[w.res, stream.args[copies, 0]].astype(np.int64), np.r_[w.cmd, copies].astype(np.int64))
-    rebinds = [(after, src) for after, src in rebinds if first[int(stream.args[src, 0])] > after]
+    written[np.r_[w.res, stream.args[copies, 0]].astype(np.int64)] = True
+    rebinds = [(after, src) for after, src in rebinds if not written[int(stream.args[src, 0])]]
     if not rebinds:
         return rebinds
 

@@ -21,7 +21,13 @@ What other commands see is kept:
   so the pass puts ``null`` before one where the plan left onchip in force.
 * ``Opaque`` commands (API calls drawopt does not model, possibly draws) are
   treated as GS draws that must see exactly the parameters in force in the
-  input; no GS parameter change moves across them.
+  input; no GS parameter change moves across them. What is in force after one
+  is unknown, as :mod:`drawopt.analysis.state` models it: a GS draw after an
+  ``Opaque`` command with no ``GSSetParameters`` since keeps what it ran under
+  (reason ``unknown``; nothing is put before it), the first change after one is
+  always emitted, and a draw whose pipeline is unknown there (no
+  ``SetPipelineState`` since) may be a GS draw: it sees exactly the input's
+  parameters, as an ``Opaque`` command does.
 * Draws flagged ``nomerge`` keep the parameters they had.
 * A bundle inherits the calling list's parameters (as the state tracker models
   it): what runs before its first ``GSSetParameters`` keeps them (reason
@@ -39,8 +45,10 @@ default are planned. In ``mode="auto"`` the input's ``ratio=`` and ``lds=``
 fields in force are honoured as hints (the draw's real vertex reuse; LDS the
 application keeps for other work) and everything else is re-planned.
 
-Linear in the stream: numpy forward fills and one ``np.unique`` over the GS
-draws; the model runs once per distinct (pipeline, hints) pair.
+Linear in the stream: the parameters and pipeline every draw runs under are the
+state scan's (:func:`drawopt.analysis.state.scan`, the one state model), then one
+``np.unique`` over the GS draws; the model runs once per distinct (pipeline,
+hints) pair.
 """
 
 from __future__ import annotations
@@ -63,30 +71,23 @@ from drawopt.analysis.gsmodel import (
     kept_plan,
     plan_pipeline,
 )
+from drawopt.analysis.state import GS, OBS_END, UNKNOWN, Scan, scan
 from drawopt.errors import UsageError
 from drawopt.ir.decls import Pipeline
-from drawopt.ir.ops import BY_NAME, COL_PIPELINE, GS_MODES, Cat
+from drawopt.ir.ops import BY_NAME, GS_MODES, Cat
 from drawopt.ir.stream import FLAG_NOMERGE, Stream, concat
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
 
 _GS = BY_NAME["GSSetParameters"].code
-_PSO = BY_NAME["SetPipelineState"].code
 _OPAQUE = BY_NAME["Opaque"].code
 _ONCHIP = GS_MODES.index("onchip")
 _NF = 5  # GSSetParameters fields: mode, vps, pps, ratio, lds
 
-_PLANNED, _KEPT, _NOMERGE, _INHERITED = 0, 1, 2, 3
+_PLANNED, _KEPT, _NOMERGE, _INHERITED, _UNKNOWN = 0, 1, 2, 3, 4
 INHERITED = np.array([-1, 0, 0, 0, 0], np.int64)
-"""``desired`` row of a bundle's GS draw that runs under the calling list's parameters."""
-
-
-def _forward_fill(is_set: np.ndarray, values: np.ndarray, initial: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Value in force after each command: ``(table, row)`` with ``table[row[i]]``.
-
-    ``table[0]`` is ``initial``, ``table[k]`` the k-th set's value.
-    """
-    table = np.concatenate([initial[None], values], axis=0)
-    return table, np.cumsum(is_set, dtype=np.int64)
+"""``desired`` row of a GS draw that runs under parameters not known here, which it keeps: a
+bundle's draw under the calling list's parameters, or a draw after an ``Opaque`` command with no
+``GSSetParameters`` since (the state model's *unknown*)."""
 
 
 @dataclass
@@ -101,7 +102,11 @@ class StreamPlan:
     tessellation pipelines without a GS (they must not run under onchip mode).
     ``inherit_end``: in a bundle, the index of its first GSSetParameters (the
     commands before it run under the calling list's parameters, see
-    :data:`INHERITED`); -1 in a command list.
+    :data:`INHERITED`); -1 in a command list. ``blind_draws``: draws whose pipeline
+    is unknown (after an ``Opaque`` command, no ``SetPipelineState`` since); they may
+    be GS draws, so they see exactly the input's parameters.
+    Parameters the state model does not know (a bundle's inherited ones, what an
+    ``Opaque`` command left) are :data:`INHERITED` rows in ``inforce``.
     """
 
     gs_draws: np.ndarray
@@ -111,6 +116,7 @@ class StreamPlan:
     draws: list[int]
     tess_draws: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     inherit_end: int = -1
+    blind_draws: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def _row_codes(rows: np.ndarray) -> np.ndarray:
@@ -124,55 +130,71 @@ def _row_codes(rows: np.ndarray) -> np.ndarray:
     return code
 
 
-def _gs_inforce(stream: Stream) -> tuple[np.ndarray, np.ndarray]:
-    """The GSSetParameters fields in force after every command (null normalised to 0s)
-    and at the end: ``(table, row)``."""
-    is_set = stream.op == _GS
-    rows = stream.args[is_set, :_NF].copy()
-    rows[rows[:, 0] == 0] = 0  # null: the other fields mean nothing
-    return _forward_fill(is_set, rows, np.zeros(_NF, np.int64))
+def _observer_rows(sc: Scan, cmds: np.ndarray) -> np.ndarray:
+    """Rows of the scan's observers at commands ``cmds`` (draws, dispatches and ``Opaque``
+    commands; ``len(stream)``: a bundle's end)."""
+    real = sc.obs.shape[0] - int(sc.obs_kind.shape[0] > 0 and sc.obs_kind[-1] == OBS_END)
+    rows = np.searchsorted(sc.obs[:real], cmds)
+    return np.where(cmds >= len(sc.stream), sc.obs.shape[0] - 1, rows)
+
+
+def _inforce(sc: Scan, rows: np.ndarray) -> np.ndarray:
+    """The GSSetParameters fields in force at scan observers ``rows`` as the state model has
+    them: the last set's fields (null normalised to 0s), the driver default (0s) where none
+    came before, :data:`INHERITED` where the parameters are unknown (a bundle's inherited
+    ones, or after an ``Opaque`` command)."""
+    setter = sc.setter[rows, GS]
+    out = np.where((setter >= 0)[:, None], sc.stream.args[np.maximum(setter, 0), :_NF], 0)
+    out[out[:, 0] == 0] = 0  # null: the other fields mean nothing
+    out[((sc.unknown[rows] >> GS) & 1) == 1] = INHERITED
+    return out
 
 
 def plan_stream(stream: Stream, *, lds_limit: int = LDS_DEFAULT, min_prims: int = MIN_PRIMS_DEFAULT,
-                mode: str = "auto") -> StreamPlan:
+                mode: str = "auto", sc: Scan | None = None) -> StreamPlan:
     """Decide the GS parameters of every GS draw of ``stream`` (no rewriting).
 
     See :class:`GsPlanPass` for the options and :mod:`drawopt.analysis.gsmodel` for the model.
+    ``sc``: the stream's :func:`drawopt.analysis.state.scan`, if known.
     """
     n = len(stream)
     decls = stream.decls
-    is_pso = stream.op == _PSO
-    ptable, prow = _forward_fill(is_pso, stream.args[is_pso, COL_PIPELINE], np.array(-1, np.int64))
-    pipe = ptable[prow]
+    sc = scan(stream) if sc is None else sc
+    is_draw = stream.cats() == int(Cat.DRAW) if n else np.zeros(0, bool)
+    draws = np.flatnonzero(is_draw)
+    drow = _observer_rows(sc, draws)
+    pipe = sc.pipe[drow]  # the state model's: unknown after an Opaque command
     has_gs = np.zeros(len(decls) + 1, bool)  # index -1 (no pipeline) -> False
     tess_only = np.zeros(len(decls) + 1, bool)
     for i, d in enumerate(decls):
         if isinstance(d, Pipeline) and not d.is_compute:
             has_gs[i] = d.gs is not None
             tess_only[i] = d.tessellation and d.gs is None
-    is_draw = stream.cats() == int(Cat.DRAW) if n else np.zeros(0, bool)
-    gs_draws = np.flatnonzero(is_draw & has_gs[pipe])
-    tess_draws = np.flatnonzero(is_draw & tess_only[pipe])
-    gtable, grow = _gs_inforce(stream)
-    inforce = gtable[grow[gs_draws]]
+    known = np.where(pipe >= 0, pipe, -1)
+    gs = has_gs[known]
+    gs_draws, tess_draws, blind_draws = draws[gs], draws[tess_only[known]], draws[pipe == UNKNOWN]
+    gs_pipe = known[gs]
+    inforce = _inforce(sc, drow[gs])
     inherit_end = -1
     if stream.header.kind == "bundle":
         sets = np.flatnonzero(stream.op == _GS)
         inherit_end = int(sets[0]) if sets.shape[0] else n
     m = gs_draws.shape[0]
     if m == 0:
-        return StreamPlan(gs_draws, np.zeros((0, _NF), np.int64), inforce, [], [], tess_draws, inherit_end)
+        return StreamPlan(gs_draws, np.zeros((0, _NF), np.int64), inforce, [], [], tess_draws, inherit_end,
+                          blind_draws)
 
     kind = np.full(m, _PLANNED, np.int64)
     if mode == "keep":
         kind[inforce[:, 0] != 0] = _KEPT
     kind[(stream.flags[gs_draws] & FLAG_NOMERGE) != 0] = _NOMERGE
+    kind[inforce[:, 0] < 0] = _UNKNOWN  # what the draw ran under is not known: it keeps it
     kind[gs_draws < inherit_end] = _INHERITED
     # planned draws are keyed by their hints only; kept ones by all the fields in force
     key_fields = inforce.copy()
     key_fields[kind == _PLANNED, :3] = 0
-    key_fields[kind == _INHERITED] = 0
-    keys = np.column_stack([kind, pipe[gs_draws], key_fields])
+    key_fields[(kind == _INHERITED) | (kind == _UNKNOWN)] = 0
+    keys = np.column_stack([kind, gs_pipe, key_fields])
     _, first, inverse, counts = np.unique(_row_codes(keys), return_index=True, return_inverse=True,
                                           return_counts=True)
     order = np.argsort(first, kind="stable")  # report plans in first-use order
@@ -185,8 +207,9 @@ def plan_stream(stream: Stream, *, lds_limit: int = LDS_DEFAULT, min_prims: int 
             plan = plan_pipeline(p, lds_limit=lds_limit, min_prims=min_prims, mode=mode,
                                  ratio_bits=fields[3], lds_override=fields[4])
             params[j] = plan.params
-        elif k == _INHERITED:
-            plan = kept_plan(p, GsParams(), "inherited", lds_limit=lds_limit, min_prims=min_prims)
+        elif k in (_INHERITED, _UNKNOWN):
+            plan = kept_plan(p, GsParams(), "inherited" if k == _INHERITED else "unknown", lds_limit=lds_limit,
+                             min_prims=min_prims)
             params[j] = INHERITED
         else:
             plan = kept_plan(p, GsParams(*fields), "kept" if k == _KEPT else "nomerge", lds_limit=lds_limit,
@@ -195,7 +218,7 @@ def plan_stream(stream: Stream, *, lds_limit: int = LDS_DEFAULT, min_prims: int 
         plans.append(plan)
     desired = params[inverse]
     return StreamPlan(gs_draws, desired, inforce, plans, [int(counts[j]) for j in order], tess_draws,
-                      inherit_end)
+                      inherit_end, blind_draws)
 
 
 @dataclass(frozen=True)
@@ -218,7 +241,7 @@ class GsPlanPass(Pass):
 
     name: ClassVar[str] = "gs-plan"
     summary: ClassVar[str] = "geometry-shader onchip/offchip planning with the LDS model"
-    requires: ClassVar[tuple[str, ...]] = ()
+    requires: ClassVar[tuple[str, ...]] = ("state",)
     preserves: ClassVar[tuple[str, ...]] = ()
 
     lds_limit: int = LDS_DEFAULT
@@ -235,8 +258,10 @@ class GsPlanPass(Pass):
             raise UsageError(f"pass 'gs-plan': mode must be one of {', '.join(PLAN_MODES)}, got '{self.mode}'")
 
     def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
-        plan = plan_stream(stream, lds_limit=self.lds_limit, min_prims=self.min_prims, mode=self.mode)
-        out, counts = _rewrite(stream, plan)
+        sc = am.get("state", stream).scan
+        sc = scan(stream) if sc is None else sc
+        plan = plan_stream(stream, lds_limit=self.lds_limit, min_prims=self.min_prims, mode=self.mode, sc=sc)
+        out, counts = _rewrite(stream, plan, sc)
         report = self._report(plan, counts)
         if out is None:
             return PassResult.unchanged(stream, **report)
@@ -260,44 +285,51 @@ class GsPlanPass(Pass):
         }
 
 
-def _rewrite(stream: Stream, plan: StreamPlan) -> tuple[Stream | None, dict[str, int]]:
-    """Apply ``plan``: the rewritten stream (None if unchanged) and counts for the report."""
+def _rewrite(stream: Stream, plan: StreamPlan, sc: Scan | None = None) -> tuple[Stream | None, dict[str, int]]:
+    """Apply ``plan``: the rewritten stream (None if unchanged) and counts for the report.
+    ``sc``: the stream's :func:`drawopt.analysis.state.scan`, if known."""
     n = len(stream)
     sets = np.flatnonzero(stream.op == _GS)
     counts = {"emitted": 0, "removed": 0, "kept": int(sets.shape[0])}
     if plan.gs_draws.shape[0] == 0 or plan.inherit_end >= n:
         return None, counts
-    gtable, grow = _gs_inforce(stream)
-    # observation points: GS draws (planned), Opaque commands and, in a bundle, its end (as in the input)
+    sc = scan(stream) if sc is None else sc
+    # observation points: GS draws (planned); Opaque commands, draws of an unknown pipeline and, in a
+    # bundle, its end (each as in the input); tessellation draws without a GS (soft: see below)
     opaque = np.flatnonzero(stream.op == _OPAQUE)
+    hard = np.concatenate([opaque, plan.blind_draws] + ([np.array([n], np.int64)] if stream.header.kind == "bundle"
+                                                         else []))
     tess = plan.tess_draws
-    pts = [plan.gs_draws, opaque, tess]
-    want = [plan.desired, gtable[grow[opaque]], np.zeros((tess.shape[0], _NF), np.int64)]
-    if stream.header.kind == "bundle":
-        pts.append(np.array([n], np.int64))
-        want.append(gtable[-1:])
-    obs = np.concatenate(pts)
-    soft = np.zeros(obs.shape[0], bool)
-    soft[plan.gs_draws.shape[0] + opaque.shape[0]:][:tess.shape[0]] = True
+    obs = np.concatenate([plan.gs_draws, hard, tess])
+    # the input's parameters at every point, as the state model has them (INHERITED: not known)
+    given = _inforce(sc, _observer_rows(sc, obs))
+    want_all = np.concatenate([plan.desired, given[plan.gs_draws.shape[0]:]])
+    kind = np.repeat([0, 1, 2], [plan.gs_draws.shape[0], hard.shape[0], tess.shape[0]])
+    is_opaque = np.zeros(obs.shape[0], bool)
+    is_opaque[plan.gs_draws.shape[0]:][:opaque.shape[0]] = True
     order = np.argsort(obs, kind="stable")
-    obs, want_all, soft = obs[order], np.concatenate(want)[order], soft[order]
-    # a bundle runs under the calling list's parameters until its first GSSetParameters: what comes
-    # before it keeps them (nothing can be put there without changing what the caller set)
-    inherited = obs < plan.inherit_end
-    want_all[inherited] = INHERITED
-    soft &= ~inherited
+    obs, want_all, given, is_opaque = obs[order], want_all[order], given[order], is_opaque[order]
+    # where the input's parameters are not known (a bundle before its first GSSetParameters, after an
+    # Opaque command before the next one), every point keeps them: nothing can be put there without
+    # changing what the caller or the Opaque command set
+    soft = (kind[order] == 2) & (given[:, 0] >= 0)
+    want_all[given[:, 0] < 0] = INHERITED
+    # what is in force after each point: its parameters, except after an Opaque command (unknown)
+    left = want_all.copy()
+    left[is_opaque] = INHERITED
+    start = INHERITED if plan.inherit_end >= 0 else np.zeros(_NF, np.int64)
     if soft.any():
         # a tessellation draw without a GS keeps what is in force, except onchip mode, which would
         # force its tessellation always-offchip: it gets the driver default then
         last = np.maximum.accumulate(np.where(soft, -1, np.arange(obs.shape[0])))
-        base = np.where((last >= 0)[:, None], want_all[np.maximum(last, 0)], 0)
-        from_caller = base[:, 0] < 0  # after the bundle's first set: the input's (concrete) parameters
-        base[from_caller] = gtable[grow[obs[from_caller]]]
+        base = np.where((last >= 0)[:, None], left[np.maximum(last, 0)], start)
+        unknown = base[:, 0] < 0  # not known after the point before: the input's (concrete) parameters
+        base[unknown] = given[unknown]
         base[base[:, 0] == _ONCHIP] = 0
-        want_all[soft] = base[soft]
-    start = INHERITED if plan.inherit_end >= 0 else np.zeros(_NF, np.int64)
-    prev = np.concatenate([start[None], want_all[:-1]])
+        want_all[soft] = left[soft] = base[soft]
+    prev = np.concatenate([start[None], left[:-1]])
     change = (want_all != prev).any(axis=1)
+    assert not (change & (want_all[:, 0] < 0)).any(), "a point that keeps unknown parameters follows a change"
 
     # input GSSetParameters: segment k = between observation point k-1 and k; past the last: kept as is
     seg = np.searchsorted(obs, sets, side="left")

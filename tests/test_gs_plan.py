@@ -268,18 +268,70 @@ def test_no_gs_draws_leaves_the_stream_alone() -> None:
 def test_opaque_commands_see_the_input_parameters() -> None:
     b = builder()
     b.GSSetParameters("onchip", vps=8, pps=8)
+    b.SetPipelineState("fur")
+    b.DrawInstanced(3, 1, 0, 0)
     b.Opaque("ExecuteSomethingUnknown")
+    b.GSSetParameters("null")
     b.SetPipelineState("tess")
     b.DrawInstanced(3, 1, 0, 0)
     b.Opaque("Marker")
     b.SetPipelineState("fur")
     b.DrawInstanced(3, 1, 0, 0)
     s = b.build()
-    out, _ = run(s)
+    out, rep = run(s)
     opq_in, opq_out = np.flatnonzero(s.op == OPAQUE), np.flatnonzero(out.op == OPAQUE)
     assert (inforce_at(out, opq_out) == inforce_at(s, opq_in)).all()
+    # fur planned; tess (GS + tessellation) offchip; the last fur runs under what the Opaque command
+    # left (unknown to the state model): it keeps it, nothing is put before it
+    assert gs_rows(out) == [(ONCHIP, 136, 136, 0, 0), (ONCHIP, 8, 8, 0, 0), (NULL, 0, 0, 0, 0)]
+    assert [c.name for c in out.commands()][-3:] == ["Opaque", "SetPipelineState", "DrawInstanced"]
+    assert [e["reason"] for e in rep["pipelines"]] == ["fits", "tessellation", "unknown"]
+
+
+def test_draws_after_an_opaque_command_keep_what_it_left() -> None:
+    """What is in force after an Opaque command is unknown (the state model's rule): gs-plan restored the
+    parameters it saw before the Opaque command as if they were still in force. Here it put the input's
+    onchip parameters before the nomerge GS+tessellation draw (which ran under whatever the Opaque
+    command left), adding a gs-onchip-tessellation finding; and it dropped the input's
+    GSSetParameters after an Opaque command that repeated the parameters before it."""
+    validate = pytest.importorskip("drawopt.validate")
+    b = builder()
+    b.GSSetParameters("onchip", vps=8, pps=8)
+    b.Opaque("X")
+    b.SetPipelineState("fur")
+    b.DrawInstanced(3, 1, 0, 0)
+    b.SetPipelineState("tess")
+    b.DrawInstanced(3, 1, 0, 0, flags="nomerge")
+    s = b.build()
+    out, rep = run(s)
+    assert out == s and [e["reason"] for e in rep["pipelines"]] == ["unknown", "unknown"]
+    assert not [f for f in validate.findings(out) if f.rule == "gs-onchip-tessellation"]
+    b = builder()
+    b.GSSetParameters("onchip", vps=8, pps=8)
+    b.SetPipelineState("fur")
+    b.Opaque("X")
+    b.GSSetParameters("onchip", vps=8, pps=8)
+    b.DrawInstanced(3, 1, 0, 0, flags="nomerge")
+    s = b.build()
+    out, _ = run(s)
+    assert gs_rows(out) == gs_rows(s) == [(ONCHIP, 8, 8, 0, 0)] * 2
+
+
+def test_a_draw_of_an_unknown_pipeline_sees_the_input_parameters() -> None:
+    """After an Opaque command the pipeline is unknown too: a draw there may be a GS draw."""
+    b = builder()
+    b.SetPipelineState("fur")
+    b.Opaque("X")
+    b.GSSetParameters("onchip", vps=8, pps=8)
+    b.DrawInstanced(3, 1, 0, 0)        # fur's plan would be onchip 136, but the pipeline is unknown
+    b.SetPipelineState("fur")
+    b.DrawInstanced(3, 1, 0, 0)
+    s = b.build()
+    plan = plan_stream(s)
+    assert plan.blind_draws.tolist() == [4] and plan.gs_draws.tolist() == [6]
+    out, _ = run(s)
     draws = np.flatnonzero(out.mask("DrawInstanced"))
-    assert inforce_at(out, draws).tolist() == [[0, 0, 0, 0, 0], [ONCHIP, 136, 136, 0, 0]]
+    assert inforce_at(out, draws).tolist() == [[ONCHIP, 8, 8, 0, 0], [ONCHIP, 136, 136, 0, 0]]
 
 
 def test_tessellation_draws_without_gs_never_run_onchip() -> None:
@@ -464,6 +516,18 @@ def random_stream(rng: np.random.Generator, kind: str) -> Stream:
     return b.build()
 
 
+def unknown_at(s: Stream, idx: np.ndarray) -> np.ndarray:
+    """Whether the GS parameters at commands ``idx`` are unknown to the state model: an Opaque
+    command came after the last GSSetParameters before them (or, in a bundle, no set came yet)."""
+    idx = np.asarray(idx, np.int64)
+    last_set = np.maximum.accumulate(np.where(s.op == GS, np.arange(len(s)), -1))
+    last_opq = np.maximum.accumulate(np.where(s.op == OPAQUE, np.arange(len(s)), -1))
+    before = np.maximum(idx - 1, 0)
+    ls = np.where(idx > 0, last_set[before], -1)
+    lo = np.where(idx > 0, last_opq[before], -1)
+    return (lo > ls) | ((ls < 0) & (s.header.kind == "bundle"))
+
+
 def check_invariants(s: Stream, out: Stream, opts: dict) -> None:
     out.check()
     if plan_stream(s, **opts).gs_draws.shape[0] == 0:
@@ -474,21 +538,33 @@ def check_invariants(s: Stream, out: Stream, opts: dict) -> None:
     # 2. every GS draw runs under its plan; Opaque commands under the input's parameters
     plan = plan_stream(s, **opts)
     again = plan_stream(out, **opts)
-    inh = plan.desired[:, 0] < 0  # a bundle's draws under the caller's parameters: no set before them
-    assert (again.gs_draws[inh] < again.inherit_end).all()
+    inh = plan.desired[:, 0] < 0  # under parameters the state model does not know: no set before them
+    assert np.array_equal(inh, unknown_at(s, plan.gs_draws))
+    assert unknown_at(out, again.gs_draws[inh]).all()
+    assert (again.gs_draws[inh & (plan.gs_draws < plan.inherit_end)] < again.inherit_end).all()
     assert np.array_equal(inforce_at(out, again.gs_draws)[~inh], plan.desired[~inh])
     opq_in, opq_out = np.flatnonzero(s.op == OPAQUE), np.flatnonzero(out.op == OPAQUE)
-    assert np.array_equal(inforce_at(out, opq_out), inforce_at(s, opq_in))
-    # no tessellation draw without a GS runs under onchip mode (unless it inherits the caller's)
-    tess = again.tess_draws[again.tess_draws > again.inherit_end]
-    assert (inforce_at(out, tess)[:, 0] != ONCHIP).all()
+    assert np.array_equal(unknown_at(out, opq_out), unknown_at(s, opq_in))
+    known = ~unknown_at(s, opq_in)
+    assert np.array_equal(inforce_at(out, opq_out[known]), inforce_at(s, opq_in[known]))
+    # so do draws of an unknown pipeline
+    assert np.array_equal(unknown_at(out, again.blind_draws), unknown_at(s, plan.blind_draws))
+    known = ~unknown_at(s, plan.blind_draws)
+    assert np.array_equal(inforce_at(out, again.blind_draws[known]), inforce_at(s, plan.blind_draws[known]))
+    # no tessellation draw without a GS runs under a known onchip mode it did not have
+    tess_known = ~unknown_at(out, again.tess_draws)
+    assert (inforce_at(out, again.tess_draws[tess_known])[:, 0] != ONCHIP).all()
     opq_inh = opq_out < again.inherit_end
     assert np.array_equal(opq_inh, opq_in < plan.inherit_end)
     # 3. a bundle ends under the input's parameters
     if s.header.kind == "bundle":
-        assert np.array_equal(inforce_at(out, np.array([len(out) - 1])), inforce_at(s, np.array([len(s) - 1])))
-    # 4. minimal: between observation points at most one set, and it changes something
-    obs = np.sort(np.concatenate([again.gs_draws, opq_out, again.tess_draws,
+        end_in, end_out = np.array([len(s)]), np.array([len(out)])
+        assert unknown_at(out, end_out)[0] == unknown_at(s, end_in)[0]
+        if not unknown_at(s, end_in)[0]:
+            assert np.array_equal(inforce_at(out, end_out - 1), inforce_at(s, end_in - 1))
+    # 4. minimal: between observation points at most one set, and it changes something (after an
+    # Opaque command, anything does: what is in force there is unknown)
+    obs = np.sort(np.concatenate([again.gs_draws, opq_out, again.tess_draws, again.blind_draws,
                                   [len(out)] if s.header.kind == "bundle" else []]))
     obs = obs.astype(np.int64)
     sets = np.flatnonzero(out.op == GS)
@@ -496,6 +572,7 @@ def check_invariants(s: Stream, out: Stream, opts: dict) -> None:
     inner = seg < obs.shape[0]
     assert np.unique(seg[inner]).shape[0] == int(inner.sum())
     sets = sets[inner & (sets != again.inherit_end)]  # a bundle's first set changes the caller's state
+    sets = sets[~unknown_at(out, sets)]
     before = inforce_at(out, np.maximum(sets - 1, 0))
     before[sets == 0] = 0
     rows = out.args[sets, :5].copy()

@@ -104,8 +104,12 @@ REASONS = {
     "kept": "explicit parameters in the input (mode=keep)",
     "nomerge": "the draw is flagged nomerge",
     "inherited": "runs in a bundle before its first GSSetParameters, under the calling list's parameters",
+    "unknown": "runs after an Opaque command with no GSSetParameters since: the parameters it ran under are "
+               "not known, and it keeps them",
 }
 """Reason codes of a plan and what they mean."""
+_KEPT_UNSEEN = ("inherited", "unknown")
+"""Reasons of plans whose draws keep parameters the stream does not show."""
 
 _MODE = {name: i for i, name in enumerate(GS_MODES)}
 
@@ -287,19 +291,20 @@ class GsPlan:
     @property
     def mode(self) -> str:
         """``"onchip"`` or ``"offchip"`` (the driver default is offchip); ``"inherited"``
-        for a bundle's draws under the calling list's parameters."""
-        if self.reason == "inherited":
-            return "inherited"
+        for a bundle's draws under the calling list's parameters, ``"unknown"`` for draws
+        under what an ``Opaque`` command left."""
+        if self.reason in _KEPT_UNSEEN:
+            return self.reason
         return "onchip" if self.onchip else "offchip"
 
     def explain(self) -> str:
         """One line for reports: the decision, the numbers, the reason."""
         head = f"{self.pipeline}: {format_params(self.params)}"
-        if self.reason == "inherited":
-            head = f"{self.pipeline}: (inherited)"
+        if self.reason in _KEPT_UNSEEN:
+            head = f"{self.pipeline}: ({self.reason})"
         elif self.params == NULL_PARAMS:
             head += " (driver default, offchip)"
-        if self.reason in ("undeclared", "kept", "nomerge", "inherited"):
+        if self.reason in ("undeclared", "kept", "nomerge", *_KEPT_UNSEEN):
             line = f"{head}: {REASONS[self.reason]}"
             line += f"; {self.note}" if self.note else ""
             return line + (f"; warning: {self.warning}" if self.warning else "")
@@ -323,7 +328,7 @@ class GsPlan:
         """A JSON-able dict (the pass report's per-pipeline entry)."""
         return {
             "pipeline": self.pipeline, "mode": self.mode,
-            "params": "(inherited)" if self.reason == "inherited" else format_params(self.params),
+            "params": f"({self.reason})" if self.reason in _KEPT_UNSEEN else format_params(self.params),
             "reason": self.reason, "budget": self.budget, "budget_source": self.budget_source,
             "ratio": _fmt_ratio(self.ratio), "ratio_source": self.ratio_source, "out_bytes": self.out_bytes,
             "in_bytes": self.in_bytes, "instances": self.instances, "prims": self.prims, "verts": self.verts,
@@ -412,8 +417,9 @@ def kept_plan(p: Pipeline, params: GsParams, reason: str = "kept", *, lds_limit:
     """The plan of draws that keep the parameters in force in the input.
 
     ``reason`` is ``"kept"`` (``mode="keep"`` and explicit input parameters),
-    ``"nomerge"`` (a draw flagged nomerge) or ``"inherited"`` (a bundle's draw
-    under the calling list's parameters; ``params`` is then meaningless). The
+    ``"nomerge"`` (a draw flagged nomerge), ``"inherited"`` (a bundle's draw
+    under the calling list's parameters) or ``"unknown"`` (a draw under what an
+    ``Opaque`` command left; for these two ``params`` is meaningless). The
     model's own choice is given in ``note``; onchip with tessellation active gets
     a ``warning``.
     """
