@@ -38,7 +38,7 @@ import numpy as np
 
 from drawopt.errors import UsageError
 from drawopt.ir.decls import Buffer
-from drawopt.ir.ops import BARRIER_STATES, BY_NAME
+from drawopt.ir.ops import BARRIER_STATES, BY_NAME, Op
 from drawopt.ir.stream import REORDER_POLICIES, Stream
 from drawopt.verify.compare import canonical, compare_records, exit_state_diff, matched_actions
 from drawopt.verify.model import Canon
@@ -213,8 +213,9 @@ def _decl_diff(a: Stream, b: Stream) -> str | None:
 def _opaque_diff(a: Stream, b: Stream) -> VerifyResult | None:
     ia = np.flatnonzero(a.op == _OP["Opaque"])
     ib = np.flatnonzero(b.op == _OP["Opaque"])
-    ta = [a.strings[int(a.args[i, 0])] for i in ia]
-    tb = [b.strings[int(b.args[i, 0])] for i in ib]
+    text = Op.Opaque.col("text")
+    ta = [a.strings[int(a.args[i, text])] for i in ia]
+    tb = [b.strings[int(b.args[i, text])] for i in ib]
     for k in range(max(len(ta), len(tb))):
         x = ta[k] if k < len(ta) else None
         y = tb[k] if k < len(tb) else None
@@ -237,9 +238,10 @@ def _barrier_match(A: Records, B: Records) -> tuple[VerifyResult | None, np.ndar
     missing, and the matched commands of B (the ones that count as epochs)."""
     def seq(R: Records) -> dict[int, list[tuple[int, int, int]]]:
         s = R.stream
+        res, before, after = (Op.ResourceBarrier.col(n) for n in ("resource", "before", "after"))
         out: dict[int, list[tuple[int, int, int]]] = {}
         for c in np.flatnonzero(s.op == _OP["ResourceBarrier"]).tolist():
-            out.setdefault(int(R.cmap[s.args[c, 0]]), []).append((int(s.args[c, 1]), int(s.args[c, 2]), c))
+            out.setdefault(int(R.cmap[s.args[c, res]]), []).append((int(s.args[c, before]), int(s.args[c, after]), c))
         return out
 
     sa, sb = seq(A), seq(B)

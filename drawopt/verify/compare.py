@@ -36,7 +36,7 @@ from functools import cached_property
 import numpy as np
 
 from drawopt._accel import load_cext
-from drawopt.ir.ops import BY_NAME
+from drawopt.ir.ops import BY_NAME, Op
 from drawopt.verify._hash import hash_cols
 from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET
 from drawopt.verify.records import KD_DRAW, KD_INDEXED, KEY_FIELDS, F, Records, norm, ragged
@@ -141,7 +141,7 @@ def _mix(first: np.ndarray, *cols: np.ndarray | int) -> np.ndarray:
 def _barriers(R: Records, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted keys ``resource << 40 | command`` of the ResourceBarrier commands ``b``, and the commands."""
     s = R.stream
-    res = R.cmap[s.args[b, 0]]
+    res = R.cmap[s.args[b, Op.ResourceBarrier.col("resource")]]
     k = res * _SHIFT + b
     o = np.argsort(k)
     return k[o], b[o]
@@ -835,7 +835,7 @@ class _Explain:
             return ""
         a = int(R.r_act[rec])
         cmd = int(R.a_cmd[a])
-        io = int(R.stream.args[cmd, 4])
+        io = int(R.stream.args[cmd, Op.DrawIndexedX.col("index_offset")])
         pi = R.pipe(a)
         k = pi.k_bits if pi else 0
         note = f" (DrawIndexedX IndexOffset 0x{io:x} at {R.where(cmd)}: draw id {slot}, low bits {io & ((1 << k) - 1)})"

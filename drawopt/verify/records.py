@@ -33,16 +33,54 @@ import numpy as np
 
 from drawopt.errors import UsageError
 from drawopt.ir.decls import Buffer, Decls, Pipeline, View
-from drawopt.ir.ops import BY_NAME, OPS, TOPOLOGIES, Cat
+from drawopt.ir.ops import (
+    BY_NAME,
+    COL_AUTO_MAX,
+    COL_DRAW_COUNT,
+    COL_INSTANCES,
+    COL_MULTI_ARGS,
+    OPS,
+    TOPOLOGIES,
+    Cat,
+    Op,
+    shared_col,
+)
 from drawopt.ir.stream import FLAG_NOMERGE, Stream
 from drawopt.ir.stream import ragged_index as ragged
 from drawopt.verify._hash import hash_cols
 from drawopt.verify.model import NEVER, OPQ_BASE, VERTS_PER_PRIM, Canon, PipeInfo, commute_label, pipe_info
-from drawopt.verify.slots import Col, StateAt, cid_of, track
+from drawopt.verify.slots import (
+    IB_BUF,
+    IB_FMT,
+    IB_OFF,
+    RV_BUF,
+    RV_OFF,
+    VB_BUF,
+    VB_OFF,
+    VB_STRIDE,
+    Col,
+    StateAt,
+    cid_of,
+    track,
+)
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
 _CAT = {o.code: o.cat for o in OPS}
 _MASK63 = np.int64(0x7FFFFFFFFFFFFFFF)
+
+# argument columns, by name (drawopt.ir.ops; the setters' ones in drawopt.verify.slots)
+_DI, _DII, _DX = Op.DrawInstanced, Op.DrawIndexedInstanced, Op.DrawIndexedX
+_CP, _DSP = Op.CopyBufferRegion, Op.Dispatch
+_CP_DST, _CP_DOFF, _CP_SRC, _CP_SOFF, _CP_SIZE = (_CP.col(n)
+                                                  for n in ("dst", "dst_offset", "src", "src_offset", "size"))
+_IND_ARGS, _IND_OFF = (shared_col(("DrawInstancedIndirect", n), ("DrawIndexedInstancedIndirect", n))
+                       for n in ("args_buffer", "offset"))
+"""Args buffer and offset of a single indirect draw."""
+_MULTI_OFF, _MULTI_STRIDE = (shared_col(("MultiDrawInstancedIndirect", n), ("MultiDrawIndexedInstancedIndirect", n))
+                             for n in ("offset", "stride"))
+_AUTO_CBUF, _AUTO_COFF, _AUTO_ABUF, _AUTO_OFF, _AUTO_STRIDE = (
+    shared_col(("MultiDrawInstancedIndirectAuto", n), ("MultiDrawIndexedInstancedIndirectAuto", n))
+    for n in ("count_buffer", "count_offset", "args_buffer", "offset", "stride"))
 UNKNOWN = -7
 """Field value: not known statically (GPU-written data)."""
 OOB = -5
@@ -319,8 +357,8 @@ class _Expander:
         single = (vals >= 0).sum(axis=1) == 1
         for j, c in enumerate(cols):
             v, src = vals[:, j], np.maximum(st.source(c), 0)
-            buf = safe_ref(self.cmap, s.args[src, 1])
-            off, stride = s.args[src, 2], s.args[src, 3]
+            buf = safe_ref(self.cmap, s.args[src, VB_BUF])
+            off, stride = s.args[src, VB_OFF], s.args[src, VB_STRIDE]
             ok = single & (v >= 0) & (stride > 0)
             strd = np.maximum(stride, 1)
             self.vb_override[c] = np.where(ok, hash_cols([buf, off % strd, stride], self.nA) & _MASK63, v)
@@ -358,21 +396,22 @@ class _Expander:
             m = np.flatnonzero(self.a_op == _OP[name])
             args = s.args[self.act[m]]
             if auto:
-                bufa[m], bufb[m] = cmap[args[:, 3]], cmap[args[:, 0]]
+                bufa[m], bufb[m] = cmap[args[:, _AUTO_ABUF]], cmap[args[:, _AUTO_CBUF]]
             else:
-                bufa[m] = cmap[args[:, 1] if multi else args[:, 0]]
+                bufa[m] = cmap[args[:, COL_MULTI_ARGS] if multi else args[:, _IND_ARGS]]
         m = np.flatnonzero(self.a_op == _OP["DrawIndexedX"])
-        bufa[m] = cmap[s.args[self.act[m], 0]]
+        bufa[m] = cmap[s.args[self.act[m], _DX.col("buffer")]]
         m = np.flatnonzero(self.a_op == _OP["CopyBufferRegion"])
         args = s.args[self.act[m]]
-        bufa[m], bufb[m] = cmap[args[:, 0]], cmap[args[:, 2]]
+        bufa[m], bufb[m] = cmap[args[:, _CP_DST]], cmap[args[:, _CP_SRC]]
         self.bufa, self.bufb = bufa, bufb
         # access sets depend on tables and on which buffers are bound, not on offsets
         self.vb_cols = [c for c in self.universe if (c >> 20) == Col.VB]
         parts = [self.a_op, self.a_pipe, bufa, bufb, st.value(cid_of(Col.RTS))]
         parts += [st.value(c) for c in self.universe if (c >> 20) in (Col.TG, Col.TC)]
         for c in [cid_of(Col.IB)] + self.vb_cols + [c for c in self.universe if (c >> 20) == Col.VG]:
-            col = 1 if (c >> 20) != Col.IB else 0   # the buffer argument of the setter
+            # the buffer argument of the setter
+            col = {Col.IB: IB_BUF, Col.VB: VB_BUF, Col.VG: RV_BUF}[Col(c >> 20)]
             parts.append(st.of_setter(c, lambda cmd, col=col: cmap[s.args[cmd, col]]))
         sig = hash_cols(parts, nA)
         _, first_of, inv = np.unique(sig, return_index=True, return_inverse=True)
@@ -414,8 +453,8 @@ class _Expander:
         rs: list[tuple[np.ndarray, np.ndarray]] = []                       # (i, resource)
         # a copy writes its destination and reads its source
         i = np.flatnonzero(op == _OP["CopyBufferRegion"])
-        ws.append((i, cmap[s.args[cmd[i], 0]], 0))
-        rs.append((i, cmap[s.args[cmd[i], 2]]))
+        ws.append((i, cmap[s.args[cmd[i], _CP_DST]], 0))
+        rs.append((i, cmap[s.args[cmd[i], _CP_SRC]]))
         # draws: render targets, depth, index and vertex buffers, indirect arguments
         d = np.flatnonzero(cat == int(Cat.DRAW))
         rts_cmd = st.source(cid_of(Col.RTS))[acts[d]]
@@ -459,7 +498,7 @@ class _Expander:
         ib_src = st.source(cid_of(Col.IB))[acts]
         k = d[np.isin(op[d], list(INDEXED_NATIVE)) & (ib_src[d] >= 0)]
         k = k[(s.op[ib_src[k]] == _OP["IASetIndexBuffer"]) & (st.value(cid_of(Col.IB))[acts[k]] >= 0)]
-        rs.append((k, cmap[s.args[ib_src[k], 0]]))
+        rs.append((k, cmap[s.args[ib_src[k], IB_BUF]]))
         for b in (self.bufa[acts], self.bufb[acts]):
             k = d[b[d] >= 0]
             rs.append((k, b[k]))
@@ -467,7 +506,7 @@ class _Expander:
         fetch = d[~pulls[d]]
         for c in self.vb_cols:
             k = fetch[st.value(c)[acts[fetch]] >= 0]
-            rs.append((k, cmap[s.args[st.source(c)[acts[k]], 1]]))
+            rs.append((k, cmap[s.args[st.source(c)[acts[k]], VB_BUF]]))
         # the pipeline: declared writes and reads, UAVs and views reachable through its root arguments
         for pp in np.unique(p[p >= 0]).tolist():
             pi = self.pipes[pp]
@@ -500,7 +539,7 @@ class _Expander:
                 elif kind in ("cbv", "srv", "uav") and not pi.compute:
                     c = cid_of(Col.VG, q)
                     k = sel[st.value(c)[acts[sel]] >= 0]
-                    r = cmap[s.args[st.source(c)[acts[k]], 1]]
+                    r = cmap[s.args[st.source(c)[acts[k]], RV_BUF]]
                     if kind == "uav":
                         ws.append((k, r, uav_lab))
                     rs.append((k, r))
@@ -607,10 +646,10 @@ class _Expander:
             ok &= v > OPQ_BASE
             bound = v >= 0
             srcc = np.maximum(src, 0)
-            buf = np.where(bound, safe_ref(self.cmap, s.args[srcc, 1]), -1)
+            buf = np.where(bound, safe_ref(self.cmap, s.args[srcc, VB_BUF]), -1)
             ok &= ~bound | self.decodable(buf, a)
             nbound += bound
-            vbs.append((bound, buf, s.args[srcc, 2], s.args[srcc, 3]))
+            vbs.append((bound, buf, s.args[srcc, VB_OFF], s.args[srcc, VB_STRIDE]))
         ok &= nbound > 0
         cnt = sd["count"][cand]
         if int(cnt[ok].sum()) > MAX_WELD_POSITIONS:
@@ -695,25 +734,29 @@ class _Expander:
             parts.append((np.asarray(a, np.int64), kw))
 
         ib = cid_of(Col.IB)
-        self.ib_buf = st.of_setter(ib, lambda cmd: cmap[s.args[cmd, 0]])
-        self.ib_fmt = st.of_setter(ib, lambda cmd: s.args[cmd, 1], -1)
-        self.ib_off = st.of_setter(ib, lambda cmd: s.args[cmd, 2], 0)
+        self.ib_buf = st.of_setter(ib, lambda cmd: cmap[s.args[cmd, IB_BUF]])
+        self.ib_fmt = st.of_setter(ib, lambda cmd: s.args[cmd, IB_FMT], -1)
+        self.ib_off = st.of_setter(ib, lambda cmd: s.args[cmd, IB_OFF], 0)
         isz = np.where(self.ib_fmt == 1, 4, 2)
 
-        m = np.flatnonzero(a_op == _OP["DrawInstanced"])
-        add(m, kind=KD_DRAW, count=args[m, 0], start=args[m, 2], ninst=args[m, 1], sinst=args[m, 3],
-            soff=args[m, 2])
-        m = np.flatnonzero(a_op == _OP["DrawIndexedInstanced"])
-        add(m, kind=KD_INDEXED, count=args[m, 0], start=args[m, 2], base=args[m, 3], ninst=args[m, 1],
-            sinst=args[m, 4], sbuf=self.ib_buf[m], soff=self.ib_off[m] + args[m, 2] * isz[m], fmt=self.ib_fmt[m])
-        m = np.flatnonzero(a_op == _OP["DrawIndexedX"])
-        add(m, kind=KD_INDEXED, count=args[m, 3], base=args[m, 4], ninst=1, sbuf=cmap[args[m, 0]],
-            soff=args[m, 1], fmt=args[m, 2])
-        m = np.flatnonzero(a_op == _OP["Dispatch"])
-        add(m, kind=KD_DISPATCH, ninst=1, sym=hash_cols([args[m, 0], args[m, 1], args[m, 2]], m.size))
-        m = np.flatnonzero(a_op == _OP["CopyBufferRegion"])
+        m = np.flatnonzero(a_op == _DI)
+        start = args[m, _DI.col("start_vertex")]
+        add(m, kind=KD_DRAW, count=args[m, COL_DRAW_COUNT], start=start, ninst=args[m, COL_INSTANCES],
+            sinst=args[m, _DI.col("start_instance")], soff=start)
+        m = np.flatnonzero(a_op == _DII)
+        start = args[m, _DII.col("start_index")]
+        add(m, kind=KD_INDEXED, count=args[m, COL_DRAW_COUNT], start=start, base=args[m, _DII.col("base_vertex")],
+            ninst=args[m, COL_INSTANCES], sinst=args[m, _DII.col("start_instance")], sbuf=self.ib_buf[m],
+            soff=self.ib_off[m] + start * isz[m], fmt=self.ib_fmt[m])
+        m = np.flatnonzero(a_op == _DX)
+        add(m, kind=KD_INDEXED, count=args[m, _DX.col("index_count")], base=args[m, _DX.col("index_offset")], ninst=1,
+            sbuf=cmap[args[m, _DX.col("buffer")]], soff=args[m, _DX.col("offset")], fmt=args[m, _DX.col("format")])
+        m = np.flatnonzero(a_op == _DSP)
+        add(m, kind=KD_DISPATCH, ninst=1, sym=hash_cols([args[m, _DSP.col(n)] for n in ("x", "y", "z")], m.size))
+        m = np.flatnonzero(a_op == _CP)
         add(m, kind=KD_COPY, ninst=1,
-            sym=hash_cols([cmap[args[m, 0]], args[m, 1], cmap[args[m, 2]], args[m, 3], args[m, 4]], m.size))
+            sym=hash_cols([cmap[args[m, _CP_DST]], args[m, _CP_DOFF], cmap[args[m, _CP_SRC]], args[m, _CP_SOFF],
+                           args[m, _CP_SIZE]], m.size))
         for name, (indexed, multi, auto) in INDIRECT.items():
             m = np.flatnonzero(a_op == _OP[name])
             if m.size:
@@ -749,16 +792,16 @@ class _Expander:
     def _indirect(self, m, margs, indexed, multi, auto, add, isz) -> None:
         cmap = self.cmap
         if auto:
-            cbuf, coff, maxc = cmap[margs[:, 0]], margs[:, 1], margs[:, 2]
-            abuf, aoff, stride = cmap[margs[:, 3]], margs[:, 4], margs[:, 5]
+            cbuf, coff, maxc = cmap[margs[:, _AUTO_CBUF]], margs[:, _AUTO_COFF], margs[:, COL_AUTO_MAX]
+            abuf, aoff, stride = cmap[margs[:, _AUTO_ABUF]], margs[:, _AUTO_OFF], margs[:, _AUTO_STRIDE]
             cnt_ok = self.decodable(cbuf, m)
             cw = self.words(cbuf, coff, 1)[:, 0]
             cnt = np.where(cnt_ok & (cw >= 0), np.minimum(np.maximum(cw, 0), maxc), 0)
         else:
-            abuf = cmap[margs[:, 1] if multi else margs[:, 0]]
-            aoff = margs[:, 2] if multi else margs[:, 1]
-            stride = margs[:, 3] if multi else np.zeros(m.size, np.int64)
-            cnt = margs[:, 0] if multi else np.ones(m.size, np.int64)
+            abuf = cmap[margs[:, COL_MULTI_ARGS] if multi else margs[:, _IND_ARGS]]
+            aoff = margs[:, _MULTI_OFF] if multi else margs[:, _IND_OFF]
+            stride = margs[:, _MULTI_STRIDE] if multi else np.zeros(m.size, np.int64)
+            cnt = margs[:, COL_DRAW_COUNT] if multi else np.ones(m.size, np.int64)
             cnt_ok = np.ones(m.size, bool)
         src = ({"sbuf": self.ib_buf[m], "soff": self.ib_off[m], "fmt": self.ib_fmt[m]} if indexed else {})
         dec = self.decodable(abuf, m) & cnt_ok
@@ -772,7 +815,7 @@ class _Expander:
         if auto and (~dec).any():
             k = ~dec
             add(m[k], kind=KD_SYMAUTO, ninst=1, **{f: v[k] for f, v in src.items()},
-                sym=hash_cols([cmap[margs[k, 0]], margs[k, 1], margs[k, 2], abuf[k], aoff[k], stride[k],
+                sym=hash_cols([cbuf[k], coff[k], maxc[k], abuf[k], aoff[k], stride[k],
                                int(indexed)], int(k.sum())))
         per = np.where(dec, cnt, 0 if auto else cnt)
         j = np.repeat(np.arange(m.size), per)
@@ -810,8 +853,8 @@ class _Expander:
         c = cid_of(Col.VG, pi.perdraw)
         v, src = st.value(c)[acts], st.source(c)[acts]
         ok = v >= 0
-        buf[ok] = self.cmap[s.args[src[ok], 1]]
-        off[ok] = s.args[src[ok], 2]
+        buf[ok] = self.cmap[s.args[src[ok], RV_BUF]]
+        off[ok] = s.args[src[ok], RV_OFF]
         t = st.value(cid_of(Col.TG, pi.perdraw))[acts]
         i = np.flatnonzero(~ok & (t >= 0))
         if i.size:
@@ -926,10 +969,10 @@ class _Expander:
                 c = cid_of(Col.VG, q)
                 v, src = st.value(c)[acts], st.source(c)[acts]
                 ok = v >= 0
-                off = np.where(ok, s.args[np.maximum(src, 0), 2], 0)
+                off = np.where(ok, s.args[np.maximum(src, 0), RV_OFF], 0)
                 word = (off >> (32 * k)) & 0xFFFFFFFF if k in (0, 1) else np.zeros(acts.size, np.int64)
                 items.append(np.where(ok, word, norm(v)))
-                ident.append(np.where(ok, safe_ref(self.cmap, s.args[np.maximum(src, 0), 1]), norm(v)))
+                ident.append(np.where(ok, safe_ref(self.cmap, s.args[np.maximum(src, 0), RV_BUF]), norm(v)))
             else:
                 items.append(norm(st.value(cid_of(Col.CG, q * 64 + k))[acts]))
         return items, ident
@@ -1079,7 +1122,7 @@ class _Expander:
         ib_src = self.st.source(cid_of(Col.IB))
         m = np.flatnonzero(_INDEXED_LUT[a_op] & (ib_val >= 0))
         acts.append(m)
-        res.append(cmap[s.args[ib_src[m], 0]])
+        res.append(cmap[s.args[ib_src[m], IB_BUF]])
         kinds.append(np.full(m.size, FE_INDEX, np.int64))
         m = np.flatnonzero(a_op == _OP["DrawIndexedX"])
         acts.append(m)
