@@ -9,8 +9,9 @@ import numpy as np
 
 cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdlib cimport free, malloc
 
-__all__ = ["fold", "fold_scalar", "fold_at", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
+__all__ = ["hash_columns", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
 
 cdef uint64_t _G = 0x9E3779B97F4A7C15ULL
 cdef uint64_t _C1 = 0xBF58476D1CE4E5B9ULL
@@ -24,22 +25,76 @@ cdef inline uint64_t _mix(uint64_t h, uint64_t c) noexcept nogil:
     return z ^ (z >> 31)
 
 
-def fold(uint64_t[::1] h, const int64_t[::1] c):
-    """``h[i] = fmix64(h[i] * G + c[i])`` in place (twin: ``drawopt.verify._hash._fold``)."""
-    cdef Py_ssize_t i, n = h.shape[0]
-    if c.shape[0] != n:
-        raise ValueError("fold: length mismatch")
-    with nogil:
-        for i in range(n):
-            h[i] = _mix(h[i], <uint64_t>c[i])
-
-
-def fold_scalar(uint64_t[::1] h, uint64_t c):
-    """``h[i] = fmix64(h[i] * G + c)`` in place (twin: ``drawopt.verify._hash._fold``)."""
-    cdef Py_ssize_t i, n = h.shape[0]
-    with nogil:
-        for i in range(n):
-            h[i] = _mix(h[i], c)
+def hash_columns(Py_ssize_t n, uint64_t seed, list vals, list idxs, const uint8_t[::1] kinds,
+                 const uint64_t[::1] scalars, int64_t lo, int64_t hi, int64_t to):
+    """One hash per row, all columns folded in one pass: ``h = seed``, then for each column
+    ``c`` in order ``h = fmix64(h * G + x)``, ``x`` being ``vals[c][i]`` (kind 0),
+    ``vals[c][idxs[c][i]]`` read as ``to`` where ``lo < x < hi`` (kind 1) or ``scalars[c]``
+    (kind 2). Twin: the pure path of ``drawopt.verify._hash.hash_cols``."""
+    cdef Py_ssize_t k = kinds.shape[0], c, i
+    cdef int64_t x, j
+    cdef uint64_t h
+    cdef int bad = 0
+    if len(vals) != k or len(idxs) != k or scalars.shape[0] != k:
+        raise ValueError("hash_columns: length mismatch")
+    out = np.empty(n, np.uint64)
+    if n == 0:
+        return out
+    cdef uint64_t[::1] o = out
+    cdef const int64_t** vp = <const int64_t**>malloc(k * sizeof(int64_t*) + 1)
+    cdef const int64_t** ip = <const int64_t**>malloc(k * sizeof(int64_t*) + 1)
+    cdef int64_t* vlen = <int64_t*>malloc(k * sizeof(int64_t) + 1)
+    cdef const int64_t[::1] mv
+    if vp == NULL or ip == NULL or vlen == NULL:
+        free(vp); free(ip); free(vlen)
+        raise MemoryError()
+    try:
+        for c in range(k):
+            vp[c] = NULL
+            ip[c] = NULL
+            vlen[c] = 0
+            if kinds[c] == 2:
+                continue
+            if kinds[c] > 2:
+                raise ValueError("hash_columns: bad column kind")
+            mv = vals[c]
+            vlen[c] = mv.shape[0]
+            if mv.shape[0]:
+                vp[c] = &mv[0]
+            if kinds[c] == 0:
+                if mv.shape[0] != n:
+                    raise ValueError("hash_columns: length mismatch")
+            else:
+                mv = idxs[c]
+                if mv.shape[0] != n:
+                    raise ValueError("hash_columns: length mismatch")
+                ip[c] = &mv[0]
+        with nogil:
+            for i in range(n):
+                h = seed
+                for c in range(k):
+                    if kinds[c] == 0:
+                        x = vp[c][i]
+                    elif kinds[c] == 1:
+                        j = ip[c][i]
+                        if j < 0 or j >= vlen[c]:
+                            bad = 1
+                            x = 0
+                        else:
+                            x = vp[c][j]
+                            if lo < x < hi:
+                                x = to
+                    else:
+                        x = <int64_t>scalars[c]
+                    h = _mix(h, <uint64_t>x)
+                o[i] = h
+    finally:
+        free(vp)
+        free(ip)
+        free(vlen)
+    if bad:
+        raise IndexError("hash_columns: index out of range")
+    return out
 
 
 def fill_at(const int64_t[::1] ev_at, const int64_t[::1] ev_val, const int64_t[::1] q, int64_t before):
@@ -57,24 +112,6 @@ def fill_at(const int64_t[::1] ev_at, const int64_t[::1] ev_val, const int64_t[:
                 j += 1
             o[i] = ev_val[j - 1] if j > 0 else before
     return out
-
-
-def fold_at(uint64_t[::1] h, const int64_t[::1] v, const int64_t[::1] idx, int64_t lo, int64_t hi, int64_t to):
-    """``h[i] = fmix64(h[i] * G + x)``, ``x = v[idx[i]]`` read as ``to`` where ``lo < x < hi``
-    (twin: the pure path of ``drawopt.verify._hash.hash_cols_at``)."""
-    cdef Py_ssize_t i, n = h.shape[0], m = v.shape[0]
-    cdef int64_t x, j
-    if idx.shape[0] != n:
-        raise ValueError("fold_at: length mismatch")
-    for i in range(n):
-        if idx[i] < 0 or idx[i] >= m:
-            raise IndexError("fold_at: index out of range")
-    with nogil:
-        for i in range(n):
-            x = v[idx[i]]
-            if lo < x < hi:
-                x = to
-            h[i] = _mix(h[i], <uint64_t>x)
 
 
 cdef inline Py_ssize_t _lower(const int64_t[::1] a, int64_t x) noexcept nogil:

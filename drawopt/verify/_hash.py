@@ -26,7 +26,7 @@ _M64 = 0xFFFFFFFFFFFFFFFF
 def _fold(h: np.ndarray, c: np.ndarray | int, t: np.ndarray) -> None:
     """``h = fmix64(h * G + c)`` in place, fmix64 being splitmix64's finalizer (``t``: scratch).
 
-    The pure twin of ``drawopt._verify.fold`` / ``fold_scalar``."""
+    The pure twin of one column of ``drawopt._verify.hash_columns``."""
     np.multiply(h, _G, out=h)
     if isinstance(c, np.ndarray) and c.ndim:
         np.add(h, _as_i64(c).view(np.uint64), out=h)
@@ -68,17 +68,27 @@ def hash_cols(cols: Sequence[Column], n: int, seed: int = SEED, pure: bool | Non
     True
     """
     lo, hi, to = fold if fold is not None else (0, 0, 0)
-    h = np.full(n, seed & _M64, np.uint64)
     k = load_cext("_verify", pure)
     if k is not None:
-        for c in cols:
+        vals: list[np.ndarray | None] = []
+        idxs: list[np.ndarray | None] = []
+        kinds = np.zeros(len(cols), np.uint8)
+        scalars = np.zeros(len(cols), np.uint64)
+        for j, c in enumerate(cols):
             if isinstance(c, tuple):
-                k.fold_at(h, np.ascontiguousarray(_as_i64(c[0])), np.ascontiguousarray(c[1], np.int64), lo, hi, to)
+                vals.append(np.ascontiguousarray(_as_i64(c[0])))
+                idxs.append(np.ascontiguousarray(c[1], np.int64))
+                kinds[j] = 1
             elif isinstance(c, np.ndarray) and c.ndim:
-                k.fold(h, np.ascontiguousarray(_as_i64(c)))
+                vals.append(np.ascontiguousarray(_as_i64(c)))
+                idxs.append(None)
             else:
-                k.fold_scalar(h, int(c) & _M64)
-        return h.view(np.int64)
+                vals.append(None)
+                idxs.append(None)
+                kinds[j] = 2
+                scalars[j] = int(c) & _M64
+        return k.hash_columns(n, seed & _M64, vals, idxs, kinds, scalars, lo, hi, to).view(np.int64)
+    h = np.full(n, seed & _M64, np.uint64)
     t = np.empty(n, np.uint64)
     with np.errstate(over="ignore"):
         for c in cols:
