@@ -11,11 +11,15 @@ cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc
 
-__all__ = ["hash_columns", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
+__all__ = ["hash_columns", "factorize", "group_sort", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
 
 cdef uint64_t _G = 0x9E3779B97F4A7C15ULL
 cdef uint64_t _C1 = 0xBF58476D1CE4E5B9ULL
 cdef uint64_t _C2 = 0x94D049BB133111EBULL
+
+
+cdef enum:
+    _BLOCK = 256
 
 
 cdef inline uint64_t _mix(uint64_t h, uint64_t c) noexcept nogil:
@@ -26,21 +30,33 @@ cdef inline uint64_t _mix(uint64_t h, uint64_t c) noexcept nogil:
 
 
 def hash_columns(Py_ssize_t n, uint64_t seed, list vals, list idxs, const uint8_t[::1] kinds,
-                 const uint64_t[::1] scalars, int64_t lo, int64_t hi, int64_t to):
-    """One hash per row, all columns folded in one pass: ``h = seed``, then for each column
+                 const uint64_t[::1] scalars, int64_t lo, int64_t hi, int64_t to, init=None):
+    """One hash per row, all columns folded in one pass: ``h = seed`` (``init[i]`` if given), then for each column
     ``c`` in order ``h = fmix64(h * G + x)``, ``x`` being ``vals[c][i]`` (kind 0),
     ``vals[c][idxs[c][i]]`` read as ``to`` where ``lo < x < hi`` (kind 1) or ``scalars[c]``
     (kind 2). Twin: the pure path of ``drawopt.verify._hash.hash_cols``."""
-    cdef Py_ssize_t k = kinds.shape[0], c, i
-    cdef int64_t x, j
-    cdef uint64_t h
+    cdef Py_ssize_t k = kinds.shape[0], c, i, i0, i1, blk = _BLOCK
+    cdef int64_t x, j, m
+    cdef uint64_t sc
+    cdef uint64_t hb[_BLOCK]
+    cdef const int64_t* v
+    cdef const int64_t* ix
+    cdef uint8_t kd
     cdef int bad = 0
+    cdef const int64_t[::1] h0
+    cdef bint has_init = init is not None
     if len(vals) != k or len(idxs) != k or scalars.shape[0] != k:
         raise ValueError("hash_columns: length mismatch")
     out = np.empty(n, np.uint64)
     if n == 0:
         return out
     cdef uint64_t[::1] o = out
+    if has_init:
+        h0 = init
+        if h0.shape[0] != n:
+            raise ValueError("hash_columns: init length mismatch")
+    else:
+        h0 = np.zeros(1, np.int64)
     cdef const int64_t** vp = <const int64_t**>malloc(k * sizeof(int64_t*) + 1)
     cdef const int64_t** ip = <const int64_t**>malloc(k * sizeof(int64_t*) + 1)
     cdef int64_t* vlen = <int64_t*>malloc(k * sizeof(int64_t) + 1)
@@ -70,24 +86,43 @@ def hash_columns(Py_ssize_t n, uint64_t seed, list vals, list idxs, const uint8_
                     raise ValueError("hash_columns: length mismatch")
                 ip[c] = &mv[0]
         with nogil:
-            for i in range(n):
-                h = seed
+            # column by column over blocks of rows: the hashes of a block stay in L1 and the
+            # rows of a column are independent (pipelined), instead of one long chain per row
+            i0 = 0
+            while i0 < n:
+                i1 = min(i0 + blk, n)
+                if has_init:
+                    for i in range(i0, i1):
+                        hb[i - i0] = <uint64_t>h0[i]
+                else:
+                    for i in range(i0, i1):
+                        hb[i - i0] = seed
                 for c in range(k):
-                    if kinds[c] == 0:
-                        x = vp[c][i]
-                    elif kinds[c] == 1:
-                        j = ip[c][i]
-                        if j < 0 or j >= vlen[c]:
-                            bad = 1
-                            x = 0
-                        else:
-                            x = vp[c][j]
-                            if lo < x < hi:
-                                x = to
+                    kd = kinds[c]
+                    v = vp[c]
+                    if kd == 0:
+                        for i in range(i0, i1):
+                            hb[i - i0] = _mix(hb[i - i0], <uint64_t>v[i])
+                    elif kd == 1:
+                        ix = ip[c]
+                        m = vlen[c]
+                        for i in range(i0, i1):
+                            j = ix[i]
+                            if j < 0 or j >= m:
+                                bad = 1
+                                x = 0
+                            else:
+                                x = v[j]
+                                if lo < x < hi:
+                                    x = to
+                            hb[i - i0] = _mix(hb[i - i0], <uint64_t>x)
                     else:
-                        x = <int64_t>scalars[c]
-                    h = _mix(h, <uint64_t>x)
-                o[i] = h
+                        sc = scalars[c]
+                        for i in range(i0, i1):
+                            hb[i - i0] = _mix(hb[i - i0], sc)
+                for i in range(i0, i1):
+                    o[i] = hb[i - i0]
+                i0 = i1
     finally:
         free(vp)
         free(ip)
@@ -334,3 +369,141 @@ def const_events(const int64_t[::1] idx, const int64_t[::1] base, const int64_t[
                 ev_idx[p] = idx[i]
                 ev_val[p] = pool[voff[i] + w]
     return off_a, ev_idx_a, ev_val_a
+
+
+def factorize(const int64_t[::1] x):
+    """``(values, first, codes)``: the distinct values of ``x`` in order of first occurrence,
+    the index of each one's first occurrence, and each element's value number (one pass,
+    open addressing). ``drawopt.verify._hash.unique_inverse`` sorts the (few) values to give
+    ``np.unique(x, return_index=True, return_inverse=True)``, its pure twin."""
+    cdef Py_ssize_t n = x.shape[0], i, cap = 1024, u = 0, s, t
+    cdef uint64_t mask, hh
+    cdef int64_t v
+    codes_a = np.empty(n, np.int64)
+    vals_a = np.empty(max(n, 1), np.int64)
+    first_a = np.empty(max(n, 1), np.int64)
+    table_a = np.full(cap, -1, np.int64)
+    cdef int64_t[::1] codes = codes_a, vals = vals_a, first = first_a, table = table_a
+    mask = cap - 1
+    for i in range(n):
+        v = x[i]
+        hh = _mix(0x243F6A8885A308D3ULL, <uint64_t>v) & mask
+        while True:
+            t = table[hh]
+            if t < 0:
+                table[hh] = u
+                vals[u] = v
+                first[u] = i
+                codes[i] = u
+                u += 1
+                break
+            if vals[t] == v:
+                codes[i] = t
+                break
+            hh = (hh + 1) & mask
+        if 2 * u > cap:   # keep the load under 1/2: rehash into a table twice the size
+            cap <<= 1
+            mask = cap - 1
+            table_a = np.full(cap, -1, np.int64)
+            table = table_a
+            for s in range(u):
+                hh = _mix(0x243F6A8885A308D3ULL, <uint64_t>vals[s]) & mask
+                while table[hh] >= 0:
+                    hh = (hh + 1) & mask
+                table[hh] = s
+    return vals_a[:u].copy(), first_a[:u].copy(), codes_a
+
+
+cdef inline bint _key_less(int64_t a, int64_t b, const int64_t** kp, Py_ssize_t nk) noexcept nogil:
+    """Whether position ``a`` sorts before ``b``: the last key first (as ``np.lexsort``)."""
+    cdef Py_ssize_t c = nk - 1
+    while c >= 0:
+        if kp[c][a] != kp[c][b]:
+            return kp[c][a] < kp[c][b]
+        c -= 1
+    return False
+
+
+cdef void _merge_sort(int64_t* a, int64_t* tmp, Py_ssize_t n, const int64_t** kp, Py_ssize_t nk) noexcept nogil:
+    """Stable sort of the positions ``a[0:n]`` by the keys (insertion sort of runs of 16, then
+    bottom-up merges through ``tmp``)."""
+    cdef Py_ssize_t i, j, lo, mid, hi, p, q, w
+    cdef int64_t x
+    cdef int64_t* src = a
+    cdef int64_t* dst = tmp
+    cdef int64_t* sw
+    for lo in range(0, n, 16):
+        hi = min(lo + 16, n)
+        for i in range(lo + 1, hi):
+            x = a[i]
+            j = i - 1
+            while j >= lo and _key_less(x, a[j], kp, nk):
+                a[j + 1] = a[j]
+                j -= 1
+            a[j + 1] = x
+    w = 16
+    while w < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + w, n)
+            hi = min(lo + 2 * w, n)
+            p, q, i = lo, mid, lo
+            while p < mid and q < hi:
+                if _key_less(src[q], src[p], kp, nk):
+                    dst[i] = src[q]
+                    q += 1
+                else:
+                    dst[i] = src[p]
+                    p += 1
+                i += 1
+            while p < mid:
+                dst[i] = src[p]
+                p += 1
+                i += 1
+            while q < hi:
+                dst[i] = src[q]
+                q += 1
+                i += 1
+            lo = hi
+        sw = src
+        src = dst
+        dst = sw
+        w *= 2
+    if src != a:
+        for i in range(n):
+            a[i] = src[i]
+
+
+def group_sort(const int64_t[::1] gid, list keys):
+    """The order ``np.lexsort((*keys, gid))`` (twin: ``drawopt.verify.compare._group_order``'s
+    pure path) for a non-decreasing ``gid`` and ``int64`` keys: each run of equal ``gid``
+    sorted on its own, stably, by the last key first."""
+    cdef Py_ssize_t n = gid.shape[0], nk = len(keys), c, i, lo
+    for i in range(1, n):
+        if gid[i] < gid[i - 1]:
+            raise ValueError("group_sort: gid must not decrease")
+    order_a = np.arange(n, dtype=np.int64)
+    tmp_a = np.empty(n, np.int64)
+    if n < 2:
+        return order_a
+    cdef int64_t[::1] order = order_a, tmp = tmp_a
+    cdef const int64_t[::1] mv
+    cdef const int64_t** kp = <const int64_t**>malloc(nk * sizeof(int64_t*) + 1)
+    if kp == NULL:
+        raise MemoryError()
+    try:
+        for c in range(nk):
+            mv = keys[c]
+            if mv.shape[0] != n:
+                raise ValueError("group_sort: length mismatch")
+            kp[c] = &mv[0]
+        with nogil:
+            lo = 0
+            for i in range(1, n + 1):
+                if i == n or gid[i] != gid[lo]:
+                    if i - lo > 1:
+                        _merge_sort(&order[lo], &tmp[lo], i - lo, kp, nk)
+                    lo = i
+    finally:
+        free(kp)
+    return order_a

@@ -3,11 +3,12 @@
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["hash_columns", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
+__all__ = ["hash_columns", "factorize", "group_sort", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
 
 def hash_columns(n: int, seed: int, vals: list[npt.NDArray[np.int64] | None],
                  idxs: list[npt.NDArray[np.int64] | None], kinds: npt.NDArray[np.uint8],
-                 scalars: npt.NDArray[np.uint64], lo: int, hi: int, to: int) -> npt.NDArray[np.uint64]:
+                 scalars: npt.NDArray[np.uint64], lo: int, hi: int, to: int,
+                 init: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.uint64]:
     """One hash per row of the columns (array, gathered array or scalar), in one pass; see
     ``drawopt.verify._hash.hash_cols``."""
     ...
@@ -45,4 +46,12 @@ def const_events(idx: npt.NDArray[np.int64], base: npt.NDArray[np.int64], cnt: n
                  voff: npt.NDArray[np.int64], pool: npt.NDArray[np.int64]) -> tuple[
                      npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """``(off, ev_idx, ev_val)``: root-constant words by key; see ``drawopt.verify.slots._const_columns``."""
+    ...
+
+def factorize(x: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(values, first, codes)`` in order of first occurrence; see ``drawopt.verify._hash.unique_inverse``."""
+    ...
+
+def group_sort(gid: npt.NDArray[np.int64], keys: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
+    """``np.lexsort((*keys, gid))`` for a non-decreasing ``gid``; see ``drawopt.verify.compare._group_order``."""
     ...

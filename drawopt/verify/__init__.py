@@ -44,7 +44,7 @@ from drawopt.verify.compare import canonical, compare_records, exit_state_diff, 
 from drawopt.verify.model import Canon
 from drawopt.verify.records import Records, expand
 from drawopt.verify.rules import check_rules, first_new_uncovered_read, first_new_violation
-from drawopt.verify.slots import column_universe
+from drawopt.verify.slots import column_universe, distinct_ids
 
 """``none``: no two draws on a common target commute; ``declared``: only pipelines
 declared ``order_independent``; ``opaque``: also opaque depth-tested draws."""
@@ -169,12 +169,12 @@ def _verify(original: Stream, optimized: Stream, reorder: str) -> VerifyResult:
     res, b_barriers = _barrier_match(RA, RB)
     if res is not None:
         return res
-    written = np.union1d(RA.w_res, RB.w_res)
+    written = distinct_ids(RA.w_res, RB.w_res)
     SA, SB = canonical(RA, written), canonical(RB, written, b_barriers)
     m = compare_records(RA, RB, SA, SB)
     stats = {"records": [int(RA.r_act.size), int(RB.r_act.size)],
              "actions": [int(RA.a_cmd.size), int(RB.a_cmd.size)],
-             "resources": int(np.unique(SA.res).size), "seconds": round(time.perf_counter() - t0, 4)}
+             "resources": int(distinct_ids(SA.res).size), "seconds": round(time.perf_counter() - t0, 4)}
     if m is not None:
         return _fail(a, b, m.reason, m.cmd_a, m.cmd_b, **m.details, stats=stats)
     m = exit_state_diff(RA, RB)

@@ -47,7 +47,7 @@ from drawopt.ir.ops import (
 )
 from drawopt.ir.stream import FLAG_NOMERGE, Stream
 from drawopt.ir.stream import ragged_index as ragged
-from drawopt.verify._hash import hash_cols
+from drawopt.verify._hash import hash_cols, unique_inverse
 from drawopt.verify.model import NEVER, OPQ_BASE, VERTS_PER_PRIM, Canon, PipeInfo, commute_label, pipe_info
 from drawopt.verify.slots import (
     IB_BUF,
@@ -414,9 +414,9 @@ class _Expander:
             col = {Col.IB: IB_BUF, Col.VB: VB_BUF, Col.VG: RV_BUF}[Col(c >> 20)]
             parts.append(st.of_setter(c, lambda cmd, col=col: cmap[s.args[cmd, col]]))
         sig = hash_cols(parts, nA)
-        _, first_of, inv = np.unique(sig, return_index=True, return_inverse=True)
+        _, first_of, inv = unique_inverse(sig)
         # the access sets of one action per signature, in signature order (columnar)
-        w_sig, w_res_s, w_lab_s, r_sig, r_res_s = self._access_rows(first_of.astype(np.int64))
+        w_sig, w_res_s, w_lab_s, r_sig, r_res_s = self._access_rows(first_of)
         U = first_of.size
         nw_sig = np.bincount(w_sig, minlength=U).astype(np.int64)
         nr_sig = np.bincount(r_sig, minlength=U).astype(np.int64)
@@ -427,7 +427,7 @@ class _Expander:
         wk = ragged(woff[inv], nw)
         self.w_res = w_res_s[wk]
         self.w_lab = w_lab_s[wk]
-        self.reads = ReadSets(inv.astype(np.int64), roff, nr_sig, r_res_s)
+        self.reads = ReadSets(inv, roff, nr_sig, r_res_s)
         # the first action writing each resource: the first of the signatures writing it
         self.first_write = np.full(len(self.canon.names) + 1, np.iinfo(np.int64).max, np.int64)
         self.cpu_known = np.zeros(self.first_write.size, bool)
@@ -556,7 +556,9 @@ class _Expander:
         wkey, wl = wkey[head], wl[head]
         rkey = np.unique(np.concatenate([x[0] for x in rs]).astype(np.int64) * nres +
                          (np.concatenate([x[1] for x in rs]).astype(np.int64) + 1))
-        rkey = rkey[~(np.isin(rkey, wkey) & (p[rkey // nres] >= 0))]
+        if wkey.size:   # both sorted: "rkey in wkey" by one search
+            pos = np.minimum(np.searchsorted(wkey, rkey), wkey.size - 1)
+            rkey = rkey[~((wkey[pos] == rkey) & (p[rkey // nres] >= 0))]
         return wkey // nres, wkey % nres - 1, wl, rkey // nres, rkey % nres - 1
 
     # ------------------------------------------------------------------ buffers
@@ -627,6 +629,10 @@ class _Expander:
         pipe_ok = np.array([(not p.compute) and (not p.layout_none) and p.no_vertex_id and not p.has_perdraw
                             for p in self.pipes] + [False], bool)
         ok = pipe_ok[self.a_pipe[a]] & (self.a_op[a] != _OP["DrawIndexedX"])
+        cand, a = cand[ok], a[ok]   # the cheap test first: most pipelines do not qualify
+        if not cand.size:
+            return
+        ok = np.ones(cand.size, bool)
         topo = st.value(cid_of(Col.TOPO))[a]
         vpp_lut = np.array([VERTS_PER_PRIM.get(t, 0) for t in TOPOLOGIES] + [0], np.int64)
         ok &= vpp_lut[np.where((topo >= 0) & (topo < len(TOPOLOGIES)), topo, len(TOPOLOGIES))] > 0

@@ -22,7 +22,7 @@ Invalidations (D3D12 rules, and the seeds):
 
 from __future__ import annotations
 
-__all__ = ["Col", "StateAt", "track", "column_universe", "col_name", "fill_at"]
+__all__ = ["Col", "StateAt", "track", "column_universe", "col_name", "fill_at", "distinct_ids"]
 
 from collections.abc import Callable
 from enum import IntEnum
@@ -163,11 +163,20 @@ def _const_columns(s: Stream, name: str, pure: bool | None = None) -> list[tuple
 
 def _distinct(keys: np.ndarray) -> list[int]:
     """The distinct values of the small non-negative integers ``keys``, ascending."""
-    if not keys.size:
-        return []
-    if int(keys.min()) < 0:
-        return np.unique(keys).tolist()
-    return np.flatnonzero(np.bincount(keys)).tolist()
+    return distinct_ids(keys).tolist()
+
+
+def distinct_ids(*keys: np.ndarray) -> np.ndarray:
+    """``np.unique`` of the integers ``keys`` (concatenated): one ``bincount`` where they are
+    small non-negative ids (resource ids, slots), else a sort.
+
+    >>> distinct_ids(np.array([4, 1, 4]), np.array([0, 1])).tolist()
+    [0, 1, 4]
+    """
+    x = np.concatenate(keys) if len(keys) != 1 else keys[0]
+    if x.size and 0 <= int(x.min()) and int(x.max()) < 1 << 24:
+        return np.flatnonzero(np.bincount(x))
+    return np.unique(x)
 
 
 def _covered(lo: np.ndarray, n: np.ndarray) -> list[int]:
