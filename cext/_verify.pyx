@@ -8,10 +8,10 @@ in its docstring, and the tests check that both give identical arrays.
 import numpy as np
 
 cimport cython
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 
-__all__ = ["hash_columns", "factorize", "group_sort", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
+__all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
 
 cdef uint64_t _G = 0x9E3779B97F4A7C15ULL
 cdef uint64_t _C1 = 0xBF58476D1CE4E5B9ULL
@@ -507,3 +507,31 @@ def group_sort(const int64_t[::1] gid, list keys):
     finally:
         free(kp)
     return order_a
+
+
+def buffer_words(const uint32_t[::1] data, int64_t size, const int64_t[::1] byte_off, Py_ssize_t nwords,
+                 int64_t oob):
+    """``nwords`` 32-bit words at each byte offset of a buffer of ``size`` bytes whose first
+    words are ``data`` (zeros after them; ``oob`` for a misaligned offset or a word past the
+    end), as an ``(n, nwords)`` array (twin: the pure path of
+    ``drawopt.verify.records._Expander.words``; offsets wrap as numpy's int64 arithmetic does)."""
+    cdef Py_ssize_t n = byte_off.shape[0], i, j, nd = data.shape[0]
+    cdef int64_t bo, wi, end
+    out_a = np.empty((n, nwords), np.int64)
+    cdef int64_t[:, ::1] out = out_a
+    with nogil:
+        for i in range(n):
+            bo = byte_off[i]
+            for j in range(nwords):
+                if bo < 0 or bo % 4 != 0:
+                    out[i, j] = oob
+                    continue
+                wi = bo // 4 + j
+                end = <int64_t>(<uint64_t>wi * 4 + 4)
+                if end > size:
+                    out[i, j] = oob
+                elif wi < nd:
+                    out[i, j] = data[wi]
+                else:
+                    out[i, j] = 0
+    return out_a

@@ -3,7 +3,7 @@
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["hash_columns", "factorize", "group_sort", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
+__all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
 
 def hash_columns(n: int, seed: int, vals: list[npt.NDArray[np.int64] | None],
                  idxs: list[npt.NDArray[np.int64] | None], kinds: npt.NDArray[np.uint8],
@@ -54,4 +54,9 @@ def factorize(x: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDAr
 
 def group_sort(gid: npt.NDArray[np.int64], keys: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
     """``np.lexsort((*keys, gid))`` for a non-decreasing ``gid``; see ``drawopt.verify.compare._group_order``."""
+    ...
+
+def buffer_words(data: npt.NDArray[np.uint32], size: int, byte_off: npt.NDArray[np.int64], nwords: int,
+                 oob: int) -> npt.NDArray[np.int64]:
+    """``(n, nwords)`` words at each byte offset; see ``drawopt.verify.records._Expander.words``."""
     ...

@@ -109,6 +109,32 @@ def test_group_order_compiled_equals_lexsort() -> None:
             assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
 
 
+@needs_cext
+def test_buffer_words_compiled_equals_pure() -> None:
+    # words of CPU-written buffers at any offset: misaligned, negative, past the data, past the end
+    from drawopt import StreamBuilder
+    from drawopt.verify.records import _Expander
+    from drawopt.verify.slots import column_universe
+
+    b = StreamBuilder()
+    b.buffer("args", 64, cpu=True, data=np.arange(10, dtype=np.uint32) * 7 + 1)
+    b.buffer("empty", 32, cpu=True)
+    s = b.build()
+    e = _Expander(s, Canon(), column_universe([s]), "declared")
+    e._pipelines()
+    e._state()
+    e._accesses()   # (what words() reads: the buffers' declarations)
+    rng = np.random.default_rng(9)
+    ids = e.cmap[:-1]
+    buf = np.r_[rng.choice(np.r_[ids, -1, 99], 400), ids[0]]
+    off = np.r_[rng.integers(-8, 80, 400), 2**63 - 4]
+    for nwords in (1, 4, 5):
+        a, p = e.words(buf, off, nwords, pure=False), e.words(buf, off, nwords, pure=True)
+        assert a.dtype == p.dtype == np.int64 and np.array_equal(a, p)
+    one, at = np.full(5, ids[0]), np.arange(0, 20, 4)   # one buffer: the whole-array path
+    assert np.array_equal(e.words(one, at, 1, pure=False), e.words(one, at, 1, pure=True))
+
+
 # --------------------------------------------------------------------------- state columns
 @needs_cext
 def test_fill_at_compiled_equals_pure() -> None:

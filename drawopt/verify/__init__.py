@@ -24,7 +24,7 @@ True
 
 from __future__ import annotations
 
-__all__ = ["VerifyResult", "verify", "REORDER_POLICIES"]
+__all__ = ["VerifyResult", "verify", "REORDER_POLICIES", "small_pages"]
 
 import sys
 import time
@@ -120,18 +120,24 @@ def verify(original: Stream, optimized: Stream, reorder: str = "declared") -> Ve
     """
     if reorder not in REORDER_POLICIES:
         raise UsageError(f"unknown reorder policy '{reorder}' (use {', '.join(REORDER_POLICIES)})")
-    with _small_pages():
+    with small_pages():
         return _verify(original, optimized, reorder)
 
 
 @contextmanager
-def _small_pages() -> Iterator[None]:
-    """numpy without ``madvise(MADV_HUGEPAGE)`` on its arrays while the streams are compared.
+def small_pages() -> Iterator[None]:
+    """numpy without ``madvise(MADV_HUGEPAGE)`` on its arrays while the streams are compared
+    (``drawopt verify`` also loads its two streams under it: 1.2 s of a 1M-draw pair's 1.9 s
+    of system time went to huge-page faults).
 
     The validator allocates and frees many short-lived arrays of a few MB; with transparent
     huge pages each of them is faulted in 2 MB at a time, which on the reference machine made
     the kernel's share (sys time) of a 1M-draw verify larger than the work itself (7.9 s of
-    13.5 s CPU; 2.3 s of 7.9 s without). The previous setting is restored afterwards."""
+    13.5 s CPU; 2.3 s of 7.9 s without). The previous setting is restored afterwards.
+
+    >>> with small_pages():
+    ...     x = np.zeros(1 << 20)
+    """
     setter = getattr(getattr(np, "_core", None), "multiarray", None)
     setter = getattr(setter, "_set_madvise_hugepage", None)
     if setter is None:

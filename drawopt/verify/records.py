@@ -31,6 +31,7 @@ from functools import cached_property
 
 import numpy as np
 
+from drawopt._accel import load_cext
 from drawopt.errors import UsageError
 from drawopt.ir.decls import Buffer, Decls, Pipeline, View
 from drawopt.ir.ops import (
@@ -569,11 +570,13 @@ class _Expander:
         b = np.where(ok, buf, 0)
         return ok & known[b] & (a < self.first_write[b])
 
-    def words(self, buf: np.ndarray, byte_off: np.ndarray, nwords: int) -> np.ndarray:
-        """``nwords`` 32-bit words at each (buffer, byte offset); :data:`OOB` past the end."""
+    def words(self, buf: np.ndarray, byte_off: np.ndarray, nwords: int, pure: bool | None = None) -> np.ndarray:
+        """``nwords`` 32-bit words at each (buffer, byte offset); :data:`OOB` past the end
+        (compiled: ``drawopt._verify.buffer_words``, one pass per buffer)."""
         out = np.full((buf.size, nwords), OOB, np.int64)
         ok = (buf >= 0) & (buf < self.is_buffer.size)
         ids = np.flatnonzero(np.bincount(buf[ok])) if ok.any() else np.zeros(0, np.int64)
+        k = load_cext("_verify", pure)
         for b in ids.tolist():
             d = self.bufdecl.get(b)
             if d is None:
@@ -582,6 +585,9 @@ class _Expander:
             m = slice(None) if whole else np.flatnonzero(buf == b)
             data = d.data if d.data is not None else np.zeros(0, np.uint32)
             bo = byte_off[m]
+            if k is not None:
+                out[m] = k.buffer_words(data, d.size, np.ascontiguousarray(bo, np.int64), nwords, OOB)
+                continue
             aligned = (bo % 4 == 0) & (bo >= 0)
             for j in range(nwords):
                 wi = bo // 4 + j
@@ -905,26 +911,34 @@ class _Expander:
                              f"handles at most {MAX_RECORDS}")
         if bool((per == 1).all()):   # one record per sub-draw: no gathers
             sub, inst = np.arange(per.size), np.zeros(per.size, np.int64)
-            g = dict(sd)
-        else:
+
+            def rep(v: np.ndarray) -> np.ndarray:
+                return v
+        else:   # record j of sub-draw i: its columns repeated (v[sub], without the gather)
             sub = np.repeat(np.arange(per.size), per)
             inst = np.arange(sub.size) - np.repeat(np.cumsum(per) - per, per)
-            g = {k: v[sub] for k, v in sd.items()}
+
+            def rep(v: np.ndarray) -> np.ndarray:
+                return np.repeat(v, per)
         R = sub.size
-        af = array_form[sub]
-        r_act = g["act"]
         key = np.zeros((R, len(KEY_FIELDS)), np.int64, order="F")   # columns contiguous: read field by field
-        key[:, F["state"]] = self.a_state[r_act]
         for f, k in (("kind", "kind"), ("src_buf", "sbuf"), ("src_off", "soff"), ("fmt", "fmt"),
                      ("count", "count"), ("sym", "sym")):
-            key[:, F[f]] = g[k]
+            key[:, F[f]] = rep(sd[k])
+        # the sub-draw columns the records read again ("kind" is not changed below)
+        g = {k: rep(sd[k]) for k in ("act", "base", "sinst", "ninst", "ord")}
+        g["kind"] = key[:, F["kind"]]
+        af = rep(array_form)
+        r_act = g["act"]
+        key[:, F["state"]] = self.a_state[r_act]
         opq = np.flatnonzero(s.op == _OP["Opaque"])
-        key[:, F["epoch"]] = np.searchsorted(opq, self.act[r_act])
+        if opq.size:   # (0 before the first Opaque command)
+            key[:, F["epoch"]] = np.searchsorted(opq, self.act[r_act])
         is_x = is_x_rec = self.a_op[r_act] == _OP["DrawIndexedX"]
         drawlike = (g["kind"] == KD_DRAW) | (g["kind"] == KD_INDEXED)
         key[:, F["bias"]] = np.where(g["kind"] == KD_INDEXED, g["base"], np.where(drawlike, 0, -1))
         key[:, F["inst"]] = np.where(drawlike, g["sinst"] + inst, -1)
-        key[:, F["ninst"]] = np.where(per_inst[sub], 1, np.where(drawlike, g["ninst"], 1))
+        key[:, F["ninst"]] = np.where(rep(per_inst), 1, np.where(drawlike, g["ninst"], 1))
         key[:, F["rel"]] = np.where(drawlike, inst, -1)
         key[:, F["svoff"]] = np.where(is_x, g["base"], 0)
         r_pipe = self.a_pipe[r_act]
