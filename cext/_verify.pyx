@@ -149,8 +149,24 @@ def fill_at(const int64_t[::1] ev_at, const int64_t[::1] ev_val, const int64_t[:
     return out
 
 
-cdef inline Py_ssize_t _lower(const int64_t[::1] a, int64_t x) noexcept nogil:
-    cdef Py_ssize_t lo = 0, hi = a.shape[0], mid
+cdef inline Py_ssize_t _lower_from(const int64_t[::1] a, int64_t x, Py_ssize_t h) noexcept nogil:
+    """The first ``p`` with ``a[p] >= x`` (``a`` ascending), searched by galloping from the
+    hint ``h`` (consecutive queries are near each other: O(log distance), not O(log n))."""
+    cdef Py_ssize_t n = a.shape[0], lo, hi, mid, step = 1
+    if h > n:
+        h = n
+    if h < n and a[h] < x:
+        lo = h + 1
+        while lo + step - 1 < n and a[lo + step - 1] < x:
+            lo += step
+            step <<= 1
+        hi = min(lo + step - 1, n)
+    else:
+        hi = h
+        while hi - step >= 0 and a[hi - step] >= x:
+            hi -= step
+            step <<= 1
+        lo = max(hi - step, 0)
     while lo < hi:
         mid = (lo + hi) >> 1
         if a[mid] < x:
@@ -160,20 +176,14 @@ cdef inline Py_ssize_t _lower(const int64_t[::1] a, int64_t x) noexcept nogil:
     return lo
 
 
-cdef inline Py_ssize_t _upper(const int64_t[::1] a, int64_t x) noexcept nogil:
-    cdef Py_ssize_t lo = 0, hi = a.shape[0], mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] <= x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-cdef inline bint _read_between(const int64_t[::1] rk, int64_t res, int64_t lo, int64_t hi) noexcept nogil:
-    """A key ``res << 40 | a`` with ``lo <= a <= hi`` among the sorted ``rk``."""
-    return _upper(rk, (res << 40) + hi) - _lower(rk, (res << 40) + lo) > 0
+cdef inline bint _read_between(const int64_t[::1] rk, int64_t res, int64_t lo, int64_t hi,
+                               Py_ssize_t* hint) noexcept nogil:
+    """A key ``res << 40 | a`` with ``lo <= a <= hi`` among the sorted ``rk``: the first key
+    from ``res << 40 | lo`` on is at most ``res << 40 | hi`` (``hint``: where the last
+    search ended, updated)."""
+    cdef Py_ssize_t p = _lower_from(rk, (res << 40) + lo, hint[0])
+    hint[0] = p
+    return p < rk.shape[0] and rk[p] <= (res << 40) + hi
 
 
 def group_ids(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t[::1] e_act,
@@ -183,7 +193,7 @@ def group_ids(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t[
     out = np.empty(n, np.int64)
     cdef int64_t[::1] g = out
     cdef int64_t cur = 0
-    cdef Py_ssize_t p
+    cdef Py_ssize_t p, hint = 0
     cdef bint start
     if e_lab.shape[0] != n or e_act.shape[0] != n:
         raise ValueError("group_ids: length mismatch")
@@ -191,7 +201,7 @@ def group_ids(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t[
         for i in range(n):
             p = i - 1 if i > 0 else 0
             start = (i == 0 or e_res[i] != e_res[i - 1] or e_lab[i] == 0 or e_lab[i] != e_lab[p] or
-                     _read_between(rk, e_res[i], e_act[p], e_act[i]))
+                     _read_between(rk, e_res[i], e_act[p], e_act[i], &hint))
             if start:
                 cur += 1
             g[i] = cur
@@ -215,6 +225,7 @@ def merge_runs(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t
     cdef int64_t[::1] H = heads, TN = tn, TC = tc
     cdef int64_t r, q, a, b, k, pk, isz, step, v
     cdef int typ, raw_prev = 0
+    cdef Py_ssize_t hint = 0
     cdef bint ok, drawlike, inst_link, range_link
     if not (e_lab.shape[0] == n and e_gid.shape[0] == n and e_rec.shape[0] == n and e_act.shape[0] == n and
             kind.shape[0] == nr and fmt.shape[0] == nr and src_off.shape[0] == nr and count.shape[0] == nr and
@@ -238,7 +249,7 @@ def merge_runs(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t
                       e_lab[i - 1] == e_lab[i] and not nomerge[q] and not nomerge[r])
                 if ok and e_gid[i] != e_gid[i - 1]:
                     # across groups: no label, no read of the resource in between
-                    ok = e_lab[i] == 0 and not _read_between(rk, e_res[i], a, b)
+                    ok = e_lab[i] == 0 and not _read_between(rk, e_res[i], a, b, &hint)
                 if ok:
                     inst_link = (src_off[q] == src_off[r] and count[q] == count[r] and inst[r] >= 0 and
                                  inst[q] >= 0 and inst[r] == inst[q] + ninst[q] and

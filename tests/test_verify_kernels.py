@@ -15,7 +15,7 @@ from drawopt._accel import load_cext
 from drawopt.ir.stream import Stream
 from drawopt.verify import verify
 from drawopt.verify._hash import hash_cols, hash_cols_at, unique_inverse
-from drawopt.verify.compare import _group_order, canonical
+from drawopt.verify.compare import _group_ids, _group_order, canonical
 from drawopt.verify.model import Canon
 from drawopt.verify.records import expand
 from drawopt.verify.slots import _const_columns, fill_at
@@ -133,6 +133,23 @@ def test_buffer_words_compiled_equals_pure() -> None:
         assert a.dtype == p.dtype == np.int64 and np.array_equal(a, p)
     one, at = np.full(5, ids[0]), np.arange(0, 20, 4)   # one buffer: the whole-array path
     assert np.array_equal(e.words(one, at, 1, pure=False), e.words(one, at, 1, pure=True))
+
+
+@needs_cext
+def test_group_ids_compiled_equals_pure() -> None:
+    # the read-between test (a read of the resource by an action in [previous, this]) of the
+    # galloping search, on sorted and shuffled actions, against the pure searchsorted twin
+    rng = np.random.default_rng(10)
+    for trial in range(100):
+        n, nres = int(rng.integers(1, 400)), int(rng.integers(1, 5))
+        e_res = np.sort(rng.integers(0, nres, n))
+        e_act = rng.integers(0, 60, n)
+        if trial % 2:
+            e_act = e_act[np.lexsort((e_act, e_res))]   # ascending within a resource
+        e_lab = rng.integers(0, 3, n)
+        rd = np.unique(rng.integers(0, nres, 40) * (1 << 40) + rng.integers(0, 60, 40))
+        a, b = _group_ids(e_res, e_lab, e_act, rd, pure=False), _group_ids(e_res, e_lab, e_act, rd, pure=True)
+        assert np.array_equal(a, b), trial
 
 
 # --------------------------------------------------------------------------- state columns

@@ -354,16 +354,25 @@ class _Expander:
         self.vb_shift = np.zeros(self.nA, np.int64)
         if not cols:
             return
-        vals = np.stack([st.value(c) for c in cols], axis=1)
-        single = (vals >= 0).sum(axis=1) == 1
-        for j, c in enumerate(cols):
-            v, src = vals[:, j], np.maximum(st.source(c), 0)
-            buf = safe_ref(self.cmap, s.args[src, VB_BUF])
-            off, stride = s.args[src, VB_OFF], s.args[src, VB_STRIDE]
-            ok = single & (v >= 0) & (stride > 0)
+        vals = [st.value(c) for c in cols]
+        nset = np.zeros(self.nA, np.int64)
+        for v in vals:
+            nset += v >= 0
+        single = nset == 1
+        for c, v in zip(cols, vals):
+            # the normal form of each setting command, then of the one each action sees
+            ei, _ = st.events(c)
+            if not ei.size:   # never set in this stream
+                self.vb_override[c] = v.copy()
+                continue
+            buf = safe_ref(self.cmap, s.args[ei, VB_BUF])
+            off, stride = s.args[ei, VB_OFF], s.args[ei, VB_STRIDE]
             strd = np.maximum(stride, 1)
-            self.vb_override[c] = np.where(ok, hash_cols([buf, off % strd, stride], self.nA) & _MASK63, v)
-            self.vb_shift += np.where(ok, off // strd, 0)
+            e_form = hash_cols([buf, off % strd, stride], ei.size) & _MASK63
+            at = np.maximum(st.event_index(c), 0)   # (v >= 0: there is an event, a setter)
+            ok = single & (v >= 0) & (stride > 0)[at]
+            self.vb_override[c] = np.where(ok, e_form[at], v)
+            self.vb_shift += np.where(ok, (off // strd)[at], 0)
 
     def _state(self) -> None:
         self._vertex_windows()
@@ -738,12 +747,16 @@ class _Expander:
     # ------------------------------------------------------------------ sub-draws
     def _subdraws(self) -> dict[str, np.ndarray]:
         s, st, cmap = self.s, self.st, self.cmap
-        args = s.args[self.act]
         a_op = self.a_op
         parts: list[tuple[np.ndarray, dict[str, np.ndarray | int]]] = []
 
         def add(a, **kw) -> None:
             parts.append((np.asarray(a, np.int64), kw))
+
+        def of(op: int) -> tuple[np.ndarray, np.ndarray]:
+            """The actions with opcode ``op`` and their argument rows (read by column below)."""
+            m = np.flatnonzero(a_op == op)
+            return m, s.args[self.act[m]]
 
         ib = cid_of(Col.IB)
         self.ib_buf = st.of_setter(ib, lambda cmd: cmap[s.args[cmd, IB_BUF]])
@@ -751,28 +764,28 @@ class _Expander:
         self.ib_off = st.of_setter(ib, lambda cmd: s.args[cmd, IB_OFF], 0)
         isz = np.where(self.ib_fmt == 1, 4, 2)
 
-        m = np.flatnonzero(a_op == _DI)
-        start = args[m, _DI.col("start_vertex")]
-        add(m, kind=KD_DRAW, count=args[m, COL_DRAW_COUNT], start=start, ninst=args[m, COL_INSTANCES],
-            sinst=args[m, _DI.col("start_instance")], soff=start)
-        m = np.flatnonzero(a_op == _DII)
-        start = args[m, _DII.col("start_index")]
-        add(m, kind=KD_INDEXED, count=args[m, COL_DRAW_COUNT], start=start, base=args[m, _DII.col("base_vertex")],
-            ninst=args[m, COL_INSTANCES], sinst=args[m, _DII.col("start_instance")], sbuf=self.ib_buf[m],
+        m, args = of(_DI)
+        start = args[:, _DI.col("start_vertex")]
+        add(m, kind=KD_DRAW, count=args[:, COL_DRAW_COUNT], start=start, ninst=args[:, COL_INSTANCES],
+            sinst=args[:, _DI.col("start_instance")], soff=start)
+        m, args = of(_DII)
+        start = args[:, _DII.col("start_index")]
+        add(m, kind=KD_INDEXED, count=args[:, COL_DRAW_COUNT], start=start, base=args[:, _DII.col("base_vertex")],
+            ninst=args[:, COL_INSTANCES], sinst=args[:, _DII.col("start_instance")], sbuf=self.ib_buf[m],
             soff=self.ib_off[m] + start * isz[m], fmt=self.ib_fmt[m])
-        m = np.flatnonzero(a_op == _DX)
-        add(m, kind=KD_INDEXED, count=args[m, _DX.col("index_count")], base=args[m, _DX.col("index_offset")], ninst=1,
-            sbuf=cmap[args[m, _DX.col("buffer")]], soff=args[m, _DX.col("offset")], fmt=args[m, _DX.col("format")])
-        m = np.flatnonzero(a_op == _DSP)
-        add(m, kind=KD_DISPATCH, ninst=1, sym=hash_cols([args[m, _DSP.col(n)] for n in ("x", "y", "z")], m.size))
-        m = np.flatnonzero(a_op == _CP)
+        m, args = of(_DX)
+        add(m, kind=KD_INDEXED, count=args[:, _DX.col("index_count")], base=args[:, _DX.col("index_offset")], ninst=1,
+            sbuf=cmap[args[:, _DX.col("buffer")]], soff=args[:, _DX.col("offset")], fmt=args[:, _DX.col("format")])
+        m, args = of(_DSP)
+        add(m, kind=KD_DISPATCH, ninst=1, sym=hash_cols([args[:, _DSP.col(n)] for n in ("x", "y", "z")], m.size))
+        m, args = of(_CP)
         add(m, kind=KD_COPY, ninst=1,
-            sym=hash_cols([cmap[args[m, _CP_DST]], args[m, _CP_DOFF], cmap[args[m, _CP_SRC]], args[m, _CP_SOFF],
-                           args[m, _CP_SIZE]], m.size))
+            sym=hash_cols([cmap[args[:, _CP_DST]], args[:, _CP_DOFF], cmap[args[:, _CP_SRC]], args[:, _CP_SOFF],
+                           args[:, _CP_SIZE]], m.size))
         for name, (indexed, multi, auto) in INDIRECT.items():
-            m = np.flatnonzero(a_op == _OP[name])
+            m, args = of(_OP[name])
             if m.size:
-                self._indirect(m, args[m], indexed, multi, auto, add, isz)
+                self._indirect(m, args, indexed, multi, auto, add, isz)
         sd = self._rows(parts)
         self._deweld(sd)
         return sd

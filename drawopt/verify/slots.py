@@ -254,6 +254,20 @@ class StateAt:
         return w
 
 
+    def events(self, c: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(commands, values)`` of column ``c``'s events, in stream order (none: empty)."""
+        if c not in self.col:
+            z = np.zeros(0, np.int64)
+            return z, z
+        return self._events[c]
+
+    def event_index(self, c: int) -> np.ndarray:
+        """Per query: the position in :meth:`events` of the event that gave column ``c`` its
+        value (-1: none), to read per-event facts at the queries (one merge, no gather from
+        the stream's arguments)."""
+        ei = self.events(c)[0]
+        return fill_at(ei, np.arange(ei.size, dtype=np.int64), self.queries, -1)
+
     def of_setter(self, c: int, per_cmd: Callable[[np.ndarray], np.ndarray], other: int | None = None) -> np.ndarray:
         """Per query: ``per_cmd(setter)`` where column ``c`` holds a value (>= 0), the command
         that set it being ``setter``; elsewhere the raw value (``other``: that number). Read
