@@ -8,13 +8,18 @@ in its docstring, and the tests check that both give identical arrays.
 import numpy as np
 
 cimport cython
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc
 
-__all__ = ["fold", "fold_scalar", "fold_at", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
+__all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
 
 cdef uint64_t _G = 0x9E3779B97F4A7C15ULL
 cdef uint64_t _C1 = 0xBF58476D1CE4E5B9ULL
 cdef uint64_t _C2 = 0x94D049BB133111EBULL
+
+
+cdef enum:
+    _BLOCK = 256
 
 
 cdef inline uint64_t _mix(uint64_t h, uint64_t c) noexcept nogil:
@@ -24,22 +29,107 @@ cdef inline uint64_t _mix(uint64_t h, uint64_t c) noexcept nogil:
     return z ^ (z >> 31)
 
 
-def fold(uint64_t[::1] h, const int64_t[::1] c):
-    """``h[i] = fmix64(h[i] * G + c[i])`` in place (twin: ``drawopt.verify._hash._fold``)."""
-    cdef Py_ssize_t i, n = h.shape[0]
-    if c.shape[0] != n:
-        raise ValueError("fold: length mismatch")
-    with nogil:
-        for i in range(n):
-            h[i] = _mix(h[i], <uint64_t>c[i])
-
-
-def fold_scalar(uint64_t[::1] h, uint64_t c):
-    """``h[i] = fmix64(h[i] * G + c)`` in place (twin: ``drawopt.verify._hash._fold``)."""
-    cdef Py_ssize_t i, n = h.shape[0]
-    with nogil:
-        for i in range(n):
-            h[i] = _mix(h[i], c)
+def hash_columns(Py_ssize_t n, uint64_t seed, list vals, list idxs, const uint8_t[::1] kinds,
+                 const uint64_t[::1] scalars, int64_t lo, int64_t hi, int64_t to, init=None):
+    """One hash per row, all columns folded in one pass: ``h = seed`` (``init[i]`` if given), then for each column
+    ``c`` in order ``h = fmix64(h * G + x)``, ``x`` being ``vals[c][i]`` (kind 0),
+    ``vals[c][idxs[c][i]]`` read as ``to`` where ``lo < x < hi`` (kind 1) or ``scalars[c]``
+    (kind 2). Twin: the pure path of ``drawopt.verify._hash.hash_cols``."""
+    cdef Py_ssize_t k = kinds.shape[0], c, i, i0, i1, blk = _BLOCK
+    cdef int64_t x, j, m
+    cdef uint64_t sc
+    cdef uint64_t hb[_BLOCK]
+    cdef const int64_t* v
+    cdef const int64_t* ix
+    cdef uint8_t kd
+    cdef int bad = 0
+    cdef const int64_t[::1] h0
+    cdef bint has_init = init is not None
+    if len(vals) != k or len(idxs) != k or scalars.shape[0] != k:
+        raise ValueError("hash_columns: length mismatch")
+    out = np.empty(n, np.uint64)
+    if n == 0:
+        return out
+    cdef uint64_t[::1] o = out
+    if has_init:
+        h0 = init
+        if h0.shape[0] != n:
+            raise ValueError("hash_columns: init length mismatch")
+    else:
+        h0 = np.zeros(1, np.int64)
+    cdef const int64_t** vp = <const int64_t**>malloc(k * sizeof(int64_t*) + 1)
+    cdef const int64_t** ip = <const int64_t**>malloc(k * sizeof(int64_t*) + 1)
+    cdef int64_t* vlen = <int64_t*>malloc(k * sizeof(int64_t) + 1)
+    cdef const int64_t[::1] mv
+    if vp == NULL or ip == NULL or vlen == NULL:
+        free(vp); free(ip); free(vlen)
+        raise MemoryError()
+    try:
+        for c in range(k):
+            vp[c] = NULL
+            ip[c] = NULL
+            vlen[c] = 0
+            if kinds[c] == 2:
+                continue
+            if kinds[c] > 2:
+                raise ValueError("hash_columns: bad column kind")
+            mv = vals[c]
+            vlen[c] = mv.shape[0]
+            if mv.shape[0]:
+                vp[c] = &mv[0]
+            if kinds[c] == 0:
+                if mv.shape[0] != n:
+                    raise ValueError("hash_columns: length mismatch")
+            else:
+                mv = idxs[c]
+                if mv.shape[0] != n:
+                    raise ValueError("hash_columns: length mismatch")
+                ip[c] = &mv[0]
+        with nogil:
+            # column by column over blocks of rows: the hashes of a block stay in L1 and the
+            # rows of a column are independent (pipelined), instead of one long chain per row
+            i0 = 0
+            while i0 < n:
+                i1 = min(i0 + blk, n)
+                if has_init:
+                    for i in range(i0, i1):
+                        hb[i - i0] = <uint64_t>h0[i]
+                else:
+                    for i in range(i0, i1):
+                        hb[i - i0] = seed
+                for c in range(k):
+                    kd = kinds[c]
+                    v = vp[c]
+                    if kd == 0:
+                        for i in range(i0, i1):
+                            hb[i - i0] = _mix(hb[i - i0], <uint64_t>v[i])
+                    elif kd == 1:
+                        ix = ip[c]
+                        m = vlen[c]
+                        for i in range(i0, i1):
+                            j = ix[i]
+                            if j < 0 or j >= m:
+                                bad = 1
+                                x = 0
+                            else:
+                                x = v[j]
+                                if lo < x < hi:
+                                    x = to
+                            hb[i - i0] = _mix(hb[i - i0], <uint64_t>x)
+                    else:
+                        sc = scalars[c]
+                        for i in range(i0, i1):
+                            hb[i - i0] = _mix(hb[i - i0], sc)
+                for i in range(i0, i1):
+                    o[i] = hb[i - i0]
+                i0 = i1
+    finally:
+        free(vp)
+        free(ip)
+        free(vlen)
+    if bad:
+        raise IndexError("hash_columns: index out of range")
+    return out
 
 
 def fill_at(const int64_t[::1] ev_at, const int64_t[::1] ev_val, const int64_t[::1] q, int64_t before):
@@ -59,26 +149,24 @@ def fill_at(const int64_t[::1] ev_at, const int64_t[::1] ev_val, const int64_t[:
     return out
 
 
-def fold_at(uint64_t[::1] h, const int64_t[::1] v, const int64_t[::1] idx, int64_t lo, int64_t hi, int64_t to):
-    """``h[i] = fmix64(h[i] * G + x)``, ``x = v[idx[i]]`` read as ``to`` where ``lo < x < hi``
-    (twin: the pure path of ``drawopt.verify._hash.hash_cols_at``)."""
-    cdef Py_ssize_t i, n = h.shape[0], m = v.shape[0]
-    cdef int64_t x, j
-    if idx.shape[0] != n:
-        raise ValueError("fold_at: length mismatch")
-    for i in range(n):
-        if idx[i] < 0 or idx[i] >= m:
-            raise IndexError("fold_at: index out of range")
-    with nogil:
-        for i in range(n):
-            x = v[idx[i]]
-            if lo < x < hi:
-                x = to
-            h[i] = _mix(h[i], <uint64_t>x)
-
-
-cdef inline Py_ssize_t _lower(const int64_t[::1] a, int64_t x) noexcept nogil:
-    cdef Py_ssize_t lo = 0, hi = a.shape[0], mid
+cdef inline Py_ssize_t _lower_from(const int64_t[::1] a, int64_t x, Py_ssize_t h) noexcept nogil:
+    """The first ``p`` with ``a[p] >= x`` (``a`` ascending), searched by galloping from the
+    hint ``h`` (consecutive queries are near each other: O(log distance), not O(log n))."""
+    cdef Py_ssize_t n = a.shape[0], lo, hi, mid, step = 1
+    if h > n:
+        h = n
+    if h < n and a[h] < x:
+        lo = h + 1
+        while lo + step - 1 < n and a[lo + step - 1] < x:
+            lo += step
+            step <<= 1
+        hi = min(lo + step - 1, n)
+    else:
+        hi = h
+        while hi - step >= 0 and a[hi - step] >= x:
+            hi -= step
+            step <<= 1
+        lo = max(hi - step, 0)
     while lo < hi:
         mid = (lo + hi) >> 1
         if a[mid] < x:
@@ -88,20 +176,14 @@ cdef inline Py_ssize_t _lower(const int64_t[::1] a, int64_t x) noexcept nogil:
     return lo
 
 
-cdef inline Py_ssize_t _upper(const int64_t[::1] a, int64_t x) noexcept nogil:
-    cdef Py_ssize_t lo = 0, hi = a.shape[0], mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] <= x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-cdef inline bint _read_between(const int64_t[::1] rk, int64_t res, int64_t lo, int64_t hi) noexcept nogil:
-    """A key ``res << 40 | a`` with ``lo <= a <= hi`` among the sorted ``rk``."""
-    return _upper(rk, (res << 40) + hi) - _lower(rk, (res << 40) + lo) > 0
+cdef inline bint _read_between(const int64_t[::1] rk, int64_t res, int64_t lo, int64_t hi,
+                               Py_ssize_t* hint) noexcept nogil:
+    """A key ``res << 40 | a`` with ``lo <= a <= hi`` among the sorted ``rk``: the first key
+    from ``res << 40 | lo`` on is at most ``res << 40 | hi`` (``hint``: where the last
+    search ended, updated)."""
+    cdef Py_ssize_t p = _lower_from(rk, (res << 40) + lo, hint[0])
+    hint[0] = p
+    return p < rk.shape[0] and rk[p] <= (res << 40) + hi
 
 
 def group_ids(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t[::1] e_act,
@@ -111,7 +193,7 @@ def group_ids(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t[
     out = np.empty(n, np.int64)
     cdef int64_t[::1] g = out
     cdef int64_t cur = 0
-    cdef Py_ssize_t p
+    cdef Py_ssize_t p, hint = 0
     cdef bint start
     if e_lab.shape[0] != n or e_act.shape[0] != n:
         raise ValueError("group_ids: length mismatch")
@@ -119,7 +201,7 @@ def group_ids(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t[
         for i in range(n):
             p = i - 1 if i > 0 else 0
             start = (i == 0 or e_res[i] != e_res[i - 1] or e_lab[i] == 0 or e_lab[i] != e_lab[p] or
-                     _read_between(rk, e_res[i], e_act[p], e_act[i]))
+                     _read_between(rk, e_res[i], e_act[p], e_act[i], &hint))
             if start:
                 cur += 1
             g[i] = cur
@@ -143,6 +225,7 @@ def merge_runs(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t
     cdef int64_t[::1] H = heads, TN = tn, TC = tc
     cdef int64_t r, q, a, b, k, pk, isz, step, v
     cdef int typ, raw_prev = 0
+    cdef Py_ssize_t hint = 0
     cdef bint ok, drawlike, inst_link, range_link
     if not (e_lab.shape[0] == n and e_gid.shape[0] == n and e_rec.shape[0] == n and e_act.shape[0] == n and
             kind.shape[0] == nr and fmt.shape[0] == nr and src_off.shape[0] == nr and count.shape[0] == nr and
@@ -166,7 +249,7 @@ def merge_runs(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t
                       e_lab[i - 1] == e_lab[i] and not nomerge[q] and not nomerge[r])
                 if ok and e_gid[i] != e_gid[i - 1]:
                     # across groups: no label, no read of the resource in between
-                    ok = e_lab[i] == 0 and not _read_between(rk, e_res[i], a, b)
+                    ok = e_lab[i] == 0 and not _read_between(rk, e_res[i], a, b, &hint)
                 if ok:
                     inst_link = (src_off[q] == src_off[r] and count[q] == count[r] and inst[r] >= 0 and
                                  inst[q] >= 0 and inst[r] == inst[q] + ninst[q] and
@@ -297,3 +380,169 @@ def const_events(const int64_t[::1] idx, const int64_t[::1] base, const int64_t[
                 ev_idx[p] = idx[i]
                 ev_val[p] = pool[voff[i] + w]
     return off_a, ev_idx_a, ev_val_a
+
+
+def factorize(const int64_t[::1] x):
+    """``(values, first, codes)``: the distinct values of ``x`` in order of first occurrence,
+    the index of each one's first occurrence, and each element's value number (one pass,
+    open addressing). ``drawopt.verify._hash.unique_inverse`` sorts the (few) values to give
+    ``np.unique(x, return_index=True, return_inverse=True)``, its pure twin."""
+    cdef Py_ssize_t n = x.shape[0], i, cap = 1024, u = 0, s, t
+    cdef uint64_t mask, hh
+    cdef int64_t v
+    codes_a = np.empty(n, np.int64)
+    vals_a = np.empty(max(n, 1), np.int64)
+    first_a = np.empty(max(n, 1), np.int64)
+    table_a = np.full(cap, -1, np.int64)
+    cdef int64_t[::1] codes = codes_a, vals = vals_a, first = first_a, table = table_a
+    mask = cap - 1
+    for i in range(n):
+        v = x[i]
+        hh = _mix(0x243F6A8885A308D3ULL, <uint64_t>v) & mask
+        while True:
+            t = table[hh]
+            if t < 0:
+                table[hh] = u
+                vals[u] = v
+                first[u] = i
+                codes[i] = u
+                u += 1
+                break
+            if vals[t] == v:
+                codes[i] = t
+                break
+            hh = (hh + 1) & mask
+        if 2 * u > cap:   # keep the load under 1/2: rehash into a table twice the size
+            cap <<= 1
+            mask = cap - 1
+            table_a = np.full(cap, -1, np.int64)
+            table = table_a
+            for s in range(u):
+                hh = _mix(0x243F6A8885A308D3ULL, <uint64_t>vals[s]) & mask
+                while table[hh] >= 0:
+                    hh = (hh + 1) & mask
+                table[hh] = s
+    return vals_a[:u].copy(), first_a[:u].copy(), codes_a
+
+
+cdef inline bint _key_less(int64_t a, int64_t b, const int64_t** kp, Py_ssize_t nk) noexcept nogil:
+    """Whether position ``a`` sorts before ``b``: the last key first (as ``np.lexsort``)."""
+    cdef Py_ssize_t c = nk - 1
+    while c >= 0:
+        if kp[c][a] != kp[c][b]:
+            return kp[c][a] < kp[c][b]
+        c -= 1
+    return False
+
+
+cdef void _merge_sort(int64_t* a, int64_t* tmp, Py_ssize_t n, const int64_t** kp, Py_ssize_t nk) noexcept nogil:
+    """Stable sort of the positions ``a[0:n]`` by the keys (insertion sort of runs of 16, then
+    bottom-up merges through ``tmp``)."""
+    cdef Py_ssize_t i, j, lo, mid, hi, p, q, w
+    cdef int64_t x
+    cdef int64_t* src = a
+    cdef int64_t* dst = tmp
+    cdef int64_t* sw
+    for lo in range(0, n, 16):
+        hi = min(lo + 16, n)
+        for i in range(lo + 1, hi):
+            x = a[i]
+            j = i - 1
+            while j >= lo and _key_less(x, a[j], kp, nk):
+                a[j + 1] = a[j]
+                j -= 1
+            a[j + 1] = x
+    w = 16
+    while w < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + w, n)
+            hi = min(lo + 2 * w, n)
+            p, q, i = lo, mid, lo
+            while p < mid and q < hi:
+                if _key_less(src[q], src[p], kp, nk):
+                    dst[i] = src[q]
+                    q += 1
+                else:
+                    dst[i] = src[p]
+                    p += 1
+                i += 1
+            while p < mid:
+                dst[i] = src[p]
+                p += 1
+                i += 1
+            while q < hi:
+                dst[i] = src[q]
+                q += 1
+                i += 1
+            lo = hi
+        sw = src
+        src = dst
+        dst = sw
+        w *= 2
+    if src != a:
+        for i in range(n):
+            a[i] = src[i]
+
+
+def group_sort(const int64_t[::1] gid, list keys):
+    """The order ``np.lexsort((*keys, gid))`` (twin: ``drawopt.verify.compare._group_order``'s
+    pure path) for a non-decreasing ``gid`` and ``int64`` keys: each run of equal ``gid``
+    sorted on its own, stably, by the last key first."""
+    cdef Py_ssize_t n = gid.shape[0], nk = len(keys), c, i, lo
+    for i in range(1, n):
+        if gid[i] < gid[i - 1]:
+            raise ValueError("group_sort: gid must not decrease")
+    order_a = np.arange(n, dtype=np.int64)
+    tmp_a = np.empty(n, np.int64)
+    if n < 2:
+        return order_a
+    cdef int64_t[::1] order = order_a, tmp = tmp_a
+    cdef const int64_t[::1] mv
+    cdef const int64_t** kp = <const int64_t**>malloc(nk * sizeof(int64_t*) + 1)
+    if kp == NULL:
+        raise MemoryError()
+    try:
+        for c in range(nk):
+            mv = keys[c]
+            if mv.shape[0] != n:
+                raise ValueError("group_sort: length mismatch")
+            kp[c] = &mv[0]
+        with nogil:
+            lo = 0
+            for i in range(1, n + 1):
+                if i == n or gid[i] != gid[lo]:
+                    if i - lo > 1:
+                        _merge_sort(&order[lo], &tmp[lo], i - lo, kp, nk)
+                    lo = i
+    finally:
+        free(kp)
+    return order_a
+
+
+def buffer_words(const uint32_t[::1] data, int64_t size, const int64_t[::1] byte_off, Py_ssize_t nwords,
+                 int64_t oob):
+    """``nwords`` 32-bit words at each byte offset of a buffer of ``size`` bytes whose first
+    words are ``data`` (zeros after them; ``oob`` for a misaligned offset or a word past the
+    end), as an ``(n, nwords)`` array (twin: the pure path of
+    ``drawopt.verify.records._Expander.words``; offsets wrap as numpy's int64 arithmetic does)."""
+    cdef Py_ssize_t n = byte_off.shape[0], i, j, nd = data.shape[0]
+    cdef int64_t bo, wi, end
+    out_a = np.empty((n, nwords), np.int64)
+    cdef int64_t[:, ::1] out = out_a
+    with nogil:
+        for i in range(n):
+            bo = byte_off[i]
+            for j in range(nwords):
+                if bo < 0 or bo % 4 != 0:
+                    out[i, j] = oob
+                    continue
+                wi = bo // 4 + j
+                end = <int64_t>(<uint64_t>wi * 4 + 4)
+                if end > size:
+                    out[i, j] = oob
+                elif wi < nd:
+                    out[i, j] = data[wi]
+                else:
+                    out[i, j] = 0
+    return out_a

@@ -3,24 +3,19 @@
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["fold", "fold_scalar", "fold_at", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
+__all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
 
-def fold(h: npt.NDArray[np.uint64], c: npt.NDArray[np.int64]) -> None:
-    """``h[i] = fmix64(h[i] * G + c[i])`` in place; see ``drawopt.verify._hash._fold``."""
-    ...
-
-def fold_scalar(h: npt.NDArray[np.uint64], c: int) -> None:
-    """``h[i] = fmix64(h[i] * G + c)`` in place; see ``drawopt.verify._hash._fold``."""
+def hash_columns(n: int, seed: int, vals: list[npt.NDArray[np.int64] | None],
+                 idxs: list[npt.NDArray[np.int64] | None], kinds: npt.NDArray[np.uint8],
+                 scalars: npt.NDArray[np.uint64], lo: int, hi: int, to: int,
+                 init: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.uint64]:
+    """One hash per row of the columns (array, gathered array or scalar), in one pass; see
+    ``drawopt.verify._hash.hash_cols``."""
     ...
 
 def fill_at(ev_at: npt.NDArray[np.int64], ev_val: npt.NDArray[np.int64], q: npt.NDArray[np.int64],
             before: int) -> npt.NDArray[np.int64]:
     """``ev_val`` of the last event before each query (``before``: none); both ascending."""
-    ...
-
-def fold_at(h: npt.NDArray[np.uint64], v: npt.NDArray[np.int64], idx: npt.NDArray[np.int64], lo: int, hi: int,
-            to: int) -> None:
-    """``h[i] = fmix64(h[i] * G + x)``, ``x = v[idx[i]]`` (``to`` where ``lo < x < hi``), in place."""
     ...
 
 def group_ids(e_res: npt.NDArray[np.int64], e_lab: npt.NDArray[np.int64], e_act: npt.NDArray[np.int64],
@@ -51,4 +46,17 @@ def const_events(idx: npt.NDArray[np.int64], base: npt.NDArray[np.int64], cnt: n
                  voff: npt.NDArray[np.int64], pool: npt.NDArray[np.int64]) -> tuple[
                      npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """``(off, ev_idx, ev_val)``: root-constant words by key; see ``drawopt.verify.slots._const_columns``."""
+    ...
+
+def factorize(x: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(values, first, codes)`` in order of first occurrence; see ``drawopt.verify._hash.unique_inverse``."""
+    ...
+
+def group_sort(gid: npt.NDArray[np.int64], keys: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
+    """``np.lexsort((*keys, gid))`` for a non-decreasing ``gid``; see ``drawopt.verify.compare._group_order``."""
+    ...
+
+def buffer_words(data: npt.NDArray[np.uint32], size: int, byte_off: npt.NDArray[np.int64], nwords: int,
+                 oob: int) -> npt.NDArray[np.int64]:
+    """``(n, nwords)`` words at each byte offset; see ``drawopt.verify.records._Expander.words``."""
     ...

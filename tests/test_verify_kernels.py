@@ -14,8 +14,8 @@ import pytest
 from drawopt._accel import load_cext
 from drawopt.ir.stream import Stream
 from drawopt.verify import verify
-from drawopt.verify._hash import hash_cols, hash_cols_at
-from drawopt.verify.compare import canonical
+from drawopt.verify._hash import hash_cols, hash_cols_at, unique_inverse
+from drawopt.verify.compare import _group_ids, _group_order, canonical
 from drawopt.verify.model import Canon
 from drawopt.verify.records import expand
 from drawopt.verify.slots import _const_columns, fill_at
@@ -61,6 +61,95 @@ def test_hash_cols_at_compiled_equals_pure(fold) -> None:
     if fold is not None:   # the fold reads values strictly inside (lo, hi) as `to`
         x = np.where((v > -16) & (v < 0), -1, v)
         assert np.array_equal(hash_cols_at([v], idx, fold, pure=True), hash_cols([x[idx]], idx.size))
+
+
+def test_hash_cols_goes_on_from_init() -> None:
+    # hash_cols(b, init=hash_cols(a)) == hash_cols(a + b): a shared prefix is hashed once
+    rng = np.random.default_rng(6)
+    n = 400
+    a = [rng.integers(-9, 9, n), (rng.integers(-9, 9, 30), rng.integers(0, 30, n)), 3]
+    b = [rng.integers(0, 2**62, n), -5, (rng.integers(-20, 20, 40), rng.integers(0, 40, n))]
+    idx = rng.integers(0, n, 100)
+    for pure in (True, False):
+        full = hash_cols(a + b, n, pure=pure)
+        h = hash_cols(a, n, pure=pure)
+        assert np.array_equal(hash_cols(b, n, init=h, pure=pure), full)
+        sub = [(c[0], c[1][idx]) if isinstance(c, tuple) else c[idx] if isinstance(c, np.ndarray) else c for c in b]
+        assert np.array_equal(hash_cols(sub, idx.size, init=(h, idx), pure=pure), full[idx])
+
+
+@needs_cext
+def test_unique_inverse_compiled_equals_np_unique() -> None:
+    rng = np.random.default_rng(7)
+    for n, hi in ((0, 3), (1, 3), (50, 3), (5000, 40), (5000, 2**62), (70000, 2**62)):
+        x = rng.integers(-hi, hi, n)
+        a, b = unique_inverse(x, pure=False), unique_inverse(x, pure=True)
+        assert all(p.dtype == q.dtype == np.int64 and np.array_equal(p, q) for p, q in zip(a, b))
+        u, first, inv = a
+        assert np.array_equal(u[inv], x) and (np.diff(u) > 0).all() and np.array_equal(x[first], u)
+
+
+@needs_cext
+def test_group_order_compiled_equals_lexsort() -> None:
+    # each run of equal group ids sorted by the keys (the last one first, uint64 unsigned), stably
+    rng = np.random.default_rng(8)
+    for trial in range(200):
+        n = int(rng.integers(0, 300))
+        gid = np.sort(rng.integers(0, max(1, n // int(rng.integers(1, 40))), n))
+        keys = [rng.integers(0, int(rng.integers(1, 5)), n) for _ in range(int(rng.integers(1, 4)))]
+        keys.append(rng.integers(0, 2**64 - 1, n, dtype=np.uint64) if trial % 2 else rng.integers(-3, 3, n))
+        keys.append(rng.integers(0, 3, n).astype(np.uint64) * np.uint64(2**63 - 1))
+
+        def by(i, keys=keys):
+            return tuple(k[i] for k in keys)
+
+        a, b = _group_order(gid, by, pure=False), _group_order(gid, by, pure=True)
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+@needs_cext
+def test_buffer_words_compiled_equals_pure() -> None:
+    # words of CPU-written buffers at any offset: misaligned, negative, past the data, past the end
+    from drawopt import StreamBuilder
+    from drawopt.verify.records import _Expander
+    from drawopt.verify.slots import column_universe
+
+    b = StreamBuilder()
+    b.buffer("args", 64, cpu=True, data=np.arange(10, dtype=np.uint32) * 7 + 1)
+    b.buffer("empty", 32, cpu=True)
+    s = b.build()
+    e = _Expander(s, Canon(), column_universe([s]), "declared")
+    e._pipelines()
+    e._state()
+    e._accesses()   # (what words() reads: the buffers' declarations)
+    rng = np.random.default_rng(9)
+    ids = e.cmap[:-1]
+    buf = np.r_[rng.choice(np.r_[ids, -1, 99], 400), ids[0]]
+    off = np.r_[rng.integers(-8, 80, 400), 2**63 - 4]
+    for nwords in (1, 4, 5):
+        a, p = e.words(buf, off, nwords, pure=False), e.words(buf, off, nwords, pure=True)
+        assert a.dtype == p.dtype == np.int64 and np.array_equal(a, p)
+    one, at = np.full(5, ids[0]), np.arange(0, 20, 4)   # one buffer: the whole-array path
+    assert np.array_equal(e.words(one, at, 1, pure=False), e.words(one, at, 1, pure=True))
+
+
+@needs_cext
+def test_group_ids_compiled_equals_pure() -> None:
+    # the read-between test (a read of the resource by an action in [previous, this]) of the
+    # galloping search, on sorted and shuffled actions, against the pure searchsorted twin
+    rng = np.random.default_rng(10)
+    for trial in range(100):
+        n, nres = int(rng.integers(1, 400)), int(rng.integers(1, 5))
+        e_res = np.sort(rng.integers(0, nres, n))
+        e_act = rng.integers(0, 60, n)
+        if trial % 2:
+            e_act = e_act[np.lexsort((e_act, e_res))]   # ascending within a resource
+        e_lab = rng.integers(0, 3, n)
+        rd = np.unique(rng.integers(0, nres, 40) * (1 << 40) + rng.integers(0, 60, 40))
+        a, b = _group_ids(e_res, e_lab, e_act, rd, pure=False), _group_ids(e_res, e_lab, e_act, rd, pure=True)
+        assert np.array_equal(a, b), trial
 
 
 # --------------------------------------------------------------------------- state columns

@@ -24,7 +24,7 @@ True
 
 from __future__ import annotations
 
-__all__ = ["VerifyResult", "verify", "REORDER_POLICIES"]
+__all__ = ["VerifyResult", "verify", "REORDER_POLICIES", "small_pages"]
 
 import sys
 import time
@@ -38,13 +38,13 @@ import numpy as np
 
 from drawopt.errors import UsageError
 from drawopt.ir.decls import Buffer
-from drawopt.ir.ops import BARRIER_STATES, BY_NAME
+from drawopt.ir.ops import BARRIER_STATES, BY_NAME, Op
 from drawopt.ir.stream import REORDER_POLICIES, Stream
 from drawopt.verify.compare import canonical, compare_records, exit_state_diff, matched_actions
 from drawopt.verify.model import Canon
 from drawopt.verify.records import Records, expand
 from drawopt.verify.rules import check_rules, first_new_uncovered_read, first_new_violation
-from drawopt.verify.slots import column_universe
+from drawopt.verify.slots import column_universe, distinct_ids
 
 """``none``: no two draws on a common target commute; ``declared``: only pipelines
 declared ``order_independent``; ``opaque``: also opaque depth-tested draws."""
@@ -120,18 +120,24 @@ def verify(original: Stream, optimized: Stream, reorder: str = "declared") -> Ve
     """
     if reorder not in REORDER_POLICIES:
         raise UsageError(f"unknown reorder policy '{reorder}' (use {', '.join(REORDER_POLICIES)})")
-    with _small_pages():
+    with small_pages():
         return _verify(original, optimized, reorder)
 
 
 @contextmanager
-def _small_pages() -> Iterator[None]:
-    """numpy without ``madvise(MADV_HUGEPAGE)`` on its arrays while the streams are compared.
+def small_pages() -> Iterator[None]:
+    """numpy without ``madvise(MADV_HUGEPAGE)`` on its arrays while the streams are compared
+    (``drawopt verify`` also loads its two streams under it: 1.2 s of a 1M-draw pair's 1.9 s
+    of system time went to huge-page faults).
 
     The validator allocates and frees many short-lived arrays of a few MB; with transparent
     huge pages each of them is faulted in 2 MB at a time, which on the reference machine made
     the kernel's share (sys time) of a 1M-draw verify larger than the work itself (7.9 s of
-    13.5 s CPU; 2.3 s of 7.9 s without). The previous setting is restored afterwards."""
+    13.5 s CPU; 2.3 s of 7.9 s without). The previous setting is restored afterwards.
+
+    >>> with small_pages():
+    ...     x = np.zeros(1 << 20)
+    """
     setter = getattr(getattr(np, "_core", None), "multiarray", None)
     setter = getattr(setter, "_set_madvise_hugepage", None)
     if setter is None:
@@ -169,12 +175,12 @@ def _verify(original: Stream, optimized: Stream, reorder: str) -> VerifyResult:
     res, b_barriers = _barrier_match(RA, RB)
     if res is not None:
         return res
-    written = np.union1d(RA.w_res, RB.w_res)
+    written = distinct_ids(RA.w_res, RB.w_res)
     SA, SB = canonical(RA, written), canonical(RB, written, b_barriers)
     m = compare_records(RA, RB, SA, SB)
     stats = {"records": [int(RA.r_act.size), int(RB.r_act.size)],
              "actions": [int(RA.a_cmd.size), int(RB.a_cmd.size)],
-             "resources": int(np.unique(SA.res).size), "seconds": round(time.perf_counter() - t0, 4)}
+             "resources": int(distinct_ids(SA.res).size), "seconds": round(time.perf_counter() - t0, 4)}
     if m is not None:
         return _fail(a, b, m.reason, m.cmd_a, m.cmd_b, **m.details, stats=stats)
     m = exit_state_diff(RA, RB)
@@ -213,8 +219,9 @@ def _decl_diff(a: Stream, b: Stream) -> str | None:
 def _opaque_diff(a: Stream, b: Stream) -> VerifyResult | None:
     ia = np.flatnonzero(a.op == _OP["Opaque"])
     ib = np.flatnonzero(b.op == _OP["Opaque"])
-    ta = [a.strings[int(a.args[i, 0])] for i in ia]
-    tb = [b.strings[int(b.args[i, 0])] for i in ib]
+    text = Op.Opaque.col("text")
+    ta = [a.strings[int(a.args[i, text])] for i in ia]
+    tb = [b.strings[int(b.args[i, text])] for i in ib]
     for k in range(max(len(ta), len(tb))):
         x = ta[k] if k < len(ta) else None
         y = tb[k] if k < len(tb) else None
@@ -237,9 +244,10 @@ def _barrier_match(A: Records, B: Records) -> tuple[VerifyResult | None, np.ndar
     missing, and the matched commands of B (the ones that count as epochs)."""
     def seq(R: Records) -> dict[int, list[tuple[int, int, int]]]:
         s = R.stream
+        res, before, after = (Op.ResourceBarrier.col(n) for n in ("resource", "before", "after"))
         out: dict[int, list[tuple[int, int, int]]] = {}
         for c in np.flatnonzero(s.op == _OP["ResourceBarrier"]).tolist():
-            out.setdefault(int(R.cmap[s.args[c, 0]]), []).append((int(s.args[c, 1]), int(s.args[c, 2]), c))
+            out.setdefault(int(R.cmap[s.args[c, res]]), []).append((int(s.args[c, before]), int(s.args[c, after]), c))
         return out
 
     sa, sb = seq(A), seq(B)

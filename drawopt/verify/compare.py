@@ -36,7 +36,7 @@ from functools import cached_property
 import numpy as np
 
 from drawopt._accel import load_cext
-from drawopt.ir.ops import BY_NAME
+from drawopt.ir.ops import BY_NAME, Op
 from drawopt.verify._hash import hash_cols
 from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET
 from drawopt.verify.records import KD_DRAW, KD_INDEXED, KEY_FIELDS, F, Records, norm, ragged
@@ -102,11 +102,11 @@ class TargetSeqs:
 
     @cached_property
     def kc(self) -> np.ndarray:
-        return _kc(self.key, self.first, self.count, self.inst, self.ninst, self.rel, self.hz, self.act)
+        return _kc(self.key, self.first, self.count, self.ninst, self.hz, self.act, _kc_prefix(self.key))
 
     @cached_property
     def src(self) -> np.ndarray:
-        return _src(self.key, self.first, self.src_buf, self.src_off)
+        return _src_of_records(self.key)[self.first]
 
     @cached_property
     def m_entry(self) -> np.ndarray:
@@ -121,17 +121,29 @@ class TargetSeqs:
                           self.rel], self.first.size)
 
 
-def _kc(key: np.ndarray, first: np.ndarray, count: np.ndarray, inst: np.ndarray, ninst: np.ndarray,
-        rel: np.ndarray, hz: np.ndarray, act: np.ndarray) -> np.ndarray:
-    """The key hash of entries without the state and the index source (with the merged fields
-    and the hazards of their actions)."""
-    return hash_cols([*[(key[:, j], first) for j in _REST if j not in (F["state"], F["src_buf"], F["fmt"])],
-                      count, inst, ninst, rel, (hz.view(np.int64), act)], first.size)
+_KC_PREFIX = [j for j in _REST if j not in (F["state"], F["src_buf"], F["fmt"])]
+"""The key fields :func:`_kc` starts with (per record: hashed once per record, :func:`_kc_prefix`)."""
 
 
-def _src(key: np.ndarray, first: np.ndarray, src_buf: np.ndarray, src_off: np.ndarray) -> np.ndarray:
-    """The index source hash of entries: buffer, format and byte offset (or first vertex)."""
-    return hash_cols([src_buf, (key[:, F["fmt"]], first), src_off], first.size)
+def _kc_prefix(key: np.ndarray) -> np.ndarray:
+    """Per record: the hash of its :data:`_KC_PREFIX` fields, where :func:`_kc` goes on from."""
+    return hash_cols([key[:, j] for j in _KC_PREFIX], key.shape[0])
+
+
+def _kc(key: np.ndarray, first: np.ndarray, count: np.ndarray, ninst: np.ndarray, hz: np.ndarray,
+        act: np.ndarray, prefix: np.ndarray) -> np.ndarray:
+    """The key hash of entries without the state and the index source: the :data:`_KC_PREFIX`
+    fields of the first record (``prefix``: :func:`_kc_prefix`), then the merged count, the
+    first record's instance, the merged InstanceCount, the first record's SV_InstanceID, and
+    the hazards of its action."""
+    return hash_cols([count, (key[:, F["inst"]], first), ninst, (key[:, F["rel"]], first), (hz.view(np.int64), act)],
+                     first.size, init=(prefix, first))
+
+
+def _src_of_records(key: np.ndarray) -> np.ndarray:
+    """Per record: the index source hash (buffer, format and byte offset, or first vertex);
+    an entry's is its first record's."""
+    return hash_cols([key[:, F["src_buf"]], key[:, F["fmt"]], key[:, F["src_off"]]], key.shape[0])
 
 
 def _mix(first: np.ndarray, *cols: np.ndarray | int) -> np.ndarray:
@@ -141,7 +153,7 @@ def _mix(first: np.ndarray, *cols: np.ndarray | int) -> np.ndarray:
 def _barriers(R: Records, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted keys ``resource << 40 | command`` of the ResourceBarrier commands ``b``, and the commands."""
     s = R.stream
-    res = R.cmap[s.args[b, 0]]
+    res = R.cmap[s.args[b, Op.ResourceBarrier.col("resource")]]
     k = res * _SHIFT + b
     o = np.argsort(k)
     return k[o], b[o]
@@ -162,10 +174,9 @@ def _barriers_before(keys_sorted: np.ndarray, res: np.ndarray, act: np.ndarray, 
     out = np.zeros(res.size, np.int64)
     if not keys_sorted.size:
         return out
-    for r in np.unique(keys_sorted // _SHIFT).tolist():
-        m = np.flatnonzero(res == r)
-        if m.size:
-            out[m] = _count_before(keys_sorted, res[m], a_cmd[act[m]])
+    m = np.flatnonzero(np.isin(res, np.unique(keys_sorted // _SHIFT)))
+    if m.size:
+        out[m] = _count_before(keys_sorted, res[m], a_cmd[act[m]])
     return out
 
 
@@ -214,12 +225,13 @@ def _before(e_res: np.ndarray, e_act: np.ndarray, res: np.ndarray, act: np.ndarr
     return out
 
 
-def _group_order(gid: np.ndarray,
-                 keys: Callable[[np.ndarray], tuple[np.ndarray, ...]]) -> tuple[np.ndarray, np.ndarray] | None:
+def _group_order(gid: np.ndarray, keys: Callable[[np.ndarray], tuple[np.ndarray, ...]],
+                 pure: bool | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """The order ``np.lexsort((*keys, gid))`` for a non-decreasing ``gid``, as ``(i, perm)``:
     position ``i[j]`` takes the element at ``perm[j]``. Only groups of two or more entries
     are sorted (a singleton group keeps its place); ``keys(i)`` gives the sort keys of the
-    positions ``i``. None: no such group (the order stays)."""
+    positions ``i``. None: no such group (the order stays). Compiled: each group merge-sorted
+    on its own (``drawopt._verify.group_sort``), the same order."""
     n = gid.size
     if n < 2:
         return None
@@ -230,7 +242,20 @@ def _group_order(gid: np.ndarray,
     idx = np.flatnonzero(multi)
     if not idx.size:
         return None
-    return idx, idx[np.lexsort(tuple(keys(idx)) + (gid[idx],))]
+    k = load_cext("_verify", pure)
+    if k is None:
+        return idx, idx[np.lexsort(tuple(keys(idx)) + (gid[idx],))]
+    return idx, idx[k.group_sort(np.ascontiguousarray(gid[idx], np.int64), [_ordered_i64(x) for x in keys(idx)])]
+
+
+_SIGN = np.int64(-2**63)
+
+
+def _ordered_i64(x: np.ndarray) -> np.ndarray:
+    """``x`` as ``int64`` keys in the same order (``uint64`` shifted by 2**63)."""
+    if x.dtype == np.uint64:
+        return np.ascontiguousarray(x.view(np.int64) ^ _SIGN)
+    return np.ascontiguousarray(x, np.int64)
 
 
 def _prev(x: np.ndarray) -> np.ndarray:
@@ -379,21 +404,21 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     first = e_rec[hidx]
     res, gid = e_res[hidx], e_gid[hidx]
     del e_res, e_lab, e_gid
-    src_off, inst, rel, sh, src_buf = (key[:, F[f]][first] for f in ("src_off", "inst", "rel", "state", "src_buf"))
+    sh = key[:, F["state"]][first]
     # ------------------------------------------------------------ canonical hazards
     f_act = R.r_act[first]
     # entries are in canonical order inside a group: count them in stream order
     can_cnt = _before(res, f_act, rr, ra, sort=True)
     hz = _sum_by(ra, _mix(rr, can_cnt, rd_bar), nA) + wpart
     # ------------------------------------------------------------ key hash and groups
-    kc = _kc(key, first, count, inst, ninst, rel, hz, f_act)
-    src = _src(key, first, src_buf, src_off)
+    kc = _kc(key, first, count, ninst, hz, f_act, _kc_prefix(key))
+    src = _src_of_records(key)[first]
     kh = hash_cols([kc, sh, src], m)
     # multiset groups (the raw commuting groups; a merged run never spans two of them unless
     # both are unlabelled singletons, which then stay separate groups): sort by key hash inside
     # the group (stable: keeps order for ties)
     moved = _group_order(gid, lambda i, by=(src, sh, kc): tuple(x[i] for x in by))
-    del kc, src, sh, src_buf, src_off, inst, rel, f_act
+    del kc, src, sh, f_act
     start = np.ones(m, bool)
     if m > 1:
         start[1:] = gid[1:] != gid[:-1]   # the order moves entries inside their group only
@@ -835,7 +860,7 @@ class _Explain:
             return ""
         a = int(R.r_act[rec])
         cmd = int(R.a_cmd[a])
-        io = int(R.stream.args[cmd, 4])
+        io = int(R.stream.args[cmd, Op.DrawIndexedX.col("index_offset")])
         pi = R.pipe(a)
         k = pi.k_bits if pi else 0
         note = f" (DrawIndexedX IndexOffset 0x{io:x} at {R.where(cmd)}: draw id {slot}, low bits {io & ((1 << k) - 1)})"

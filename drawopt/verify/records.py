@@ -31,18 +31,57 @@ from functools import cached_property
 
 import numpy as np
 
+from drawopt._accel import load_cext
 from drawopt.errors import UsageError
 from drawopt.ir.decls import Buffer, Decls, Pipeline, View
-from drawopt.ir.ops import BY_NAME, OPS, TOPOLOGIES, Cat
+from drawopt.ir.ops import (
+    BY_NAME,
+    COL_AUTO_MAX,
+    COL_DRAW_COUNT,
+    COL_INSTANCES,
+    COL_MULTI_ARGS,
+    OPS,
+    TOPOLOGIES,
+    Cat,
+    Op,
+    shared_col,
+)
 from drawopt.ir.stream import FLAG_NOMERGE, Stream
 from drawopt.ir.stream import ragged_index as ragged
-from drawopt.verify._hash import hash_cols
+from drawopt.verify._hash import hash_cols, unique_inverse
 from drawopt.verify.model import NEVER, OPQ_BASE, VERTS_PER_PRIM, Canon, PipeInfo, commute_label, pipe_info
-from drawopt.verify.slots import Col, StateAt, cid_of, track
+from drawopt.verify.slots import (
+    IB_BUF,
+    IB_FMT,
+    IB_OFF,
+    RV_BUF,
+    RV_OFF,
+    VB_BUF,
+    VB_OFF,
+    VB_STRIDE,
+    Col,
+    StateAt,
+    cid_of,
+    track,
+)
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
 _CAT = {o.code: o.cat for o in OPS}
 _MASK63 = np.int64(0x7FFFFFFFFFFFFFFF)
+
+# argument columns, by name (drawopt.ir.ops; the setters' ones in drawopt.verify.slots)
+_DI, _DII, _DX = Op.DrawInstanced, Op.DrawIndexedInstanced, Op.DrawIndexedX
+_CP, _DSP = Op.CopyBufferRegion, Op.Dispatch
+_CP_DST, _CP_DOFF, _CP_SRC, _CP_SOFF, _CP_SIZE = (_CP.col(n)
+                                                  for n in ("dst", "dst_offset", "src", "src_offset", "size"))
+_IND_ARGS, _IND_OFF = (shared_col(("DrawInstancedIndirect", n), ("DrawIndexedInstancedIndirect", n))
+                       for n in ("args_buffer", "offset"))
+"""Args buffer and offset of a single indirect draw."""
+_MULTI_OFF, _MULTI_STRIDE = (shared_col(("MultiDrawInstancedIndirect", n), ("MultiDrawIndexedInstancedIndirect", n))
+                             for n in ("offset", "stride"))
+_AUTO_CBUF, _AUTO_COFF, _AUTO_ABUF, _AUTO_OFF, _AUTO_STRIDE = (
+    shared_col(("MultiDrawInstancedIndirectAuto", n), ("MultiDrawIndexedInstancedIndirectAuto", n))
+    for n in ("count_buffer", "count_offset", "args_buffer", "offset", "stride"))
 UNKNOWN = -7
 """Field value: not known statically (GPU-written data)."""
 OOB = -5
@@ -315,16 +354,25 @@ class _Expander:
         self.vb_shift = np.zeros(self.nA, np.int64)
         if not cols:
             return
-        vals = np.stack([st.value(c) for c in cols], axis=1)
-        single = (vals >= 0).sum(axis=1) == 1
-        for j, c in enumerate(cols):
-            v, src = vals[:, j], np.maximum(st.source(c), 0)
-            buf = safe_ref(self.cmap, s.args[src, 1])
-            off, stride = s.args[src, 2], s.args[src, 3]
-            ok = single & (v >= 0) & (stride > 0)
+        vals = [st.value(c) for c in cols]
+        nset = np.zeros(self.nA, np.int64)
+        for v in vals:
+            nset += v >= 0
+        single = nset == 1
+        for c, v in zip(cols, vals):
+            # the normal form of each setting command, then of the one each action sees
+            ei, _ = st.events(c)
+            if not ei.size:   # never set in this stream
+                self.vb_override[c] = v.copy()
+                continue
+            buf = safe_ref(self.cmap, s.args[ei, VB_BUF])
+            off, stride = s.args[ei, VB_OFF], s.args[ei, VB_STRIDE]
             strd = np.maximum(stride, 1)
-            self.vb_override[c] = np.where(ok, hash_cols([buf, off % strd, stride], self.nA) & _MASK63, v)
-            self.vb_shift += np.where(ok, off // strd, 0)
+            e_form = hash_cols([buf, off % strd, stride], ei.size) & _MASK63
+            at = np.maximum(st.event_index(c), 0)   # (v >= 0: there is an event, a setter)
+            ok = single & (v >= 0) & (stride > 0)[at]
+            self.vb_override[c] = np.where(ok, e_form[at], v)
+            self.vb_shift += np.where(ok, (off // strd)[at], 0)
 
     def _state(self) -> None:
         self._vertex_windows()
@@ -358,26 +406,27 @@ class _Expander:
             m = np.flatnonzero(self.a_op == _OP[name])
             args = s.args[self.act[m]]
             if auto:
-                bufa[m], bufb[m] = cmap[args[:, 3]], cmap[args[:, 0]]
+                bufa[m], bufb[m] = cmap[args[:, _AUTO_ABUF]], cmap[args[:, _AUTO_CBUF]]
             else:
-                bufa[m] = cmap[args[:, 1] if multi else args[:, 0]]
+                bufa[m] = cmap[args[:, COL_MULTI_ARGS] if multi else args[:, _IND_ARGS]]
         m = np.flatnonzero(self.a_op == _OP["DrawIndexedX"])
-        bufa[m] = cmap[s.args[self.act[m], 0]]
+        bufa[m] = cmap[s.args[self.act[m], _DX.col("buffer")]]
         m = np.flatnonzero(self.a_op == _OP["CopyBufferRegion"])
         args = s.args[self.act[m]]
-        bufa[m], bufb[m] = cmap[args[:, 0]], cmap[args[:, 2]]
+        bufa[m], bufb[m] = cmap[args[:, _CP_DST]], cmap[args[:, _CP_SRC]]
         self.bufa, self.bufb = bufa, bufb
         # access sets depend on tables and on which buffers are bound, not on offsets
         self.vb_cols = [c for c in self.universe if (c >> 20) == Col.VB]
         parts = [self.a_op, self.a_pipe, bufa, bufb, st.value(cid_of(Col.RTS))]
         parts += [st.value(c) for c in self.universe if (c >> 20) in (Col.TG, Col.TC)]
         for c in [cid_of(Col.IB)] + self.vb_cols + [c for c in self.universe if (c >> 20) == Col.VG]:
-            col = 1 if (c >> 20) != Col.IB else 0   # the buffer argument of the setter
+            # the buffer argument of the setter
+            col = {Col.IB: IB_BUF, Col.VB: VB_BUF, Col.VG: RV_BUF}[Col(c >> 20)]
             parts.append(st.of_setter(c, lambda cmd, col=col: cmap[s.args[cmd, col]]))
         sig = hash_cols(parts, nA)
-        _, first_of, inv = np.unique(sig, return_index=True, return_inverse=True)
+        _, first_of, inv = unique_inverse(sig)
         # the access sets of one action per signature, in signature order (columnar)
-        w_sig, w_res_s, w_lab_s, r_sig, r_res_s = self._access_rows(first_of.astype(np.int64))
+        w_sig, w_res_s, w_lab_s, r_sig, r_res_s = self._access_rows(first_of)
         U = first_of.size
         nw_sig = np.bincount(w_sig, minlength=U).astype(np.int64)
         nr_sig = np.bincount(r_sig, minlength=U).astype(np.int64)
@@ -388,7 +437,7 @@ class _Expander:
         wk = ragged(woff[inv], nw)
         self.w_res = w_res_s[wk]
         self.w_lab = w_lab_s[wk]
-        self.reads = ReadSets(inv.astype(np.int64), roff, nr_sig, r_res_s)
+        self.reads = ReadSets(inv, roff, nr_sig, r_res_s)
         # the first action writing each resource: the first of the signatures writing it
         self.first_write = np.full(len(self.canon.names) + 1, np.iinfo(np.int64).max, np.int64)
         self.cpu_known = np.zeros(self.first_write.size, bool)
@@ -414,8 +463,8 @@ class _Expander:
         rs: list[tuple[np.ndarray, np.ndarray]] = []                       # (i, resource)
         # a copy writes its destination and reads its source
         i = np.flatnonzero(op == _OP["CopyBufferRegion"])
-        ws.append((i, cmap[s.args[cmd[i], 0]], 0))
-        rs.append((i, cmap[s.args[cmd[i], 2]]))
+        ws.append((i, cmap[s.args[cmd[i], _CP_DST]], 0))
+        rs.append((i, cmap[s.args[cmd[i], _CP_SRC]]))
         # draws: render targets, depth, index and vertex buffers, indirect arguments
         d = np.flatnonzero(cat == int(Cat.DRAW))
         rts_cmd = st.source(cid_of(Col.RTS))[acts[d]]
@@ -459,7 +508,7 @@ class _Expander:
         ib_src = st.source(cid_of(Col.IB))[acts]
         k = d[np.isin(op[d], list(INDEXED_NATIVE)) & (ib_src[d] >= 0)]
         k = k[(s.op[ib_src[k]] == _OP["IASetIndexBuffer"]) & (st.value(cid_of(Col.IB))[acts[k]] >= 0)]
-        rs.append((k, cmap[s.args[ib_src[k], 0]]))
+        rs.append((k, cmap[s.args[ib_src[k], IB_BUF]]))
         for b in (self.bufa[acts], self.bufb[acts]):
             k = d[b[d] >= 0]
             rs.append((k, b[k]))
@@ -467,7 +516,7 @@ class _Expander:
         fetch = d[~pulls[d]]
         for c in self.vb_cols:
             k = fetch[st.value(c)[acts[fetch]] >= 0]
-            rs.append((k, cmap[s.args[st.source(c)[acts[k]], 1]]))
+            rs.append((k, cmap[s.args[st.source(c)[acts[k]], VB_BUF]]))
         # the pipeline: declared writes and reads, UAVs and views reachable through its root arguments
         for pp in np.unique(p[p >= 0]).tolist():
             pi = self.pipes[pp]
@@ -500,7 +549,7 @@ class _Expander:
                 elif kind in ("cbv", "srv", "uav") and not pi.compute:
                     c = cid_of(Col.VG, q)
                     k = sel[st.value(c)[acts[sel]] >= 0]
-                    r = cmap[s.args[st.source(c)[acts[k]], 1]]
+                    r = cmap[s.args[st.source(c)[acts[k]], RV_BUF]]
                     if kind == "uav":
                         ws.append((k, r, uav_lab))
                     rs.append((k, r))
@@ -517,7 +566,9 @@ class _Expander:
         wkey, wl = wkey[head], wl[head]
         rkey = np.unique(np.concatenate([x[0] for x in rs]).astype(np.int64) * nres +
                          (np.concatenate([x[1] for x in rs]).astype(np.int64) + 1))
-        rkey = rkey[~(np.isin(rkey, wkey) & (p[rkey // nres] >= 0))]
+        if wkey.size:   # both sorted: "rkey in wkey" by one search
+            pos = np.minimum(np.searchsorted(wkey, rkey), wkey.size - 1)
+            rkey = rkey[~((wkey[pos] == rkey) & (p[rkey // nres] >= 0))]
         return wkey // nres, wkey % nres - 1, wl, rkey // nres, rkey % nres - 1
 
     # ------------------------------------------------------------------ buffers
@@ -528,11 +579,13 @@ class _Expander:
         b = np.where(ok, buf, 0)
         return ok & known[b] & (a < self.first_write[b])
 
-    def words(self, buf: np.ndarray, byte_off: np.ndarray, nwords: int) -> np.ndarray:
-        """``nwords`` 32-bit words at each (buffer, byte offset); :data:`OOB` past the end."""
+    def words(self, buf: np.ndarray, byte_off: np.ndarray, nwords: int, pure: bool | None = None) -> np.ndarray:
+        """``nwords`` 32-bit words at each (buffer, byte offset); :data:`OOB` past the end
+        (compiled: ``drawopt._verify.buffer_words``, one pass per buffer)."""
         out = np.full((buf.size, nwords), OOB, np.int64)
         ok = (buf >= 0) & (buf < self.is_buffer.size)
         ids = np.flatnonzero(np.bincount(buf[ok])) if ok.any() else np.zeros(0, np.int64)
+        k = load_cext("_verify", pure)
         for b in ids.tolist():
             d = self.bufdecl.get(b)
             if d is None:
@@ -541,6 +594,9 @@ class _Expander:
             m = slice(None) if whole else np.flatnonzero(buf == b)
             data = d.data if d.data is not None else np.zeros(0, np.uint32)
             bo = byte_off[m]
+            if k is not None:
+                out[m] = k.buffer_words(data, d.size, np.ascontiguousarray(bo, np.int64), nwords, OOB)
+                continue
             aligned = (bo % 4 == 0) & (bo >= 0)
             for j in range(nwords):
                 wi = bo // 4 + j
@@ -588,6 +644,10 @@ class _Expander:
         pipe_ok = np.array([(not p.compute) and (not p.layout_none) and p.no_vertex_id and not p.has_perdraw
                             for p in self.pipes] + [False], bool)
         ok = pipe_ok[self.a_pipe[a]] & (self.a_op[a] != _OP["DrawIndexedX"])
+        cand, a = cand[ok], a[ok]   # the cheap test first: most pipelines do not qualify
+        if not cand.size:
+            return
+        ok = np.ones(cand.size, bool)
         topo = st.value(cid_of(Col.TOPO))[a]
         vpp_lut = np.array([VERTS_PER_PRIM.get(t, 0) for t in TOPOLOGIES] + [0], np.int64)
         ok &= vpp_lut[np.where((topo >= 0) & (topo < len(TOPOLOGIES)), topo, len(TOPOLOGIES))] > 0
@@ -607,10 +667,10 @@ class _Expander:
             ok &= v > OPQ_BASE
             bound = v >= 0
             srcc = np.maximum(src, 0)
-            buf = np.where(bound, safe_ref(self.cmap, s.args[srcc, 1]), -1)
+            buf = np.where(bound, safe_ref(self.cmap, s.args[srcc, VB_BUF]), -1)
             ok &= ~bound | self.decodable(buf, a)
             nbound += bound
-            vbs.append((bound, buf, s.args[srcc, 2], s.args[srcc, 3]))
+            vbs.append((bound, buf, s.args[srcc, VB_OFF], s.args[srcc, VB_STRIDE]))
         ok &= nbound > 0
         cnt = sd["count"][cand]
         if int(cnt[ok].sum()) > MAX_WELD_POSITIONS:
@@ -687,37 +747,45 @@ class _Expander:
     # ------------------------------------------------------------------ sub-draws
     def _subdraws(self) -> dict[str, np.ndarray]:
         s, st, cmap = self.s, self.st, self.cmap
-        args = s.args[self.act]
         a_op = self.a_op
         parts: list[tuple[np.ndarray, dict[str, np.ndarray | int]]] = []
 
         def add(a, **kw) -> None:
             parts.append((np.asarray(a, np.int64), kw))
 
+        def of(op: int) -> tuple[np.ndarray, np.ndarray]:
+            """The actions with opcode ``op`` and their argument rows (read by column below)."""
+            m = np.flatnonzero(a_op == op)
+            return m, s.args[self.act[m]]
+
         ib = cid_of(Col.IB)
-        self.ib_buf = st.of_setter(ib, lambda cmd: cmap[s.args[cmd, 0]])
-        self.ib_fmt = st.of_setter(ib, lambda cmd: s.args[cmd, 1], -1)
-        self.ib_off = st.of_setter(ib, lambda cmd: s.args[cmd, 2], 0)
+        self.ib_buf = st.of_setter(ib, lambda cmd: cmap[s.args[cmd, IB_BUF]])
+        self.ib_fmt = st.of_setter(ib, lambda cmd: s.args[cmd, IB_FMT], -1)
+        self.ib_off = st.of_setter(ib, lambda cmd: s.args[cmd, IB_OFF], 0)
         isz = np.where(self.ib_fmt == 1, 4, 2)
 
-        m = np.flatnonzero(a_op == _OP["DrawInstanced"])
-        add(m, kind=KD_DRAW, count=args[m, 0], start=args[m, 2], ninst=args[m, 1], sinst=args[m, 3],
-            soff=args[m, 2])
-        m = np.flatnonzero(a_op == _OP["DrawIndexedInstanced"])
-        add(m, kind=KD_INDEXED, count=args[m, 0], start=args[m, 2], base=args[m, 3], ninst=args[m, 1],
-            sinst=args[m, 4], sbuf=self.ib_buf[m], soff=self.ib_off[m] + args[m, 2] * isz[m], fmt=self.ib_fmt[m])
-        m = np.flatnonzero(a_op == _OP["DrawIndexedX"])
-        add(m, kind=KD_INDEXED, count=args[m, 3], base=args[m, 4], ninst=1, sbuf=cmap[args[m, 0]],
-            soff=args[m, 1], fmt=args[m, 2])
-        m = np.flatnonzero(a_op == _OP["Dispatch"])
-        add(m, kind=KD_DISPATCH, ninst=1, sym=hash_cols([args[m, 0], args[m, 1], args[m, 2]], m.size))
-        m = np.flatnonzero(a_op == _OP["CopyBufferRegion"])
+        m, args = of(_DI)
+        start = args[:, _DI.col("start_vertex")]
+        add(m, kind=KD_DRAW, count=args[:, COL_DRAW_COUNT], start=start, ninst=args[:, COL_INSTANCES],
+            sinst=args[:, _DI.col("start_instance")], soff=start)
+        m, args = of(_DII)
+        start = args[:, _DII.col("start_index")]
+        add(m, kind=KD_INDEXED, count=args[:, COL_DRAW_COUNT], start=start, base=args[:, _DII.col("base_vertex")],
+            ninst=args[:, COL_INSTANCES], sinst=args[:, _DII.col("start_instance")], sbuf=self.ib_buf[m],
+            soff=self.ib_off[m] + start * isz[m], fmt=self.ib_fmt[m])
+        m, args = of(_DX)
+        add(m, kind=KD_INDEXED, count=args[:, _DX.col("index_count")], base=args[:, _DX.col("index_offset")], ninst=1,
+            sbuf=cmap[args[:, _DX.col("buffer")]], soff=args[:, _DX.col("offset")], fmt=args[:, _DX.col("format")])
+        m, args = of(_DSP)
+        add(m, kind=KD_DISPATCH, ninst=1, sym=hash_cols([args[:, _DSP.col(n)] for n in ("x", "y", "z")], m.size))
+        m, args = of(_CP)
         add(m, kind=KD_COPY, ninst=1,
-            sym=hash_cols([cmap[args[m, 0]], args[m, 1], cmap[args[m, 2]], args[m, 3], args[m, 4]], m.size))
+            sym=hash_cols([cmap[args[:, _CP_DST]], args[:, _CP_DOFF], cmap[args[:, _CP_SRC]], args[:, _CP_SOFF],
+                           args[:, _CP_SIZE]], m.size))
         for name, (indexed, multi, auto) in INDIRECT.items():
-            m = np.flatnonzero(a_op == _OP[name])
+            m, args = of(_OP[name])
             if m.size:
-                self._indirect(m, args[m], indexed, multi, auto, add, isz)
+                self._indirect(m, args, indexed, multi, auto, add, isz)
         sd = self._rows(parts)
         self._deweld(sd)
         return sd
@@ -749,16 +817,16 @@ class _Expander:
     def _indirect(self, m, margs, indexed, multi, auto, add, isz) -> None:
         cmap = self.cmap
         if auto:
-            cbuf, coff, maxc = cmap[margs[:, 0]], margs[:, 1], margs[:, 2]
-            abuf, aoff, stride = cmap[margs[:, 3]], margs[:, 4], margs[:, 5]
+            cbuf, coff, maxc = cmap[margs[:, _AUTO_CBUF]], margs[:, _AUTO_COFF], margs[:, COL_AUTO_MAX]
+            abuf, aoff, stride = cmap[margs[:, _AUTO_ABUF]], margs[:, _AUTO_OFF], margs[:, _AUTO_STRIDE]
             cnt_ok = self.decodable(cbuf, m)
             cw = self.words(cbuf, coff, 1)[:, 0]
             cnt = np.where(cnt_ok & (cw >= 0), np.minimum(np.maximum(cw, 0), maxc), 0)
         else:
-            abuf = cmap[margs[:, 1] if multi else margs[:, 0]]
-            aoff = margs[:, 2] if multi else margs[:, 1]
-            stride = margs[:, 3] if multi else np.zeros(m.size, np.int64)
-            cnt = margs[:, 0] if multi else np.ones(m.size, np.int64)
+            abuf = cmap[margs[:, COL_MULTI_ARGS] if multi else margs[:, _IND_ARGS]]
+            aoff = margs[:, _MULTI_OFF] if multi else margs[:, _IND_OFF]
+            stride = margs[:, _MULTI_STRIDE] if multi else np.zeros(m.size, np.int64)
+            cnt = margs[:, COL_DRAW_COUNT] if multi else np.ones(m.size, np.int64)
             cnt_ok = np.ones(m.size, bool)
         src = ({"sbuf": self.ib_buf[m], "soff": self.ib_off[m], "fmt": self.ib_fmt[m]} if indexed else {})
         dec = self.decodable(abuf, m) & cnt_ok
@@ -772,7 +840,7 @@ class _Expander:
         if auto and (~dec).any():
             k = ~dec
             add(m[k], kind=KD_SYMAUTO, ninst=1, **{f: v[k] for f, v in src.items()},
-                sym=hash_cols([cmap[margs[k, 0]], margs[k, 1], margs[k, 2], abuf[k], aoff[k], stride[k],
+                sym=hash_cols([cbuf[k], coff[k], maxc[k], abuf[k], aoff[k], stride[k],
                                int(indexed)], int(k.sum())))
         per = np.where(dec, cnt, 0 if auto else cnt)
         j = np.repeat(np.arange(m.size), per)
@@ -810,8 +878,8 @@ class _Expander:
         c = cid_of(Col.VG, pi.perdraw)
         v, src = st.value(c)[acts], st.source(c)[acts]
         ok = v >= 0
-        buf[ok] = self.cmap[s.args[src[ok], 1]]
-        off[ok] = s.args[src[ok], 2]
+        buf[ok] = self.cmap[s.args[src[ok], RV_BUF]]
+        off[ok] = s.args[src[ok], RV_OFF]
         t = st.value(cid_of(Col.TG, pi.perdraw))[acts]
         i = np.flatnonzero(~ok & (t >= 0))
         if i.size:
@@ -856,26 +924,34 @@ class _Expander:
                              f"handles at most {MAX_RECORDS}")
         if bool((per == 1).all()):   # one record per sub-draw: no gathers
             sub, inst = np.arange(per.size), np.zeros(per.size, np.int64)
-            g = dict(sd)
-        else:
+
+            def rep(v: np.ndarray) -> np.ndarray:
+                return v
+        else:   # record j of sub-draw i: its columns repeated (v[sub], without the gather)
             sub = np.repeat(np.arange(per.size), per)
             inst = np.arange(sub.size) - np.repeat(np.cumsum(per) - per, per)
-            g = {k: v[sub] for k, v in sd.items()}
+
+            def rep(v: np.ndarray) -> np.ndarray:
+                return np.repeat(v, per)
         R = sub.size
-        af = array_form[sub]
-        r_act = g["act"]
         key = np.zeros((R, len(KEY_FIELDS)), np.int64, order="F")   # columns contiguous: read field by field
-        key[:, F["state"]] = self.a_state[r_act]
         for f, k in (("kind", "kind"), ("src_buf", "sbuf"), ("src_off", "soff"), ("fmt", "fmt"),
                      ("count", "count"), ("sym", "sym")):
-            key[:, F[f]] = g[k]
+            key[:, F[f]] = rep(sd[k])
+        # the sub-draw columns the records read again ("kind" is not changed below)
+        g = {k: rep(sd[k]) for k in ("act", "base", "sinst", "ninst", "ord")}
+        g["kind"] = key[:, F["kind"]]
+        af = rep(array_form)
+        r_act = g["act"]
+        key[:, F["state"]] = self.a_state[r_act]
         opq = np.flatnonzero(s.op == _OP["Opaque"])
-        key[:, F["epoch"]] = np.searchsorted(opq, self.act[r_act])
+        if opq.size:   # (0 before the first Opaque command)
+            key[:, F["epoch"]] = np.searchsorted(opq, self.act[r_act])
         is_x = is_x_rec = self.a_op[r_act] == _OP["DrawIndexedX"]
         drawlike = (g["kind"] == KD_DRAW) | (g["kind"] == KD_INDEXED)
         key[:, F["bias"]] = np.where(g["kind"] == KD_INDEXED, g["base"], np.where(drawlike, 0, -1))
         key[:, F["inst"]] = np.where(drawlike, g["sinst"] + inst, -1)
-        key[:, F["ninst"]] = np.where(per_inst[sub], 1, np.where(drawlike, g["ninst"], 1))
+        key[:, F["ninst"]] = np.where(rep(per_inst), 1, np.where(drawlike, g["ninst"], 1))
         key[:, F["rel"]] = np.where(drawlike, inst, -1)
         key[:, F["svoff"]] = np.where(is_x, g["base"], 0)
         r_pipe = self.a_pipe[r_act]
@@ -926,10 +1002,10 @@ class _Expander:
                 c = cid_of(Col.VG, q)
                 v, src = st.value(c)[acts], st.source(c)[acts]
                 ok = v >= 0
-                off = np.where(ok, s.args[np.maximum(src, 0), 2], 0)
+                off = np.where(ok, s.args[np.maximum(src, 0), RV_OFF], 0)
                 word = (off >> (32 * k)) & 0xFFFFFFFF if k in (0, 1) else np.zeros(acts.size, np.int64)
                 items.append(np.where(ok, word, norm(v)))
-                ident.append(np.where(ok, safe_ref(self.cmap, s.args[np.maximum(src, 0), 1]), norm(v)))
+                ident.append(np.where(ok, safe_ref(self.cmap, s.args[np.maximum(src, 0), RV_BUF]), norm(v)))
             else:
                 items.append(norm(st.value(cid_of(Col.CG, q * 64 + k))[acts]))
         return items, ident
@@ -1079,7 +1155,7 @@ class _Expander:
         ib_src = self.st.source(cid_of(Col.IB))
         m = np.flatnonzero(_INDEXED_LUT[a_op] & (ib_val >= 0))
         acts.append(m)
-        res.append(cmap[s.args[ib_src[m], 0]])
+        res.append(cmap[s.args[ib_src[m], IB_BUF]])
         kinds.append(np.full(m.size, FE_INDEX, np.int64))
         m = np.flatnonzero(a_op == _OP["DrawIndexedX"])
         acts.append(m)

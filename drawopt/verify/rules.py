@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from drawopt.ir.decls import Buffer
-from drawopt.ir.ops import BARRIER_STATES, BY_NAME, FLUSH_MODES, PIPELINED_EVENTS
+from drawopt.ir.ops import BARRIER_STATES, BY_NAME, FLUSH_MODES, PIPELINED_EVENTS, Op
 from drawopt.verify.model import PipeInfo
 from drawopt.verify.records import FE_NAMES, IMAX_DATA, IMAX_DECLARED, F, Records
 from drawopt.verify.slots import Col, cid_of
@@ -171,12 +171,15 @@ def _flushes(R: Records) -> list[Violation]:
     rm = np.isin(R.fe_res, list(written)) if written else np.zeros(R.fe_res.size, bool)
     for a, res, kind in zip(R.fe_act[rm].tolist(), R.fe_res[rm].tolist(), R.fe_kind[rm].tolist()):
         ev.append((int(R.a_cmd[a]), 1, "r", (res, kind, a)))
-    for code in (_OP["GpuSendPipelinedEvent"], _OP["FlushGpuCacheRange"], _OP["FlushGpuCachesBottomOfPipe"]):
+    for op, arg in ((Op.GpuSendPipelinedEvent, "event"), (Op.FlushGpuCacheRange, "mode"),
+                    (Op.FlushGpuCachesBottomOfPipe, "mode")):
+        code, col = int(op), op.col(arg)
         for c in np.flatnonzero(s.op == code).tolist():
-            ev.append((c, 0, "f", (code, int(s.args[c, 0]))))
+            ev.append((c, 0, "f", (code, int(s.args[c, col]))))
+    b_res, b_after = Op.ResourceBarrier.col("resource"), Op.ResourceBarrier.col("after")
     for c in np.flatnonzero(s.op == _OP["ResourceBarrier"]).tolist():
-        r = int(R.cmap[s.args[c, 0]])
-        if r in fe_bufs and int(s.args[c, 2]) in _FE_STATES:
+        r = int(R.cmap[s.args[c, b_res]])
+        if r in fe_bufs and int(s.args[c, b_after]) in _FE_STATES:
             ev.append((c, 0, "b", (r,)))
     for c in np.flatnonzero(s.op == _OP["Opaque"]).tolist():
         ev.append((c, 0, "o", ()))

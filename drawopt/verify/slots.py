@@ -22,7 +22,7 @@ Invalidations (D3D12 rules, and the seeds):
 
 from __future__ import annotations
 
-__all__ = ["Col", "StateAt", "track", "column_universe", "col_name", "fill_at"]
+__all__ = ["Col", "StateAt", "track", "column_universe", "col_name", "fill_at", "distinct_ids"]
 
 from collections.abc import Callable
 from enum import IntEnum
@@ -30,13 +30,24 @@ from enum import IntEnum
 import numpy as np
 
 from drawopt._accel import load_cext
-from drawopt.ir.ops import BY_NAME
+from drawopt.ir.ops import BY_NAME, Op, shared_col
 from drawopt.ir.stream import Stream, ragged_index
 from drawopt.verify._hash import SEED, hash_cols, hash_cols_at
 from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET, Canon
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
 _MASK63 = np.int64(0x7FFFFFFFFFFFFFFF)
+
+# argument columns of the setters, by name (drawopt.ir.ops; records.py reads them too)
+_RC_INDEX, _RC_DEST = (shared_col(("SetGraphicsRoot32BitConstants", n), ("SetComputeRoot32BitConstants", n))
+                       for n in ("index", "dest"))
+_TBL_INDEX, _TBL_TABLE = (shared_col(("SetGraphicsRootDescriptorTable", n), ("SetComputeRootDescriptorTable", n))
+                          for n in ("index", "table"))
+RV_INDEX, RV_BUF, RV_OFF = (shared_col(("SetGraphicsRootConstantBufferView", n),
+                                       ("SetGraphicsRootShaderResourceView", n)) for n in ("index", "buffer", "offset"))
+"""Root parameter, buffer and byte offset of a root CBV / SRV."""
+VB_SLOT, VB_BUF, VB_OFF, VB_STRIDE = (Op.IASetVertexBuffers.col(n) for n in ("slot", "buffer", "offset", "stride"))
+IB_BUF, IB_FMT, IB_OFF = (Op.IASetIndexBuffer.col(n) for n in ("buffer", "format", "offset"))
 
 
 class Col(IntEnum):
@@ -89,16 +100,16 @@ def _key(idx: np.ndarray, fam: Col) -> np.ndarray:
     return np.minimum(idx, MAX_VB if fam == Col.VB else MAX_PARAM)
 
 
-_SIMPLE = {  # family -> (op name, value columns)
-    Col.PSO: ("SetPipelineState", None),
-    Col.RSG: ("SetGraphicsRootSignature", None),
-    Col.RSC: ("SetComputeRootSignature", None),
-    Col.TOPO: ("IASetPrimitiveTopology", None),
-    Col.VP: ("RSSetViewports", (0, 1, 2, 3, 4, 5)),
-    Col.SC: ("RSSetScissorRects", (0, 1, 2, 3)),
-    Col.BF: ("OMSetBlendFactor", (0, 1, 2, 3)),
-    Col.SR: ("OMSetStencilRef", None),
-    Col.AF: ("CSEnableAutomaticGpuFlush", None),
+_SIMPLE = {  # family -> (op name, the argument that is the value; None: the hash of all of them)
+    Col.PSO: ("SetPipelineState", "pipeline"),
+    Col.RSG: ("SetGraphicsRootSignature", "rootsig"),
+    Col.RSC: ("SetComputeRootSignature", "rootsig"),
+    Col.TOPO: ("IASetPrimitiveTopology", "topology"),
+    Col.VP: ("RSSetViewports", None),
+    Col.SC: ("RSSetScissorRects", None),
+    Col.BF: ("OMSetBlendFactor", None),
+    Col.SR: ("OMSetStencilRef", "ref"),
+    Col.AF: ("CSEnableAutomaticGpuFlush", "enable"),
 }
 _REF_FAMILIES = (Col.PSO, Col.RSG, Col.RSC)
 
@@ -115,9 +126,9 @@ def _const_words(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarr
 def _const_ranges(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(commands, key of the first word, word count)`` of the ``name`` root-constant commands."""
     idx = np.flatnonzero(s.op == _OP[name])
-    base = np.minimum(s.args[idx, 0], MAX_PARAM)
+    base = np.minimum(s.args[idx, _RC_INDEX], MAX_PARAM)
     base *= 64
-    base += s.args[idx, 2]
+    base += s.args[idx, _RC_DEST]
     return idx, base, s.var_len[idx].astype(np.int64)
 
 
@@ -152,11 +163,20 @@ def _const_columns(s: Stream, name: str, pure: bool | None = None) -> list[tuple
 
 def _distinct(keys: np.ndarray) -> list[int]:
     """The distinct values of the small non-negative integers ``keys``, ascending."""
-    if not keys.size:
-        return []
-    if int(keys.min()) < 0:
-        return np.unique(keys).tolist()
-    return np.flatnonzero(np.bincount(keys)).tolist()
+    return distinct_ids(keys).tolist()
+
+
+def distinct_ids(*keys: np.ndarray) -> np.ndarray:
+    """``np.unique`` of the integers ``keys`` (concatenated): one ``bincount`` where they are
+    small non-negative ids (resource ids, slots), else a sort.
+
+    >>> distinct_ids(np.array([4, 1, 4]), np.array([0, 1])).tolist()
+    [0, 1, 4]
+    """
+    x = np.concatenate(keys) if len(keys) != 1 else keys[0]
+    if x.size and 0 <= int(x.min()) and int(x.max()) < 1 << 24:
+        return np.flatnonzero(np.bincount(x))
+    return np.unique(x)
 
 
 def _covered(lo: np.ndarray, n: np.ndarray) -> list[int]:
@@ -181,12 +201,13 @@ def column_universe(streams: list[Stream]) -> list[int]:
     cols = {cid_of(f) for f in (Col.PSO, Col.RSG, Col.RSC, Col.HEAPS, Col.IB, Col.TOPO, Col.RTS, Col.VP,
                                 Col.SC, Col.BF, Col.SR, Col.AF)}
     for s in streams:
-        for fam, op in ((Col.TG, "SetGraphicsRootDescriptorTable"), (Col.TC, "SetComputeRootDescriptorTable"),
-                        (Col.VB, "IASetVertexBuffers")):
-            cols |= {cid_of(fam, k) for k in _distinct(_key(s.args[np.flatnonzero(s.op == _OP[op]), 0], fam))}
+        for fam, op, col in ((Col.TG, "SetGraphicsRootDescriptorTable", _TBL_INDEX),
+                             (Col.TC, "SetComputeRootDescriptorTable", _TBL_INDEX),
+                             (Col.VB, "IASetVertexBuffers", VB_SLOT)):
+            cols |= {cid_of(fam, k) for k in _distinct(_key(s.args[np.flatnonzero(s.op == _OP[op]), col], fam))}
         m = np.flatnonzero((s.op == _OP["SetGraphicsRootConstantBufferView"]) |
                            (s.op == _OP["SetGraphicsRootShaderResourceView"]))
-        cols |= {cid_of(Col.VG, k) for k in _distinct(_key(s.args[m, 0], Col.VG))}
+        cols |= {cid_of(Col.VG, k) for k in _distinct(_key(s.args[m, RV_INDEX], Col.VG))}
         for fam, op in ((Col.CG, "SetGraphicsRoot32BitConstants"), (Col.CC, "SetComputeRoot32BitConstants")):
             _, base, cnt = _const_ranges(s, op)
             cols |= {cid_of(fam, k) for k in _covered(base, cnt)}
@@ -232,6 +253,20 @@ class StateAt:
             w = self._src[c] = fill_at(ei, ei, self.queries, -1)
         return w
 
+
+    def events(self, c: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(commands, values)`` of column ``c``'s events, in stream order (none: empty)."""
+        if c not in self.col:
+            z = np.zeros(0, np.int64)
+            return z, z
+        return self._events[c]
+
+    def event_index(self, c: int) -> np.ndarray:
+        """Per query: the position in :meth:`events` of the event that gave column ``c`` its
+        value (-1: none), to read per-event facts at the queries (one merge, no gather from
+        the stream's arguments)."""
+        ei = self.events(c)[0]
+        return fill_at(ei, np.arange(ei.size, dtype=np.int64), self.queries, -1)
 
     def of_setter(self, c: int, per_cmd: Callable[[np.ndarray], np.ndarray], other: int | None = None) -> np.ndarray:
         """Per query: ``per_cmd(setter)`` where column ``c`` holds a value (>= 0), the command
@@ -353,34 +388,35 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
     def put(c: int, idx: np.ndarray, val: np.ndarray) -> None:
         setters[c] = (idx.astype(np.int64), np.asarray(val, np.int64))
 
-    for fam, (name, vcols) in _SIMPLE.items():
+    for fam, (name, arg) in _SIMPLE.items():
         idx = np.flatnonzero(op == _OP[name])
-        if vcols is None:
-            val = args[idx, 0]
+        if arg is not None:
+            val = args[idx, BY_NAME[name].col(arg)]
             if fam in _REF_FAMILIES:
                 val = cmap[val]
         else:
-            val = hash_cols([args[idx, j] for j in vcols], idx.size) & _MASK63
+            val = hash_cols([args[idx, j] for j in range(len(BY_NAME[name].args))], idx.size) & _MASK63
         put(cid_of(fam), idx, val)
     idx = np.flatnonzero(op == _OP["SetDescriptorHeaps"])
     put(cid_of(Col.HEAPS), idx, _heaps_value(s, idx, cmap))
     idx = np.flatnonzero(op == _OP["OMSetRenderTargets"])
     put(cid_of(Col.RTS), idx, _var_hash(s, idx, cmap, 9))
     idx = np.flatnonzero(op == _OP["IASetIndexBuffer"])
-    put(cid_of(Col.IB), idx, hash_cols([cmap[args[idx, 0]], args[idx, 1], args[idx, 2]], idx.size) & _MASK63)
+    put(cid_of(Col.IB), idx,
+        hash_cols([cmap[args[idx, IB_BUF]], args[idx, IB_FMT], args[idx, IB_OFF]], idx.size) & _MASK63)
 
     keyed: list[tuple[Col, np.ndarray, np.ndarray, np.ndarray]] = []
     for fam, name in ((Col.TG, "SetGraphicsRootDescriptorTable"), (Col.TC, "SetComputeRootDescriptorTable")):
         idx = np.flatnonzero(op == _OP[name])
-        href = args[idx, 1]
-        keyed.append((fam, idx, _key(args[idx, 0], fam), (cmap[href >> 32] << 32) | (href & 0xFFFFFFFF)))
+        href = args[idx, _TBL_TABLE]
+        keyed.append((fam, idx, _key(args[idx, _TBL_INDEX], fam), (cmap[href >> 32] << 32) | (href & 0xFFFFFFFF)))
     idx = np.flatnonzero((op == _OP["SetGraphicsRootConstantBufferView"]) |
                          (op == _OP["SetGraphicsRootShaderResourceView"]))
-    keyed.append((Col.VG, idx, _key(args[idx, 0], Col.VG),
-                  hash_cols([op[idx], cmap[args[idx, 1]], args[idx, 2]], idx.size) & _MASK63))
+    keyed.append((Col.VG, idx, _key(args[idx, RV_INDEX], Col.VG),
+                  hash_cols([op[idx], cmap[args[idx, RV_BUF]], args[idx, RV_OFF]], idx.size) & _MASK63))
     idx = np.flatnonzero(op == _OP["IASetVertexBuffers"])
-    keyed.append((Col.VB, idx, _key(args[idx, 0], Col.VB),
-                  hash_cols([cmap[args[idx, 1]], args[idx, 2], args[idx, 3]], idx.size) & _MASK63))
+    keyed.append((Col.VB, idx, _key(args[idx, VB_SLOT], Col.VB),
+                  hash_cols([cmap[args[idx, VB_BUF]], args[idx, VB_OFF], args[idx, VB_STRIDE]], idx.size) & _MASK63))
     for fam, idx, key, val in keyed:
         for k, i, v in _by_key(idx, key, val):
             put(cid_of(fam, k), i, v)

@@ -13,7 +13,7 @@ import json
 import sys
 
 from drawopt.ir.formats import load
-from drawopt.verify import REORDER_POLICIES, verify
+from drawopt.verify import REORDER_POLICIES, small_pages, verify
 
 HELP = "check that an optimized stream renders what the original does (translation validation)"
 
@@ -28,8 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    a = load(args.original)
-    b = load(args.optimized)
+    with small_pages():   # as verify() runs: loading faults in 2 MB pages otherwise
+        a = load(args.original)
+        b = load(args.optimized)
     reorder = args.reorder or b.header.reorder or "declared"
     res = verify(a, b, reorder=reorder)
     if args.json:
