@@ -262,12 +262,19 @@ class AnalysisManager:
         finding counts), for :meth:`cached`; dropped with the stream's other analyses."""
         self._analyses_of(stream)[name] = value
 
-    def pin(self, stream: Stream) -> None:
-        """Keep ``stream``'s analyses (those computed already and later) after the stream changes."""
+    def pin(self, stream: Stream, analyses: dict[str, Any] | None = None) -> None:
+        """Keep ``stream``'s analyses (those computed already and later) after the stream changes;
+        ``analyses``: ones known already (another manager's :meth:`pinned`), to start from."""
         if id(stream) not in self._pinned:
-            self._pinned[id(stream)] = (stream, self._cache if self._stream is stream else {})
+            cache = self._cache if self._stream is stream else {}
+            self._pinned[id(stream)] = (stream, {**(analyses or {}), **cache})
             if self._stream is stream:
                 self._cache = {}  # now the pinned entry's: the current stream's analyses live there
+
+    def pinned(self, stream: Stream) -> dict[str, Any]:
+        """A copy of the analyses of ``stream`` if it is pinned, else ``{}``."""
+        entry = self._pinned.get(id(stream))
+        return dict(entry[1]) if entry is not None else {}
 
     def invalidate(self, result: PassResult) -> None:
         """The pass that returned ``result`` ran: its new stream keeps only what it preserved
@@ -455,8 +462,9 @@ class PassManager:
         """Run the passes from ``stream``; ``check_each``: count the findings of each modified
         pass's output and roll back a pass that adds one (:meth:`_check`)."""
         self.records = []
-        am = self.analyses = AnalysisManager(self.analyses.context)
-        am.pin(stream)
+        prev = self.analyses
+        am = self.analyses = AnalysisManager(prev.context)
+        am.pin(stream, prev.pinned(stream))  # a re-run keeps the input's analyses
         counts = _finding_counts(stream, am)
         for i, p in enumerate(self.passes):
             if self.on_start:

@@ -93,7 +93,8 @@ def test_a_finding_that_a_later_pass_removes_is_not_rolled_back() -> None:
         PassManager([DropIndexBufferPass(), RestorePass()], verify_each=True).run(s)  # strict: per pass
 
 
-def test_a_clean_run_counts_the_findings_of_its_input_and_output_only(monkeypatch: pytest.MonkeyPatch) -> None:
+def _count_finding_counts(monkeypatch: pytest.MonkeyPatch) -> list[Stream]:
+    """The streams ``validate.finding_counts`` is called on, from now on."""
     import drawopt.validate as validate
 
     seen: list[Stream] = []
@@ -104,6 +105,11 @@ def test_a_clean_run_counts_the_findings_of_its_input_and_output_only(monkeypatc
         return real(stream, state)
 
     monkeypatch.setattr(validate, "finding_counts", counting)
+    return seen
+
+
+def test_a_clean_run_counts_the_findings_of_its_input_and_output_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _count_finding_counts(monkeypatch)
     s = generate("frame", 2000, seed=1)
     pm = PassManager(parse_pipeline(default_pipeline("d3d12")))
     pm.run(s)
@@ -163,3 +169,15 @@ def test_a_pinned_streams_analyses_stay_its_own() -> None:
     am.invalidate(PassResult(u, True, frozenset()))  # keeps nothing; the pinned input keeps all
     assert am.cached("state", u) is None and am.cached("state", s) is table
     assert am.cached("finding_counts", t) is None  # t is neither pinned nor current
+
+
+def test_a_fallback_reuses_the_inputs_analyses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-pass re-run starts from the input's state table and finding counts of the
+    optimistic run: the input is analysed once."""
+    seen = _count_finding_counts(monkeypatch)
+    s = S()
+    pm = PassManager([DropIndexBufferPass(), *parse_pipeline("dedupe-state")])
+    pm.run(s)
+    assert pm.records[0].rejected is not None  # the fallback ran
+    assert sum(x is s for x in seen) == 1
+    assert pm.analyses.computed.get("state", 0) <= 1  # not the input's again (dedupe-state hands its own)
