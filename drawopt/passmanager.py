@@ -9,11 +9,21 @@ LLVM's new pass manager); the manager caches analyses and drops those a pass
 did not preserve. ``apply`` returns a :class:`PassResult`.
 
 Two post-conditions hold for every run (docs/passes.md, "What the pass manager
-guarantees"): no pass adds a finding of any rule (checked after every pass that
-changed the stream; a pass that adds one is rolled back and named), and the
-output verifies against the input (checked once at the end; when it does not,
-the pipeline is re-run verifying every pass and the passes whose output fails
-are rolled back).
+guarantees"): the output has no more findings of any rule than the input, and it
+verifies against the input. Both are checked once, optimistically, on the output.
+Only when that check fails is the pipeline re-run with the per-pass checks: each
+modified pass's findings are counted and a pass that adds one is rolled back and
+named; then the output is verified, and when it fails the pipeline is re-run
+verifying every pass, rolling back the passes whose output fails.
+
+Why the optimistic check gives the same result: where no pass adds a finding and
+the output verifies, the per-pass checks would roll nothing back, so their output
+is the unchecked run's, pass by pass; where the output adds a finding or fails
+verify, the per-pass run is the result. The one difference: a pass that adds a
+finding which a later pass removes (say, a flush the ``flush`` pass inserts where
+an earlier pass made one necessary) is kept, where per-pass checking rolled it
+back; the output still adds no finding and verifies. ``verify_each`` (strict,
+debugging) always checks every pass.
 """
 
 from __future__ import annotations
@@ -49,10 +59,12 @@ PASSES: dict[str, str] = {
 """Pass name -> ``module:Class``, imported when first used."""
 
 ANALYSES: dict[str, str] = {
+    "scan": "drawopt.analysis.state:scan",
     "state": "drawopt.analysis.state:track",
     "graph": "drawopt.analysis.graph:build_graph",
 }
-"""Analysis name -> ``module:function(stream)``."""
+"""Analysis name -> ``module:function(stream)``. The state table (``state``) is built from the
+``scan`` and carries it: either one cached gives the other without a second scan."""
 
 DEFAULT_PIPELINE = "dedupe-state"
 
@@ -196,8 +208,10 @@ class AnalysisManager:
     def __init__(self, context: PipelineContext | None = None, options: dict[str, Any] | None = None) -> None:
         self.context = context or PipelineContext()
         self._cache: dict[str, Any] = {}
+        """The analyses of ``_stream`` (the stream being optimized), unless it is pinned."""
         self._stream: Stream | None = None
-        self._pinned: list[tuple[Stream, dict[str, Any]]] = []
+        self._pinned: dict[int, tuple[Stream, dict[str, Any]]] = {}
+        """id(stream) -> (stream, its analyses), for the :meth:`pin` ned streams."""
         self.options = dict(options or {})
         self.computed: dict[str, int] = {}
         """How often each analysis was computed (for tests and ``--time-passes``)."""
@@ -213,9 +227,9 @@ class AnalysisManager:
         return self.context.reorder
 
     def _analyses_of(self, stream: Stream) -> dict[str, Any]:
-        for s, cache in self._pinned:
-            if s is stream:
-                return cache
+        pinned = self._pinned.get(id(stream))
+        if pinned is not None:
+            return pinned[1]
         if self._stream is not stream:
             self._cache = {}
             self._stream = stream
@@ -227,16 +241,20 @@ class AnalysisManager:
             raise KeyError(f"unknown analysis '{name}' (known: {', '.join(ANALYSES)})")
         cache = self._analyses_of(stream)
         if name not in cache:
+            table = cache.get("state")
+            if name == "scan" and table is not None and table.scan is not None:
+                cache[name] = table.scan  # the state table's own scan
+                return table.scan
             fn: Callable[..., Any] = _load(ANALYSES[name])
-            cache[name] = fn(stream)
+            cache[name] = fn(stream, sc=cache["scan"]) if name == "state" and "scan" in cache else fn(stream)
             self.computed[name] = self.computed.get(name, 0) + 1
         return cache[name]
 
     def cached(self, name: str, stream: Stream) -> Any | None:
         """The analysis ``name`` of ``stream`` if it was computed and is still valid, else None."""
-        for s, cache in self._pinned:
-            if s is stream:
-                return cache.get(name)
+        pinned = self._pinned.get(id(stream))
+        if pinned is not None:
+            return pinned[1].get(name)
         return self._cache.get(name) if self._stream is stream else None
 
     def put(self, name: str, stream: Stream, value: Any) -> None:
@@ -244,21 +262,29 @@ class AnalysisManager:
         finding counts), for :meth:`cached`; dropped with the stream's other analyses."""
         self._analyses_of(stream)[name] = value
 
-    def pin(self, stream: Stream) -> None:
-        """Keep ``stream``'s analyses (those computed already and later) after the stream changes."""
-        if not any(s is stream for s, _ in self._pinned):
+    def pin(self, stream: Stream, analyses: dict[str, Any] | None = None) -> None:
+        """Keep ``stream``'s analyses (those computed already and later) after the stream changes;
+        ``analyses``: ones known already (another manager's :meth:`pinned`), to start from."""
+        if id(stream) not in self._pinned:
             cache = self._cache if self._stream is stream else {}
-            self._pinned.append((stream, cache))
+            self._pinned[id(stream)] = (stream, {**(analyses or {}), **cache})
+            if self._stream is stream:
+                self._cache = {}  # now the pinned entry's: the current stream's analyses live there
+
+    def pinned(self, stream: Stream) -> dict[str, Any]:
+        """A copy of the analyses of ``stream`` if it is pinned, else ``{}``."""
+        entry = self._pinned.get(id(stream))
+        return dict(entry[1]) if entry is not None else {}
 
     def invalidate(self, result: PassResult) -> None:
-        """The pass that returned ``result`` ran: its new stream keeps only what it preserved."""
-        if "*" in result.preserved or result.stream is self._stream:
-            cache = self._cache
-        else:
-            cache = {k: v for k, v in self._cache.items() if k in result.preserved}
-        if any(s is self._stream for s, _ in self._pinned) and result.stream is not self._stream:
-            cache = dict(cache)  # the pinned stream keeps its own
-        self._cache, self._stream = cache, result.stream
+        """The pass that returned ``result`` ran: its new stream keeps only what it preserved
+        (a new cache: the stream before, pinned or not, keeps its own)."""
+        if result.stream is self._stream:
+            return
+        before = self._analyses_of(self._stream) if self._stream is not None else {}
+        keep = result.preserved | ({"scan"} if "state" in result.preserved else set())  # the table's scan
+        self._cache = {k: v for k, v in before.items() if "*" in keep or k in keep}
+        self._stream = result.stream
 
 
 _ITEM = re.compile(r"\s*([a-z][a-z0-9-]*)\s*(?:\{([^{}]*)\})?\s*(?:,|$)")
@@ -349,11 +375,12 @@ class PassManager:
     passes before it. The same mode turns a pass that adds a finding into a
     :class:`PassError` (debugging: stop at the first bad pass).
 
-    Always (the module docstring): a pass that adds a finding of any rule is rolled
-    back (its record says why) and, with ``verify=True`` (the default), the output is
-    verified against the input at the end; if it fails, the pipeline is re-run with
-    every pass verified and the failing ones rolled back. ``target``/``reorder`` are
-    the pipeline's context and are recorded in the output's header.
+    Always (the module docstring): the output adds no finding of any rule and, with
+    ``verify=True`` (the default), verifies against the input; both are checked once on
+    the output, and only when that fails is the pipeline re-run checking each pass (a
+    pass that adds a finding is rolled back, its record says why; then verify-each
+    with roll-back if the output still fails verify). ``target``/``reorder`` are the
+    pipeline's context and are recorded in the output's header.
     """
 
     def __init__(self, passes: list[Pass], verify_each: bool = False,
@@ -364,7 +391,7 @@ class PassManager:
         self.verify_each = verify_each
         self.on_pass = on_pass
         self.on_start = on_start
-        self.reorder = check_policy(passes, reorder)
+        self.reorder = check_policy(reorder)
         if target:
             from drawopt.analysis.costmodel import get_target
             get_target(target)  # an unknown target is a usage error
@@ -381,8 +408,37 @@ class PassManager:
         """The optimized stream; its header records the target and reorder policy.
 
         A pipeline that changed nothing returns ``stream`` itself (header untouched).
+        Optimistic (the class docstring): the passes run unchecked and the output is checked
+        once; only when it adds a finding or fails verify is the run repeated checking each pass.
         """
         source = stream
+        self.verified = None
+        if self.verify_each:
+            out = self._checked_run(source)
+        else:
+            out = self._run_passes(source, verify_each=False, check_each=False)
+            if out is source:
+                self.verified = True
+            elif self._adds_findings(source, out) or (
+                    self.verify and verify_streams(source, out, reorder=self.reorder) is not None):
+                # some pass broke a post-condition: today's per-pass checks find and roll it back
+                first = self.records
+                out = self._checked_run(source)
+                self.records = _merge_records(first, self.records)
+            else:
+                self.verified = True if self.verify else None
+        self.final = out  # before its header records the provenance: the stream ``analyses`` knows
+        return out if out is source else record_provenance(out, self.target, self.reorder)
+
+    def _adds_findings(self, before: Stream, after: Stream) -> bool:
+        """Whether ``after`` has more findings than ``before`` of some rule."""
+        b, a = _finding_counts(before, self.analyses), _finding_counts(after, self.analyses)
+        return any(n > b.get(r, 0) for r, n in a.items())
+
+    def _checked_run(self, source: Stream) -> Stream:
+        """The pipeline with each pass's findings checked (a pass that adds one is rolled back),
+        then the output verified (when that fails: re-run verifying each pass, rolling back the
+        failing ones); sets :attr:`verified`."""
         out = self._run_passes(source, verify_each=self.verify_each)
         if self.verify and out is not source:
             reason = verify_streams(source, out, reorder=self.reorder)
@@ -399,13 +455,16 @@ class PassManager:
             self.verified = True
         elif self.verify_each or out is source:
             self.verified = True
-        self.final = out  # before its header records the provenance: the stream ``analyses`` knows
-        return out if out is source else record_provenance(out, self.target, self.reorder)
+        return out
 
-    def _run_passes(self, stream: Stream, verify_each: bool, roll_back: bool = False) -> Stream:
+    def _run_passes(self, stream: Stream, verify_each: bool, roll_back: bool = False,
+                    check_each: bool = True) -> Stream:
+        """Run the passes from ``stream``; ``check_each``: count the findings of each modified
+        pass's output and roll back a pass that adds one (:meth:`_check`)."""
         self.records = []
-        am = self.analyses = AnalysisManager(self.analyses.context)
-        am.pin(stream)
+        prev = self.analyses
+        am = self.analyses = AnalysisManager(prev.context)
+        am.pin(stream, prev.pinned(stream))  # a re-run keeps the input's analyses
         counts = _finding_counts(stream, am)
         for i, p in enumerate(self.passes):
             if self.on_start:
@@ -423,7 +482,7 @@ class PassManager:
             rec = PassRecord(p.name, time.perf_counter() - t0, res.modified, len(stream), len(res.stream),
                              res.report)
             am.invalidate(res)
-            if res.modified:
+            if res.modified and check_each:
                 rejected, after = self._check(stream, res, p, i, am, counts, verify_each, roll_back)
                 if rejected is not None:  # keep the stream before the pass
                     rec.rejected, rec.commands_after = rejected, len(stream)
@@ -471,15 +530,15 @@ class PassManager:
             raise PassError(f"after pass '{p}': {verdict} (passes before it: {self._before(i)})")
 
 
-def check_policy(passes: list[Pass], reorder: str) -> str:
+def check_policy(reorder: str) -> str:
     """``reorder``, checked: a known policy (``none``, ``declared``, ``opaque``).
 
     The policy is the pipeline's context (:class:`PipelineContext`), not a pass option, so no
     pass can reorder more than the run allows: every pass reads ``am.reorder``.
 
-    >>> check_policy(parse_pipeline("schedule"), "declared")
+    >>> check_policy("declared")
     'declared'
-    >>> check_policy([], "sometimes")
+    >>> check_policy("sometimes")
     Traceback (most recent call last):
     ...
     drawopt.errors.UsageError: unknown reorder policy 'sometimes' (known: none, declared, opaque)
@@ -493,11 +552,11 @@ def check_policy(passes: list[Pass], reorder: str) -> str:
 
 def _finding_counts(stream: Stream, am: AnalysisManager) -> Counter[str]:
     """Findings per rule of ``stream`` (its state analysis is cached for the next pass)."""
-    from drawopt.validate import findings
+    from drawopt.validate import finding_counts
 
     counts = am.cached("finding_counts", stream)
     if counts is None:
-        counts = Counter(f.rule for f in findings(stream, am.get("state", stream)))
+        counts = finding_counts(stream, am.get("state", stream))
         am.put("finding_counts", stream, counts)
     return counts
 

@@ -370,7 +370,7 @@ def check_optimize_args(passes: Any, target: str, reorder: str, options: dict[st
     from drawopt.passmanager import Pass, check_policy, default_pipeline, get_pass, parse_pipeline
 
     get_target(target)
-    check_policy([], reorder)
+    check_policy(reorder)
     pipeline = default_pipeline(target) if passes is None else passes
     if isinstance(pipeline, str):
         found = parse_pipeline(pipeline)
@@ -389,7 +389,6 @@ def check_optimize_args(passes: Any, target: str, reorder: str, options: dict[st
             raise UsageError(f"optimize: unknown option '{k}' (no pass of the pipeline has it; {hint})")
     if isinstance(pipeline, str):
         found = parse_pipeline(pipeline, target=target, reorder=reorder, **options)
-    check_policy(found, reorder)
     return found
 
 

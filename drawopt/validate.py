@@ -76,8 +76,11 @@ finding. Rules (ids are stable; :data:`RULES` describes them in one line):
 
 from __future__ import annotations
 
-__all__ = ["Finding", "FlushNeed", "IndexReads", "RULES", "findings", "index_range_violations", "missing_flushes"]
+__all__ = ["Finding", "FlushNeed", "IndexReads", "RULES", "finding_counts", "findings", "index_range_violations",
+           "missing_flushes"]
 
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,7 +100,7 @@ from drawopt.analysis.state import (
     scan,
 )
 from drawopt.ir.decls import Buffer, Pipeline, RootSig
-from drawopt.ir.ops import BY_NAME, INDEX_SIZE, INDEXED_DRAW_OPS, MAX_OPCODE, Cat
+from drawopt.ir.ops import GS_MODES, INDEX_SIZE, INDEXED_DRAW_OPS, MAX_OPCODE, Cat, Op
 from drawopt.ir.stream import Stream
 
 RULES: dict[str, str] = {
@@ -126,10 +129,6 @@ class Finding:
     cmd: int
     line: int
     message: str
-
-
-def _code(name: str) -> int:
-    return BY_NAME[name].code
 
 
 def _at(s: Stream, i: int) -> str:
@@ -173,13 +172,31 @@ class _Ctx:
 
 
 # ---------------------------------------------------------------------- rules
-def _no_pipeline(c: _Ctx) -> list[Finding]:
-    out = []
+# Each rule decides once, vectorised, and returns its :class:`_Hits`: how many findings it
+# made and how to build them. :func:`findings` builds them; :func:`finding_counts` only counts
+# (no Finding objects, no messages), so the two can never disagree on what a rule finds.
+@dataclass(frozen=True)
+class _Hits:
+    """What one rule found: ``n`` findings, built (with their messages) by ``build()``."""
+
+    n: int
+    build: Callable[[], list[Finding]]
+
+
+_NO_HITS = _Hits(0, list)
+
+
+def _no_pipeline(c: _Ctx) -> _Hits:
     s = c.s
+    hit = []
     for sel, compute in ((c.dsel, False), (c.xsel, True)):
         p = c.sc.pipe[sel]
-        bad = (p == -1) | ((p >= 0) & ~c.valid_pipe(sel, compute))
-        for o in sel[bad]:
+        hit.append(sel[(p == -1) | ((p >= 0) & ~c.valid_pipe(sel, compute))])
+    bad = np.concatenate(hit)
+
+    def build() -> list[Finding]:
+        out = []
+        for o in bad.tolist():
             i = int(c.obs[o])
             pi = int(c.sc.pipe[o])
             nm = s.spec(i).name
@@ -189,19 +206,13 @@ def _no_pipeline(c: _Ctx) -> list[Finding]:
                 kind = "compute" if c.pipes[pi].is_compute else "graphics"
                 msg = f"{nm} with {kind} pipeline '{c.names[pi]}'"
             out.append(Finding("no-pipeline", i, int(s.line[i]), msg))
-    return out
+        return out
+    return _Hits(int(bad.size), build)
 
 
-def _table_undefined(c: _Ctx) -> list[Finding]:
+def _table_undefined(c: _Ctx) -> _Hits:
     s, sc = c.s, c.sc
-    out: list[Finding] = []
-    # reset events: heap changes (either side), root signature changes (per side)
-    heaps_cmds = np.flatnonzero(s.op == _code("SetDescriptorHeaps"))
-    heaps_chg = heaps_cmds[_changed(sc, heaps_cmds)]
-    rs_chg = {}
-    for side, nm in ((False, "SetGraphicsRootSignature"), (True, "SetComputeRootSignature")):
-        cm = np.flatnonzero(s.op == _code(nm))
-        rs_chg[side] = cm[_changed(sc, cm)]
+    hits: list[tuple[np.ndarray, np.ndarray, bool]] = []  # observers, root parameters, compute side
     nd = len(s.decls)
     for sel, compute in ((c.dsel, False), (c.xsel, True)):
         if not sel.size:
@@ -233,15 +244,28 @@ def _table_undefined(c: _Ctx) -> list[Finding]:
         if not row.size:
             continue
         rep = reads[prow[row], cols[j]]
-        row, q = np.repeat(row, rep), np.repeat(cols[j], rep)
-        sets = {int(k): np.flatnonzero(sc.slot == base + k) for k in np.unique(q).tolist()}
-        for o, k in zip(sel[row].tolist(), q.tolist()):
-            i = int(c.obs[o])
-            out.append(Finding("table-undefined", i, int(s.line[i]),
-                               f"{s.spec(i).name} reads descriptor table root parameter {k} of pipeline "
-                               f"'{c.names[int(sc.pipe[o])]}', which is undefined: "
-                               + _table_reason(s, i, sets[k], heaps_chg, rs_chg[compute])))
-    return out
+        hits.append((np.repeat(sel[row], rep), np.repeat(cols[j], rep), compute))
+
+    def build() -> list[Finding]:
+        # reset events: heap changes (either side), root signature changes (per side)
+        heaps_cmds = np.flatnonzero(s.op == Op.SetDescriptorHeaps)
+        heaps_chg = heaps_cmds[_changed(sc, heaps_cmds)]
+        rs_chg = {}
+        for side, code in ((False, Op.SetGraphicsRootSignature), (True, Op.SetComputeRootSignature)):
+            cm = np.flatnonzero(s.op == code)
+            rs_chg[side] = cm[_changed(sc, cm)]
+        out = []
+        for obs, q, compute in hits:
+            base = CROOT0 if compute else ROOT0
+            sets = {int(k): np.flatnonzero(sc.slot == base + k) for k in np.unique(q).tolist()}
+            for o, k in zip(obs.tolist(), q.tolist()):
+                i = int(c.obs[o])
+                out.append(Finding("table-undefined", i, int(s.line[i]),
+                                   f"{s.spec(i).name} reads descriptor table root parameter {k} of pipeline "
+                                   f"'{c.names[int(sc.pipe[o])]}', which is undefined: "
+                                   + _table_reason(s, i, sets[k], heaps_chg, rs_chg[compute])))
+        return out
+    return _Hits(sum(int(obs.size) for obs, _, _ in hits), build)
 
 
 def _changed(sc: Scan, cmds: np.ndarray) -> np.ndarray:
@@ -270,49 +294,50 @@ def _table_reason(s: Stream, i: int, sets: np.ndarray, heaps_chg: np.ndarray, rs
     return f"it was set at {_at(s, last_set)} but later reset"  # pragma: no cover - a reset follows every set
 
 
-def _bundle_heaps(c: _Ctx) -> list[Finding]:
+def _bundle_heaps(c: _Ctx) -> _Hits:
     s, sc = c.s, c.sc
     if s.header.kind != "bundle":
-        return []
-    hc = np.flatnonzero(s.op == _code("SetDescriptorHeaps"))
+        return _NO_HITS
+    hc = np.flatnonzero(s.op == Op.SetDescriptorHeaps)
     if hc.size < 2:
-        return []
+        return _NO_HITS
     v0 = sc.cval[hc[0]]
-    out = []
-    first = sc.values.decode(int(v0))
-    for i in hc[1:][sc.cval[hc[1:]] != v0]:
-        i = int(i)
-        out.append(Finding("bundle-heaps", i, int(s.line[i]),
-                           f"a bundle may set its descriptor heaps only once: SetDescriptorHeaps "
-                           f"{' '.join(sc.values.decode(int(sc.cval[i])))} differs from "
-                           f"SetDescriptorHeaps {' '.join(first)} at {_at(s, int(hc[0]))}"))
-    return out
+    bad = hc[1:][sc.cval[hc[1:]] != v0]
+
+    def build() -> list[Finding]:
+        first = sc.values.decode(int(v0))
+        return [Finding("bundle-heaps", i, int(s.line[i]),
+                        f"a bundle may set its descriptor heaps only once: SetDescriptorHeaps "
+                        f"{' '.join(sc.values.decode(int(sc.cval[i])))} differs from "
+                        f"SetDescriptorHeaps {' '.join(first)} at {_at(s, int(hc[0]))}") for i in bad.tolist()]
+    return _Hits(int(bad.size), build)
 
 
 _INDEXED = np.zeros(MAX_OPCODE + 1, bool)
 _INDEXED[list(INDEXED_DRAW_OPS)] = True
 
 
-def _index_buffer_undefined(c: _Ctx) -> list[Finding]:
+def _index_buffer_undefined(c: _Ctx) -> _Hits:
     s = c.s
     sel = c.dsel[_INDEXED[s.op[c.obs[c.dsel]]]]
     bad = sel[c.undefined(sel, IB)]
-    if not bad.size:
-        return []
-    dx = np.flatnonzero(s.op == _code("DrawIndexedX"))
-    ibs = np.flatnonzero(s.op == _code("IASetIndexBuffer"))
-    out = []
-    for o in bad:
-        i = int(c.obs[o])
-        x = _last_before(dx, i)
-        nm = s.spec(i).name
-        if x >= 0 and x > _last_before(ibs, i):
-            msg = (f"{nm} after DrawIndexedX at {_at(s, x)}, which left the index buffer undefined: "
-                   f"IASetIndexBuffer must be issued again before it")
-        else:
-            msg = f"{nm} with no index buffer set (IASetIndexBuffer)"
-        out.append(Finding("index-buffer-undefined", i, int(s.line[i]), msg))
-    return out
+
+    def build() -> list[Finding]:
+        dx = np.flatnonzero(s.op == Op.DrawIndexedX)
+        ibs = np.flatnonzero(s.op == Op.IASetIndexBuffer)
+        out = []
+        for o in bad.tolist():
+            i = int(c.obs[o])
+            x = _last_before(dx, i)
+            nm = s.spec(i).name
+            if x >= 0 and x > _last_before(ibs, i):
+                msg = (f"{nm} after DrawIndexedX at {_at(s, x)}, which left the index buffer undefined: "
+                       f"IASetIndexBuffer must be issued again before it")
+            else:
+                msg = f"{nm} with no index buffer set (IASetIndexBuffer)"
+            out.append(Finding("index-buffer-undefined", i, int(s.line[i]), msg))
+        return out
+    return _Hits(int(bad.size), build)
 
 
 def _cpu_known_args(s: Stream, cmds: np.ndarray, bufs: np.ndarray, writes: GpuWrites | Scan | None) -> np.ndarray:
@@ -327,9 +352,9 @@ def _cpu_known_args(s: Stream, cmds: np.ndarray, bufs: np.ndarray, writes: GpuWr
     first = np.full(len(decls) + 1, np.iinfo(np.int64).max, np.int64)
     gw = writes if isinstance(writes, GpuWrites) else gpu_writes(s, writes)
     np.minimum.at(first, gw.res, gw.cmd)
-    cp = np.flatnonzero(s.op == _code("CopyBufferRegion"))
-    np.minimum.at(first, s.args[cp, 0], cp)
-    opq = np.flatnonzero(s.op == _code("Opaque"))
+    cp = np.flatnonzero(s.op == Op.CopyBufferRegion)
+    np.minimum.at(first, s.args[cp, Op.CopyBufferRegion.col("dst")], cp)
+    opq = np.flatnonzero(s.op == Op.Opaque)
     return known & (first[bufs] > cmds) & ((opq[0] if opq.size else np.iinfo(np.int64).max) > cmds)
 
 
@@ -358,8 +383,11 @@ class IndexReads:
 
 
 _RANGE_OPS = np.zeros(MAX_OPCODE + 1, np.int8)  # 1 direct, 2 single indirect, 3 multi-draw
-_RANGE_OPS[[_code("DrawIndexedInstanced"), _code("DrawIndexedInstancedIndirect"),
-            _code("MultiDrawIndexedInstancedIndirect")]] = (1, 2, 3)
+_RANGE_OPS[[Op.DrawIndexedInstanced, Op.DrawIndexedInstancedIndirect, Op.MultiDrawIndexedInstancedIndirect]] = (1, 2, 3)
+# the argument columns the index-range rule reads
+_DII, _DIII, _MDII, _SET_IB = (Op.DrawIndexedInstanced, Op.DrawIndexedInstancedIndirect,
+                          Op.MultiDrawIndexedInstancedIndirect, Op.IASetIndexBuffer)
+_COL_GS_MODE = Op.GSSetParameters.col("mode")
 
 
 def index_range_violations(stream: Stream, cmds: np.ndarray, setters: np.ndarray,
@@ -392,17 +420,17 @@ def index_range_violations(stream: Stream, cmds: np.ndarray, setters: np.ndarray
     kind = _RANGE_OPS[s.op[cmds]] if cmds.size else np.zeros(0, np.int8)
     d = kind == 1
     rcmd, rset, rrec = [cmds[d]], [setters[d]], [np.full(int(d.sum()), -1, np.int64)]
-    rcount, rstart = [args[cmds[d], 0]], [args[cmds[d], 2]]
+    rcount, rstart = [args[cmds[d], _DII.col("index_count")]], [args[cmds[d], _DII.col("start_index")]]
     ind = kind >= 2
     ic, ist, multi = cmds[ind], setters[ind], kind[ind] == 3
-    abuf = np.where(multi, args[ic, 1], args[ic, 0])
+    abuf = np.where(multi, args[ic, _MDII.col("args_buffer")], args[ic, _DIII.col("args_buffer")])
     ok = _cpu_known_args(s, ic, abuf, writes) if ic.size else np.zeros(0, bool)
     if ok.any():
         ic, ist, multi, abuf = ic[ok], ist[ok], multi[ok], abuf[ok]
         # a single indirect draw is a multi-draw of one record at its offset
-        count = np.where(multi, args[ic, 0], 1)
-        off = np.where(multi, args[ic, 2], args[ic, 1])
-        stride = np.where(multi, args[ic, 3], 0)
+        count = np.where(multi, args[ic, _MDII.col("count")], 1)
+        off = np.where(multi, args[ic, _MDII.col("offset")], args[ic, _DIII.col("offset")])
+        stride = np.where(multi, args[ic, _MDII.col("stride")], 0)
         # the args data of the buffers read, as one pool of words
         ub, ui = np.unique(abuf, return_inverse=True)
         data = [s.decls.items[b].data for b in ub.tolist()]
@@ -427,14 +455,14 @@ def index_range_violations(stream: Stream, cmds: np.ndarray, setters: np.ndarray
     rc, rs, rec = np.concatenate(rcmd), np.concatenate(rset), np.concatenate(rrec)
     count, start = np.concatenate(rcount).astype(np.int64), np.concatenate(rstart).astype(np.int64)
     sizes = np.array([d.size if isinstance(d, Buffer) else 0 for d in s.decls.items] + [0], np.int64)
-    isz = np.where(args[rs, 1] == 0, INDEX_SIZE[0], INDEX_SIZE[1])
-    buf = args[rs, 0]
-    end = args[rs, 2] + (start + count) * isz
+    isz = np.where(args[rs, _SET_IB.col("format")] == 0, INDEX_SIZE[0], INDEX_SIZE[1])
+    buf = args[rs, _SET_IB.col("buffer")]
+    end = args[rs, _SET_IB.col("offset")] + (start + count) * isz
     bad = (count > 0) & (end > sizes[buf])
     return IndexReads(rc[bad], rs[bad], rec[bad], count[bad], start[bad], buf[bad], end[bad], sizes[buf[bad]])
 
 
-def _index_range(c: _Ctx) -> list[Finding]:
+def _index_range(c: _Ctx) -> _Hits:
     """Direct indexed draws, and the records of indexed indirect / multi-draw calls whose
     args are CPU-known (``mdi`` folds direct draws into those), reading past the end of
     the bound index buffer (:func:`index_range_violations` with the bindings in force)."""
@@ -444,48 +472,62 @@ def _index_range(c: _Ctx) -> list[Finding]:
     known = (st >= 0) & (((sc.unknown[sel] >> IB) & 1) == 0)
     sel, st = sel[known], st[known]
     if not sel.size:
-        return []
+        return _NO_HITS
     v = index_range_violations(s, c.obs[sel], st, c.writes())
-    out = []
-    for i, rec, end, b, size, rset in zip(v.cmd.tolist(), v.record.tolist(), v.end.tolist(), v.buffer.tolist(),
-                                         v.size.tolist(), v.setter.tolist()):
-        name = s.spec(i).name
-        if name == "DrawIndexedInstancedIndirect":
-            what = f"{name} (its CPU-written args)"
-        else:
-            what = name if rec < 0 else f"{name} (draw {rec} of its CPU-written args)"
-        out.append(Finding("index-range", i, int(s.line[i]),
-                           f"{what} reads indices up to byte {end} of index buffer "
-                           f"'{c.names[b]}' ({size} bytes, bound at {_at(s, rset)})"))
-    return out
+
+    def build() -> list[Finding]:
+        out = []
+        for i, rec, end, b, size, rset in zip(v.cmd.tolist(), v.record.tolist(), v.end.tolist(),
+                                             v.buffer.tolist(), v.size.tolist(), v.setter.tolist()):
+            name = s.spec(i).name
+            if name == "DrawIndexedInstancedIndirect":
+                what = f"{name} (its CPU-written args)"
+            else:
+                what = name if rec < 0 else f"{name} (draw {rec} of its CPU-written args)"
+            out.append(Finding("index-range", i, int(s.line[i]),
+                               f"{what} reads indices up to byte {end} of index buffer "
+                               f"'{c.names[b]}' ({size} bytes, bound at {_at(s, rset)})"))
+        return out
+    return _Hits(len(v), build)
 
 
-def _gs_onchip_tessellation(c: _Ctx) -> list[Finding]:
+_GS_ONCHIP = GS_MODES.index("onchip")
+
+
+def _gs_onchip_tessellation(c: _Ctx) -> _Hits:
     s, sc = c.s, c.sc
     tess = [i for i, d in c.pipes.items() if d.tessellation and not d.is_compute]
     if not tess or not c.dsel.size:
-        return []
+        return _NO_HITS
     sel = c.dsel[np.isin(sc.pipe[c.dsel], tess)]
     st = sc.setter[sel, GS]
-    on = (st >= 0) & (s.args[np.maximum(st, 0), 0] == 2) & (((sc.unknown[sel] >> GS) & 1) == 0)
-    out = []
-    for o, g in zip(sel[on], st[on]):
-        i = int(c.obs[o])
-        out.append(Finding("gs-onchip-tessellation", i, int(s.line[i]),
-                           f"{s.spec(i).name} with tessellation pipeline '{c.names[int(sc.pipe[o])]}' while "
-                           f"GSSetParameters onchip (at {_at(s, int(g))}) is in force: onchip GS mode forces "
-                           f"tessellation to always-offchip"))
-    return out
+    on = ((st >= 0) & (s.args[np.maximum(st, 0), _COL_GS_MODE] == _GS_ONCHIP)
+          & (((sc.unknown[sel] >> GS) & 1) == 0))
+    obs, gs = sel[on], st[on]
+
+    def build() -> list[Finding]:
+        out = []
+        for o, g in zip(obs.tolist(), gs.tolist()):
+            i = int(c.obs[o])
+            out.append(Finding("gs-onchip-tessellation", i, int(s.line[i]),
+                               f"{s.spec(i).name} with tessellation pipeline '{c.names[int(sc.pipe[o])]}' while "
+                               f"GSSetParameters onchip (at {_at(s, g)}) is in force: onchip GS mode forces "
+                               f"tessellation to always-offchip"))
+        return out
+    return _Hits(int(obs.size), build)
 
 
-def _draw_on_compute(c: _Ctx) -> list[Finding]:
+def _draw_on_compute(c: _Ctx) -> _Hits:
     s = c.s
     if s.header.context != "compute":
-        return []
+        return _NO_HITS
     draws = np.flatnonzero(s.cats() == int(Cat.DRAW))
-    return [Finding("draw-on-compute", int(i), int(s.line[i]),
-                    f"{s.spec(int(i)).name} in an async compute stream: that context runs only dispatches")
-            for i in draws]
+
+    def build() -> list[Finding]:
+        return [Finding("draw-on-compute", i, int(s.line[i]),
+                        f"{s.spec(i).name} in an async compute stream: that context runs only dispatches")
+                for i in draws.tolist()]
+    return _Hits(int(draws.size), build)
 
 
 # ---------------------------------------------------------------------- flushes
@@ -510,10 +552,14 @@ def _flush_needs(c: _Ctx) -> list[FlushNeed]:
     return flush_needs(c.s, flush_access(c.s, c.sc, c.writes()), Doubt.LENIENT)
 
 
-def _missing_flush(c: _Ctx) -> list[Finding]:
-    s = c.s
+def _missing_flush(c: _Ctx) -> _Hits:
+    needs = _flush_needs(c)
+    return _Hits(len(needs), lambda: _flush_findings(c.s, needs))
+
+
+def _flush_findings(s: Stream, needs: list[FlushNeed]) -> list[Finding]:
     out = []
-    for need in _flush_needs(c):
+    for need in needs:
         w = need.writer
         wname = s.spec(w).name
         if need.stage == "cs+partial":
@@ -537,8 +583,12 @@ def _missing_flush(c: _Ctx) -> list[Finding]:
     return out
 
 
-_RULE_FUNCS = (_no_pipeline, _table_undefined, _bundle_heaps, _index_buffer_undefined, _index_range,
-               _missing_flush, _gs_onchip_tessellation, _draw_on_compute)
+_RULE_FUNCS: tuple[tuple[str, Callable[[_Ctx], _Hits]], ...] = (
+    ("no-pipeline", _no_pipeline), ("table-undefined", _table_undefined), ("bundle-heaps", _bundle_heaps),
+    ("index-buffer-undefined", _index_buffer_undefined), ("index-range", _index_range),
+    ("missing-flush", _missing_flush), ("gs-onchip-tessellation", _gs_onchip_tessellation),
+    ("draw-on-compute", _draw_on_compute))
+"""Each rule's id and function, in :data:`RULES` order."""
 
 
 def findings(stream: Stream, state: StateTable | None = None) -> list[Finding]:
@@ -554,10 +604,31 @@ def findings(stream: Stream, state: StateTable | None = None) -> list[Finding]:
     -------
     list of Finding
     """
-    sc = state.scan if state is not None and state.scan is not None else scan(stream)
-    c = _Ctx(stream, sc)
+    c = _ctx(stream, state)
     out: list[Finding] = []
-    for rule in _RULE_FUNCS:
-        out.extend(rule(c))
+    for _, rule in _RULE_FUNCS:
+        out.extend(rule(c).build())
     out.sort(key=lambda f: (f.cmd, _RULE_ORDER[f.rule], f.message))
     return out
+
+
+def finding_counts(stream: Stream, state: StateTable | None = None) -> Counter[str]:
+    """Findings per rule of ``stream``: ``Counter(f.rule for f in findings(stream, state))``, without
+    building the findings (no :class:`Finding` objects, no messages; the rules decide as for
+    :func:`findings`). Rules with no finding are absent. The pass manager's post-condition.
+
+    >>> import drawopt
+    >>> finding_counts(drawopt.loads('drawopt 1\\nDrawInstanced 3 1 0 0'))
+    Counter({'no-pipeline': 1})
+    """
+    c = _ctx(stream, state)
+    counts: Counter[str] = Counter()
+    for rule, fn in _RULE_FUNCS:
+        n = fn(c).n
+        if n:
+            counts[rule] = n
+    return counts
+
+
+def _ctx(stream: Stream, state: StateTable | None) -> _Ctx:
+    return _Ctx(stream, state.scan if state is not None and state.scan is not None else scan(stream))

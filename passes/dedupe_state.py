@@ -348,8 +348,7 @@ class DedupeStatePass(Pass):
     summary: ClassVar[str] = "remove state sets that no draw or dispatch observes (re-sets, dead and trailing sets)"
 
     def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
-        table = am.cached("state", stream)  # the state table's scan, when the pipeline has one
-        sc = table.scan if table is not None and table.scan is not None else scan(stream)
+        sc = am.get("scan", stream)  # the pipeline's (the state table's scan, when it has one)
         removed: Counter[str] = Counter()
         cur = stream
         rounds = 0

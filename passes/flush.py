@@ -372,8 +372,7 @@ class FlushPass(Pass):
     coalesce: bool = True
 
     def apply(self, stream: Stream, am: AnalysisManager) -> PassResult:
-        state = am.cached("state", stream) if am is not None else None  # the pass manager's, if it has it
-        sc = state.scan if state is not None else None
+        sc = am.get("scan", stream) if am is not None else None  # shared: the pipeline's, or kept for the next pass
         rebinds = index_rebinds(stream)
         if rebinds:
             rebinds = _rebinds_in_range(stream, rebinds, sc)

@@ -435,7 +435,7 @@ def _analyse(stream: Stream, table: StateTable, max_instances: int) -> _Analysis
     words = np.zeros((d, wmax), np.int64)
     nwords = np.full(d, 2, np.int64)
     low = np.zeros(d, np.int64)
-    gpu_written = set(np.flatnonzero(may_gpu_write(s)).tolist())  # drawopt.analysis.access: static over-approximation
+    gpu_written = set(np.flatnonzero(may_gpu_write(s, sc)).tolist())  # access: static over-approximation
     chain_cache: dict[int, Any] = {}
     const_cache: dict[int, np.ndarray] = {}
     for p, c in xc.items():
