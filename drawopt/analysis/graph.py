@@ -69,9 +69,8 @@ __all__ = [
 import json
 import os
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from drawopt._accel import load_cext
@@ -81,6 +80,9 @@ from drawopt.errors import UsageError
 from drawopt.ir.decls import Buffer, Pipeline
 from drawopt.ir.ops import BARRIER_STATES, BY_CODE, BY_NAME, COL_PIPELINE, NARGS, Cat, Op, shared_col
 from drawopt.ir.stream import Stream, ragged_index
+
+if TYPE_CHECKING:  # networkx is imported where a graph is built or written (0.3 s, not on optimize's path)
+    import networkx as nx
 
 EDGE_REASONS = ("raw", "war", "waw", "order", "flush", "barrier", "opaque", "state")
 """Edge reasons, strongest first."""
@@ -182,6 +184,7 @@ def node_of_command(G: nx.DiGraph | HazardGraph) -> np.ndarray:
 
 def hazard_view(G: nx.DiGraph) -> nx.DiGraph:
     """A read-only view of ``G`` without ``state``-only edges (for passes that re-emit state)."""
+    import networkx as nx
     return nx.subgraph_view(G, filter_edge=lambda u, v: G.edges[u, v]["reason"] != "state")
 
 
@@ -839,6 +842,7 @@ class _Builder:
         return nfirst, nlast, nkind, nact, eu, ev, er, eres, mask
 
     def build(self) -> nx.DiGraph:
+        import networkx as nx
         G = nx.DiGraph(reorder=self.reorder, start=self.start, stop=self.stop, commands=len(self.s))
         got = self.arrays()
         if got is None:
@@ -1001,6 +1005,7 @@ def _fill_digraph(G: nx.DiGraph, nodes: list[dict[str, Any]], eu: list[int], ev:
     dicts directly (those methods cost microseconds per element in checks this builder does
     not need); falls back to them for a graph class with its own storage factories.
     """
+    import networkx as nx
     plain = (type(G) is nx.DiGraph and not G._node and G._succ is G._adj
              and G.node_dict_factory is dict and G.adjlist_inner_dict_factory is dict
              and G.node_attr_dict_factory is dict and G.edge_attr_dict_factory is dict)
@@ -1408,6 +1413,7 @@ def to_dot(G: nx.DiGraph, stream: Stream | None = None) -> str:
 
 def to_json(G: nx.DiGraph) -> dict[str, Any]:
     """``networkx.node_link_data`` of ``G`` (JSON-able)."""
+    import networkx as nx
     return nx.node_link_data(G, edges="links")
 
 
@@ -1420,6 +1426,7 @@ def graph_bytes(G: nx.DiGraph, fmt: str, stream: Stream | None = None) -> bytes:
     if fmt == "dot":
         return to_dot(G, stream).encode()
     if fmt == "graphml":
+        import networkx as nx
         return "\n".join(nx.generate_graphml(G)).encode()
     if fmt == "json":
         return (json.dumps(to_json(G), indent=1) + "\n").encode()
