@@ -4,7 +4,8 @@ The model lives in :mod:`drawopt.analysis.graph`; this module only runs its sequ
 loops. Each public function fixes dtypes and contiguity and calls a typed
 kernel that runs without the GIL. The pure-Python twins are
 ``drawopt.analysis.graph._assign_nodes_py``, ``drawopt.analysis.graph._two_path_reduce_py``,
-``drawopt.analysis.graph._act_setter_events_py`` and ``drawopt.analysis.graph._state_reads_py``;
+``drawopt.analysis.graph._act_setter_events_py``, ``drawopt.analysis.graph._state_reads_py`` and
+``drawopt.analysis.graph._hazard_pairs_py``;
 the tests check that both give identical arrays.
 """
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
-__all__ = ["assign_nodes", "two_path_reduce", "act_setter_events", "state_reads"]
+__all__ = ["assign_nodes", "two_path_reduce", "act_setter_events", "state_reads", "hazard_pairs"]
 
 
 def assign_nodes(kind, solo, maxpred, wsig):
@@ -359,3 +360,114 @@ cdef inline Py_ssize_t _take(int64_t[:, ::1] seen, int64_t[:, ::1] last, int64_t
         else:
             cursor[k, j + 1] += 1
     return n + 1
+
+
+def hazard_pairs(seg, res, cls, ep, seg_kind, int64_t fan_cap, codes):
+    """The hazard edges between segments from their accesses (``drawopt.analysis.graph._hazard_pairs``).
+
+    Parameters
+    ----------
+    seg, res, cls, ep : int64[N]
+        Accesses sorted by (epoch, resource, segment): segment, resource, class (0 read,
+        1 ordered write, >= 2 a commuting write class), Opaque epoch.
+    seg_kind : int64[S]
+        Kind code of every segment.
+    fan_cap : int
+        A previous group larger than this gives its edges to the first member of a group only.
+    codes : int64[9]
+        Reason codes raw, war, order, waw, barrier, flush; kind codes draws, barrier, flush.
+
+    Returns
+    -------
+    u, v, reason, resource : int64[E]
+        Edges between distinct segments: first every member of the previous group to each
+        access (by access), then the anchored ones (group's first member to the access).
+    """
+    seg = np.ascontiguousarray(seg, dtype=np.int64)
+    res = np.ascontiguousarray(res, dtype=np.int64)
+    cls = np.ascontiguousarray(cls, dtype=np.int64)
+    ep = np.ascontiguousarray(ep, dtype=np.int64)
+    seg_kind = np.ascontiguousarray(seg_kind, dtype=np.int64)
+    codes = np.ascontiguousarray(codes, dtype=np.int64)
+    n = seg.shape[0]
+    if not (res.shape[0] == cls.shape[0] == ep.shape[0] == n) or codes.shape[0] != 9:
+        raise ValueError("seg, res, cls and ep must have the same length; codes has 9 entries")
+    if n and (seg.min() < 0 or seg.max() >= seg_kind.shape[0]):
+        raise ValueError("segment out of range")
+    psz = np.empty(n, dtype=np.int64)
+    counts = np.zeros(2, dtype=np.int64)
+    z = np.zeros(0, dtype=np.int64)
+    _hazard_pairs(seg, res, cls, ep, seg_kind, fan_cap, codes, psz, counts, z, z, z, z, 0)
+    m = int(counts[0] + counts[1])
+    u, v, r, rr = (np.empty(m, dtype=np.int64) for _ in range(4))
+    _hazard_pairs(seg, res, cls, ep, seg_kind, fan_cap, codes, psz, counts, u, v, r, rr, 1)
+    return u, v, r, rr
+
+
+cdef void _hazard_pairs(const int64_t[::1] seg, const int64_t[::1] res, const int64_t[::1] cls,
+                        const int64_t[::1] ep, const int64_t[::1] seg_kind, int64_t fan_cap,
+                        const int64_t[::1] codes, int64_t[::1] psz, int64_t[::1] counts,
+                        int64_t[::1] ou, int64_t[::1] ov, int64_t[::1] orr, int64_t[::1] ores,
+                        int fill) noexcept nogil:
+    """Pass ``fill == 0``: count the kept full and anchored edges into ``counts``; pass 1:
+    write the full ones from 0 and the anchored ones from ``counts[0]``."""
+    cdef Py_ssize_t i, j, n = seg.shape[0]
+    cdef Py_ssize_t nfull = 0, nanc = 0, qa
+    cdef int64_t cur = -1, prev = -1, first, psize, su, sv
+    cdef bint newkey, hp
+    if fill:
+        qa = counts[0]
+    for i in range(n):
+        newkey = i == 0 or ep[i] != ep[i - 1] or res[i] != res[i - 1]
+        if newkey or cls[i] != cls[i - 1] or cls[i] == 1:  # a new group
+            prev = cur if not newkey else -1   # the previous group of the same key, if any
+            cur = i
+            if prev >= 0:
+                psz[prev] = cur - prev   # the size of the group that just ended, kept at its start
+        first = cur
+        hp = prev >= 0
+        if not hp:
+            continue
+        psize = psz[prev]
+        sv = seg[i]
+        if psize <= fan_cap or i == first:
+            for j in range(prev, prev + psize):
+                su = seg[j]
+                if su == sv:
+                    continue
+                if fill:
+                    ou[nfull] = su
+                    ov[nfull] = sv
+                    orr[nfull] = _reason(cls[j], cls[i], seg_kind[su], seg_kind[sv], codes)
+                    ores[nfull] = res[j]
+                nfull += 1
+        else:
+            su = seg[first]
+            if su == sv:
+                continue
+            if fill:
+                ou[qa] = su
+                ov[qa] = sv
+                orr[qa] = _reason(cls[first], cls[i], seg_kind[su], seg_kind[sv], codes)
+                ores[qa] = res[first]
+                qa += 1
+            nanc += 1
+    if not fill:
+        counts[0] = nfull
+        counts[1] = nanc
+
+
+cdef inline int64_t _reason(int64_t cu, int64_t cv, int64_t ku, int64_t kv, const int64_t[::1] codes) noexcept nogil:
+    """raw (a read after), war (a write after a read), order (two draws), waw; barrier and then flush
+    when either end is one."""
+    if ku == codes[8] or kv == codes[8]:
+        return codes[5]
+    if ku == codes[7] or kv == codes[7]:
+        return codes[4]
+    if cv == 0:
+        return codes[0]
+    if cu == 0:
+        return codes[1]
+    if ku == codes[6] and kv == codes[6]:
+        return codes[2]
+    return codes[3]

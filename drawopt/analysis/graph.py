@@ -412,8 +412,10 @@ class _Builder:
         val = np.where(o == _OP["IASetIndexBuffer"], s.args[c, _IB_BUF], s.args[c, _BINDING_ARG])
         val = np.where(_NO_BINDING_VALUE[o], -1, val)
         key = pack_columns([o, val])  # ordered as the pairs are
-        out[c] = (np.unique(key[:, 0], return_inverse=True)[1].reshape(-1) if key.shape[1] == 1
-                  else _unique_rows(key)[1])
+        if key.shape[1] == 1:  # (np.unique's inverse, by a sort of the keys and a search: a few hundred distinct)
+            out[c] = np.searchsorted(_unique_int(key[:, 0]), key[:, 0])
+        else:
+            out[c] = _unique_rows(key)[1]
         return out
 
     def _signature_accesses(self, first: np.ndarray, bind: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -648,44 +650,7 @@ class _Builder:
         seg, res, cls = self.acc_seg, self.acc_res, self.acc_cls
         ep = self.epoch(self.seg_cmd_or_first(seg))
         o = lex_order([ep, res, seg])
-        seg, res, cls, ep = seg[o], res[o], cls[o], ep[o]
-        n = seg.size
-        if n == 0:
-            z = np.zeros(0, np.int64)
-            return z, z, z, z
-        key = ep * _BIG + res
-        newkey = np.r_[True, key[1:] != key[:-1]]
-        newgrp = newkey | np.r_[True, cls[1:] != cls[:-1]] | (cls == 1)
-        gid = np.cumsum(newgrp) - 1
-        gstart = np.flatnonzero(newgrp)
-        gsize = np.diff(np.r_[gstart, n])
-        ng = gstart.size
-        has_prev = np.r_[False, ~newkey[gstart[1:]]] if ng else np.zeros(0, bool)
-        g = gid
-        pg = g - 1
-        hp = has_prev[g]
-        psize = np.where(hp, gsize[np.maximum(pg, 0)], 0)
-        first_member = np.arange(n) == gstart[g]
-        full = hp & ((psize <= _FAN_CAP) | first_member)
-        anchor = hp & ~full
-        # full: edges from every member of the previous group
-        i_full = np.flatnonzero(full)
-        reps = psize[i_full]
-        v1 = np.repeat(i_full, reps)
-        u1 = ragged_index(gstart[pg[i_full]], reps)
-        # anchored: from the first member of this group
-        i_anc = np.flatnonzero(anchor)
-        u2, v2 = gstart[g[i_anc]], i_anc
-        u = np.r_[u1, u2].astype(np.int64)
-        v = np.r_[v1, v2].astype(np.int64)
-        ku, kv = self.seg_kind[seg[u]], self.seg_kind[seg[v]]
-        cu, cv = cls[u], cls[v]
-        reason = np.where(cv == 0, _R_CODE["raw"], np.where(cu == 0, _R_CODE["war"],
-                          np.where((ku == _K_DRAWS) & (kv == _K_DRAWS), _R_CODE["order"], _R_CODE["waw"])))
-        reason = np.where((ku == _K_BARRIER) | (kv == _K_BARRIER), _R_CODE["barrier"], reason)
-        reason = np.where((ku == _K_FLUSH) | (kv == _K_FLUSH), _R_CODE["flush"], reason)
-        keep = seg[u] != seg[v]
-        return seg[u][keep], seg[v][keep], reason[keep], res[u][keep]
+        return _hazard_pairs(seg[o], res[o], cls[o], ep[o], self.seg_kind)
 
     def seg_cmd_or_first(self, seg: np.ndarray) -> np.ndarray:
         return np.where(self.seg_kind[seg] == _K_STATE, self.seg_first[seg], self.seg_last[seg])
@@ -859,6 +824,72 @@ class _Builder:
                  for c, m, rr in zip(er.tolist(), minv.reshape(-1).tolist(), rinv.reshape(-1).tolist())]
         _fill_digraph(G, nodes, eu.tolist(), ev.tolist(), edges)
         return G
+
+
+def _hazard_pairs(seg: np.ndarray, res: np.ndarray, cls: np.ndarray, ep: np.ndarray, seg_kind: np.ndarray,
+                  pure: bool | None = None) -> tuple[np.ndarray, ...]:
+    """The hazard edges between segments from their accesses sorted by (epoch, resource, segment):
+    ``(u, v, reason code, resource)``.
+
+    Accesses of one (epoch, resource) form groups: a run of reads, a run of one commuting write
+    class, or a single ordered write (class 1). Each access of a group after the first of its
+    key gets an edge from every member of the previous group (when that group has at most
+    :data:`_FAN_CAP` members, or for the group's first member), else one from its group's first
+    member; edges inside one segment are left out. Listed: the first kind, by access, then the
+    second (``drawopt._graph.hazard_pairs``; twin :func:`_hazard_pairs_py`).
+    """
+    mod = load_cext("_graph", pure)
+    if mod is not None:
+        return mod.hazard_pairs(seg, res, cls, ep, seg_kind, _FAN_CAP, _HAZARD_CODES)
+    return _hazard_pairs_py(seg, res, cls, ep, seg_kind)
+
+
+_HAZARD_CODES = np.array([_R_CODE["raw"], _R_CODE["war"], _R_CODE["order"], _R_CODE["waw"], _R_CODE["barrier"],
+                          _R_CODE["flush"], _K_DRAWS, _K_BARRIER, _K_FLUSH], np.int64)
+"""The reason and kind codes :func:`_hazard_pairs`' kernel uses: raw, war, order, waw, barrier, flush
+(reasons), draws, barrier, flush (segment kinds)."""
+
+
+def _hazard_pairs_py(seg: np.ndarray, res: np.ndarray, cls: np.ndarray, ep: np.ndarray,
+                     seg_kind: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Pure-numpy twin of ``drawopt._graph.hazard_pairs`` (:func:`_hazard_pairs`)."""
+    n = seg.size
+    if n == 0:
+        z = np.zeros(0, np.int64)
+        return z, z, z, z
+    key = ep * _BIG + res
+    newkey = np.r_[True, key[1:] != key[:-1]]
+    newgrp = newkey | np.r_[True, cls[1:] != cls[:-1]] | (cls == 1)
+    gid = np.cumsum(newgrp) - 1
+    gstart = np.flatnonzero(newgrp)
+    gsize = np.diff(np.r_[gstart, n])
+    ng = gstart.size
+    has_prev = np.r_[False, ~newkey[gstart[1:]]] if ng else np.zeros(0, bool)
+    g = gid
+    pg = g - 1
+    hp = has_prev[g]
+    psize = np.where(hp, gsize[np.maximum(pg, 0)], 0)
+    first_member = np.arange(n) == gstart[g]
+    full = hp & ((psize <= _FAN_CAP) | first_member)
+    anchor = hp & ~full
+    # full: edges from every member of the previous group
+    i_full = np.flatnonzero(full)
+    reps = psize[i_full]
+    v1 = np.repeat(i_full, reps)
+    u1 = ragged_index(gstart[pg[i_full]], reps)
+    # anchored: from the first member of this group
+    i_anc = np.flatnonzero(anchor)
+    u2, v2 = gstart[g[i_anc]], i_anc
+    u = np.r_[u1, u2].astype(np.int64)
+    v = np.r_[v1, v2].astype(np.int64)
+    ku, kv = seg_kind[seg[u]], seg_kind[seg[v]]
+    cu, cv = cls[u], cls[v]
+    reason = np.where(cv == 0, _R_CODE["raw"], np.where(cu == 0, _R_CODE["war"],
+                      np.where((ku == _K_DRAWS) & (kv == _K_DRAWS), _R_CODE["order"], _R_CODE["waw"])))
+    reason = np.where((ku == _K_BARRIER) | (kv == _K_BARRIER), _R_CODE["barrier"], reason)
+    reason = np.where((ku == _K_FLUSH) | (kv == _K_FLUSH), _R_CODE["flush"], reason)
+    keep = seg[u] != seg[v]
+    return seg[u][keep], seg[v][keep], reason[keep], res[u][keep]
 
 
 def _res_name(res_names: list[str], r: int) -> str:
