@@ -838,9 +838,9 @@ def _hazard_pairs(seg: np.ndarray, res: np.ndarray, cls: np.ndarray, ep: np.ndar
     member; edges inside one segment are left out. Listed: the first kind, by access, then the
     second (``drawopt._graph.hazard_pairs``; twin :func:`_hazard_pairs_py`).
     """
-    mod = load_cext("_graph", pure)
-    if mod is not None:
-        return mod.hazard_pairs(seg, res, cls, ep, seg_kind, _FAN_CAP, _HAZARD_CODES)
+    kernel = getattr(load_cext("_graph", pure), "hazard_pairs", None)  # (None: an extension built before it)
+    if kernel is not None:
+        return kernel(seg, res, cls, ep, seg_kind, _FAN_CAP, _HAZARD_CODES)
     return _hazard_pairs_py(seg, res, cls, ep, seg_kind)
 
 
