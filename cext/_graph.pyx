@@ -4,8 +4,8 @@ The model lives in :mod:`drawopt.analysis.graph`; this module only runs its sequ
 loops. Each public function fixes dtypes and contiguity and calls a typed
 kernel that runs without the GIL. The pure-Python twins are
 ``drawopt.analysis.graph._assign_nodes_py``, ``drawopt.analysis.graph._two_path_reduce_py``,
-``drawopt.analysis.graph._act_setter_events_py``, ``drawopt.analysis.graph._state_reads_py`` and
-``drawopt.analysis.graph._hazard_pairs_py``;
+``drawopt.analysis.graph._act_setter_events_py``, ``drawopt.analysis.graph._state_reads_py``,
+``drawopt.analysis.graph._hazard_pairs_py`` and ``drawopt.analysis.graph._action_signatures_py``;
 the tests check that both give identical arrays.
 """
 
@@ -13,7 +13,8 @@ import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
-__all__ = ["assign_nodes", "two_path_reduce", "act_setter_events", "state_reads", "hazard_pairs"]
+__all__ = ["assign_nodes", "two_path_reduce", "act_setter_events", "state_reads", "hazard_pairs",
+           "action_signatures"]
 
 
 def assign_nodes(kind, solo, maxpred, wsig):
@@ -471,3 +472,134 @@ cdef inline int64_t _reason(int64_t cu, int64_t cv, int64_t ku, int64_t kv, cons
     if ku == codes[6] and kv == codes[6]:
         return codes[2]
     return codes[3]
+
+
+def action_signatures(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail):
+    """Intern the binding signature of every action (``drawopt.analysis.graph._action_signatures``).
+
+    The signature of action ``a`` is the row ``head[a], value[0, a], .., value[K-1, a], tail[a]``
+    where ``value[k, a]`` is ``crank`` of the command of the last event writing ``slots[k]``
+    strictly before the action in its Opaque epoch (``act_setter_events``), ``crank[-1]``
+    for none.
+
+    Parameters
+    ----------
+    ev_cmd, ev_slot : int64[E]
+        Events (command, slot), sorted by slot then command.
+    slots : int64[K]
+        The slots of the signature, in column order.
+    act_cmd : int64[A]
+        Action commands, non-decreasing.
+    opq : int64[O]
+        Opaque commands, increasing.
+    crank : int64[N + 1]
+        Per command, the value its setting contributes; the last entry: no setter.
+    head, tail : int64[A, H], int64[A, T]
+        The signature's columns before and after the slot values.
+
+    Returns
+    -------
+    ids : int64[A]
+        Id of each action's signature, numbered in order of first appearance.
+    first : int64[U]
+        The first action of each id.
+    rows : int64[U, H + K + T]
+        The signatures.
+    """
+    ev_cmd = np.ascontiguousarray(ev_cmd, dtype=np.int64)
+    ev_slot = np.ascontiguousarray(ev_slot, dtype=np.int64)
+    slots = np.ascontiguousarray(slots, dtype=np.int64)
+    act_cmd = np.ascontiguousarray(act_cmd, dtype=np.int64)
+    opq = np.ascontiguousarray(opq, dtype=np.int64)
+    crank = np.ascontiguousarray(crank, dtype=np.int64)
+    head = np.ascontiguousarray(head, dtype=np.int64)
+    tail = np.ascontiguousarray(tail, dtype=np.int64)
+    na = act_cmd.shape[0]
+    if ev_cmd.shape[0] != ev_slot.shape[0]:
+        raise ValueError("ev_cmd and ev_slot must have the same length")
+    if head.ndim != 2 or tail.ndim != 2 or head.shape[0] != na or tail.shape[0] != na:
+        raise ValueError("head and tail must have one row per action")
+    if na > 1 and (np.diff(act_cmd) < 0).any():
+        raise ValueError("act_cmd must be non-decreasing")
+    if crank.shape[0] < 1 or (ev_cmd.shape[0] and (ev_cmd.min() < 0 or ev_cmd.max() >= crank.shape[0] - 1)):
+        raise ValueError("crank must have an entry for every event's command, and one more")
+    lo = np.searchsorted(ev_slot, slots, side="left").astype(np.int64)
+    hi = np.searchsorted(ev_slot, slots, side="right").astype(np.int64)
+    width = head.shape[1] + slots.shape[0] + tail.shape[1]
+    ids = np.empty(na, dtype=np.int64)
+    cap = min(na, 1 << 14)
+    while True:  # the distinct signatures are few; a larger store only if they are not
+        nb = 1
+        while nb < 2 * max(cap, 1):
+            nb *= 2
+        table = np.full(nb, -1, dtype=np.int64)
+        store = np.empty((max(cap, 1), width), dtype=np.int64)
+        first = np.empty(max(cap, 1), dtype=np.int64)
+        cur = np.empty(max(width, 1), dtype=np.int64)
+        ptr = lo.copy()
+        u = _action_signatures(ev_cmd, lo, hi, act_cmd, opq, crank, head, tail, ptr, cur, table, store, first, ids)
+        if u >= 0:
+            return ids, first[:u].copy(), store[:u].copy()
+        cap = na
+
+
+cdef Py_ssize_t _action_signatures(const int64_t[::1] ev_cmd, const int64_t[::1] lo, const int64_t[::1] hi,
+                                   const int64_t[::1] act_cmd, const int64_t[::1] opq, const int64_t[::1] crank,
+                                   const int64_t[:, ::1] head, const int64_t[:, ::1] tail, int64_t[::1] ptr,
+                                   int64_t[::1] cur, int64_t[::1] table, int64_t[:, ::1] store,
+                                   int64_t[::1] first, int64_t[::1] ids) noexcept nogil:
+    """Returns the number of distinct signatures, or -1 when ``store`` is too small for them."""
+    cdef Py_ssize_t a, k, p, e, q = 0, c, t, h
+    cdef Py_ssize_t na = act_cmd.shape[0], nk = lo.shape[0], nopq = opq.shape[0]
+    cdef Py_ssize_t nh = head.shape[1], nt = tail.shape[1], w = nh + nk + nt
+    cdef Py_ssize_t cap = store.shape[0], mask = table.shape[0] - 1, nu = 0
+    cdef int64_t x, none = crank[crank.shape[0] - 1], lastq
+    cdef uint64_t hv
+    cdef bint same
+    for a in range(na):
+        x = act_cmd[a]
+        if nopq:
+            while q < nopq and opq[q] < x:
+                q += 1
+        lastq = opq[q - 1] if q > 0 else -1
+        for c in range(nh):
+            cur[c] = head[a, c]
+        for k in range(nk):
+            p = ptr[k]
+            while p < hi[k] and ev_cmd[p] < x:
+                p += 1
+            ptr[k] = p
+            e = p - 1
+            if e < lo[k] or (lastq >= 0 and lastq >= ev_cmd[e]):
+                cur[nh + k] = none
+            else:
+                cur[nh + k] = crank[ev_cmd[e]]
+        for c in range(nt):
+            cur[nh + nk + c] = tail[a, c]
+        hv = 1469598103934665603ULL
+        for c in range(w):
+            hv = (hv ^ <uint64_t>cur[c]) * 1099511628211ULL
+            hv ^= hv >> 29
+        h = <Py_ssize_t>(hv & <uint64_t>mask)
+        while True:
+            t = table[h]
+            if t < 0:
+                if nu >= cap:
+                    return -1
+                table[h] = nu
+                for c in range(w):
+                    store[nu, c] = cur[c]
+                first[nu] = a
+                ids[a] = nu
+                nu += 1
+                break
+            same = True
+            for c in range(w):
+                if store[t, c] != cur[c]:
+                    same = False
+                    break
+            if same:
+                ids[a] = t
+                break
+            h = (h + 1) & mask
+    return nu

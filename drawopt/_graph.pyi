@@ -4,7 +4,7 @@
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["assign_nodes", "two_path_reduce", "act_setter_events", "state_reads", "hazard_pairs"]
+__all__ = ["assign_nodes", "two_path_reduce", "act_setter_events", "state_reads", "hazard_pairs", "action_signatures"]
 
 def assign_nodes(
     kind: npt.ArrayLike, solo: npt.ArrayLike, maxpred: npt.ArrayLike, wsig: npt.ArrayLike
@@ -41,4 +41,11 @@ def hazard_pairs(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """``(u, v, reason, resource)``: the hazard edges between segments from their sorted accesses
     (``drawopt.analysis.graph._hazard_pairs_py``)."""
+    ...
+
+def action_signatures(
+    ev_cmd: npt.ArrayLike, ev_slot: npt.ArrayLike, slots: npt.ArrayLike, act_cmd: npt.ArrayLike, opq: npt.ArrayLike,
+    crank: npt.ArrayLike, head: npt.ArrayLike, tail: npt.ArrayLike,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(ids, first, rows)``: the actions' binding signatures interned (``drawopt.analysis.graph._action_signatures``)."""
     ...

@@ -532,6 +532,36 @@ def test_state_reads_compiled_matches_pure(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", range(8))
+def test_action_signatures_compiled_matches_pure(seed: int) -> None:
+    """The signature kernel and its twin (the packed columns and ``_unique_rows``): the same first
+    actions and ranks, on random events (Opaque epochs, repeated commands), actions and columns,
+    with few distinct signatures and with more than the kernel's first store holds."""
+    from drawopt.analysis.graph import _action_signatures
+    mod = _compiled_graph_module()
+    rng = np.random.default_rng(seed)
+    n = 3000
+    m = int(rng.integers(0, 2000))
+    ev_slot, ev_cmd = rng.integers(0, 12, m), rng.integers(0, n, m)
+    o = np.lexsort((ev_cmd, ev_slot))
+    ev_slot, ev_cmd = ev_slot[o], ev_cmd[o]
+    na = 40000 if seed == 0 else int(rng.integers(0, 3000))
+    act = np.sort(rng.integers(0, n, na))
+    opq = np.unique(rng.integers(0, n, int(rng.integers(0, 4))))
+    opq = opq[~np.isin(opq, ev_cmd)]
+    slots = np.array(sorted(set(rng.integers(0, 14, 5).tolist())), np.int64)
+    crank = np.append(rng.integers(0, int(rng.integers(1, 6)), n), -1)
+    wide = seed == 0  # distinct tails for most actions: past the first store
+    head = np.stack([rng.integers(0, 3, na), rng.integers(-1, 2, na)], axis=1)
+    tail = rng.integers(0, 1 << 40 if wide else 2, (na, 3))
+    a = _action_signatures(ev_cmd, ev_slot, slots, act, opq, crank, head, tail, pure=False)
+    b = _action_signatures(ev_cmd, ev_slot, slots, act, opq, crank, head, tail, pure=True)
+    assert all(x.dtype == y.dtype == np.int64 and np.array_equal(x, y) for x, y in zip(a, b))
+    ids, first, rows = mod.action_signatures(ev_cmd, ev_slot, slots, act, opq, crank, head, tail)
+    assert np.array_equal(rows[ids][:, :2], head) and np.array_equal(rows[ids][:, -3:], tail)
+    assert (first.size > 1 << 14) == wide  # (the kernel's first store holds 2^14 signatures)
+
+
+@pytest.mark.parametrize("seed", range(8))
 def test_hazard_pairs_compiled_matches_pure(seed: int) -> None:
     """The hazard-edge kernel and its twin: same edges in the same order, on random accesses
     with groups past the fan cap (anchored edges), ordered writes, epochs and every segment kind."""

@@ -78,7 +78,7 @@ from drawopt.analysis.access import declared_writes, heap_views, table_access
 from drawopt.analysis.state import RTS, StateTable, intern_rows
 from drawopt.errors import UsageError
 from drawopt.ir.decls import Buffer, Pipeline
-from drawopt.ir.ops import BARRIER_STATES, BY_CODE, BY_NAME, COL_PIPELINE, NARGS, Cat, Op, shared_col
+from drawopt.ir.ops import BARRIER_STATES, BY_CODE, BY_NAME, COL_PIPELINE, Cat, Op, shared_col
 from drawopt.ir.stream import Stream, ragged_index
 
 if TYPE_CHECKING:  # networkx is imported where a graph is built or written (0.3 s, not on optimize's path)
@@ -346,20 +346,18 @@ class _Builder:
         self.act_pso = pso
         # the bindings that decide what an action accesses: what a binding contributes is (opcode,
         # value) of the command that set it ((-1, -1) when none): one column of ranks of those
-        # pairs (ordered as the pairs) per slot; the columns are packed as they come (a few slots'
-        # setters at a time, not a table of every slot for every action)
+        # pairs (ordered as the pairs) per slot, between (opcode, pipeline, render-target setter)
+        # and the buffer arguments of the action
         bslots = [_S_IB, *self.vb_slots, *self.rg_slots, *self.rc_slots]
         crank = np.append(self._binding_ranks(), -1)  # the last entry: no setter (index -1)
         buf = _IS_BUFFER_ARG_OP[aop]
-
-        def columns() -> Iterator[np.ndarray]:
-            yield from (aop, pso, rts)
-            for k in range(0, len(bslots), 4):
-                yield from (crank[c] for c in self._setters(bslots[k:k + 4], acmd))
-            yield from (np.where(buf, args[acmd, k], 0) for k in range(NARGS))
-
-        sig = pack_columns(columns()) if acmd.size else np.zeros((0, 1), np.int64)
-        first, inv = _unique_rows(sig)
+        if acmd.size:
+            head = np.stack([aop, pso, rts], axis=1)
+            tail = np.where(buf[:, None], args[acmd], 0)
+            first, inv = _action_signatures(self.ev_cmd, self.ev_slot, np.array(bslots, np.int64), acmd, self.opq,
+                                            crank, head, tail)
+        else:
+            first, inv = _unique_rows(np.zeros((0, 1), np.int64))
         # the bindings of the distinct signatures
         fo = np.argsort(first, kind="stable")
         bind = {_S_RTS: rts[first]}
@@ -824,6 +822,43 @@ class _Builder:
                  for c, m, rr in zip(er.tolist(), minv.reshape(-1).tolist(), rinv.reshape(-1).tolist())]
         _fill_digraph(G, nodes, eu.tolist(), ev.tolist(), edges)
         return G
+
+
+def _action_signatures(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.ndarray, act_cmd: np.ndarray,
+                       opq: np.ndarray, crank: np.ndarray, head: np.ndarray, tail: np.ndarray,
+                       pure: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct signatures of the actions ``act_cmd`` (non-decreasing) as :func:`_unique_rows`
+    gives them: the first action of each distinct signature in lexicographic order, and each
+    action's rank. An action's signature is the row ``head[a]``, then per slot of ``slots`` the
+    ``crank`` of the command that last set it before the action in its Opaque epoch
+    (``crank[-1]``: none; :func:`_act_setter_events`), then ``tail[a]``.
+
+    ``drawopt._graph.action_signatures`` interns the rows as it forms them (no column per slot
+    for every action); :func:`_action_signatures_py` is its twin.
+    """
+    kernel = getattr(load_cext("_graph", pure), "action_signatures", None)  # (None: an older extension)
+    if kernel is None or (act_cmd.shape[0] > 1 and not bool((np.diff(act_cmd) >= 0).all())):
+        return _action_signatures_py(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail, pure)
+    ids, first, rows = kernel(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail)
+    order = np.lexsort(rows.T[::-1])
+    rank = np.empty(order.size, np.int64)
+    rank[order] = np.arange(order.size)
+    return first[order], rank[ids]
+
+
+def _action_signatures_py(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.ndarray, act_cmd: np.ndarray,
+                          opq: np.ndarray, crank: np.ndarray, head: np.ndarray, tail: np.ndarray,
+                          pure: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Twin of :func:`_action_signatures`' kernel: the columns packed as they come (a few slots'
+    setters at a time) and :func:`_unique_rows` of the packed words (``pure``: for the setters)."""
+    def columns() -> Iterator[np.ndarray]:
+        yield from head.T
+        for k in range(0, slots.shape[0], 4):
+            _, got = _act_setter_events(ev_cmd, ev_slot, slots[k:k + 4], act_cmd, opq, pure)
+            yield from (crank[c] for c in got)
+        yield from tail.T
+
+    return _unique_rows(pack_columns(columns()))
 
 
 def _hazard_pairs(seg: np.ndarray, res: np.ndarray, cls: np.ndarray, ep: np.ndarray, seg_kind: np.ndarray,
