@@ -391,11 +391,18 @@ def _liftable(facts: DrawFacts, ra: np.ndarray, rb: np.ndarray, a: np.ndarray) -
     diff = neq[ci, ROOT0:ROOT0 + 16]
     vals = ra[ci, ROOT0:ROOT0 + 16]
     seen = np.unique(vals[diff & (vals >= 0)])  # decode each value once
-    const = np.array([_is_constants(sc.values.decode(int(v))) for v in seen.tolist()], bool)
+    # the value a root-constants command leaves in its slot is root constants: no decoding needed
+    setc = np.isin(sc.stream.op, _ROOT_CONST_OPS)
+    known = np.isin(seen, sc.cval[setc])
+    const = known.copy()
+    const[~known] = [_is_constants(sc.values.decode(int(v))) for v in seen[~known].tolist()]
     pos = np.minimum(np.searchsorted(seen, vals), max(seen.size - 1, 0))
     good = (vals >= 0) & (const[pos] if seen.size else False)
     out[ci] = (~diff | good).all(axis=1)
     return out
+
+
+_ROOT_CONST_OPS = [BY_NAME[n].code for n in ("SetGraphicsRoot32BitConstants", "SetComputeRoot32BitConstants")]
 
 
 def _is_constants(v: Any) -> bool:
@@ -489,8 +496,7 @@ def _message(stream: Stream, table: StateTable, facts: DrawFacts, i: int, cat: s
         k = SLOT_INDEX[det]
         sc = table.scan
         assert sc is not None
-        va = sc.values.decode(int(facts.nrows[facts.nstate[i], k]))
-        vb = sc.values.decode(int(facts.nrows[facts.nstate[i + 1], k]))
+        va, vb = (sc.values.decode(_value_id(table, facts, j, k)) for j in (i, i + 1))
         p = facts.pipeline(i)
         label = _slot_label(k, p)
         msg = f"{label} differs: {format_value(va)} vs {format_value(vb)}"
@@ -503,6 +509,17 @@ def _message(stream: Stream, table: StateTable, facts: DrawFacts, i: int, cat: s
     if cat == "hazard" and det and not det.startswith(("raw", "war", "waw")):
         return f"separated by {det}"
     return det or cat
+
+
+def _value_id(table: StateTable, facts: DrawFacts, i: int, k: int) -> int:
+    """Value id of slot ``k`` of draw ``i``'s normalised state; for a folded vertex-buffer window
+    (a window key, below every value id and marker) the binding itself, from its state."""
+    v = int(facts.nrows[facts.nstate[i], k])
+    return int(table.rows[facts.sid[i], k]) if v <= _FOLD_KEYS else v
+
+
+_FOLD_KEYS = -(1 << 40)
+"""Vertex-buffer window keys of :attr:`DrawFacts.nrows` are at or below this (mergeclass._vb_fold)."""
 
 
 def format_explanation(ex: Explanation, stream_name: str = "") -> str:
