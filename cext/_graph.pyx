@@ -384,12 +384,8 @@ def hazard_pairs(seg, res, cls, ep, seg_kind, int64_t fan_cap, codes):
         Edges between distinct segments: first every member of the previous group to each
         access (by access), then the anchored ones (group's first member to the access).
     """
-    seg = np.ascontiguousarray(seg, dtype=np.int64)
-    res = np.ascontiguousarray(res, dtype=np.int64)
-    cls = np.ascontiguousarray(cls, dtype=np.int64)
-    ep = np.ascontiguousarray(ep, dtype=np.int64)
-    seg_kind = np.ascontiguousarray(seg_kind, dtype=np.int64)
-    codes = np.ascontiguousarray(codes, dtype=np.int64)
+    seg, res, cls, ep, seg_kind, codes = [np.ascontiguousarray(x, dtype=np.int64)
+                                          for x in (seg, res, cls, ep, seg_kind, codes)]
     n = seg.shape[0]
     if not (res.shape[0] == cls.shape[0] == ep.shape[0] == n) or codes.shape[0] != 9:
         raise ValueError("seg, res, cls and ep must have the same length; codes has 9 entries")
@@ -437,25 +433,29 @@ cdef void _hazard_pairs(const int64_t[::1] seg, const int64_t[::1] res, const in
                 if su == sv:
                     continue
                 if fill:
-                    ou[nfull] = su
-                    ov[nfull] = sv
-                    orr[nfull] = _reason(cls[j], cls[i], seg_kind[su], seg_kind[sv], codes)
-                    ores[nfull] = res[j]
+                    _put(ou, ov, orr, ores, nfull, j, i, seg, res, cls, seg_kind, codes)
                 nfull += 1
         else:
-            su = seg[first]
-            if su == sv:
+            if seg[first] == sv:
                 continue
             if fill:
-                ou[qa] = su
-                ov[qa] = sv
-                orr[qa] = _reason(cls[first], cls[i], seg_kind[su], seg_kind[sv], codes)
-                ores[qa] = res[first]
+                _put(ou, ov, orr, ores, qa, first, i, seg, res, cls, seg_kind, codes)
                 qa += 1
             nanc += 1
     if not fill:
         counts[0] = nfull
         counts[1] = nanc
+
+
+cdef inline void _put(int64_t[::1] ou, int64_t[::1] ov, int64_t[::1] orr, int64_t[::1] ores, Py_ssize_t q,
+                      Py_ssize_t j, Py_ssize_t i, const int64_t[::1] seg, const int64_t[::1] res,
+                      const int64_t[::1] cls, const int64_t[::1] seg_kind, const int64_t[::1] codes) noexcept nogil:
+    """Edge ``q``: from access ``j``'s segment to access ``i``'s, with its reason and ``j``'s resource."""
+    cdef int64_t su = seg[j], sv = seg[i]
+    ou[q] = su
+    ov[q] = sv
+    orr[q] = _reason(cls[j], cls[i], seg_kind[su], seg_kind[sv], codes)
+    ores[q] = res[j]
 
 
 cdef inline int64_t _reason(int64_t cu, int64_t cv, int64_t ku, int64_t kv, const int64_t[::1] codes) noexcept nogil:
@@ -506,14 +506,8 @@ def action_signatures(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail):
     rows : int64[U, H + K + T]
         The signatures.
     """
-    ev_cmd = np.ascontiguousarray(ev_cmd, dtype=np.int64)
-    ev_slot = np.ascontiguousarray(ev_slot, dtype=np.int64)
-    slots = np.ascontiguousarray(slots, dtype=np.int64)
-    act_cmd = np.ascontiguousarray(act_cmd, dtype=np.int64)
-    opq = np.ascontiguousarray(opq, dtype=np.int64)
-    crank = np.ascontiguousarray(crank, dtype=np.int64)
-    head = np.ascontiguousarray(head, dtype=np.int64)
-    tail = np.ascontiguousarray(tail, dtype=np.int64)
+    ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail = [
+        np.ascontiguousarray(x, dtype=np.int64) for x in (ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail)]
     na = act_cmd.shape[0]
     if ev_cmd.shape[0] != ev_slot.shape[0]:
         raise ValueError("ev_cmd and ev_slot must have the same length")
