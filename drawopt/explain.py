@@ -58,7 +58,7 @@ from drawopt.analysis.mergeclass import (
     perdraw_params,
     state_keys,
 )
-from drawopt.analysis.state import MASKED, NSLOTS, ROOT0, SLOT_INDEX, SLOTS, StateTable, track
+from drawopt.analysis.state import MASKED, NSLOTS, ROOT0, SLOT_INDEX, SLOTS, StateTable, intern_rows, track
 from drawopt.ir.decls import Pipeline
 from drawopt.ir.ops import BY_CODE, BY_NAME, U32_MAX, Cat
 from drawopt.ir.stream import Stream
@@ -228,16 +228,21 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
     sk = state_keys(facts, except_slots)
     diff_state = sk[a] != sk[b]
     if diff_state.any():
-        rows = facts.nrows
-        mask_cols = _masked_cols(facts, except_slots)
-        ra = rows[facts.nstate[a]].copy()
-        rb = rows[facts.nstate[b]].copy()
-        ra[mask_cols[a]] = MASKED
-        rb[mask_cols[b]] = MASKED
+        # the rows of the two sides, masked as each side's merge test masks them, compared once per
+        # distinct (state, pipeline) pair of sides (a few thousand, where pairs number the draws)
+        idx = np.flatnonzero(diff_state)
+        sides = np.stack([facts.nstate[a[idx]], facts.pipe[a[idx]], facts.nstate[b[idx]], facts.pipe[b[idx]]], axis=1)
+        kid, kfirst = intern_rows(sides)
+        ua, ub = a[idx[kfirst]], b[idx[kfirst]]
+        ra, rb = facts.nrows[facts.nstate[ua]], facts.nrows[facts.nstate[ub]]
+        ra[_masked_cols(facts, except_slots, ua)] = MASKED
+        rb[_masked_cols(facts, except_slots, ub)] = MASKED
         neq = ra != rb
-        first = np.where(neq.any(axis=1), np.argmax(neq, axis=1), -1)
+        first = np.full(m, -1, np.int64)
+        first[idx] = np.where(neq.any(axis=1), np.argmax(neq, axis=1), -1)[kid]
         # contract: every differing slot is a root parameter of constants that a contract could lift
-        contract = diff_state & _liftable(facts, ra, rb, a)
+        contract = np.zeros(m, bool)
+        contract[idx] = _liftable(facts, ra, rb)[kid]
         det = np.full(m, "", dtype=object)
         det[contract] = _SLOT_NAMES[first[contract]]
         assign(contract, "contract", det)
@@ -357,10 +362,10 @@ _SLOT_NAMES = np.array([*SLOTS, "state"], dtype=object)
 """Slot names by index; index -1 (no differing slot) is "state"."""
 
 
-def _masked_cols(facts: DrawFacts, except_slots: tuple[str, ...]) -> np.ndarray:
-    """bool[D, NSLOTS]: the columns a draw's merge test ignores."""
-    d = len(facts)
-    out = np.zeros((d, NSLOTS), bool)
+def _masked_cols(facts: DrawFacts, except_slots: tuple[str, ...], draws: np.ndarray) -> np.ndarray:
+    """bool[len(draws), NSLOTS]: the columns the merge test of each of ``draws`` ignores."""
+    pipe = facts.pipe[draws]
+    out = np.zeros((draws.shape[0], NSLOTS), bool)
     for s in except_slots:
         if s in SLOT_INDEX:
             out[:, SLOT_INDEX[s]] = True
@@ -368,15 +373,15 @@ def _masked_cols(facts: DrawFacts, except_slots: tuple[str, ...]) -> np.ndarray:
     if "perdraw" in except_slots:
         clauses = ("x", "draw_data", "instance_data")
     if clauses:
-        for p in np.unique(facts.pipe):
+        for p in np.unique(pipe):
             decl = facts.stream.decls[int(p)] if p >= 0 else None
             params = perdraw_params(decl if isinstance(decl, Pipeline) else None, clauses)
             if params:
-                out[np.ix_(facts.pipe == p, [ROOT0 + q for q in params if q < 16])] = True
+                out[np.ix_(pipe == p, [ROOT0 + q for q in params if q < 16])] = True
     return out
 
 
-def _liftable(facts: DrawFacts, ra: np.ndarray, rb: np.ndarray, a: np.ndarray) -> np.ndarray:
+def _liftable(facts: DrawFacts, ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
     """Pairs whose differing slots are all root constants (liftable by a per-draw contract)."""
     neq = ra != rb
     out = np.zeros(ra.shape[0], bool)
