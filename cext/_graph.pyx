@@ -4,7 +4,8 @@ The model lives in :mod:`drawopt.analysis.graph`; this module only runs its sequ
 loops. Each public function fixes dtypes and contiguity and calls a typed
 kernel that runs without the GIL. The pure-Python twins are
 ``drawopt.analysis.graph._assign_nodes_py``, ``drawopt.analysis.graph._two_path_reduce_py``,
-``drawopt.analysis.graph._act_setter_events_py`` and ``drawopt.analysis.graph._state_reads_py``;
+``drawopt.analysis.graph._act_setter_events_py``, ``drawopt.analysis.graph._state_reads_py``,
+``drawopt.analysis.graph._hazard_pairs_py`` and ``drawopt.analysis.graph._action_signatures_py``;
 the tests check that both give identical arrays.
 """
 
@@ -12,7 +13,8 @@ import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
-__all__ = ["assign_nodes", "two_path_reduce", "act_setter_events", "state_reads"]
+__all__ = ["assign_nodes", "two_path_reduce", "act_setter_events", "state_reads", "hazard_pairs",
+           "action_signatures"]
 
 
 def assign_nodes(kind, solo, maxpred, wsig):
@@ -359,3 +361,239 @@ cdef inline Py_ssize_t _take(int64_t[:, ::1] seen, int64_t[:, ::1] last, int64_t
         else:
             cursor[k, j + 1] += 1
     return n + 1
+
+
+def hazard_pairs(seg, res, cls, ep, seg_kind, int64_t fan_cap, codes):
+    """The hazard edges between segments from their accesses (``drawopt.analysis.graph._hazard_pairs``).
+
+    Parameters
+    ----------
+    seg, res, cls, ep : int64[N]
+        Accesses sorted by (epoch, resource, segment): segment, resource, class (0 read,
+        1 ordered write, >= 2 a commuting write class), Opaque epoch.
+    seg_kind : int64[S]
+        Kind code of every segment.
+    fan_cap : int
+        A previous group larger than this gives its edges to the first member of a group only.
+    codes : int64[9]
+        Reason codes raw, war, order, waw, barrier, flush; kind codes draws, barrier, flush.
+
+    Returns
+    -------
+    u, v, reason, resource : int64[E]
+        Edges between distinct segments: first every member of the previous group to each
+        access (by access), then the anchored ones (group's first member to the access).
+    """
+    seg, res, cls, ep, seg_kind, codes = [np.ascontiguousarray(x, dtype=np.int64)
+                                          for x in (seg, res, cls, ep, seg_kind, codes)]
+    n = seg.shape[0]
+    if not (res.shape[0] == cls.shape[0] == ep.shape[0] == n) or codes.shape[0] != 9:
+        raise ValueError("seg, res, cls and ep must have the same length; codes has 9 entries")
+    if n and (seg.min() < 0 or seg.max() >= seg_kind.shape[0]):
+        raise ValueError("segment out of range")
+    psz = np.empty(n, dtype=np.int64)
+    counts = np.zeros(2, dtype=np.int64)
+    z = np.zeros(0, dtype=np.int64)
+    _hazard_pairs(seg, res, cls, ep, seg_kind, fan_cap, codes, psz, counts, z, z, z, z, 0)
+    m = int(counts[0] + counts[1])
+    u, v, r, rr = (np.empty(m, dtype=np.int64) for _ in range(4))
+    _hazard_pairs(seg, res, cls, ep, seg_kind, fan_cap, codes, psz, counts, u, v, r, rr, 1)
+    return u, v, r, rr
+
+
+cdef void _hazard_pairs(const int64_t[::1] seg, const int64_t[::1] res, const int64_t[::1] cls,
+                        const int64_t[::1] ep, const int64_t[::1] seg_kind, int64_t fan_cap,
+                        const int64_t[::1] codes, int64_t[::1] psz, int64_t[::1] counts,
+                        int64_t[::1] ou, int64_t[::1] ov, int64_t[::1] orr, int64_t[::1] ores,
+                        int fill) noexcept nogil:
+    """Pass ``fill == 0``: count the kept full and anchored edges into ``counts``; pass 1:
+    write the full ones from 0 and the anchored ones from ``counts[0]``."""
+    cdef Py_ssize_t i, j, n = seg.shape[0]
+    cdef Py_ssize_t nfull = 0, nanc = 0, qa
+    cdef int64_t cur = -1, prev = -1, first, psize, su, sv
+    cdef bint newkey, hp
+    if fill:
+        qa = counts[0]
+    for i in range(n):
+        newkey = i == 0 or ep[i] != ep[i - 1] or res[i] != res[i - 1]
+        if newkey or cls[i] != cls[i - 1] or cls[i] == 1:  # a new group
+            prev = cur if not newkey else -1   # the previous group of the same key, if any
+            cur = i
+            if prev >= 0:
+                psz[prev] = cur - prev   # the size of the group that just ended, kept at its start
+        first = cur
+        hp = prev >= 0
+        if not hp:
+            continue
+        psize = psz[prev]
+        sv = seg[i]
+        if psize <= fan_cap or i == first:
+            for j in range(prev, prev + psize):
+                su = seg[j]
+                if su == sv:
+                    continue
+                if fill:
+                    _put(ou, ov, orr, ores, nfull, j, i, seg, res, cls, seg_kind, codes)
+                nfull += 1
+        else:
+            if seg[first] == sv:
+                continue
+            if fill:
+                _put(ou, ov, orr, ores, qa, first, i, seg, res, cls, seg_kind, codes)
+                qa += 1
+            nanc += 1
+    if not fill:
+        counts[0] = nfull
+        counts[1] = nanc
+
+
+cdef inline void _put(int64_t[::1] ou, int64_t[::1] ov, int64_t[::1] orr, int64_t[::1] ores, Py_ssize_t q,
+                      Py_ssize_t j, Py_ssize_t i, const int64_t[::1] seg, const int64_t[::1] res,
+                      const int64_t[::1] cls, const int64_t[::1] seg_kind, const int64_t[::1] codes) noexcept nogil:
+    """Edge ``q``: from access ``j``'s segment to access ``i``'s, with its reason and ``j``'s resource."""
+    cdef int64_t su = seg[j], sv = seg[i]
+    ou[q] = su
+    ov[q] = sv
+    orr[q] = _reason(cls[j], cls[i], seg_kind[su], seg_kind[sv], codes)
+    ores[q] = res[j]
+
+
+cdef inline int64_t _reason(int64_t cu, int64_t cv, int64_t ku, int64_t kv, const int64_t[::1] codes) noexcept nogil:
+    """raw (a read after), war (a write after a read), order (two draws), waw; barrier and then flush
+    when either end is one."""
+    if ku == codes[8] or kv == codes[8]:
+        return codes[5]
+    if ku == codes[7] or kv == codes[7]:
+        return codes[4]
+    if cv == 0:
+        return codes[0]
+    if cu == 0:
+        return codes[1]
+    if ku == codes[6] and kv == codes[6]:
+        return codes[2]
+    return codes[3]
+
+
+def action_signatures(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail):
+    """Intern the binding signature of every action (``drawopt.analysis.graph._action_signatures``).
+
+    The signature of action ``a`` is the row ``head[a], value[0, a], .., value[K-1, a], tail[a]``
+    where ``value[k, a]`` is ``crank`` of the command of the last event writing ``slots[k]``
+    strictly before the action in its Opaque epoch (``act_setter_events``), ``crank[-1]``
+    for none.
+
+    Parameters
+    ----------
+    ev_cmd, ev_slot : int64[E]
+        Events (command, slot), sorted by slot then command.
+    slots : int64[K]
+        The slots of the signature, in column order.
+    act_cmd : int64[A]
+        Action commands, non-decreasing.
+    opq : int64[O]
+        Opaque commands, increasing.
+    crank : int64[N + 1]
+        Per command, the value its setting contributes; the last entry: no setter.
+    head, tail : int64[A, H], int64[A, T]
+        The signature's columns before and after the slot values.
+
+    Returns
+    -------
+    ids : int64[A]
+        Id of each action's signature, numbered in order of first appearance.
+    first : int64[U]
+        The first action of each id.
+    rows : int64[U, H + K + T]
+        The signatures.
+    """
+    ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail = [
+        np.ascontiguousarray(x, dtype=np.int64) for x in (ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail)]
+    na = act_cmd.shape[0]
+    if ev_cmd.shape[0] != ev_slot.shape[0]:
+        raise ValueError("ev_cmd and ev_slot must have the same length")
+    if head.ndim != 2 or tail.ndim != 2 or head.shape[0] != na or tail.shape[0] != na:
+        raise ValueError("head and tail must have one row per action")
+    if na > 1 and (np.diff(act_cmd) < 0).any():
+        raise ValueError("act_cmd must be non-decreasing")
+    if crank.shape[0] < 1 or (ev_cmd.shape[0] and (ev_cmd.min() < 0 or ev_cmd.max() >= crank.shape[0] - 1)):
+        raise ValueError("crank must have an entry for every event's command, and one more")
+    lo = np.searchsorted(ev_slot, slots, side="left").astype(np.int64)
+    hi = np.searchsorted(ev_slot, slots, side="right").astype(np.int64)
+    width = head.shape[1] + slots.shape[0] + tail.shape[1]
+    ids = np.empty(na, dtype=np.int64)
+    cap = min(na, 1 << 14)
+    while True:  # the distinct signatures are few; a larger store only if they are not
+        nb = 1
+        while nb < 2 * max(cap, 1):
+            nb *= 2
+        table = np.full(nb, -1, dtype=np.int64)
+        store = np.empty((max(cap, 1), width), dtype=np.int64)
+        first = np.empty(max(cap, 1), dtype=np.int64)
+        cur = np.empty(max(width, 1), dtype=np.int64)
+        ptr = lo.copy()
+        u = _action_signatures(ev_cmd, lo, hi, act_cmd, opq, crank, head, tail, ptr, cur, table, store, first, ids)
+        if u >= 0:
+            return ids, first[:u].copy(), store[:u].copy()
+        cap = na
+
+
+cdef Py_ssize_t _action_signatures(const int64_t[::1] ev_cmd, const int64_t[::1] lo, const int64_t[::1] hi,
+                                   const int64_t[::1] act_cmd, const int64_t[::1] opq, const int64_t[::1] crank,
+                                   const int64_t[:, ::1] head, const int64_t[:, ::1] tail, int64_t[::1] ptr,
+                                   int64_t[::1] cur, int64_t[::1] table, int64_t[:, ::1] store,
+                                   int64_t[::1] first, int64_t[::1] ids) noexcept nogil:
+    """Returns the number of distinct signatures, or -1 when ``store`` is too small for them."""
+    cdef Py_ssize_t a, k, p, e, q = 0, c, t, h
+    cdef Py_ssize_t na = act_cmd.shape[0], nk = lo.shape[0], nopq = opq.shape[0]
+    cdef Py_ssize_t nh = head.shape[1], nt = tail.shape[1], w = nh + nk + nt
+    cdef Py_ssize_t cap = store.shape[0], mask = table.shape[0] - 1, nu = 0
+    cdef int64_t x, none = crank[crank.shape[0] - 1], lastq
+    cdef uint64_t hv
+    cdef bint same
+    for a in range(na):
+        x = act_cmd[a]
+        if nopq:
+            while q < nopq and opq[q] < x:
+                q += 1
+        lastq = opq[q - 1] if q > 0 else -1
+        for c in range(nh):
+            cur[c] = head[a, c]
+        for k in range(nk):
+            p = ptr[k]
+            while p < hi[k] and ev_cmd[p] < x:
+                p += 1
+            ptr[k] = p
+            e = p - 1
+            if e < lo[k] or (lastq >= 0 and lastq >= ev_cmd[e]):
+                cur[nh + k] = none
+            else:
+                cur[nh + k] = crank[ev_cmd[e]]
+        for c in range(nt):
+            cur[nh + nk + c] = tail[a, c]
+        hv = 1469598103934665603ULL
+        for c in range(w):
+            hv = (hv ^ <uint64_t>cur[c]) * 1099511628211ULL
+            hv ^= hv >> 29
+        h = <Py_ssize_t>(hv & <uint64_t>mask)
+        while True:
+            t = table[h]
+            if t < 0:
+                if nu >= cap:
+                    return -1
+                table[h] = nu
+                for c in range(w):
+                    store[nu, c] = cur[c]
+                first[nu] = a
+                ids[a] = nu
+                nu += 1
+                break
+            same = True
+            for c in range(w):
+                if store[t, c] != cur[c]:
+                    same = False
+                    break
+            if same:
+                ids[a] = t
+                break
+            h = (h + 1) & mask
+    return nu

@@ -4,7 +4,7 @@
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["assign_nodes", "two_path_reduce", "act_setter_events", "state_reads"]
+__all__ = ["assign_nodes", "two_path_reduce", "act_setter_events", "state_reads", "hazard_pairs", "action_signatures"]
 
 def assign_nodes(
     kind: npt.ArrayLike, solo: npt.ArrayLike, maxpred: npt.ArrayLike, wsig: npt.ArrayLike
@@ -33,4 +33,19 @@ def state_reads(
            npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
     """``(raw_block, raw_u, raw_v, war_block, war_u, war_v, read)``: the state edges of the reads, block by
     block (``drawopt.analysis.graph._state_reads_py``)."""
+    ...
+
+def hazard_pairs(
+    seg: npt.ArrayLike, res: npt.ArrayLike, cls: npt.ArrayLike, ep: npt.ArrayLike, seg_kind: npt.ArrayLike,
+    fan_cap: int, codes: npt.ArrayLike,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(u, v, reason, resource)``: the hazard edges between segments from their sorted accesses
+    (``drawopt.analysis.graph._hazard_pairs_py``)."""
+    ...
+
+def action_signatures(
+    ev_cmd: npt.ArrayLike, ev_slot: npt.ArrayLike, slots: npt.ArrayLike, act_cmd: npt.ArrayLike, opq: npt.ArrayLike,
+    crank: npt.ArrayLike, head: npt.ArrayLike, tail: npt.ArrayLike,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(ids, first, rows)``: the actions' binding signatures interned (``drawopt.analysis.graph._action_signatures``)."""
     ...

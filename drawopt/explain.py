@@ -58,7 +58,7 @@ from drawopt.analysis.mergeclass import (
     perdraw_params,
     state_keys,
 )
-from drawopt.analysis.state import MASKED, NSLOTS, ROOT0, SLOT_INDEX, SLOTS, StateTable, track
+from drawopt.analysis.state import MASKED, NSLOTS, ROOT0, SLOT_INDEX, SLOTS, StateTable, intern_rows, track
 from drawopt.ir.decls import Pipeline
 from drawopt.ir.ops import BY_CODE, BY_NAME, U32_MAX, Cat
 from drawopt.ir.stream import Stream
@@ -228,16 +228,21 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
     sk = state_keys(facts, except_slots)
     diff_state = sk[a] != sk[b]
     if diff_state.any():
-        rows = facts.nrows
-        mask_cols = _masked_cols(facts, except_slots)
-        ra = rows[facts.nstate[a]].copy()
-        rb = rows[facts.nstate[b]].copy()
-        ra[mask_cols[a]] = MASKED
-        rb[mask_cols[b]] = MASKED
+        # the rows of the two sides, masked as each side's merge test masks them, compared once per
+        # distinct (state, pipeline) pair of sides (a few thousand, where pairs number the draws)
+        idx = np.flatnonzero(diff_state)
+        sides = np.stack([facts.nstate[a[idx]], facts.pipe[a[idx]], facts.nstate[b[idx]], facts.pipe[b[idx]]], axis=1)
+        kid, kfirst = intern_rows(sides)
+        ua, ub = a[idx[kfirst]], b[idx[kfirst]]
+        ra, rb = facts.nrows[facts.nstate[ua]], facts.nrows[facts.nstate[ub]]
+        ra[_masked_cols(facts, except_slots, ua)] = MASKED
+        rb[_masked_cols(facts, except_slots, ub)] = MASKED
         neq = ra != rb
-        first = np.where(neq.any(axis=1), np.argmax(neq, axis=1), -1)
+        first = np.full(m, -1, np.int64)
+        first[idx] = np.where(neq.any(axis=1), np.argmax(neq, axis=1), -1)[kid]
         # contract: every differing slot is a root parameter of constants that a contract could lift
-        contract = diff_state & _liftable(facts, ra, rb, a)
+        contract = np.zeros(m, bool)
+        contract[idx] = _liftable(facts, ra, rb)[kid]
         det = np.full(m, "", dtype=object)
         det[contract] = _SLOT_NAMES[first[contract]]
         assign(contract, "contract", det)
@@ -357,10 +362,10 @@ _SLOT_NAMES = np.array([*SLOTS, "state"], dtype=object)
 """Slot names by index; index -1 (no differing slot) is "state"."""
 
 
-def _masked_cols(facts: DrawFacts, except_slots: tuple[str, ...]) -> np.ndarray:
-    """bool[D, NSLOTS]: the columns a draw's merge test ignores."""
-    d = len(facts)
-    out = np.zeros((d, NSLOTS), bool)
+def _masked_cols(facts: DrawFacts, except_slots: tuple[str, ...], draws: np.ndarray) -> np.ndarray:
+    """bool[len(draws), NSLOTS]: the columns the merge test of each of ``draws`` ignores."""
+    pipe = facts.pipe[draws]
+    out = np.zeros((draws.shape[0], NSLOTS), bool)
     for s in except_slots:
         if s in SLOT_INDEX:
             out[:, SLOT_INDEX[s]] = True
@@ -368,15 +373,15 @@ def _masked_cols(facts: DrawFacts, except_slots: tuple[str, ...]) -> np.ndarray:
     if "perdraw" in except_slots:
         clauses = ("x", "draw_data", "instance_data")
     if clauses:
-        for p in np.unique(facts.pipe):
+        for p in np.unique(pipe):
             decl = facts.stream.decls[int(p)] if p >= 0 else None
             params = perdraw_params(decl if isinstance(decl, Pipeline) else None, clauses)
             if params:
-                out[np.ix_(facts.pipe == p, [ROOT0 + q for q in params if q < 16])] = True
+                out[np.ix_(pipe == p, [ROOT0 + q for q in params if q < 16])] = True
     return out
 
 
-def _liftable(facts: DrawFacts, ra: np.ndarray, rb: np.ndarray, a: np.ndarray) -> np.ndarray:
+def _liftable(facts: DrawFacts, ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
     """Pairs whose differing slots are all root constants (liftable by a per-draw contract)."""
     neq = ra != rb
     out = np.zeros(ra.shape[0], bool)
@@ -391,11 +396,18 @@ def _liftable(facts: DrawFacts, ra: np.ndarray, rb: np.ndarray, a: np.ndarray) -
     diff = neq[ci, ROOT0:ROOT0 + 16]
     vals = ra[ci, ROOT0:ROOT0 + 16]
     seen = np.unique(vals[diff & (vals >= 0)])  # decode each value once
-    const = np.array([_is_constants(sc.values.decode(int(v))) for v in seen.tolist()], bool)
+    # the value a root-constants command leaves in its slot is root constants: no decoding needed
+    setc = np.isin(sc.stream.op, _ROOT_CONST_OPS)
+    known = np.isin(seen, sc.cval[setc])
+    const = known.copy()
+    const[~known] = [_is_constants(sc.values.decode(int(v))) for v in seen[~known].tolist()]
     pos = np.minimum(np.searchsorted(seen, vals), max(seen.size - 1, 0))
     good = (vals >= 0) & (const[pos] if seen.size else False)
     out[ci] = (~diff | good).all(axis=1)
     return out
+
+
+_ROOT_CONST_OPS = [BY_NAME[n].code for n in ("SetGraphicsRoot32BitConstants", "SetComputeRoot32BitConstants")]
 
 
 def _is_constants(v: Any) -> bool:
@@ -489,8 +501,7 @@ def _message(stream: Stream, table: StateTable, facts: DrawFacts, i: int, cat: s
         k = SLOT_INDEX[det]
         sc = table.scan
         assert sc is not None
-        va = sc.values.decode(int(facts.nrows[facts.nstate[i], k]))
-        vb = sc.values.decode(int(facts.nrows[facts.nstate[i + 1], k]))
+        va, vb = (sc.values.decode(_value_id(table, facts, j, k)) for j in (i, i + 1))
         p = facts.pipeline(i)
         label = _slot_label(k, p)
         msg = f"{label} differs: {format_value(va)} vs {format_value(vb)}"
@@ -503,6 +514,17 @@ def _message(stream: Stream, table: StateTable, facts: DrawFacts, i: int, cat: s
     if cat == "hazard" and det and not det.startswith(("raw", "war", "waw")):
         return f"separated by {det}"
     return det or cat
+
+
+def _value_id(table: StateTable, facts: DrawFacts, i: int, k: int) -> int:
+    """Value id of slot ``k`` of draw ``i``'s normalised state; for a folded vertex-buffer window
+    (a window key, below every value id and marker) the binding itself, from its state."""
+    v = int(facts.nrows[facts.nstate[i], k])
+    return int(table.rows[facts.sid[i], k]) if v <= _FOLD_KEYS else v
+
+
+_FOLD_KEYS = -(1 << 40)
+"""Vertex-buffer window keys of :attr:`DrawFacts.nrows` are at or below this (mergeclass._vb_fold)."""
 
 
 def format_explanation(ex: Explanation, stream_name: str = "") -> str:

@@ -202,3 +202,16 @@ def test_cli(tmp_path, capsys) -> None:
     assert "error" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["explain", str(f), "--target", "ps5"])
+
+
+def test_folded_vertex_buffer_windows_are_described_by_their_bindings() -> None:
+    """Two draws whose vertex-buffer windows both fold (one binding, slot 0, a stride) but differ:
+    the message names both bindings (it raised KeyError decoding the window keys)."""
+    from pathlib import Path
+
+    from drawopt.ir.formats import load
+
+    s = load(Path(__file__).parent / "golden" / "weld" / "no-weld.in.dstream")
+    ex = explain(s, "d3d12")
+    msgs = [it.reason for it in ex.items if it.category == "state" and "vertex_buffers" in it.reason]
+    assert msgs == ["vertex_buffers differs: 0 nodata 0 12 vs 0 gpuverts 0 12"]

@@ -531,6 +531,78 @@ def test_state_reads_compiled_matches_pure(seed: int) -> None:
         assert not same.any()
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_action_signatures_compiled_matches_pure(seed: int) -> None:
+    """The signature kernel and its twin (the packed columns and ``_unique_rows``): the same first
+    actions and ranks, on random events (Opaque epochs, repeated commands), actions and columns,
+    with few distinct signatures and with more than the kernel's first store holds."""
+    from drawopt.analysis.graph import _action_signatures
+    mod = _compiled_graph_module()
+    rng = np.random.default_rng(seed)
+    n = 3000
+    m = int(rng.integers(0, 2000))
+    ev_slot, ev_cmd = rng.integers(0, 12, m), rng.integers(0, n, m)
+    o = np.lexsort((ev_cmd, ev_slot))
+    ev_slot, ev_cmd = ev_slot[o], ev_cmd[o]
+    na = 40000 if seed == 0 else int(rng.integers(0, 3000))
+    act = np.sort(rng.integers(0, n, na))
+    opq = np.unique(rng.integers(0, n, int(rng.integers(0, 4))))
+    opq = opq[~np.isin(opq, ev_cmd)]
+    slots = np.array(sorted(set(rng.integers(0, 14, 5).tolist())), np.int64)
+    crank = np.append(rng.integers(0, int(rng.integers(1, 6)), n), -1)
+    wide = seed == 0  # distinct tails for most actions: past the first store
+    head = np.stack([rng.integers(0, 3, na), rng.integers(-1, 2, na)], axis=1)
+    tail = rng.integers(0, 1 << 40 if wide else 2, (na, 3))
+    a = _action_signatures(ev_cmd, ev_slot, slots, act, opq, crank, head, tail, pure=False)
+    b = _action_signatures(ev_cmd, ev_slot, slots, act, opq, crank, head, tail, pure=True)
+    assert all(x.dtype == y.dtype == np.int64 and np.array_equal(x, y) for x, y in zip(a, b))
+    ids, first, rows = mod.action_signatures(ev_cmd, ev_slot, slots, act, opq, crank, head, tail)
+    assert np.array_equal(rows[ids][:, :2], head) and np.array_equal(rows[ids][:, -3:], tail)
+    assert (first.size > 1 << 14) == wide  # (the kernel's first store holds 2^14 signatures)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_hazard_pairs_compiled_matches_pure(seed: int) -> None:
+    """The hazard-edge kernel and its twin: same edges in the same order, on random accesses
+    with groups past the fan cap (anchored edges), ordered writes, epochs and every segment kind."""
+    from drawopt.analysis.graph import _hazard_pairs, lex_order
+    _compiled_graph_module()
+    rng = np.random.default_rng(seed)
+    nseg = int(rng.integers(1, 400))
+    seg_kind = rng.integers(0, 7, nseg)
+    n = int(rng.integers(0, 3000))
+    seg = rng.integers(0, nseg, n)
+    res = rng.integers(0, int(rng.integers(1, 6)), n)   # few resources: long runs per key
+    cls = np.where(rng.random(n) < 0.7, 0, rng.integers(1, 4, n))
+    ep = np.searchsorted(np.sort(rng.integers(0, nseg, int(rng.integers(0, 3)))), seg)
+    o = lex_order([ep, res, seg])
+    args = (seg[o], res[o], cls[o], ep[o], seg_kind)
+    a = _hazard_pairs(*args, pure=False)
+    b = _hazard_pairs(*args, pure=True)
+    assert all(x.dtype == y.dtype == np.int64 and np.array_equal(x, y) for x, y in zip(a, b))
+    u, v, r, rr = a
+    assert (u != v).all() and np.isin(r, [EDGE_REASONS.index(x) for x in
+                                          ("raw", "war", "order", "waw", "barrier", "flush")]).all()
+
+
+def test_hazard_pairs_past_the_fan_cap() -> None:
+    """Reads of one resource by k > cap draws, then k commuting writes: the first write waits for
+    every read (war), each later one for the first write only (its group's first member)."""
+    from drawopt.analysis.graph import _FAN_CAP, _K_DRAWS, _hazard_pairs
+    k = _FAN_CAP + 6
+    seg = np.arange(2 * k)
+    cls = np.r_[np.zeros(k, np.int64), np.full(k, 2)]
+    z = np.zeros(2 * k, np.int64)
+    for pure in (True, False):
+        if not pure:
+            _compiled_graph_module()
+        u, v, r, res = _hazard_pairs(seg, z, cls, z, np.full(2 * k, _K_DRAWS), pure=pure)
+        assert u.tolist() == list(range(k)) + [k] * (k - 1)
+        assert v.tolist() == [k] * k + list(range(k + 1, 2 * k))
+        assert [EDGE_REASONS[x] for x in r.tolist()] == ["war"] * k + ["order"] * (k - 1)
+        assert (res == 0).all()
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_pack_columns_keeps_equality_and_lexicographic_order(seed: int) -> None:
     from drawopt.analysis.graph import pack_columns

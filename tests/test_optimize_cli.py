@@ -190,3 +190,27 @@ def test_ctrl_c_exits_130_with_no_output(tmp_path: Path, big_frame: Path) -> Non
     assert b"Traceback" not in err and b"done" not in err
     assert not out_file.exists() and not rep.exists()
     assert not list(tmp_path.iterdir())  # no temporary file left behind either
+
+
+def test_optimize_path_does_not_import_networkx(tmp_path: Path) -> None:
+    """networkx (0.3 s of imports) is for ``drawopt graph`` and the library's graph: a plain
+    ``optimize --report R.json`` must never load it (it did, through analysis/graph.py's top import)."""
+    frame = tmp_path / "f.npz"
+    probe = (
+        "import sys\n"
+        "from drawopt.cli import main\n"
+        f"assert main(['gen', '--kind', 'frame', '--draws', '300', '--seed', '1', '-o', {str(frame)!r}]) == 0\n"
+        f"rc = main(['optimize', {str(frame)!r}, '-o', {str(tmp_path / 'o.npz')!r},"
+        f" '--report', {str(tmp_path / 'r.json')!r}, '-q'])\n"
+        "print(rc, sorted(m for m in sys.modules if m.split('.')[0] in ('networkx', 'matplotlib', 'scipy')))\n"
+    )
+    got = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=_env(), timeout=300)
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert got.stdout.strip() == "0 []"
+    assert (tmp_path / "r.json").exists()
+
+
+def test_graph_command_still_builds_the_networkx_graph(tmp_path: Path) -> None:
+    out = tmp_path / "g.json"
+    assert main(["graph", str(EXAMPLE), "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["directed"] is True

@@ -69,9 +69,8 @@ __all__ = [
 import json
 import os
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from drawopt._accel import load_cext
@@ -79,8 +78,11 @@ from drawopt.analysis.access import declared_writes, heap_views, table_access
 from drawopt.analysis.state import RTS, StateTable, intern_rows
 from drawopt.errors import UsageError
 from drawopt.ir.decls import Buffer, Pipeline
-from drawopt.ir.ops import BARRIER_STATES, BY_CODE, BY_NAME, COL_PIPELINE, NARGS, Cat, Op, shared_col
+from drawopt.ir.ops import BARRIER_STATES, BY_CODE, BY_NAME, COL_PIPELINE, Cat, Op, shared_col
 from drawopt.ir.stream import Stream, ragged_index
+
+if TYPE_CHECKING:  # networkx is imported where a graph is built or written (0.3 s, not on optimize's path)
+    import networkx as nx
 
 EDGE_REASONS = ("raw", "war", "waw", "order", "flush", "barrier", "opaque", "state")
 """Edge reasons, strongest first."""
@@ -182,6 +184,7 @@ def node_of_command(G: nx.DiGraph | HazardGraph) -> np.ndarray:
 
 def hazard_view(G: nx.DiGraph) -> nx.DiGraph:
     """A read-only view of ``G`` without ``state``-only edges (for passes that re-emit state)."""
+    import networkx as nx
     return nx.subgraph_view(G, filter_edge=lambda u, v: G.edges[u, v]["reason"] != "state")
 
 
@@ -343,20 +346,18 @@ class _Builder:
         self.act_pso = pso
         # the bindings that decide what an action accesses: what a binding contributes is (opcode,
         # value) of the command that set it ((-1, -1) when none): one column of ranks of those
-        # pairs (ordered as the pairs) per slot; the columns are packed as they come (a few slots'
-        # setters at a time, not a table of every slot for every action)
+        # pairs (ordered as the pairs) per slot, between (opcode, pipeline, render-target setter)
+        # and the buffer arguments of the action
         bslots = [_S_IB, *self.vb_slots, *self.rg_slots, *self.rc_slots]
         crank = np.append(self._binding_ranks(), -1)  # the last entry: no setter (index -1)
         buf = _IS_BUFFER_ARG_OP[aop]
-
-        def columns() -> Iterator[np.ndarray]:
-            yield from (aop, pso, rts)
-            for k in range(0, len(bslots), 4):
-                yield from (crank[c] for c in self._setters(bslots[k:k + 4], acmd))
-            yield from (np.where(buf, args[acmd, k], 0) for k in range(NARGS))
-
-        sig = pack_columns(columns()) if acmd.size else np.zeros((0, 1), np.int64)
-        first, inv = _unique_rows(sig)
+        if acmd.size:
+            head = np.stack([aop, pso, rts], axis=1)
+            tail = np.where(buf[:, None], args[acmd], 0)
+            first, inv = _action_signatures(self.ev_cmd, self.ev_slot, np.array(bslots, np.int64), acmd, self.opq,
+                                            crank, head, tail)
+        else:
+            first, inv = _unique_rows(np.zeros((0, 1), np.int64))
         # the bindings of the distinct signatures
         fo = np.argsort(first, kind="stable")
         bind = {_S_RTS: rts[first]}
@@ -409,8 +410,10 @@ class _Builder:
         val = np.where(o == _OP["IASetIndexBuffer"], s.args[c, _IB_BUF], s.args[c, _BINDING_ARG])
         val = np.where(_NO_BINDING_VALUE[o], -1, val)
         key = pack_columns([o, val])  # ordered as the pairs are
-        out[c] = (np.unique(key[:, 0], return_inverse=True)[1].reshape(-1) if key.shape[1] == 1
-                  else _unique_rows(key)[1])
+        if key.shape[1] == 1:  # (np.unique's inverse, by a sort of the keys and a search: a few hundred distinct)
+            out[c] = np.searchsorted(_unique_int(key[:, 0]), key[:, 0])
+        else:
+            out[c] = _unique_rows(key)[1]
         return out
 
     def _signature_accesses(self, first: np.ndarray, bind: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -645,44 +648,7 @@ class _Builder:
         seg, res, cls = self.acc_seg, self.acc_res, self.acc_cls
         ep = self.epoch(self.seg_cmd_or_first(seg))
         o = lex_order([ep, res, seg])
-        seg, res, cls, ep = seg[o], res[o], cls[o], ep[o]
-        n = seg.size
-        if n == 0:
-            z = np.zeros(0, np.int64)
-            return z, z, z, z
-        key = ep * _BIG + res
-        newkey = np.r_[True, key[1:] != key[:-1]]
-        newgrp = newkey | np.r_[True, cls[1:] != cls[:-1]] | (cls == 1)
-        gid = np.cumsum(newgrp) - 1
-        gstart = np.flatnonzero(newgrp)
-        gsize = np.diff(np.r_[gstart, n])
-        ng = gstart.size
-        has_prev = np.r_[False, ~newkey[gstart[1:]]] if ng else np.zeros(0, bool)
-        g = gid
-        pg = g - 1
-        hp = has_prev[g]
-        psize = np.where(hp, gsize[np.maximum(pg, 0)], 0)
-        first_member = np.arange(n) == gstart[g]
-        full = hp & ((psize <= _FAN_CAP) | first_member)
-        anchor = hp & ~full
-        # full: edges from every member of the previous group
-        i_full = np.flatnonzero(full)
-        reps = psize[i_full]
-        v1 = np.repeat(i_full, reps)
-        u1 = ragged_index(gstart[pg[i_full]], reps)
-        # anchored: from the first member of this group
-        i_anc = np.flatnonzero(anchor)
-        u2, v2 = gstart[g[i_anc]], i_anc
-        u = np.r_[u1, u2].astype(np.int64)
-        v = np.r_[v1, v2].astype(np.int64)
-        ku, kv = self.seg_kind[seg[u]], self.seg_kind[seg[v]]
-        cu, cv = cls[u], cls[v]
-        reason = np.where(cv == 0, _R_CODE["raw"], np.where(cu == 0, _R_CODE["war"],
-                          np.where((ku == _K_DRAWS) & (kv == _K_DRAWS), _R_CODE["order"], _R_CODE["waw"])))
-        reason = np.where((ku == _K_BARRIER) | (kv == _K_BARRIER), _R_CODE["barrier"], reason)
-        reason = np.where((ku == _K_FLUSH) | (kv == _K_FLUSH), _R_CODE["flush"], reason)
-        keep = seg[u] != seg[v]
-        return seg[u][keep], seg[v][keep], reason[keep], res[u][keep]
+        return _hazard_pairs(seg[o], res[o], cls[o], ep[o], self.seg_kind)
 
     def seg_cmd_or_first(self, seg: np.ndarray) -> np.ndarray:
         return np.where(self.seg_kind[seg] == _K_STATE, self.seg_first[seg], self.seg_last[seg])
@@ -839,6 +805,7 @@ class _Builder:
         return nfirst, nlast, nkind, nact, eu, ev, er, eres, mask
 
     def build(self) -> nx.DiGraph:
+        import networkx as nx
         G = nx.DiGraph(reorder=self.reorder, start=self.start, stop=self.stop, commands=len(self.s))
         got = self.arrays()
         if got is None:
@@ -855,6 +822,109 @@ class _Builder:
                  for c, m, rr in zip(er.tolist(), minv.reshape(-1).tolist(), rinv.reshape(-1).tolist())]
         _fill_digraph(G, nodes, eu.tolist(), ev.tolist(), edges)
         return G
+
+
+def _action_signatures(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.ndarray, act_cmd: np.ndarray,
+                       opq: np.ndarray, crank: np.ndarray, head: np.ndarray, tail: np.ndarray,
+                       pure: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct signatures of the actions ``act_cmd`` (non-decreasing) as :func:`_unique_rows`
+    gives them: the first action of each distinct signature in lexicographic order, and each
+    action's rank. An action's signature is the row ``head[a]``, then per slot of ``slots`` the
+    ``crank`` of the command that last set it before the action in its Opaque epoch
+    (``crank[-1]``: none; :func:`_act_setter_events`), then ``tail[a]``.
+
+    ``drawopt._graph.action_signatures`` interns the rows as it forms them (no column per slot
+    for every action); :func:`_action_signatures_py` is its twin.
+    """
+    kernel = getattr(load_cext("_graph", pure), "action_signatures", None)  # (None: an older extension)
+    if kernel is None or (act_cmd.shape[0] > 1 and not bool((np.diff(act_cmd) >= 0).all())):
+        return _action_signatures_py(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail, pure)
+    ids, first, rows = kernel(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail)
+    order = np.lexsort(rows.T[::-1])
+    rank = np.empty(order.size, np.int64)
+    rank[order] = np.arange(order.size)
+    return first[order], rank[ids]
+
+
+def _action_signatures_py(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.ndarray, act_cmd: np.ndarray,
+                          opq: np.ndarray, crank: np.ndarray, head: np.ndarray, tail: np.ndarray,
+                          pure: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Twin of :func:`_action_signatures`' kernel: the columns packed as they come (a few slots'
+    setters at a time) and :func:`_unique_rows` of the packed words (``pure``: for the setters)."""
+    def columns() -> Iterator[np.ndarray]:
+        yield from head.T
+        for k in range(0, slots.shape[0], 4):
+            _, got = _act_setter_events(ev_cmd, ev_slot, slots[k:k + 4], act_cmd, opq, pure)
+            yield from (crank[c] for c in got)
+        yield from tail.T
+
+    return _unique_rows(pack_columns(columns()))
+
+
+def _hazard_pairs(seg: np.ndarray, res: np.ndarray, cls: np.ndarray, ep: np.ndarray, seg_kind: np.ndarray,
+                  pure: bool | None = None) -> tuple[np.ndarray, ...]:
+    """The hazard edges between segments from their accesses sorted by (epoch, resource, segment):
+    ``(u, v, reason code, resource)``.
+
+    Accesses of one (epoch, resource) form groups: a run of reads, a run of one commuting write
+    class, or a single ordered write (class 1). Each access of a group after the first of its
+    key gets an edge from every member of the previous group (when that group has at most
+    :data:`_FAN_CAP` members, or for the group's first member), else one from its group's first
+    member; edges inside one segment are left out. Listed: the first kind, by access, then the
+    second (``drawopt._graph.hazard_pairs``; twin :func:`_hazard_pairs_py`).
+    """
+    kernel = getattr(load_cext("_graph", pure), "hazard_pairs", None)  # (None: an extension built before it)
+    if kernel is not None:
+        return kernel(seg, res, cls, ep, seg_kind, _FAN_CAP, _HAZARD_CODES)
+    return _hazard_pairs_py(seg, res, cls, ep, seg_kind)
+
+
+_HAZARD_CODES = np.array([_R_CODE["raw"], _R_CODE["war"], _R_CODE["order"], _R_CODE["waw"], _R_CODE["barrier"],
+                          _R_CODE["flush"], _K_DRAWS, _K_BARRIER, _K_FLUSH], np.int64)
+"""The reason and kind codes :func:`_hazard_pairs`' kernel uses: raw, war, order, waw, barrier, flush
+(reasons), draws, barrier, flush (segment kinds)."""
+
+
+def _hazard_pairs_py(seg: np.ndarray, res: np.ndarray, cls: np.ndarray, ep: np.ndarray,
+                     seg_kind: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Pure-numpy twin of ``drawopt._graph.hazard_pairs`` (:func:`_hazard_pairs`)."""
+    n = seg.size
+    if n == 0:
+        z = np.zeros(0, np.int64)
+        return z, z, z, z
+    key = ep * _BIG + res
+    newkey = np.r_[True, key[1:] != key[:-1]]
+    newgrp = newkey | np.r_[True, cls[1:] != cls[:-1]] | (cls == 1)
+    gid = np.cumsum(newgrp) - 1
+    gstart = np.flatnonzero(newgrp)
+    gsize = np.diff(np.r_[gstart, n])
+    ng = gstart.size
+    has_prev = np.r_[False, ~newkey[gstart[1:]]] if ng else np.zeros(0, bool)
+    g = gid
+    pg = g - 1
+    hp = has_prev[g]
+    psize = np.where(hp, gsize[np.maximum(pg, 0)], 0)
+    first_member = np.arange(n) == gstart[g]
+    full = hp & ((psize <= _FAN_CAP) | first_member)
+    anchor = hp & ~full
+    # full: edges from every member of the previous group
+    i_full = np.flatnonzero(full)
+    reps = psize[i_full]
+    v1 = np.repeat(i_full, reps)
+    u1 = ragged_index(gstart[pg[i_full]], reps)
+    # anchored: from the first member of this group
+    i_anc = np.flatnonzero(anchor)
+    u2, v2 = gstart[g[i_anc]], i_anc
+    u = np.r_[u1, u2].astype(np.int64)
+    v = np.r_[v1, v2].astype(np.int64)
+    ku, kv = seg_kind[seg[u]], seg_kind[seg[v]]
+    cu, cv = cls[u], cls[v]
+    reason = np.where(cv == 0, _R_CODE["raw"], np.where(cu == 0, _R_CODE["war"],
+                      np.where((ku == _K_DRAWS) & (kv == _K_DRAWS), _R_CODE["order"], _R_CODE["waw"])))
+    reason = np.where((ku == _K_BARRIER) | (kv == _K_BARRIER), _R_CODE["barrier"], reason)
+    reason = np.where((ku == _K_FLUSH) | (kv == _K_FLUSH), _R_CODE["flush"], reason)
+    keep = seg[u] != seg[v]
+    return seg[u][keep], seg[v][keep], reason[keep], res[u][keep]
 
 
 def _res_name(res_names: list[str], r: int) -> str:
@@ -1001,6 +1071,7 @@ def _fill_digraph(G: nx.DiGraph, nodes: list[dict[str, Any]], eu: list[int], ev:
     dicts directly (those methods cost microseconds per element in checks this builder does
     not need); falls back to them for a graph class with its own storage factories.
     """
+    import networkx as nx
     plain = (type(G) is nx.DiGraph and not G._node and G._succ is G._adj
              and G.node_dict_factory is dict and G.adjlist_inner_dict_factory is dict
              and G.node_attr_dict_factory is dict and G.edge_attr_dict_factory is dict)
@@ -1408,6 +1479,7 @@ def to_dot(G: nx.DiGraph, stream: Stream | None = None) -> str:
 
 def to_json(G: nx.DiGraph) -> dict[str, Any]:
     """``networkx.node_link_data`` of ``G`` (JSON-able)."""
+    import networkx as nx
     return nx.node_link_data(G, edges="links")
 
 
@@ -1420,6 +1492,7 @@ def graph_bytes(G: nx.DiGraph, fmt: str, stream: Stream | None = None) -> bytes:
     if fmt == "dot":
         return to_dot(G, stream).encode()
     if fmt == "graphml":
+        import networkx as nx
         return "\n".join(nx.generate_graphml(G)).encode()
     if fmt == "json":
         return (json.dumps(to_json(G), indent=1) + "\n").encode()

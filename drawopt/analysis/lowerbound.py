@@ -219,8 +219,13 @@ def lower_bound_parts(stream: Stream, target: Any, reorder: str = "declared", ta
     want = nxt[valid] * ncls + uniq[valid, 1]
     pos = np.clip(np.searchsorted(keys, want), 0, keys.size - 1)
     hit = (keys[pos] == want) & (pseg[uniq[valid, 0]] == pseg[np.minimum(nxt[valid], part.max())])
-    shared = np.unique(uniq[valid, 0][hit]).size
-    return LowerBound(calls - int(shared), int(np.unique(seg).size), int(part.max()) + 1, ncls, part, cls)
+    shared = _distinct_sorted(uniq[valid, 0][hit])  # (parts in order: pkey is sorted)
+    return LowerBound(calls - shared, _distinct_sorted(seg), int(part.max()) + 1, ncls, part, cls)
+
+
+def _distinct_sorted(x: np.ndarray) -> int:
+    """Distinct values of the non-decreasing array ``x`` (``np.unique(x).size`` without a sort or hash)."""
+    return int(np.count_nonzero(x[1:] != x[:-1])) + 1 if x.size else 0
 
 
 def lower_bound(stream: Stream, target: str | TargetModel = "d3d12", reorder: str = "declared",

@@ -13,7 +13,10 @@ Members (``N`` commands, ``M`` pooled variadic values)::
     data_<i> uint32[W]     contents of buffer declaration i (global declaration index)
 
 ``meta.decls`` are :func:`drawopt.ir.decls.decl_to_json` objects without buffer
-data. The writer compacts the pool and the string table; the reader checks
+data. The archive is laid out as ``numpy.savez_compressed`` lays it out (one ``NAME.npy``
+member per array, zip64 headers), deflated at :data:`COMPRESSLEVEL` (zlib level 1: at a
+million draws numpy's default level 6 spends 4 s in zlib for a file 26% smaller); plain
+``np.load`` reads it. The writer compacts the pool and the string table; the reader checks
 member names, dtypes, shapes and sizes *before* reading any array (a hostile
 archive cannot make it allocate more than the limits below), then
 :meth:`Stream.check`. Errors are reported at ``file:line:1`` where ``line`` is
@@ -22,10 +25,11 @@ the offending command's index + 1 (1 for archive-level problems).
 
 from __future__ import annotations
 
-__all__ = ["loads_npz", "dumps_npz", "LIMITS"]
+__all__ = ["loads_npz", "dumps_npz", "write_archive", "LIMITS", "COMPRESSLEVEL"]
 
 import io
 import json
+import zipfile
 from dataclasses import replace
 from typing import Any
 
@@ -60,10 +64,23 @@ _COLUMNS = {  # name: (dtype, shape given N (None = free length))
 }
 _DATA_DTYPE = np.dtype(np.uint32)
 
+COMPRESSLEVEL = 1
+"""zlib level of the writer's members (0: stored uncompressed; None: zlib's default, 6, which
+gives ``np.savez_compressed``'s bytes). Frame of 1M draws, 254 MB of arrays: level 6 16.3 MB
+in 3.95 s CPU, level 1 22.0 MB in 1.23 s, stored 254 MB in 0.37 s."""
+
 
 # ============================================================================ writer
-def dumps_npz(s: Stream) -> bytes:
-    """The ``.npz`` bytes of ``s`` (compressed; pool and strings compacted)."""
+def dumps_npz(s: Stream, level: int | None = COMPRESSLEVEL) -> bytes:
+    """The ``.npz`` bytes of ``s`` (pool and strings compacted), deflated at zlib ``level``
+    (:data:`COMPRESSLEVEL`; 0 stores the arrays uncompressed).
+
+    >>> from drawopt.gen import generate
+    >>> s = generate("quads", 4)
+    >>> a = np.load(io.BytesIO(dumps_npz(s)), allow_pickle=False)
+    >>> a["op"].tolist() == s.op.tolist(), np.array_equal(a["args"], s.args)
+    (True, True)
+    """
     lens = s.var_len.astype(np.int32)
     off = np.zeros(len(s), np.int64)
     if len(s):
@@ -87,8 +104,25 @@ def dumps_npz(s: Stream) -> bytes:
         op=s.op, args=args, var_off=off, var_len=lens, pool=s.var_values(), flags=s.flags, line=s.line,
         meta=np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8),
     )
+    return write_archive(arrays, level)
+
+
+def write_archive(arrays: dict[str, np.ndarray], level: int | None = COMPRESSLEVEL) -> bytes:
+    """``arrays`` as ``.npz`` bytes, laid out as ``np.savez_compressed`` writes them (its bytes
+    for ``level=None``), each member deflated at zlib ``level`` (stored for 0).
+
+    >>> a = {"x": np.arange(3, dtype=np.int64)}
+    >>> b = io.BytesIO(); np.savez_compressed(b, **a)
+    >>> write_archive(a, None) == b.getvalue(), np.load(io.BytesIO(write_archive(a, 0)))["x"].tolist()
+    (True, [0, 1, 2])
+    """
     bio = io.BytesIO()
-    np.savez_compressed(bio, **arrays)
+    comp = zipfile.ZIP_STORED if level == 0 else zipfile.ZIP_DEFLATED
+    with zipfile.ZipFile(bio, "w", compression=comp, allowZip64=True,
+                         compresslevel=None if level == 0 else level) as zf:
+        for name, a in arrays.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as f:
+                npformat.write_array(f, np.asanyarray(a), allow_pickle=False)
     return bio.getvalue()
 
 
