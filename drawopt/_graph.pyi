@@ -47,5 +47,6 @@ def action_signatures(
     ev_cmd: npt.ArrayLike, ev_slot: npt.ArrayLike, slots: npt.ArrayLike, act_cmd: npt.ArrayLike, opq: npt.ArrayLike,
     crank: npt.ArrayLike, head: npt.ArrayLike, tail: npt.ArrayLike,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """``(ids, first, rows)``: the actions' binding signatures interned (``drawopt.analysis.graph._action_signatures``)."""
+    """``(ids, first, rows)``: the actions' binding signatures interned
+    (``drawopt.analysis.graph._action_signatures``)."""
     ...

@@ -3,7 +3,8 @@
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
+__all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "fill_at", "group_ids", "merge_runs",
+           "state_hashes", "const_events"]
 
 def hash_columns(n: int, seed: int, vals: list[npt.NDArray[np.int64] | None],
                  idxs: list[npt.NDArray[np.int64] | None], kinds: npt.NDArray[np.uint8],

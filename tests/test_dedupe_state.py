@@ -485,8 +485,9 @@ def test_chain_writers_kernel_matches_its_twin():
 
 def test_origins_kernel_matches_its_twin():
     """Runs of redundant re-sets followed back to their first command (or the initial value)."""
-    from drawopt._accel import load_cext
     from drawopt.passes.dedupe_state import _origins_py
+
+    from drawopt._accel import load_cext
     mod = load_cext("_dedupe", False)
     if mod is None:  # pragma: no cover - extension not built
         pytest.skip("drawopt._dedupe is not built")
