@@ -238,13 +238,16 @@ MultiDrawIndexedInstancedIndirect 2 args 60 20
 
 
 def _rebinds_by_findings(s: Stream, rebinds: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The re-bind guard's old semantics: splice the re-binds in and count ``index-range`` findings."""
+    """The re-bind guard's old semantics: splice the re-binds in and count ``index-range`` findings.
+
+    A buffer that anything writes, before or after the re-bind point, is never re-bound (the flush
+    pass's rule since the regression in tests/test_rewrite_regressions.py)."""
     w = gpu_writes(s)
     written: dict[int, int] = {}
     copies = np.flatnonzero(s.op == BY_NAME["CopyBufferRegion"].code)
     for c, r in zip(np.r_[w.cmd, copies].tolist(), np.r_[w.res, s.args[copies, 0]].tolist()):
         written[int(r)] = min(written.get(int(r), c), c)
-    rebinds = [(a, src) for a, src in rebinds if written.get(int(s.args[src, 0]), a + 1) > a]
+    rebinds = [(a, src) for a, src in rebinds if int(s.args[src, 0]) not in written]
     if not rebinds:
         return rebinds
 
