@@ -27,6 +27,8 @@ import os
 import sys
 from collections.abc import Mapping
 
+from drawopt.ir.pages import set_huge_pages
+
 _M_TRIM_THRESHOLD = -1  # glibc's mallopt parameters (malloc.h)
 _M_MMAP_MAX = -4
 _KEEP_FREED = 2**31 - 1  # bytes of free heap kept before trimming (mallopt takes an int): 2 GB
@@ -48,14 +50,5 @@ def tune_allocator(environ: Mapping[str, str] = os.environ) -> bool:
     if not mallopt(_M_MMAP_MAX, 0):
         return False
     mallopt(_M_TRIM_THRESHOLD, _KEEP_FREED)
-    _small_pages()
+    set_huge_pages(False)
     return True
-
-
-def _small_pages() -> None:
-    """numpy without ``madvise(MADV_HUGEPAGE)`` on its arrays (a no-op where numpy has no switch)."""
-    import numpy as np
-
-    setter = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "_set_madvise_hugepage", None)
-    if setter is not None:
-        setter(False)

@@ -24,13 +24,11 @@ True
 
 from __future__ import annotations
 
-__all__ = ["VerifyResult", "verify", "REORDER_POLICIES", "small_pages"]
+__all__ = ["VerifyResult", "verify", "REORDER_POLICIES"]
 
 import sys
 import time
 import types
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +37,7 @@ import numpy as np
 from drawopt.errors import UsageError
 from drawopt.ir.decls import Buffer
 from drawopt.ir.ops import BARRIER_STATES, BY_NAME, Op
+from drawopt.ir.pages import small_pages
 from drawopt.ir.stream import REORDER_POLICIES, Stream
 from drawopt.verify.compare import canonical, compare_records, exit_state_diff, matched_actions
 from drawopt.verify.model import Canon
@@ -120,34 +119,8 @@ def verify(original: Stream, optimized: Stream, reorder: str = "declared") -> Ve
     """
     if reorder not in REORDER_POLICIES:
         raise UsageError(f"unknown reorder policy '{reorder}' (use {', '.join(REORDER_POLICIES)})")
-    with small_pages():
+    with small_pages():  # many short-lived arrays of a few MB: see drawopt.ir.pages
         return _verify(original, optimized, reorder)
-
-
-@contextmanager
-def small_pages() -> Iterator[None]:
-    """numpy without ``madvise(MADV_HUGEPAGE)`` on its arrays while the streams are compared
-    (``drawopt verify`` also loads its two streams under it: 1.2 s of a 1M-draw pair's 1.9 s
-    of system time went to huge-page faults).
-
-    The validator allocates and frees many short-lived arrays of a few MB; with transparent
-    huge pages each of them is faulted in 2 MB at a time, which on the reference machine made
-    the kernel's share (sys time) of a 1M-draw verify larger than the work itself (7.9 s of
-    13.5 s CPU; 2.3 s of 7.9 s without). The previous setting is restored afterwards.
-
-    >>> with small_pages():
-    ...     x = np.zeros(1 << 20)
-    """
-    setter = getattr(getattr(np, "_core", None), "multiarray", None)
-    setter = getattr(setter, "_set_madvise_hugepage", None)
-    if setter is None:
-        yield
-        return
-    prev = setter(False)
-    try:
-        yield
-    finally:
-        setter(prev)
 
 
 def _verify(original: Stream, optimized: Stream, reorder: str) -> VerifyResult:
