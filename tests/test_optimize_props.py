@@ -10,20 +10,18 @@ from __future__ import annotations
 
 from collections import Counter
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from drawopt.analysis.costmodel import TARGETS
 from drawopt.errors import InputError
-from drawopt.ir.ops import BY_NAME, COL_AUTO_MAX, COL_DRAW_COUNT, MULTI_DRAW_OPS
 from drawopt.passmanager import PASSES, PassManager, default_pipeline, parse_pipeline
 from drawopt.validate import findings
 from drawopt.verify import verify
 
 try:
-    from strategies import streams
+    from strategies import VERIFIABLE_DRAWS, multi_draws, streams
 except ImportError:  # pragma: no cover - tests/strategies.py is shared by the suite
     streams = None
 
@@ -34,16 +32,6 @@ KNOWN: dict[str, str] = {}
 """Pipelines with a known, documented failure of the property (the pass manager rolls the pass back for users)."""
 
 _SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
-
-
-_AUTO = [BY_NAME[n].code for n in ("MultiDrawInstancedIndirectAuto", "MultiDrawIndexedInstancedIndirectAuto")]
-
-
-def _multi_draws(s) -> int:
-    """The draws the stream's multi-draws may perform (what the verifier expands)."""
-    auto = np.isin(s.op, _AUTO)
-    plain = np.isin(s.op, list(MULTI_DRAW_OPS)) & ~auto
-    return sum(int(x) for x in s.args[plain, COL_DRAW_COUNT]) + sum(int(x) for x in s.args[auto, COL_AUTO_MAX])
 
 
 def _counts(s) -> Counter[str]:
@@ -57,11 +45,9 @@ def _counts(s) -> Counter[str]:
 @given(data=st.data())
 def test_passes_output_verifies_and_adds_no_finding(pipeline: str, data) -> None:
     s = data.draw(streams(max_commands=60), label="stream")
-    # the verifier expands multi-draws record by record, up to 2^24 draws in all (a usage error past
-    # it); as in tests/test_access.py, stay well under it (a pass moves draws into multi-draws, one
-    # record each, and never multiplies them). Each command's own count column: the max count of an
-    # Auto multi-draw, the count of the others (the Auto column is an offset there)
-    assume(_multi_draws(s) < 1 << 20)
+    # under the verifier's multi-draw limit (a pass moves draws into multi-draws, one record each, and
+    # never multiplies them)
+    assume(multi_draws(s) < VERIFIABLE_DRAWS)
     target = data.draw(st.sampled_from(TARGETS), label="target")
     reorder = data.draw(st.sampled_from(("none", "declared", "opaque")), label="reorder")
     try:
