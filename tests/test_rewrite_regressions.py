@@ -45,3 +45,33 @@ CopyBufferRegion ib 0 args 0 4
     assert r.equivalent, r.reason
     ia = BY_NAME["IASetIndexBuffer"].code
     assert (out.op == ia).sum() == (s.op == ia).sum() == 1  # no re-bind
+
+
+def test_verify_keys_a_draw_the_same_whatever_other_actions_see() -> None:
+    """A dead IASetVertexBuffers after the last draw (what dedupe-state removes) gave the copy after it
+    a vertex-window shift; the verifier then hashed the shift into the input-assembler key of every
+    non-indexed draw of that stream (a shift of 0 included) and of no draw of the other, and rejected
+    the draw: "input-assembler base vertex / instance differs". A record's key may not depend on
+    another record's."""
+    text = """drawopt 1 context=graphics kind=list fast_semantics=on auto_gpu_flush=on
+buffer buf size=65536
+buffer verts size=65536
+target rt 64x64 R8G8B8A8_UNORM
+pipeline p vs=v ps=f layout=pos
+OMSetRenderTargets rt
+SetPipelineState p
+IASetPrimitiveTopology TRIANGLELIST
+IASetVertexBuffers 0 verts 0 16
+DrawInstanced 3 1 0 0
+IASetVertexBuffers 0 verts 16 16
+CopyBufferRegion buf 0 buf 0 4
+"""
+    s, out, pm = _run(text, "dedupe-state")
+    assert len(out) == len(s) - 1  # the dead re-bind went
+    assert [r.rejected for r in pm.records if r.rejected] == []
+    r = verify(s, out, reorder=pm.reorder)
+    assert r.equivalent, r.reason
+    # and a real difference in the window still fails
+    moved = loads(text.replace("IASetVertexBuffers 0 verts 0 16", "IASetVertexBuffers 0 verts 16 16", 1), file="<t>")
+    assert not verify(s, moved, reorder=pm.reorder).equivalent
+
