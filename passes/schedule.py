@@ -915,7 +915,37 @@ def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: State
                 j = int(pick[i])
                 x, y = ta.scan.values.decode(int(a[i])), sb.values.decode(int(b[i]))
                 return f"draw {j} (input draw {int(perm[j])}): {SLOTS[k]} {x!r} became {y!r}"
+    held = _held_diff(ta, tb, perm)
+    if held is not None:
+        return held
     return _exit_state_diff(ta.scan, sb)
+
+
+def _held_diff(ta: StateTable, tb: StateTable, perm: np.ndarray) -> str | None:
+    """The first root argument a draw observes that may still hold a different set value
+    (:func:`_held`) in ``tb`` than draw ``perm[j]`` in ``ta``; None when all agree. A value is held
+    only across a root signature or heaps change from an unknown one: without one, nothing to do."""
+    sa, sb = ta.scan, tb.scan
+    assert sa is not None and sb is not None
+    if not (_unknown_resets(sa) or _unknown_resets(sb)):
+        return None
+    da, db = np.flatnonzero(sa.obs_kind == OBS_DRAW)[perm], np.flatnonzero(sb.obs_kind == OBS_DRAW)
+    rows = ta.rows[ta.state[perm]]
+    for k in (*range(ROOT0, ROOT0 + NROOT), *range(CROOT0, CROOT0 + NROOT)):
+        ha = (((sa.unknown[da] >> k) & 1) == 1) & (sa.setter[da, k] >= 0)
+        hb = (((sb.unknown[db] >> k) & 1) == 1) & (sb.setter[db, k] >= 0)
+        for j in np.flatnonzero((ha | hb) & (rows[:, k] != MASKED)).tolist():
+            x, y = _held(sa, int(da[j]), k), _held(sb, int(db[j]), k)
+            if x != y:
+                return f"draw {j} (input draw {int(perm[j])}): {SLOTS[k]} may still hold {x!r}, became {y!r}"
+    return None
+
+
+def _unknown_resets(sc: Scan) -> bool:
+    """Whether a root signature or heaps change from an unknown one happens in ``sc``'s stream (the
+    only way a root argument is unknown and still held)."""
+    ch = np.flatnonzero(np.isin(sc.slot, (GFX_RS, CRS, HEAPS)))
+    return bool((sc.prev[ch] == UNKNOWN).any())
 
 
 def _exit_state_diff(sa: Any, sb: Any) -> str | None:
@@ -931,7 +961,21 @@ def _exit_state_diff(sa: Any, sb: Any) -> str | None:
         x, y = sa.values.decode(int(ra[k])), sb.values.decode(int(rb[k]))
         if x != y:
             return f"end of bundle: {SLOTS[k]} {x!r} became {y!r}"
+        # an unknown slot may still hold what the bundle set before a root signature or heaps change
+        # from the caller's made it unknown: that set is observed too (drawopt.analysis.state)
+        x, y = (_held(sc, int(e[0]), k) for sc, e in ((sa, ea), (sb, eb)))
+        if x != y:
+            return f"end of bundle: {SLOTS[k]} may still hold {x!r}, became {y!r}"
     return None
+
+
+def _held(sc: Any, o: int, k: int) -> Any:
+    """The value slot ``k`` may still hold at observer ``o`` where the scan has it unknown but set
+    (decoded), else None."""
+    setter = int(sc.setter[o, k])
+    if not (int(sc.unknown[o]) >> k) & 1 or setter < 0:
+        return None
+    return sc.values.decode(int(sc.cval[setter]))
 
 
 _NO_CONTENT = -10

@@ -75,3 +75,27 @@ CopyBufferRegion buf 0 buf 0 4
     moved = loads(text.replace("IASetVertexBuffers 0 verts 0 16", "IASetVertexBuffers 0 verts 16 16", 1), file="<t>")
     assert not verify(s, moved, reorder=pm.reorder).equivalent
 
+
+def test_schedule_keeps_a_set_a_bundle_may_still_hand_back() -> None:
+    """In a bundle the compute root signature is the caller's (unknown); root constants set on it and
+    then a SetComputeRootSignature leave the constants unknown, but they may still hold what was set
+    (the state model keeps that set observed), and the caller's draws after ExecuteBundle see it.
+    schedule compared only the end state's values (unknown on both sides), re-emitted no setter
+    for it and dropped the constants: "bundle exit state: compute root constant 0[0] 0x0 != never
+    set"."""
+    text = """drawopt 1 context=graphics kind=bundle fast_semantics=off auto_gpu_flush=off
+rootsig rs constants(1) cbv
+pipeline p vs=pull
+SetComputeRoot32BitConstants 0 1 0
+SetPipelineState p
+OMSetRenderTargets
+DrawInstanced 0 0 0 0 @nomerge
+SetComputeRootSignature rs
+DrawIndexedInstanced 0 0 0 0 0
+DrawInstanced 0 0 0 0
+"""
+    for reorder in ("declared", "opaque"):
+        s, out, pm = _run(text, "schedule", target="xbox-one", reorder=reorder)
+        assert [r.rejected for r in pm.records if r.rejected] == []
+        r = verify(s, out, reorder=reorder)
+        assert r.equivalent, r.reason
