@@ -99,3 +99,25 @@ DrawInstanced 0 0 0 0
         assert [r.rejected for r in pm.records if r.rejected] == []
         r = verify(s, out, reorder=reorder)
         assert r.equivalent, r.reason
+
+
+def test_index_range_past_2_63() -> None:
+    """validate's index-range rule summed offset + indices * size in int64: past 2^63 the end wrapped
+    negative and the read past the end of a 2^63-1 byte buffer went unreported (the vectorised rule
+    disagreed with the per-record reference; a pass could then add such a read unseen)."""
+    from drawopt.validate import findings
+
+    text = f"""drawopt 1 context=graphics kind=list fast_semantics=off auto_gpu_flush=off
+buffer big size={2**63 - 1}
+target rt 64x64 R8G8B8A8_UNORM
+pipeline p vs=v ps=f layout=pos
+OMSetRenderTargets rt
+SetPipelineState p
+IASetPrimitiveTopology TRIANGLELIST
+IASetIndexBuffer big R32_UINT {2**63 - 8}
+DrawIndexedInstanced 3 1 0 0 0
+DrawIndexedInstanced 1 1 0 0 0
+"""
+    found = [f for f in findings(loads(text, file="<t>")) if f.rule == "index-range"]
+    assert [f.cmd for f in found] == [4]
+    assert f"up to byte {2**63 + 4} " in found[0].message
