@@ -930,13 +930,18 @@ def _held_diff(ta: StateTable, tb: StateTable, perm: np.ndarray) -> str | None:
     if not (_unknown_resets(sa) or _unknown_resets(sb)):
         return None
     da, db = np.flatnonzero(sa.obs_kind == OBS_DRAW)[perm], np.flatnonzero(sb.obs_kind == OBS_DRAW)
-    rows = ta.rows[ta.state[perm]]
-    for k in (*range(ROOT0, ROOT0 + NROOT), *range(CROOT0, CROOT0 + NROOT)):
-        ha = (((sa.unknown[da] >> k) & 1) == 1) & (sa.setter[da, k] >= 0)
-        hb = (((sb.unknown[db] >> k) & 1) == 1) & (sb.setter[db, k] >= 0)
-        for j in np.flatnonzero((ha | hb) & (rows[:, k] != MASKED)).tolist():
-            x, y = _held(sa, int(da[j]), k), _held(sb, int(db[j]), k)
+    roots = (*range(ROOT0, ROOT0 + NROOT), *range(CROOT0, CROOT0 + NROOT))
+    # the draws that see some root argument unknown on either side
+    cand = np.flatnonzero(((sa.unknown[da] | sb.unknown[db]) & sum(1 << k for k in roots)) != 0)
+    da, db, ua, ub = da[cand], db[cand], sa.unknown[da[cand]], sb.unknown[db[cand]]
+    rows = ta.rows[ta.state[perm[cand]]]
+    for k in roots:
+        ha = (((ua >> k) & 1) == 1) & (sa.setter[da, k] >= 0)
+        hb = (((ub >> k) & 1) == 1) & (sb.setter[db, k] >= 0)
+        for i in np.flatnonzero((ha | hb) & (rows[:, k] != MASKED)).tolist():
+            x, y = _held(sa, int(da[i]), k), _held(sb, int(db[i]), k)
             if x != y:
+                j = int(cand[i])
                 return f"draw {j} (input draw {int(perm[j])}): {SLOTS[k]} may still hold {x!r}, became {y!r}"
     return None
 

@@ -83,7 +83,8 @@ from drawopt.ir.stream import (
     Stream,
 )
 
-__all__ = ["streams", "headers", "u32s", "i32s", "f32_bits", "names", "F32_SPECIAL", "multi_draws", "VERIFIABLE_DRAWS"]
+__all__ = ["streams", "headers", "u32s", "i32s", "f32_bits", "names", "F32_SPECIAL", "multi_draws",
+           "VERIFIABLE_DRAWS"]
 
 U32_MAX = 2**32 - 1
 U32_EDGES = (0, 1, 2, 65535, 65536, 2**31 - 1, 2**31, U32_MAX)
@@ -495,7 +496,6 @@ def streams(draw, max_commands: int = 60, min_commands: int = 0, ops: Sequence[s
     s = cb.build(header, decls, strings)
     s.check()
     return s
-
 
 
 VERIFIABLE_DRAWS = 1 << 20

@@ -121,3 +121,30 @@ DrawIndexedInstanced 1 1 0 0 0
     found = [f for f in findings(loads(text, file="<t>")) if f.rule == "index-range"]
     assert [f.cmd for f in found] == [4]
     assert f"up to byte {2**63 + 4} " in found[0].message
+
+
+def test_schedule_keeps_a_set_a_draw_may_still_read() -> None:
+    """The same at a draw: root constants set on the caller's root signature stay possibly in force
+    across the bundle's SetGraphicsRootSignature, and pipeline p reads them. schedule moved p's draw
+    after re-emitting only the root signature ("draw 1: root constant 0[0] 0x7 != never set"); the
+    final set hides it from the end-of-bundle check."""
+    text = """drawopt 1 context=graphics kind=bundle fast_semantics=off auto_gpu_flush=off
+target rt 64x64 R8G8B8A8_UNORM
+rootsig rs constants(1) cbv
+pipeline p vs=pull ps=f root=rs contract=order_independent
+pipeline q vs=pull ps=f contract=order_independent
+SetGraphicsRoot32BitConstants 0 1 7
+SetGraphicsRootSignature rs
+SetPipelineState q
+OMSetRenderTargets rt
+DrawInstanced 3 1 0 0
+SetPipelineState p
+DrawInstanced 3 1 0 0
+SetPipelineState q
+DrawInstanced 3 1 0 0
+SetGraphicsRoot32BitConstants 0 1 9
+"""
+    s, out, pm = _run(text, "schedule", reorder="declared")
+    assert [r.rejected for r in pm.records if r.rejected] == []
+    r = verify(s, out, reorder="declared")
+    assert r.equivalent, r.reason
