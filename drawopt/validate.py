@@ -366,7 +366,7 @@ class IndexReads:
     ``record``: -1 for a ``DrawIndexedInstanced``, else which record of its CPU-known args
     (0 for a ``DrawIndexedInstancedIndirect``); ``count``, ``start``: the record's index
     count and start index; ``buffer``: the index buffer (declaration index); ``end``: the
-    byte one past the last index read; ``size``: the buffer's size in bytes.
+    byte one past the last index read (uint64: it may pass 2^63); ``size``: the buffer's size in bytes.
     """
 
     cmd: np.ndarray
@@ -457,9 +457,12 @@ def index_range_violations(stream: Stream, cmds: np.ndarray, setters: np.ndarray
     sizes = np.array([d.size if isinstance(d, Buffer) else 0 for d in s.decls.items] + [0], np.int64)
     isz = np.where(args[rs, _SET_IB.col("format")] == 0, INDEX_SIZE[0], INDEX_SIZE[1])
     buf = args[rs, _SET_IB.col("buffer")]
-    end = args[rs, _SET_IB.col("offset")] + (start + count) * isz
-    bad = (count > 0) & (end > sizes[buf])
-    return IndexReads(rc[bad], rs[bad], rec[bad], count[bad], start[bad], buf[bad], end[bad], sizes[buf[bad]])
+    off = args[rs, _SET_IB.col("offset")]
+    span = (start + count) * isz
+    # compared as the room left after the offset: offset + span may pass 2^63 (a buffer that large)
+    bad = (count > 0) & (span > sizes[buf] - off)
+    end = off[bad].astype(np.uint64) + span[bad].astype(np.uint64)
+    return IndexReads(rc[bad], rs[bad], rec[bad], count[bad], start[bad], buf[bad], end, sizes[buf[bad]])
 
 
 def _index_range(c: _Ctx) -> _Hits:

@@ -915,7 +915,42 @@ def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: State
                 j = int(pick[i])
                 x, y = ta.scan.values.decode(int(a[i])), sb.values.decode(int(b[i]))
                 return f"draw {j} (input draw {int(perm[j])}): {SLOTS[k]} {x!r} became {y!r}"
+    held = _held_diff(ta, tb, perm)
+    if held is not None:
+        return held
     return _exit_state_diff(ta.scan, sb)
+
+
+def _held_diff(ta: StateTable, tb: StateTable, perm: np.ndarray) -> str | None:
+    """The first root argument a draw observes that may still hold a different set value
+    (:func:`_held`) in ``tb`` than draw ``perm[j]`` in ``ta``; None when all agree. A value is held
+    only across a root signature or heaps change from an unknown one: without one, nothing to do."""
+    sa, sb = ta.scan, tb.scan
+    assert sa is not None and sb is not None
+    if not (_unknown_resets(sa) or _unknown_resets(sb)):
+        return None
+    da, db = np.flatnonzero(sa.obs_kind == OBS_DRAW)[perm], np.flatnonzero(sb.obs_kind == OBS_DRAW)
+    roots = (*range(ROOT0, ROOT0 + NROOT), *range(CROOT0, CROOT0 + NROOT))
+    # the draws that see some root argument unknown on either side
+    cand = np.flatnonzero(((sa.unknown[da] | sb.unknown[db]) & sum(1 << k for k in roots)) != 0)
+    da, db, ua, ub = da[cand], db[cand], sa.unknown[da[cand]], sb.unknown[db[cand]]
+    rows = ta.rows[ta.state[perm[cand]]]
+    for k in roots:
+        ha = (((ua >> k) & 1) == 1) & (sa.setter[da, k] >= 0)
+        hb = (((ub >> k) & 1) == 1) & (sb.setter[db, k] >= 0)
+        for i in np.flatnonzero((ha | hb) & (rows[:, k] != MASKED)).tolist():
+            x, y = _held(sa, int(da[i]), k), _held(sb, int(db[i]), k)
+            if x != y:
+                j = int(cand[i])
+                return f"draw {j} (input draw {int(perm[j])}): {SLOTS[k]} may still hold {x!r}, became {y!r}"
+    return None
+
+
+def _unknown_resets(sc: Scan) -> bool:
+    """Whether a root signature or heaps change from an unknown one happens in ``sc``'s stream (the
+    only way a root argument is unknown and still held)."""
+    ch = np.flatnonzero(np.isin(sc.slot, (GFX_RS, CRS, HEAPS)))
+    return bool((sc.prev[ch] == UNKNOWN).any())
 
 
 def _exit_state_diff(sa: Any, sb: Any) -> str | None:
@@ -931,7 +966,21 @@ def _exit_state_diff(sa: Any, sb: Any) -> str | None:
         x, y = sa.values.decode(int(ra[k])), sb.values.decode(int(rb[k]))
         if x != y:
             return f"end of bundle: {SLOTS[k]} {x!r} became {y!r}"
+        # an unknown slot may still hold what the bundle set before a root signature or heaps change
+        # from the caller's made it unknown: that set is observed too (drawopt.analysis.state)
+        x, y = (_held(sc, int(e[0]), k) for sc, e in ((sa, ea), (sb, eb)))
+        if x != y:
+            return f"end of bundle: {SLOTS[k]} may still hold {x!r}, became {y!r}"
     return None
+
+
+def _held(sc: Any, o: int, k: int) -> Any:
+    """The value slot ``k`` may still hold at observer ``o`` where the scan has it unknown but set
+    (decoded), else None."""
+    setter = int(sc.setter[o, k])
+    if not (int(sc.unknown[o]) >> k) & 1 or setter < 0:
+        return None
+    return sc.values.decode(int(sc.cval[setter]))
 
 
 _NO_CONTENT = -10

@@ -83,7 +83,8 @@ from drawopt.ir.stream import (
     Stream,
 )
 
-__all__ = ["streams", "headers", "u32s", "i32s", "f32_bits", "names", "F32_SPECIAL"]
+__all__ = ["streams", "headers", "u32s", "i32s", "f32_bits", "names", "F32_SPECIAL", "multi_draws",
+           "VERIFIABLE_DRAWS"]
 
 U32_MAX = 2**32 - 1
 U32_EDGES = (0, 1, 2, 65535, 65536, 2**31 - 1, 2**31, U32_MAX)
@@ -496,3 +497,22 @@ def streams(draw, max_commands: int = 60, min_commands: int = 0, ops: Sequence[s
     s.check()
     return s
 
+
+VERIFIABLE_DRAWS = 1 << 20
+"""Properties that verify a drawn stream ``assume(multi_draws(s) < VERIFIABLE_DRAWS)``: the verifier
+expands multi-draws record by record, up to 2^24 draws in all (a usage error past it), and drawn counts
+go up to 2^32; 2^20 keeps each example quick."""
+
+
+def multi_draws(s: Stream) -> int:
+    """The draws the multi-draws of ``s`` may perform (what the verifier expands): the count of a
+    ``MultiDraw*Indirect``, the max count of an ``Auto`` one (its count column is an args offset)."""
+    auto = np.isin(s.op, _AUTO_OPS)
+    plain = np.isin(s.op, _MULTI_OPS) & ~auto
+    return sum(int(x) for x in s.args[plain, _COL_COUNT]) + sum(int(x) for x in s.args[auto, _COL_AUTO_MAX])
+
+
+_AUTO_OPS = [BY_NAME[n].code for n in ("MultiDrawInstancedIndirectAuto", "MultiDrawIndexedInstancedIndirectAuto")]
+_MULTI_OPS = [BY_NAME[n].code for n in ("MultiDrawInstancedIndirect", "MultiDrawIndexedInstancedIndirect")] + _AUTO_OPS
+_COL_COUNT = BY_NAME["MultiDrawInstancedIndirect"].col("count")
+_COL_AUTO_MAX = BY_NAME["MultiDrawInstancedIndirectAuto"].col("max_count")

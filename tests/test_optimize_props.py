@@ -10,20 +10,18 @@ from __future__ import annotations
 
 from collections import Counter
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from drawopt.analysis.costmodel import TARGETS
 from drawopt.errors import InputError
-from drawopt.ir.ops import COL_AUTO_MAX, COL_DRAW_COUNT, MULTI_DRAW_OPS
 from drawopt.passmanager import PASSES, PassManager, default_pipeline, parse_pipeline
 from drawopt.validate import findings
 from drawopt.verify import verify
 
 try:
-    from strategies import streams
+    from strategies import VERIFIABLE_DRAWS, multi_draws, streams
 except ImportError:  # pragma: no cover - tests/strategies.py is shared by the suite
     streams = None
 
@@ -47,11 +45,9 @@ def _counts(s) -> Counter[str]:
 @given(data=st.data())
 def test_passes_output_verifies_and_adds_no_finding(pipeline: str, data) -> None:
     s = data.draw(streams(max_commands=60), label="stream")
-    # the verifier expands multi-draws record by record, up to 2^24 draws in all (a usage error past
-    # it); as in tests/test_access.py, stay well under it (a pass moves draws into
-    # multi-draws, one record each, and never multiplies them)
-    multi = np.isin(s.op, list(MULTI_DRAW_OPS))
-    assume(int(np.maximum(s.args[multi, COL_DRAW_COUNT], s.args[multi, COL_AUTO_MAX]).sum()) < 1 << 20)
+    # under the verifier's multi-draw limit (a pass moves draws into multi-draws, one record each, and
+    # never multiplies them)
+    assume(multi_draws(s) < VERIFIABLE_DRAWS)
     target = data.draw(st.sampled_from(TARGETS), label="target")
     reorder = data.draw(st.sampled_from(("none", "declared", "opaque")), label="reorder")
     try:

@@ -45,3 +45,106 @@ CopyBufferRegion ib 0 args 0 4
     assert r.equivalent, r.reason
     ia = BY_NAME["IASetIndexBuffer"].code
     assert (out.op == ia).sum() == (s.op == ia).sum() == 1  # no re-bind
+
+
+def test_verify_keys_a_draw_the_same_whatever_other_actions_see() -> None:
+    """A dead IASetVertexBuffers after the last draw (what dedupe-state removes) gave the copy after it
+    a vertex-window shift; the verifier then hashed the shift into the input-assembler key of every
+    non-indexed draw of that stream (a shift of 0 included) and of no draw of the other, and rejected
+    the draw: "input-assembler base vertex / instance differs". A record's key may not depend on
+    another record's."""
+    text = """drawopt 1 context=graphics kind=list fast_semantics=on auto_gpu_flush=on
+buffer buf size=65536
+buffer verts size=65536
+target rt 64x64 R8G8B8A8_UNORM
+pipeline p vs=v ps=f layout=pos
+OMSetRenderTargets rt
+SetPipelineState p
+IASetPrimitiveTopology TRIANGLELIST
+IASetVertexBuffers 0 verts 0 16
+DrawInstanced 3 1 0 0
+IASetVertexBuffers 0 verts 16 16
+CopyBufferRegion buf 0 buf 0 4
+"""
+    s, out, pm = _run(text, "dedupe-state")
+    assert len(out) == len(s) - 1  # the dead re-bind went
+    assert [r.rejected for r in pm.records if r.rejected] == []
+    r = verify(s, out, reorder=pm.reorder)
+    assert r.equivalent, r.reason
+    # and a real difference in the window still fails
+    moved = loads(text.replace("IASetVertexBuffers 0 verts 0 16", "IASetVertexBuffers 0 verts 16 16", 1), file="<t>")
+    assert not verify(s, moved, reorder=pm.reorder).equivalent
+
+
+def test_schedule_keeps_a_set_a_bundle_may_still_hand_back() -> None:
+    """In a bundle the compute root signature is the caller's (unknown); root constants set on it and
+    then a SetComputeRootSignature leave the constants unknown, but they may still hold what was set
+    (the state model keeps that set observed), and the caller's draws after ExecuteBundle see it.
+    schedule compared only the end state's values (unknown on both sides), re-emitted no setter
+    for it and dropped the constants: "bundle exit state: compute root constant 0[0] 0x0 != never
+    set"."""
+    text = """drawopt 1 context=graphics kind=bundle fast_semantics=off auto_gpu_flush=off
+rootsig rs constants(1) cbv
+pipeline p vs=pull
+SetComputeRoot32BitConstants 0 1 0
+SetPipelineState p
+OMSetRenderTargets
+DrawInstanced 0 0 0 0 @nomerge
+SetComputeRootSignature rs
+DrawIndexedInstanced 0 0 0 0 0
+DrawInstanced 0 0 0 0
+"""
+    for reorder in ("declared", "opaque"):
+        s, out, pm = _run(text, "schedule", target="xbox-one", reorder=reorder)
+        assert [r.rejected for r in pm.records if r.rejected] == []
+        r = verify(s, out, reorder=reorder)
+        assert r.equivalent, r.reason
+
+
+def test_index_range_past_2_63() -> None:
+    """validate's index-range rule summed offset + indices * size in int64: past 2^63 the end wrapped
+    negative and the read past the end of a 2^63-1 byte buffer went unreported (the vectorised rule
+    disagreed with the per-record reference; a pass could then add such a read unseen)."""
+    from drawopt.validate import findings
+
+    text = f"""drawopt 1 context=graphics kind=list fast_semantics=off auto_gpu_flush=off
+buffer big size={2**63 - 1}
+target rt 64x64 R8G8B8A8_UNORM
+pipeline p vs=v ps=f layout=pos
+OMSetRenderTargets rt
+SetPipelineState p
+IASetPrimitiveTopology TRIANGLELIST
+IASetIndexBuffer big R32_UINT {2**63 - 8}
+DrawIndexedInstanced 3 1 0 0 0
+DrawIndexedInstanced 1 1 0 0 0
+"""
+    found = [f for f in findings(loads(text, file="<t>")) if f.rule == "index-range"]
+    assert [f.cmd for f in found] == [4]
+    assert f"up to byte {2**63 + 4} " in found[0].message
+
+
+def test_schedule_keeps_a_set_a_draw_may_still_read() -> None:
+    """The same at a draw: root constants set on the caller's root signature stay possibly in force
+    across the bundle's SetGraphicsRootSignature, and pipeline p reads them. schedule moved p's draw
+    after re-emitting only the root signature ("draw 1: root constant 0[0] 0x7 != never set"); the
+    final set hides it from the end-of-bundle check."""
+    text = """drawopt 1 context=graphics kind=bundle fast_semantics=off auto_gpu_flush=off
+target rt 64x64 R8G8B8A8_UNORM
+rootsig rs constants(1) cbv
+pipeline p vs=pull ps=f root=rs contract=order_independent
+pipeline q vs=pull ps=f contract=order_independent
+SetGraphicsRoot32BitConstants 0 1 7
+SetGraphicsRootSignature rs
+SetPipelineState q
+OMSetRenderTargets rt
+DrawInstanced 3 1 0 0
+SetPipelineState p
+DrawInstanced 3 1 0 0
+SetPipelineState q
+DrawInstanced 3 1 0 0
+SetGraphicsRoot32BitConstants 0 1 9
+"""
+    s, out, pm = _run(text, "schedule", reorder="declared")
+    assert [r.rejected for r in pm.records if r.rejected] == []
+    r = verify(s, out, reorder="declared")
+    assert r.equivalent, r.reason

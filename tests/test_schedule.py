@@ -408,7 +408,14 @@ def _check_rebuild_and_restated(s, seed: int) -> tuple[int, bool]:
             assert kept == ref_kept and np.array_equal(nw, ref_new)
     if ref is None:
         return ref_kept, True
-    # the restatement is right (the self-check never has to catch a mistake), on random streams too
+    # the restatement is right (the self-check never has to catch a mistake), on random streams too,
+    # except where a root argument may still hold a value across a root signature or heaps change from
+    # an unknown one: the restatement does not re-create those, the self-check makes the pass keep its input
+    from drawopt.passes.schedule import _unknown_resets
+    if _unknown_resets(t.scan):
+        msg = check_restated(s, ref, ref_new, t)
+        assert msg is None or "may still hold" in msg, msg
+        return ref_kept, False
     assert check_restated(s, ref, ref_new, t) is None
     assert check_restated(s, ref, ref_new, t, decode_all=True) is None
     # a wrong permutation: the two checks report the same first difference

@@ -981,7 +981,8 @@ class _Expander:
             novid = np.array([p.no_vertex_id for p in self.pipes] + [False], bool)[r_pipe]
             fold = nonind & novid & (g["kind"] == KD_DRAW)
             key[fold, F["src_off"]] += shift[fold]
-            rest = nonind & ~fold
+            # only where there is a shift: a record's key must not depend on whether another one has one
+            rest = nonind & ~fold & (shift != 0)
             key[rest, F["ia"]] = hash_cols([key[rest, F["ia"]], shift[rest]], int(rest.sum()))
         self.r_act, self.r_sub, self.key, self.r_nomerge = r_act, g["ord"], key, nomerge
         self.a_nrec = np.bincount(r_act, minlength=nA).astype(np.int64)
