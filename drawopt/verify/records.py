@@ -48,7 +48,7 @@ from drawopt.ir.ops import (
 )
 from drawopt.ir.stream import FLAG_NOMERGE, Stream
 from drawopt.ir.stream import ragged_index as ragged
-from drawopt.verify._hash import hash_cols, unique_inverse
+from drawopt.verify._hash import Column, hash_cols, unique_inverse
 from drawopt.verify.model import NEVER, OPQ_BASE, VERTS_PER_PRIM, Canon, PipeInfo, commute_label, pipe_info
 from drawopt.verify.slots import (
     IB_BUF,
@@ -132,6 +132,10 @@ FE_NAMES = ("indirect args", "draw count", "index data")
 def norm(v: np.ndarray) -> np.ndarray:
     """State values with every "undefined" sentinel folded into :data:`NEVER`."""
     return np.where((v < 0) & (v > OPQ_BASE), NEVER, v)
+
+
+_NORM = (OPQ_BASE, 0, NEVER)
+""":func:`norm` as a ``fold=`` of :func:`hash_cols` (applied to its ``(array, idx)`` columns)."""
 
 
 @dataclass
@@ -876,10 +880,11 @@ class _Expander:
         if pi.perdraw < 0:
             return buf, off
         c = cid_of(Col.VG, pi.perdraw)
-        v, src = st.value(c)[acts], st.source(c)[acts]
-        ok = v >= 0
-        buf[ok] = self.cmap[s.args[src[ok], RV_BUF]]
-        off[ok] = s.args[src[ok], RV_OFF]
+        ok = st.value(c)[acts] >= 0
+        e = st.event_index(c)[acts[ok]]   # the root view's setting command, as an event
+        ei = st.events(c)[0]
+        buf[ok] = safe_ref(self.cmap, s.args[ei, RV_BUF])[e]
+        off[ok] = s.args[ei, RV_OFF][e]
         t = st.value(cid_of(Col.TG, pi.perdraw))[acts]
         i = np.flatnonzero(~ok & (t >= 0))
         if i.size:
@@ -980,17 +985,19 @@ class _Expander:
             # into the start only where the shaders declare they do not read SV_VertexID
             novid = np.array([p.no_vertex_id for p in self.pipes] + [False], bool)[r_pipe]
             fold = nonind & novid & (g["kind"] == KD_DRAW)
-            key[fold, F["src_off"]] += shift[fold]
+            key[:, F["src_off"]][fold] += shift[fold]
             rest = nonind & ~fold
-            key[rest, F["ia"]] = hash_cols([key[rest, F["ia"]], shift[rest]], int(rest.sum()))
+            key[:, F["ia"]][rest] = hash_cols([key[:, F["ia"]][rest], shift[rest]], int(rest.sum()))
         self.r_act, self.r_sub, self.key, self.r_nomerge = r_act, g["ord"], key, nomerge
         self.a_nrec = np.bincount(r_act, minlength=nA).astype(np.int64)
         self.a_first = np.cumsum(self.a_nrec) - self.a_nrec
         self.x = {k: (np.concatenate(v) if v else np.zeros(0, np.int64)) for k, v in self.x.items()}
 
-    def _lift_native(self, pi: PipeInfo, acts: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def _lift_native(self, pi: PipeInfo, acts: np.ndarray) -> tuple[list[Column], list[np.ndarray]]:
         """The lift items of ``pi`` as the root arguments hold them at ``acts``, and the
-        identity parts a lifted table (its heap) or root view (its buffer) keeps."""
+        identity parts a lifted table (its heap) or root view (its buffer) keeps, as
+        :func:`hash_cols` columns to hash with ``fold=`` :data:`_NORM` (a root constant is
+        ``(its column, acts)``: read, and normalised (:func:`norm`), by the hash only)."""
         st, s = self.st, self.s
         items, ident = [], []
         for q, k, kind in pi.lift_all:
@@ -1007,7 +1014,7 @@ class _Expander:
                 items.append(np.where(ok, word, norm(v)))
                 ident.append(np.where(ok, safe_ref(self.cmap, s.args[np.maximum(src, 0), RV_BUF]), norm(v)))
             else:
-                items.append(norm(st.value(cid_of(Col.CG, q * 64 + k))[acts]))
+                items.append((st.value(cid_of(Col.CG, q * 64 + k)), acts))
         return items, ident
 
     def _contract(self, pi: PipeInfo, sel: np.ndarray, key: np.ndarray, g: dict[str, np.ndarray],
@@ -1024,34 +1031,34 @@ class _Expander:
         nitems = len(pi.lift_all)
         if not sel.size:
             return
-        key[sel, F["rel"]] = -1
-        key[sel, F["svoff"]] = -1
+        key[:, F["rel"]][sel] = -1
+        key[:, F["svoff"]][sel] = -1
         native = sel[~af[sel]]
         if native.size:
             an = g["act"][native]
             items, ident = self._lift_native(pi, an)
-            key[native, F["lift"]] = hash_cols([nitems, *items, *ident], native.size)
+            key[:, F["lift"]][native] = hash_cols([nitems, *items, *ident], native.size, fold=_NORM)
             big = self.sd_bigarr[sub[native]]
             if big.any():
                 nb = native[big]
-                key[nb, F["lift"]] = hash_cols([UNKNOWN, self.sd_buf[sub[nb]], self.sd_off[sub[nb]]], nb.size)
+                key[:, F["lift"]][nb] = hash_cols([UNKNOWN, self.sd_buf[sub[nb]], self.sd_off[sub[nb]]], nb.size)
             if layout:
-                key[native, F["ia"]] = hash_cols([key[native, F["bias"]], 0], native.size)
+                key[:, F["ia"]][native] = hash_cols([key[:, F["bias"]][native], 0], native.size)
         k = sel[af[sel]]
         if not k.size:
             return
         ak = g["act"][k]
         nwords = pi.rec_words
         b, o = self.sd_buf[sub[k]], self.sd_off[sub[k]]
-        call_bias = key[k, F["bias"]].copy()
+        call_bias = key[:, F["bias"]][k]
         ia_inst = g["sinst"][k] + inst[k]
         if pi.contract == "x":
             io = g["base"][k]
             idx = io >> pi.k_bits
             low = io & ((1 << pi.k_bits) - 1)
             self.r_xslot[k] = idx
-            imax = self._largest_index(pi, key[k, F["src_buf"]], key[k, F["src_off"]], key[k, F["fmt"]],
-                                       key[k, F["count"]], low, ak)
+            imax = self._largest_index(pi, key[:, F["src_buf"]][k], key[:, F["src_off"]][k], key[:, F["fmt"]][k],
+                                       key[:, F["count"]][k], low, ak)
             for name, v in (("act", ak), ("slot", idx), ("low", low), ("buf", b), ("off", o), ("rec", k),
                             ("imax", imax[0]), ("imax_from", imax[1])):
                 self.x[name].append(v)
@@ -1066,7 +1073,7 @@ class _Expander:
         nat, ident = self._lift_native(pi, ak)
         col = {it: j for j, it in enumerate(pi.lift)}
         vals = [w[:, 2 + col[it]] if it in col else nat[j] for j, it in enumerate(pi.lift_all)]
-        lift = hash_cols([nitems, *vals, *ident], k.size)
+        lift = hash_cols([nitems, *vals, *ident], k.size, fold=_NORM)
         lift = np.where(dec, lift, hash_cols([UNKNOWN, b, addr, *ident], k.size))
         rec0 = np.where(w[:, 0] >= 2**31, w[:, 0] - 2**32, w[:, 0])
         if pi.contract == "x" and pi.base == "vertex":
@@ -1075,15 +1082,15 @@ class _Expander:
             bias = np.where(w[:, 0] < 0, w[:, 0], rec0 + low)
         else:
             bias = rec0
-        key[k, F["bias"]] = bias
-        key[k, F["inst"]] = w[:, 1]
-        key[k, F["lift"]] = lift
+        key[:, F["bias"]][k] = bias
+        key[:, F["inst"]][k] = w[:, 1]
+        key[:, F["lift"]][k] = lift
         if layout:
             # an array clause on an input-layout pipeline promises that the record index is the
             # only StartInstanceLocation-dependent input (docs/architecture.md): the input
             # assembler's per-vertex fetch follows the call's base vertex, nothing else
             shift = ia_inst - w[:, 1] if pi.contract == "x" else 0
-            key[k, F["ia"]] = hash_cols([call_bias, shift], k.size)
+            key[:, F["ia"]][k] = hash_cols([call_bias, shift], k.size)
 
     def _largest_index(self, pi: PipeInfo, sbuf: np.ndarray, soff: np.ndarray, fmt: np.ndarray,
                        count: np.ndarray, low: np.ndarray, acts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1140,7 +1147,7 @@ class _Expander:
 
     # ------------------------------------------------------------------ front end
     def _frontend(self) -> None:
-        a_op, s, cmap = self.a_op, self.s, self.cmap
+        a_op = self.a_op
         acts, res, kinds = [], [], []
         for name, (_, _, auto) in INDIRECT.items():
             m = np.flatnonzero(a_op == _OP[name])
@@ -1151,11 +1158,9 @@ class _Expander:
                 acts.append(m)
                 res.append(self.bufb[m])
                 kinds.append(np.full(m.size, FE_COUNT, np.int64))
-        ib_val = self.st.value(cid_of(Col.IB))
-        ib_src = self.st.source(cid_of(Col.IB))
-        m = np.flatnonzero(_INDEXED_LUT[a_op] & (ib_val >= 0))
+        m = np.flatnonzero(_INDEXED_LUT[a_op] & (self.st.value(cid_of(Col.IB)) >= 0))
         acts.append(m)
-        res.append(cmap[s.args[ib_src[m], IB_BUF]])
+        res.append(self.ib_buf[m])   # (the index buffer's setter's buffer where one is bound)
         kinds.append(np.full(m.size, FE_INDEX, np.int64))
         m = np.flatnonzero(a_op == _OP["DrawIndexedX"])
         acts.append(m)

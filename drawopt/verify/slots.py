@@ -232,6 +232,7 @@ class StateAt:
         self._before = before or {}
         self._val: dict[int, np.ndarray] = {}
         self._src: dict[int, np.ndarray] = {}
+        self._at: dict[int, np.ndarray] = {}
 
     def value(self, c: int) -> np.ndarray:
         v = self._val.get(c)
@@ -265,8 +266,11 @@ class StateAt:
         """Per query: the position in :meth:`events` of the event that gave column ``c`` its
         value (-1: none), to read per-event facts at the queries (one merge, no gather from
         the stream's arguments)."""
-        ei = self.events(c)[0]
-        return fill_at(ei, np.arange(ei.size, dtype=np.int64), self.queries, -1)
+        w = self._at.get(c)
+        if w is None:
+            ei = self.events(c)[0]
+            w = self._at[c] = fill_at(ei, np.arange(ei.size, dtype=np.int64), self.queries, -1)
+        return w
 
     def of_setter(self, c: int, per_cmd: Callable[[np.ndarray], np.ndarray], other: int | None = None) -> np.ndarray:
         """Per query: ``per_cmd(setter)`` where column ``c`` holds a value (>= 0), the command
@@ -333,6 +337,7 @@ class StateAt:
         """Drop the filled columns (they are filled again if asked for)."""
         self._val.clear()
         self._src.clear()
+        self._at.clear()
 
 
 def fill_at(ev_at: np.ndarray, ev_val: np.ndarray, q: np.ndarray, before: int, pure: bool | None = None) -> np.ndarray:
