@@ -8,10 +8,10 @@ in its docstring, and the tests check that both give identical arrays.
 import numpy as np
 
 cimport cython
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 
-__all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
+__all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "write_entries", "by_opcode", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
 
 cdef uint64_t _G = 0x9E3779B97F4A7C15ULL
 cdef uint64_t _C1 = 0xBF58476D1CE4E5B9ULL
@@ -546,3 +546,60 @@ def buffer_words(const uint32_t[::1] data, int64_t size, const int64_t[::1] byte
                 else:
                     out[i, j] = 0
     return out_a
+
+
+def write_entries(const int64_t[::1] order, const int64_t[::1] w_res, const int64_t[::1] w_lab,
+                  const int64_t[::1] w_act, const int64_t[::1] a_first, const int64_t[::1] a_nrec):
+    """The write entries ``(e_res, e_lab, e_act, e_rec)``: the writes in ``order``, each
+    repeated for every record of its action (twin: ``drawopt.verify.compare._entries``)."""
+    cdef Py_ssize_t n = order.shape[0], nw = w_res.shape[0], na = a_first.shape[0], i, j, t = 0, p
+    cdef int64_t o, a, r0, cnt
+    if w_lab.shape[0] != nw or w_act.shape[0] != nw or a_nrec.shape[0] != na:
+        raise ValueError("write_entries: length mismatch")
+    for i in range(n):
+        o = order[i]
+        if not (0 <= o < nw) or not (0 <= w_act[o] < na) or a_nrec[w_act[o]] < 0:
+            raise IndexError("write_entries: index out of range")
+        t += a_nrec[w_act[o]]
+    er_a, el_a, ea_a, ec_a = (np.empty(t, np.int64) for _ in range(4))
+    cdef int64_t[::1] er = er_a, el = el_a, ea = ea_a, ec = ec_a
+    p = 0
+    with nogil:
+        for i in range(n):
+            o = order[i]
+            a = w_act[o]
+            r0 = a_first[a]
+            cnt = a_nrec[a]
+            for j in range(cnt):
+                er[p] = w_res[o]
+                el[p] = w_lab[o]
+                ea[p] = a
+                ec[p] = r0 + j
+                p += 1
+    return er_a, el_a, ea_a, ec_a
+
+
+def by_opcode(const uint16_t[::1] op, Py_ssize_t ncodes):
+    """``(order, off)``: the command indices grouped by opcode, ascending within one (a
+    counting sort; twin: ``np.argsort(op, kind="stable")`` and the opcodes' counts, in
+    ``drawopt.verify.slots.OpIndex``); opcode ``c``'s commands are ``order[off[c]:off[c + 1]]``."""
+    cdef Py_ssize_t n = op.shape[0], i
+    off_a = np.zeros(ncodes + 1, np.int64)
+    order_a = np.empty(n, np.int64)
+    cdef int64_t[::1] off = off_a, order = order_a
+    for i in range(n):
+        if op[i] >= ncodes:
+            raise IndexError("by_opcode: opcode out of range")
+    pos_a = np.zeros(ncodes + 1, np.int64)
+    cdef int64_t[::1] pos = pos_a
+    with nogil:
+        for i in range(n):
+            off[op[i] + 1] += 1
+        for i in range(ncodes):
+            off[i + 1] += off[i]
+        for i in range(ncodes + 1):
+            pos[i] = off[i]
+        for i in range(n):
+            order[pos[op[i]]] = i
+            pos[op[i]] += 1
+    return order_a, off_a

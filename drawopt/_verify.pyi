@@ -3,8 +3,8 @@
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "fill_at", "group_ids", "merge_runs",
-           "state_hashes", "const_events"]
+__all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "write_entries", "by_opcode", "fill_at",
+           "group_ids", "merge_runs", "state_hashes", "const_events"]
 
 def hash_columns(n: int, seed: int, vals: list[npt.NDArray[np.int64] | None],
                  idxs: list[npt.NDArray[np.int64] | None], kinds: npt.NDArray[np.uint8],
@@ -60,4 +60,14 @@ def group_sort(gid: npt.NDArray[np.int64], keys: list[npt.NDArray[np.int64]]) ->
 def buffer_words(data: npt.NDArray[np.uint32], size: int, byte_off: npt.NDArray[np.int64], nwords: int,
                  oob: int) -> npt.NDArray[np.int64]:
     """``(n, nwords)`` words at each byte offset; see ``drawopt.verify.records._Expander.words``."""
+    ...
+
+def write_entries(order: npt.NDArray[np.int64], w_res: npt.NDArray[np.int64], w_lab: npt.NDArray[np.int64],
+                  w_act: npt.NDArray[np.int64], a_first: npt.NDArray[np.int64], a_nrec: npt.NDArray[np.int64]) -> tuple[
+                      npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(e_res, e_lab, e_act, e_rec)``; see ``drawopt.verify.compare._entries``."""
+    ...
+
+def by_opcode(op: npt.NDArray[np.uint16], ncodes: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(order, off)``: command indices grouped by opcode; see ``drawopt.verify.slots.OpIndex``."""
     ...

@@ -152,6 +152,21 @@ def test_group_ids_compiled_equals_pure() -> None:
         assert np.array_equal(a, b), trial
 
 
+@needs_cext
+def test_op_index_compiled_equals_pure() -> None:
+    from drawopt.verify.slots import OpIndex
+
+    rng = np.random.default_rng(11)
+    for n in (0, 1, 1000):
+        op = rng.integers(0, 90, n).astype(np.uint16)
+        a, b = OpIndex(op, pure=False), OpIndex(op, pure=True)
+        assert np.array_equal(a.order, b.order) and np.array_equal(a.off, b.off)
+        for codes in ((5,), (1, 7, 80), (89, 2000)):
+            assert np.array_equal(a.of(*codes), np.flatnonzero(np.isin(op, codes)))
+    with pytest.raises(ValueError):
+        a.of(5)[0] = 1   # views of the index, read-only
+
+
 # --------------------------------------------------------------------------- state columns
 @needs_cext
 def test_fill_at_compiled_equals_pure() -> None:

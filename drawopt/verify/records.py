@@ -62,6 +62,7 @@ from drawopt.verify.slots import (
     Col,
     StateAt,
     cid_of,
+    op_index,
     track,
 )
 
@@ -655,7 +656,7 @@ class _Expander:
         topo = st.value(cid_of(Col.TOPO))[a]
         vpp_lut = np.array([VERTS_PER_PRIM.get(t, 0) for t in TOPOLOGIES] + [0], np.int64)
         ok &= vpp_lut[np.where((topo >= 0) & (topo < len(TOPOLOGIES)), topo, len(TOPOLOGIES))] > 0
-        opq = np.flatnonzero(s.op == _OP["Opaque"])
+        opq = op_index(s).of(_OP["Opaque"])
         if opq.size:
             ok &= self.act[a] < opq[0]
         fmt = sd["fmt"][cand]
@@ -949,7 +950,7 @@ class _Expander:
         af = rep(array_form)
         r_act = g["act"]
         key[:, F["state"]] = self.a_state[r_act]
-        opq = np.flatnonzero(s.op == _OP["Opaque"])
+        opq = op_index(s).of(_OP["Opaque"])
         if opq.size:   # (0 before the first Opaque command)
             key[:, F["epoch"]] = np.searchsorted(opq, self.act[r_act])
         is_x = is_x_rec = self.a_op[r_act] == _OP["DrawIndexedX"]

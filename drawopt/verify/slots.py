@@ -22,15 +22,18 @@ Invalidations (D3D12 rules, and the seeds):
 
 from __future__ import annotations
 
-__all__ = ["Col", "StateAt", "track", "column_universe", "col_name", "fill_at", "distinct_ids"]
+__all__ = ["Col", "StateAt", "track", "column_universe", "col_name", "fill_at", "distinct_ids", "OpIndex",
+           "op_index", "op_indexes"]
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from enum import IntEnum
 
 import numpy as np
 
 from drawopt._accel import load_cext
-from drawopt.ir.ops import BY_NAME, Op, shared_col
+from drawopt.ir.ops import BY_NAME, OPS, Op, shared_col
 from drawopt.ir.stream import Stream, ragged_index
 from drawopt.verify._hash import SEED, hash_cols, hash_cols_at
 from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET, Canon
@@ -48,6 +51,61 @@ RV_INDEX, RV_BUF, RV_OFF = (shared_col(("SetGraphicsRootConstantBufferView", n),
 """Root parameter, buffer and byte offset of a root CBV / SRV."""
 VB_SLOT, VB_BUF, VB_OFF, VB_STRIDE = (Op.IASetVertexBuffers.col(n) for n in ("slot", "buffer", "offset", "stride"))
 IB_BUF, IB_FMT, IB_OFF = (Op.IASetIndexBuffer.col(n) for n in ("buffer", "format", "offset"))
+
+
+class OpIndex:
+    """The commands of a stream grouped by opcode (one counting sort, ``drawopt._verify.by_opcode``;
+    pure: a stable argsort): :meth:`of` answers "which commands are X" without a scan each.
+
+    >>> OpIndex(np.array([5, 1, 5, 2], np.uint16)).of(5, 2).tolist()
+    [0, 2, 3]
+    """
+
+    def __init__(self, op: np.ndarray, pure: bool | None = None) -> None:
+        op = np.ascontiguousarray(op, np.uint16)
+        ncodes = max(_NCODES, int(op.max()) + 1 if op.size else 0)
+        k = load_cext("_verify", pure)
+        if k is not None:
+            self.order, self.off = k.by_opcode(op, ncodes)
+        else:
+            self.order = np.argsort(op, kind="stable").astype(np.int64)
+            self.off = np.zeros(ncodes + 1, np.int64)
+            np.cumsum(np.bincount(op, minlength=ncodes), out=self.off[1:])
+        self.order.flags.writeable = False   # of() hands out views of it
+
+    def of(self, *codes: int) -> np.ndarray:
+        """Ascending indices of the commands with any of the opcodes ``codes`` (read-only)."""
+        n = self.off.size - 1
+        parts = [self.order[self.off[c]:self.off[c + 1]] for c in codes if 0 <= c < n]
+        if len(parts) == 1:
+            return parts[0]
+        return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
+
+_NCODES = max(o.code for o in OPS) + 1
+_OP_INDEXES: ContextVar[dict[int, tuple[Stream, OpIndex]] | None] = ContextVar("_OP_INDEXES", default=None)
+
+
+@contextmanager
+def op_indexes() -> Iterator[None]:
+    """While active, :func:`op_index` builds each stream's :class:`OpIndex` once (the streams
+    must not change meanwhile: ``drawopt.verify.verify`` holds it for one comparison)."""
+    token = _OP_INDEXES.set({})
+    try:
+        yield
+    finally:
+        _OP_INDEXES.reset(token)
+
+
+def op_index(s: Stream) -> OpIndex:
+    """The :class:`OpIndex` of ``s`` (kept while :func:`op_indexes` is active)."""
+    cache = _OP_INDEXES.get()
+    if cache is None:
+        return OpIndex(s.op)
+    hit = cache.get(id(s))
+    if hit is None or hit[0] is not s:
+        hit = cache[id(s)] = (s, OpIndex(s.op))
+    return hit[1]
 
 
 class Col(IntEnum):
@@ -125,7 +183,7 @@ def _const_words(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 def _const_ranges(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(commands, key of the first word, word count)`` of the ``name`` root-constant commands."""
-    idx = np.flatnonzero(s.op == _OP[name])
+    idx = op_index(s).of(_OP[name])
     base = np.minimum(s.args[idx, _RC_INDEX], MAX_PARAM)
     base *= 64
     base += s.args[idx, _RC_DEST]
@@ -204,9 +262,8 @@ def column_universe(streams: list[Stream]) -> list[int]:
         for fam, op, col in ((Col.TG, "SetGraphicsRootDescriptorTable", _TBL_INDEX),
                              (Col.TC, "SetComputeRootDescriptorTable", _TBL_INDEX),
                              (Col.VB, "IASetVertexBuffers", VB_SLOT)):
-            cols |= {cid_of(fam, k) for k in _distinct(_key(s.args[np.flatnonzero(s.op == _OP[op]), col], fam))}
-        m = np.flatnonzero((s.op == _OP["SetGraphicsRootConstantBufferView"]) |
-                           (s.op == _OP["SetGraphicsRootShaderResourceView"]))
+            cols |= {cid_of(fam, k) for k in _distinct(_key(s.args[op_index(s).of(_OP[op]), col], fam))}
+        m = op_index(s).of(_OP["SetGraphicsRootConstantBufferView"], _OP["SetGraphicsRootShaderResourceView"])
         cols |= {cid_of(Col.VG, k) for k in _distinct(_key(s.args[m, RV_INDEX], Col.VG))}
         for fam, op in ((Col.CG, "SetGraphicsRoot32BitConstants"), (Col.CC, "SetComputeRoot32BitConstants")):
             _, base, cnt = _const_ranges(s, op)
@@ -278,14 +335,18 @@ class StateAt:
         from the column's events (no column filled): ``per_cmd`` is asked about its events only.
 
         ``np.where(value(c) >= 0, per_cmd(source(c)), value(c))``, for a column that holds
-        nothing before its first event."""
+        nothing before its first event. The per-event values are read at the queries through
+        :meth:`event_index` (one merge per column, however many setters' facts are read)."""
+        before = NEVER if other is None else other
         if c not in self.col:
-            return np.full(self.queries.size, NEVER if other is None else other, np.int64)
+            return np.full(self.queries.size, before, np.int64)
         ei, ev = self._events[c]
         held = ev >= 0
-        mapped = ev.copy() if other is None else np.full(ei.size, other, np.int64)
-        mapped[held] = per_cmd(ei[held])
-        return fill_at(ei, mapped, self.queries, NEVER if other is None else other)
+        mapped = np.empty(ei.size + 1, np.int64)   # [0]: before the first event
+        mapped[0] = before
+        mapped[1:] = ev if other is None else other
+        mapped[1:][held] = per_cmd(ei[held])
+        return mapped[self.event_index(c) + 1]
 
     def hashes(self, groups: list[tuple[int, list[int], np.ndarray]], override: dict[int, np.ndarray],
                fold: tuple[int, int, int], pure: bool | None = None) -> np.ndarray:
@@ -383,8 +444,8 @@ def _var_hash(s: Stream, idx: np.ndarray, cmap: np.ndarray, width: int) -> np.nd
 
 def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], queries: np.ndarray) -> StateAt:
     """State columns ``universe`` of ``s`` at the commands ``queries`` (sorted indices)."""
-    op, args = s.op, s.args
-    opq = np.flatnonzero(op == _OP["Opaque"])
+    op, args, ops = s.op, s.args, op_index(s)
+    opq = ops.of(_OP["Opaque"])
     opq_val = OPQ_BASE - np.arange(opq.size, dtype=np.int64)
     header_af = 1 if s.header.auto_gpu_flush else 0
 
@@ -394,7 +455,7 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
         setters[c] = (idx.astype(np.int64), np.asarray(val, np.int64))
 
     for fam, (name, arg) in _SIMPLE.items():
-        idx = np.flatnonzero(op == _OP[name])
+        idx = ops.of(_OP[name])
         if arg is not None:
             val = args[idx, BY_NAME[name].col(arg)]
             if fam in _REF_FAMILIES:
@@ -402,24 +463,23 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
         else:
             val = hash_cols([args[idx, j] for j in range(len(BY_NAME[name].args))], idx.size) & _MASK63
         put(cid_of(fam), idx, val)
-    idx = np.flatnonzero(op == _OP["SetDescriptorHeaps"])
+    idx = ops.of(_OP["SetDescriptorHeaps"])
     put(cid_of(Col.HEAPS), idx, _heaps_value(s, idx, cmap))
-    idx = np.flatnonzero(op == _OP["OMSetRenderTargets"])
+    idx = ops.of(_OP["OMSetRenderTargets"])
     put(cid_of(Col.RTS), idx, _var_hash(s, idx, cmap, 9))
-    idx = np.flatnonzero(op == _OP["IASetIndexBuffer"])
+    idx = ops.of(_OP["IASetIndexBuffer"])
     put(cid_of(Col.IB), idx,
         hash_cols([cmap[args[idx, IB_BUF]], args[idx, IB_FMT], args[idx, IB_OFF]], idx.size) & _MASK63)
 
     keyed: list[tuple[Col, np.ndarray, np.ndarray, np.ndarray]] = []
     for fam, name in ((Col.TG, "SetGraphicsRootDescriptorTable"), (Col.TC, "SetComputeRootDescriptorTable")):
-        idx = np.flatnonzero(op == _OP[name])
+        idx = ops.of(_OP[name])
         href = args[idx, _TBL_TABLE]
         keyed.append((fam, idx, _key(args[idx, _TBL_INDEX], fam), (cmap[href >> 32] << 32) | (href & 0xFFFFFFFF)))
-    idx = np.flatnonzero((op == _OP["SetGraphicsRootConstantBufferView"]) |
-                         (op == _OP["SetGraphicsRootShaderResourceView"]))
+    idx = ops.of(_OP["SetGraphicsRootConstantBufferView"], _OP["SetGraphicsRootShaderResourceView"])
     keyed.append((Col.VG, idx, _key(args[idx, RV_INDEX], Col.VG),
                   hash_cols([op[idx], cmap[args[idx, RV_BUF]], args[idx, RV_OFF]], idx.size) & _MASK63))
-    idx = np.flatnonzero(op == _OP["IASetVertexBuffers"])
+    idx = ops.of(_OP["IASetVertexBuffers"])
     keyed.append((Col.VB, idx, _key(args[idx, VB_SLOT], Col.VB),
                   hash_cols([cmap[args[idx, VB_BUF]], args[idx, VB_OFF], args[idx, VB_STRIDE]], idx.size) & _MASK63))
     for fam, idx, key, val in keyed:
@@ -444,7 +504,7 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
         reset_family(fams, ch, RS_RESET)
     si, sv = setters[cid_of(Col.HEAPS)]
     reset_family((Col.TG, Col.TC), _changes(np.r_[si, opq], np.r_[sv, opq_val], si, in_list), HEAP_RESET)
-    resets.setdefault(cid_of(Col.IB), []).append((np.flatnonzero(op == _OP["DrawIndexedX"]), X_RESET))
+    resets.setdefault(cid_of(Col.IB), []).append((ops.of(_OP["DrawIndexedX"]), X_RESET))
     # a root argument holds one kind: setting it as a table, constants or a view replaces the others
     for tf, cf, vf in ((Col.TG, Col.CG, Col.VG), (Col.TC, Col.CC, None)):
         byparam: dict[int, dict[Col, list[int]]] = {}
