@@ -293,7 +293,7 @@ def state_hashes(const int64_t[::1] ev_at, const int64_t[::1] ev_val, const int6
     group's columns ``g_pos[g_off[g]:g_off[g + 1]]`` its id ``g_cid`` and its value at the
     query (row ``ov_row[c]`` of ``ov`` where that is >= 0), read as ``to`` where ``lo < v < hi``."""
     cdef Py_ssize_t n = q.shape[0], C = col_off.shape[0] - 1, G = g_off.shape[0] - 1
-    cdef Py_ssize_t i, k, c, j
+    cdef Py_ssize_t i, k, c, j, e
     cdef int64_t g, v, r
     cdef uint64_t h
     if grp.shape[0] != n or before.shape[0] != C or ov_row.shape[0] != C or g_pcid.shape[0] != G or \
@@ -317,27 +317,50 @@ def state_hashes(const int64_t[::1] ev_at, const int64_t[::1] ev_val, const int6
     ptr_a = np.asarray(col_off)[:C].copy()
     cdef uint64_t[::1] o = out
     cdef int64_t[::1] ptr = ptr_a
+    cdef uint64_t hb[_BLOCK]
+    cdef uint64_t h0, cid
+    cdef Py_ssize_t i2, t, blk = _BLOCK, s0
     with nogil:
-        for i in range(n):
+        # runs of consecutive queries of one group (most draws follow one of their pipeline),
+        # hashed column by column: the queries' hash chains are independent (pipelined),
+        # where one query at a time is one long chain of dependent multiplications
+        i = 0
+        while i < n:
             g = grp[i]
             if g < 0:
+                i += 1
                 continue
-            h = _mix(seed, <uint64_t>g_pcid[g])
+            i2 = i + 1
+            while i2 < n and i2 - i < blk and grp[i2] == g:
+                i2 += 1
+            h0 = _mix(seed, <uint64_t>g_pcid[g])
+            for t in range(i2 - i):
+                hb[t] = h0
             for k in range(g_off[g], g_off[g + 1]):
                 c = g_pos[k]
                 r = ov_row[c]
+                cid = <uint64_t>g_cid[k]
                 if r >= 0:
-                    v = ov[r, i]
-                else:
-                    j = ptr[c]
-                    while j < col_off[c + 1] and ev_at[j] < q[i]:
+                    for t in range(i, i2):
+                        v = ov[r, t]
+                        if lo < v < hi:
+                            v = to
+                        hb[t - i] = _mix(_mix(hb[t - i], cid), <uint64_t>v)
+                    continue
+                j = ptr[c]
+                e = col_off[c + 1]
+                s0 = col_off[c]
+                for t in range(i, i2):
+                    while j < e and ev_at[j] < q[t]:
                         j += 1
-                    ptr[c] = j
-                    v = ev_val[j - 1] if j > col_off[c] else before[c]
-                if lo < v < hi:
-                    v = to
-                h = _mix(_mix(h, <uint64_t>g_cid[k]), <uint64_t>v)
-            o[i] = h
+                    v = ev_val[j - 1] if j > s0 else before[c]
+                    if lo < v < hi:
+                        v = to
+                    hb[t - i] = _mix(_mix(hb[t - i], cid), <uint64_t>v)
+                ptr[c] = j
+            for t in range(i, i2):
+                o[t] = hb[t - i]
+            i = i2
     return out
 
 
