@@ -11,7 +11,8 @@ cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 
-__all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "write_entries", "by_opcode", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
+__all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "write_entries", "by_opcode", "record_rows",
+           "set_rows", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
 
 cdef uint64_t _G = 0x9E3779B97F4A7C15ULL
 cdef uint64_t _C1 = 0xBF58476D1CE4E5B9ULL
@@ -626,3 +627,142 @@ def by_opcode(const uint16_t[::1] op, Py_ssize_t ncodes):
             order[pos[op[i]]] = i
             pos[op[i]] += 1
     return order_a, off_a
+
+
+cdef inline Py_ssize_t _lower(const int64_t[::1] a, int64_t x) noexcept nogil:
+    """The first ``p`` with ``a[p] >= x`` (``a`` ascending)."""
+    cdef Py_ssize_t lo = 0, hi = a.shape[0], mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def record_rows(const int64_t[::1] per, const int64_t[::1] s_act, const int64_t[::1] s_kind,
+                const int64_t[::1] s_sbuf, const int64_t[::1] s_soff, const int64_t[::1] s_fmt,
+                const int64_t[::1] s_count, const int64_t[::1] s_sym, const int64_t[::1] s_base,
+                const int64_t[::1] s_sinst, const int64_t[::1] s_ninst, const int64_t[::1] s_ord,
+                const uint8_t[::1] per_inst, const uint8_t[::1] array_form, const int64_t[::1] a_state,
+                const int64_t[::1] a_op, const int64_t[::1] a_cmd, const uint8_t[::1] flags,
+                const int64_t[::1] opq, const int64_t[::1] fcol, Py_ssize_t nfields, int64_t kd_draw,
+                int64_t kd_indexed, int64_t op_x, uint8_t flag_nomerge):
+    """The records of the sub-draws, in one pass (twin: the pure path of
+    ``drawopt.verify.records._record_rows``): sub-draw ``i`` (``s_*[i]``) becomes ``per[i]``
+    records. Returns the key (records x ``nfields``, Fortran order; the fields at ``fcol``:
+    kind, src_buf, src_off, fmt, count, sym, state, epoch, bias, inst, ninst, rel, svoff; the
+    others 0) and per record: action, ord, instance within the sub-draw, sub-draw, array
+    form, nomerge."""
+    cdef Py_ssize_t nsd = per.shape[0], na = a_state.shape[0], nc = flags.shape[0], i, j, r = 0, R = 0
+    cdef int64_t a, k, cmd, ep, st, b
+    cdef bint drawlike, isx
+    cdef uint8_t nm
+    if not (s_act.shape[0] == nsd and s_kind.shape[0] == nsd and s_sbuf.shape[0] == nsd and
+            s_soff.shape[0] == nsd and s_fmt.shape[0] == nsd and s_count.shape[0] == nsd and
+            s_sym.shape[0] == nsd and s_base.shape[0] == nsd and s_sinst.shape[0] == nsd and
+            s_ninst.shape[0] == nsd and s_ord.shape[0] == nsd):
+        raise ValueError("record_rows: length mismatch")
+    if per_inst.shape[0] != nsd or array_form.shape[0] != nsd or a_op.shape[0] != na or \
+            a_cmd.shape[0] != na or fcol.shape[0] != 13:
+        raise ValueError("record_rows: length mismatch")
+    for i in range(13):
+        if not (0 <= fcol[i] < nfields):
+            raise IndexError("record_rows: field out of range")
+    for i in range(nsd):
+        if per[i] < 0 or not (0 <= s_act[i] < na) or not (0 <= a_cmd[s_act[i]] < nc):
+            raise IndexError("record_rows: bad sub-draw")
+        R += per[i]
+    key_a = np.zeros((R, nfields), np.int64, order="F")
+    r_act_a, r_ord_a, inst_a, sub_a = (np.empty(R, np.int64) for _ in range(4))
+    af_a = np.empty(R, np.uint8)
+    nm_a = np.empty(R, np.uint8)
+    cdef int64_t[::1, :] key = key_a
+    cdef int64_t[::1] r_act = r_act_a, r_ord = r_ord_a, inst = inst_a, sub = sub_a
+    cdef uint8_t[::1] af = af_a, nomerge = nm_a
+    cdef int64_t c_kind = fcol[0], c_sbuf = fcol[1], c_soff = fcol[2], c_fmt = fcol[3], c_count = fcol[4]
+    cdef int64_t c_sym = fcol[5], c_state = fcol[6], c_epoch = fcol[7], c_bias = fcol[8], c_inst = fcol[9]
+    cdef int64_t c_ninst = fcol[10], c_rel = fcol[11], c_svoff = fcol[12]
+    with nogil:
+        for i in range(nsd):
+            a = s_act[i]
+            k = s_kind[i]
+            cmd = a_cmd[a]
+            ep = _lower(opq, cmd)   # the Opaque commands before it
+            st = a_state[a]
+            nm = 1 if flags[cmd] & flag_nomerge else 0
+            drawlike = k == kd_draw or k == kd_indexed
+            isx = a_op[a] == op_x
+            b = s_base[i]
+            for j in range(per[i]):
+                key[r, c_kind] = k
+                key[r, c_sbuf] = s_sbuf[i]
+                key[r, c_soff] = s_soff[i]
+                key[r, c_fmt] = s_fmt[i]
+                key[r, c_count] = s_count[i]
+                key[r, c_sym] = s_sym[i]
+                key[r, c_state] = st
+                key[r, c_epoch] = ep
+                key[r, c_bias] = b if k == kd_indexed else (0 if drawlike else -1)
+                key[r, c_inst] = s_sinst[i] + j if drawlike else -1
+                key[r, c_ninst] = 1 if per_inst[i] else (s_ninst[i] if drawlike else 1)
+                key[r, c_rel] = j if drawlike else -1
+                key[r, c_svoff] = b if isx else 0
+                r_act[r] = a
+                r_ord[r] = s_ord[i]
+                inst[r] = j
+                sub[r] = i
+                af[r] = array_form[i]
+                nomerge[r] = nm
+                r += 1
+    return key_a, r_act_a, r_ord_a, inst_a, sub_a, af_a.view(bool), nm_a.view(bool)
+
+
+def set_rows(const int64_t[::1] inv, const int64_t[::1] off, const int64_t[::1] cnt, list vals):
+    """Per-signature sets spelled out per owner: owner ``a`` (``inv[a]`` its set ``s``) gets
+    the rows ``off[s] .. off[s] + cnt[s] - 1`` of each array of ``vals``. Returns the owner
+    of each row and each array's rows (twin: ``drawopt.verify.records.set_rows``)."""
+    cdef Py_ssize_t n = inv.shape[0], ns = off.shape[0], nv = len(vals), i, j, t = 0, p, c
+    cdef int64_t s, o, m
+    if cnt.shape[0] != ns:
+        raise ValueError("set_rows: length mismatch")
+    for i in range(ns):
+        if cnt[i] < 0 or off[i] < 0:
+            raise IndexError("set_rows: bad set")
+    for i in range(n):
+        if not (0 <= inv[i] < ns):
+            raise IndexError("set_rows: set out of range")
+        t += cnt[inv[i]]
+    cdef const int64_t[::1] src
+    cdef int64_t[::1] dst
+    for c in range(nv):
+        src = vals[c]
+        for i in range(ns):
+            if cnt[i] and off[i] + cnt[i] > src.shape[0]:
+                raise IndexError("set_rows: set past the end of its values")
+    owner_a = np.empty(t, np.int64)
+    cdef int64_t[::1] owner = owner_a
+    with nogil:
+        p = 0
+        for i in range(n):
+            m = cnt[inv[i]]
+            for j in range(m):
+                owner[p + j] = i
+            p += m
+    outs = []
+    for c in range(nv):
+        src = vals[c]
+        out_a = np.empty(t, np.int64)
+        dst = out_a
+        with nogil:
+            p = 0
+            for i in range(n):
+                s = inv[i]
+                o = off[s]
+                m = cnt[s]
+                for j in range(m):
+                    dst[p + j] = src[o + j]
+                p += m
+        outs.append(out_a)
+    return owner_a, outs

@@ -3,8 +3,8 @@
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "write_entries", "by_opcode", "fill_at",
-           "group_ids", "merge_runs", "state_hashes", "const_events"]
+__all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "write_entries", "by_opcode", "record_rows",
+           "set_rows", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
 
 def hash_columns(n: int, seed: int, vals: list[npt.NDArray[np.int64] | None],
                  idxs: list[npt.NDArray[np.int64] | None], kinds: npt.NDArray[np.uint8],
@@ -70,4 +70,21 @@ def write_entries(order: npt.NDArray[np.int64], w_res: npt.NDArray[np.int64], w_
 
 def by_opcode(op: npt.NDArray[np.uint16], ncodes: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """``(order, off)``: command indices grouped by opcode; see ``drawopt.verify.slots.OpIndex``."""
+    ...
+
+def record_rows(per: npt.NDArray[np.int64], s_act: npt.NDArray[np.int64], s_kind: npt.NDArray[np.int64],
+                s_sbuf: npt.NDArray[np.int64], s_soff: npt.NDArray[np.int64], s_fmt: npt.NDArray[np.int64],
+                s_count: npt.NDArray[np.int64], s_sym: npt.NDArray[np.int64], s_base: npt.NDArray[np.int64],
+                s_sinst: npt.NDArray[np.int64], s_ninst: npt.NDArray[np.int64], s_ord: npt.NDArray[np.int64],
+                per_inst: npt.NDArray[np.uint8], array_form: npt.NDArray[np.uint8], a_state: npt.NDArray[np.int64],
+                a_op: npt.NDArray[np.int64], a_cmd: npt.NDArray[np.int64], flags: npt.NDArray[np.uint8],
+                opq: npt.NDArray[np.int64], fcol: npt.NDArray[np.int64], nfields: int, kd_draw: int,
+                kd_indexed: int, op_x: int, flag_nomerge: int) -> tuple[npt.NDArray[np.int64], ...]:
+    """The records of the sub-draws (key, action, ord, instance, sub-draw, array form, nomerge);
+    see ``drawopt.verify.records._record_rows``."""
+    ...
+
+def set_rows(inv: npt.NDArray[np.int64], off: npt.NDArray[np.int64], cnt: npt.NDArray[np.int64],
+             vals: list[npt.NDArray[np.int64]]) -> tuple[npt.NDArray[np.int64], list[npt.NDArray[np.int64]]]:
+    """Per-signature sets spelled out per owner; see ``drawopt.verify.records.set_rows``."""
     ...

@@ -167,6 +167,20 @@ def test_op_index_compiled_equals_pure() -> None:
         a.of(5)[0] = 1   # views of the index, read-only
 
 
+@needs_cext
+def test_set_rows_compiled_equals_pure() -> None:
+    from drawopt.verify.records import set_rows
+
+    rng = np.random.default_rng(12)
+    for ns, n in ((1, 0), (3, 50), (40, 2000)):
+        cnt = rng.integers(0, 4, ns)
+        off = np.cumsum(cnt) - cnt
+        vals = [rng.integers(-9, 9, int(cnt.sum())), rng.integers(0, 2**40, int(cnt.sum()))]
+        inv = rng.integers(0, ns, n)
+        (oa, va), (ob, vb) = set_rows(inv, off, cnt, *vals, pure=False), set_rows(inv, off, cnt, *vals, pure=True)
+        assert np.array_equal(oa, ob) and all(np.array_equal(x, y) for x, y in zip(va, vb))
+
+
 # --------------------------------------------------------------------------- state columns
 @needs_cext
 def test_fill_at_compiled_equals_pure() -> None:
