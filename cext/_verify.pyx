@@ -12,7 +12,7 @@ from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 
 __all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "write_entries", "by_opcode", "record_rows",
-           "set_rows", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
+           "set_rows", "count_before", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
 
 cdef uint64_t _G = 0x9E3779B97F4A7C15ULL
 cdef uint64_t _C1 = 0xBF58476D1CE4E5B9ULL
@@ -182,9 +182,9 @@ cdef inline bint _read_between(const int64_t[::1] rk, int64_t res, int64_t lo, i
     """A key ``res << 40 | a`` with ``lo <= a <= hi`` among the sorted ``rk``: the first key
     from ``res << 40 | lo`` on is at most ``res << 40 | hi`` (``hint``: where the last
     search ended, updated)."""
-    cdef Py_ssize_t p = _lower_from(rk, (res << 40) + lo, hint[0])
+    cdef Py_ssize_t p = _lower_from(rk, res * (<int64_t>1 << 40) + lo, hint[0])
     hint[0] = p
-    return p < rk.shape[0] and rk[p] <= (res << 40) + hi
+    return p < rk.shape[0] and rk[p] <= res * (<int64_t>1 << 40) + hi
 
 
 def group_ids(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t[::1] e_act,
@@ -766,3 +766,27 @@ def set_rows(const int64_t[::1] inv, const int64_t[::1] off, const int64_t[::1] 
                 p += m
         outs.append(out_a)
     return owner_a, outs
+
+
+def count_before(const int64_t[::1] keys, const int64_t[::1] res, const int64_t[::1] act,
+                 const int64_t[::1] a_cmd):
+    """How many of the sorted ``keys`` (``resource << 40 | command``) lie in
+    ``[res[i] << 40, res[i] << 40 | a_cmd[act[i]])``, for every ``i`` (twin:
+    ``drawopt.verify.compare._barriers_before``): the barriers on each access's resource
+    before its command, by two searches among the (few) keys."""
+    cdef Py_ssize_t n = res.shape[0], na = a_cmd.shape[0], i
+    cdef int64_t base
+    if act.shape[0] != n:
+        raise ValueError("count_before: length mismatch")
+    for i in range(n):
+        if not (0 <= act[i] < na):
+            raise IndexError("count_before: action out of range")
+    out_a = np.zeros(n, np.int64)
+    if keys.shape[0] == 0:
+        return out_a
+    cdef int64_t[::1] out = out_a
+    with nogil:
+        for i in range(n):
+            base = res[i] * (<int64_t>1 << 40)
+            out[i] = _lower(keys, base + a_cmd[act[i]]) - _lower(keys, base)
+    return out_a

@@ -4,7 +4,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "write_entries", "by_opcode", "record_rows",
-           "set_rows", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
+           "set_rows", "count_before", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
 
 def hash_columns(n: int, seed: int, vals: list[npt.NDArray[np.int64] | None],
                  idxs: list[npt.NDArray[np.int64] | None], kinds: npt.NDArray[np.uint8],
@@ -87,4 +87,9 @@ def record_rows(per: npt.NDArray[np.int64], s_act: npt.NDArray[np.int64], s_kind
 def set_rows(inv: npt.NDArray[np.int64], off: npt.NDArray[np.int64], cnt: npt.NDArray[np.int64],
              vals: list[npt.NDArray[np.int64]]) -> tuple[npt.NDArray[np.int64], list[npt.NDArray[np.int64]]]:
     """Per-signature sets spelled out per owner; see ``drawopt.verify.records.set_rows``."""
+    ...
+
+def count_before(keys: npt.NDArray[np.int64], res: npt.NDArray[np.int64], act: npt.NDArray[np.int64],
+                 a_cmd: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Barriers on each access's resource before its command; see ``drawopt.verify.compare._barriers_before``."""
     ...

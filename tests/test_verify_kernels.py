@@ -181,6 +181,19 @@ def test_set_rows_compiled_equals_pure() -> None:
         assert np.array_equal(oa, ob) and all(np.array_equal(x, y) for x, y in zip(va, vb))
 
 
+@needs_cext
+def test_barriers_before_compiled_equals_pure() -> None:
+    from drawopt.verify.compare import _SHIFT, _barriers_before
+
+    rng = np.random.default_rng(13)
+    a_cmd = np.sort(rng.integers(0, 500, 200))
+    for nb in (0, 1, 8, 40):
+        keys = np.sort(rng.integers(0, 6, nb) * _SHIFT + rng.integers(0, 500, nb))
+        res, act = rng.integers(0, 7, 3000), rng.integers(0, 200, 3000)
+        a = _barriers_before(keys, res, act, a_cmd, pure=False)
+        assert np.array_equal(a, _barriers_before(keys, res, act, a_cmd, pure=True))
+
+
 # --------------------------------------------------------------------------- state columns
 @needs_cext
 def test_fill_at_compiled_equals_pure() -> None:

@@ -168,12 +168,16 @@ def _count_before(keys_sorted: np.ndarray, res: np.ndarray, pos: np.ndarray) -> 
     return hi - lo
 
 
-def _barriers_before(keys_sorted: np.ndarray, res: np.ndarray, act: np.ndarray, a_cmd: np.ndarray) -> np.ndarray:
+def _barriers_before(keys_sorted: np.ndarray, res: np.ndarray, act: np.ndarray, a_cmd: np.ndarray,
+                     pure: bool | None = None) -> np.ndarray:
     """``_count_before(keys_sorted, res, a_cmd[act])``, looking only at the accesses of the
-    few resources that have barriers."""
+    few resources that have barriers (compiled: ``drawopt._verify.count_before``, one pass)."""
     out = np.zeros(res.size, np.int64)
     if not keys_sorted.size:
         return out
+    k = load_cext("_verify", pure)
+    if k is not None:
+        return k.count_before(*(np.ascontiguousarray(x, np.int64) for x in (keys_sorted, res, act, a_cmd)))
     m = np.flatnonzero(np.isin(res, np.unique(keys_sorted // _SHIFT)))
     if m.size:
         out[m] = _count_before(keys_sorted, res[m], a_cmd[act[m]])
@@ -383,7 +387,7 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     ra, rr = R.reads.pairs(written)
     rk = (rr * _SHIFT + ra)[_res_order(rr)]
     raw_cnt = _before(e_res, e_act, rr, ra)
-    rd_bar = _count_before(bar_keys, rr, R.a_cmd[ra])
+    rd_bar = _barriers_before(bar_keys, rr, ra, R.a_cmd)
     w_bar = _barriers_before(bar_keys, R.w_res, R.w_act, R.a_cmd)
     wpart = _sum_by(R.w_act, _mix(R.w_res, -1, w_bar), nA)
     hz_raw = _sum_by(ra, _mix(rr, raw_cnt, rd_bar), nA) + wpart
