@@ -487,8 +487,8 @@ class _Expander:
         rs.append((i, cmap[s.args[cmd[i], _CP_SRC]]))
         # draws: render targets, depth, index and vertex buffers, indirect arguments
         d = np.flatnonzero(cat == int(Cat.DRAW))
-        rts_cmd = st.source(cid_of(Col.RTS))[acts[d]]
-        rv = st.value(cid_of(Col.RTS))[acts[d]]
+        rts_cmd = st.source_at(cid_of(Col.RTS), acts[d])
+        rv = st.value_at(cid_of(Col.RTS), acts[d])
         has = (rts_cmd >= 0) & (s.op[np.maximum(rts_cmd, 0)] == _OP["OMSetRenderTargets"])
         rc = rts_cmd[has]
         lens = s.var_len[rc].astype(np.int64)
@@ -525,9 +525,9 @@ class _Expander:
         rs.append((k, depth[k]))
         k = d[(depth[d] >= 0) & (p[d] < 0)]
         ws.append((k, depth[k], 0))
-        ib_src = st.source(cid_of(Col.IB))[acts]
+        ib_src = st.source_at(cid_of(Col.IB), acts)
         k = d[np.isin(op[d], list(INDEXED_NATIVE)) & (ib_src[d] >= 0)]
-        k = k[(s.op[ib_src[k]] == _OP["IASetIndexBuffer"]) & (st.value(cid_of(Col.IB))[acts[k]] >= 0)]
+        k = k[(s.op[ib_src[k]] == _OP["IASetIndexBuffer"]) & (st.value_at(cid_of(Col.IB), acts[k]) >= 0)]
         rs.append((k, cmap[s.args[ib_src[k], IB_BUF]]))
         for b in (self.bufa[acts], self.bufb[acts]):
             k = d[b[d] >= 0]
@@ -535,8 +535,8 @@ class _Expander:
         pulls = np.array([x.layout_none for x in self.pipes] + [False], bool)[p]
         fetch = d[~pulls[d]]
         for c in self.vb_cols:
-            k = fetch[st.value(c)[acts[fetch]] >= 0]
-            rs.append((k, cmap[s.args[st.source(c)[acts[k]], VB_BUF]]))
+            k = fetch[st.value_at(c, acts[fetch]) >= 0]
+            rs.append((k, cmap[s.args[st.source_at(c, acts[k]), VB_BUF]]))
         # the pipeline: declared writes and reads, UAVs and views reachable through its root arguments
         for pp in np.unique(p[p >= 0]).tolist():
             pi = self.pipes[pp]
@@ -554,7 +554,7 @@ class _Expander:
                 if kind == "table":
                     if root is None:
                         continue
-                    href = st.value(cid_of(tfam, q))[acts[sel]]
+                    href = st.value_at(cid_of(tfam, q), acts[sel])
                     ok = href >= 0
                     t, heap, slot = sel[ok], href[ok] >> 32, href[ok] & 0xFFFFFFFF
                     for rkind, cnt in root.params[q].ranges:
@@ -568,8 +568,8 @@ class _Expander:
                         slot = slot + cnt
                 elif kind in ("cbv", "srv", "uav") and not pi.compute:
                     c = cid_of(Col.VG, q)
-                    k = sel[st.value(c)[acts[sel]] >= 0]
-                    r = cmap[s.args[st.source(c)[acts[k]], RV_BUF]]
+                    k = sel[st.value_at(c, acts[sel]) >= 0]
+                    r = cmap[s.args[st.source_at(c, acts[k]), RV_BUF]]
                     if kind == "uav":
                         ws.append((k, r, uav_lab))
                     rs.append((k, r))

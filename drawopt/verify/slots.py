@@ -312,6 +312,27 @@ class StateAt:
         return w
 
 
+    def value_at(self, c: int, idx: np.ndarray) -> np.ndarray:
+        """``value(c)[idx]``, without filling the column for every query when it is not yet
+        (a search among the column's events for each of ``idx``)."""
+        v = self._val.get(c)
+        if v is not None:
+            return v[idx]
+        if c not in self.col:
+            return np.full(idx.size, NEVER, np.int64)
+        ei, ev = self._events[c]
+        return fill_at(ei, ev, self.queries[idx], self._before.get(c, NEVER))
+
+    def source_at(self, c: int, idx: np.ndarray) -> np.ndarray:
+        """``source(c)[idx]``, without filling the column (see :meth:`value_at`)."""
+        w = self._src.get(c)
+        if w is not None:
+            return w[idx]
+        if c not in self.col:
+            return np.full(idx.size, -1, np.int64)
+        ei = self._events[c][0]
+        return fill_at(ei, ei, self.queries[idx], -1)
+
     def events(self, c: int) -> tuple[np.ndarray, np.ndarray]:
         """``(commands, values)`` of column ``c``'s events, in stream order (none: empty)."""
         if c not in self.col:
