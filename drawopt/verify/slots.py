@@ -535,12 +535,17 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
                 q = (c & 0xFFFFF) // 64 if f == cf else c & 0xFFFFF
                 byparam.setdefault(q, {}).setdefault(f, []).append(c)
         for fams in byparam.values():
+            if len(fams) < 2:   # set as one kind only: nothing to replace
+                continue
             for f, cols in fams.items():
-                mark = np.zeros(len(s), bool)
-                for c in cols:
-                    if c in setters:
+                set_cols = [c for c in cols if c in setters]
+                if len(set_cols) == 1:   # (a column's setters: ascending, distinct)
+                    setters_of = setters[set_cols[0]][0]
+                else:
+                    mark = np.zeros(len(s), bool)
+                    for c in set_cols:
                         mark[setters[c][0]] = True
-                setters_of = np.flatnonzero(mark)
+                    setters_of = np.flatnonzero(mark)
                 for g, others in fams.items():
                     if g != f and setters_of.size:
                         for c in others:
