@@ -629,18 +629,6 @@ def by_opcode(const uint16_t[::1] op, Py_ssize_t ncodes):
     return order_a, off_a
 
 
-cdef inline Py_ssize_t _lower(const int64_t[::1] a, int64_t x) noexcept nogil:
-    """The first ``p`` with ``a[p] >= x`` (``a`` ascending)."""
-    cdef Py_ssize_t lo = 0, hi = a.shape[0], mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
 def record_rows(const int64_t[::1] per, const int64_t[::1] s_act, const int64_t[::1] s_kind,
                 const int64_t[::1] s_sbuf, const int64_t[::1] s_soff, const int64_t[::1] s_fmt,
                 const int64_t[::1] s_count, const int64_t[::1] s_sym, const int64_t[::1] s_base,
@@ -689,7 +677,7 @@ def record_rows(const int64_t[::1] per, const int64_t[::1] s_act, const int64_t[
             a = s_act[i]
             k = s_kind[i]
             cmd = a_cmd[a]
-            ep = _lower(opq, cmd)   # the Opaque commands before it
+            ep = _lower_from(opq, cmd, 0)   # the Opaque commands before it
             st = a_state[a]
             nm = 1 if flags[cmd] & flag_nomerge else 0
             drawlike = k == kd_draw or k == kd_indexed
@@ -788,5 +776,5 @@ def count_before(const int64_t[::1] keys, const int64_t[::1] res, const int64_t[
     with nogil:
         for i in range(n):
             base = res[i] * (<int64_t>1 << 40)
-            out[i] = _lower(keys, base + a_cmd[act[i]]) - _lower(keys, base)
+            out[i] = _lower_from(keys, base + a_cmd[act[i]], 0) - _lower_from(keys, base, 0)
     return out_a
