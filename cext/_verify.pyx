@@ -8,10 +8,11 @@ in its docstring, and the tests check that both give identical arrays.
 import numpy as np
 
 cimport cython
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 
-__all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
+__all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "write_entries", "by_opcode", "record_rows",
+           "set_rows", "count_before", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
 
 cdef uint64_t _G = 0x9E3779B97F4A7C15ULL
 cdef uint64_t _C1 = 0xBF58476D1CE4E5B9ULL
@@ -181,9 +182,9 @@ cdef inline bint _read_between(const int64_t[::1] rk, int64_t res, int64_t lo, i
     """A key ``res << 40 | a`` with ``lo <= a <= hi`` among the sorted ``rk``: the first key
     from ``res << 40 | lo`` on is at most ``res << 40 | hi`` (``hint``: where the last
     search ended, updated)."""
-    cdef Py_ssize_t p = _lower_from(rk, (res << 40) + lo, hint[0])
+    cdef Py_ssize_t p = _lower_from(rk, res * (<int64_t>1 << 40) + lo, hint[0])
     hint[0] = p
-    return p < rk.shape[0] and rk[p] <= (res << 40) + hi
+    return p < rk.shape[0] and rk[p] <= res * (<int64_t>1 << 40) + hi
 
 
 def group_ids(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t[::1] e_act,
@@ -293,7 +294,7 @@ def state_hashes(const int64_t[::1] ev_at, const int64_t[::1] ev_val, const int6
     group's columns ``g_pos[g_off[g]:g_off[g + 1]]`` its id ``g_cid`` and its value at the
     query (row ``ov_row[c]`` of ``ov`` where that is >= 0), read as ``to`` where ``lo < v < hi``."""
     cdef Py_ssize_t n = q.shape[0], C = col_off.shape[0] - 1, G = g_off.shape[0] - 1
-    cdef Py_ssize_t i, k, c, j
+    cdef Py_ssize_t i, k, c, j, e
     cdef int64_t g, v, r
     cdef uint64_t h
     if grp.shape[0] != n or before.shape[0] != C or ov_row.shape[0] != C or g_pcid.shape[0] != G or \
@@ -317,27 +318,50 @@ def state_hashes(const int64_t[::1] ev_at, const int64_t[::1] ev_val, const int6
     ptr_a = np.asarray(col_off)[:C].copy()
     cdef uint64_t[::1] o = out
     cdef int64_t[::1] ptr = ptr_a
+    cdef uint64_t hb[_BLOCK]
+    cdef uint64_t h0, cid
+    cdef Py_ssize_t i2, t, blk = _BLOCK, s0
     with nogil:
-        for i in range(n):
+        # runs of consecutive queries of one group (most draws follow one of their pipeline),
+        # hashed column by column: the queries' hash chains are independent (pipelined),
+        # where one query at a time is one long chain of dependent multiplications
+        i = 0
+        while i < n:
             g = grp[i]
             if g < 0:
+                i += 1
                 continue
-            h = _mix(seed, <uint64_t>g_pcid[g])
+            i2 = i + 1
+            while i2 < n and i2 - i < blk and grp[i2] == g:
+                i2 += 1
+            h0 = _mix(seed, <uint64_t>g_pcid[g])
+            for t in range(i2 - i):
+                hb[t] = h0
             for k in range(g_off[g], g_off[g + 1]):
                 c = g_pos[k]
                 r = ov_row[c]
+                cid = <uint64_t>g_cid[k]
                 if r >= 0:
-                    v = ov[r, i]
-                else:
-                    j = ptr[c]
-                    while j < col_off[c + 1] and ev_at[j] < q[i]:
+                    for t in range(i, i2):
+                        v = ov[r, t]
+                        if lo < v < hi:
+                            v = to
+                        hb[t - i] = _mix(_mix(hb[t - i], cid), <uint64_t>v)
+                    continue
+                j = ptr[c]
+                e = col_off[c + 1]
+                s0 = col_off[c]
+                for t in range(i, i2):
+                    while j < e and ev_at[j] < q[t]:
                         j += 1
-                    ptr[c] = j
-                    v = ev_val[j - 1] if j > col_off[c] else before[c]
-                if lo < v < hi:
-                    v = to
-                h = _mix(_mix(h, <uint64_t>g_cid[k]), <uint64_t>v)
-            o[i] = h
+                    v = ev_val[j - 1] if j > s0 else before[c]
+                    if lo < v < hi:
+                        v = to
+                    hb[t - i] = _mix(_mix(hb[t - i], cid), <uint64_t>v)
+                ptr[c] = j
+            for t in range(i, i2):
+                o[t] = hb[t - i]
+            i = i2
     return out
 
 
@@ -545,4 +569,212 @@ def buffer_words(const uint32_t[::1] data, int64_t size, const int64_t[::1] byte
                     out[i, j] = data[wi]
                 else:
                     out[i, j] = 0
+    return out_a
+
+
+def write_entries(const int64_t[::1] order, const int64_t[::1] w_res, const int64_t[::1] w_lab,
+                  const int64_t[::1] w_act, const int64_t[::1] a_first, const int64_t[::1] a_nrec):
+    """The write entries ``(e_res, e_lab, e_act, e_rec)``: the writes in ``order``, each
+    repeated for every record of its action (twin: ``drawopt.verify.compare._entries``)."""
+    cdef Py_ssize_t n = order.shape[0], nw = w_res.shape[0], na = a_first.shape[0], i, j, t = 0, p
+    cdef int64_t o, a, r0, cnt
+    if w_lab.shape[0] != nw or w_act.shape[0] != nw or a_nrec.shape[0] != na:
+        raise ValueError("write_entries: length mismatch")
+    for i in range(n):
+        o = order[i]
+        if not (0 <= o < nw) or not (0 <= w_act[o] < na) or a_nrec[w_act[o]] < 0:
+            raise IndexError("write_entries: index out of range")
+        t += a_nrec[w_act[o]]
+    er_a, el_a, ea_a, ec_a = (np.empty(t, np.int64) for _ in range(4))
+    cdef int64_t[::1] er = er_a, el = el_a, ea = ea_a, ec = ec_a
+    p = 0
+    with nogil:
+        for i in range(n):
+            o = order[i]
+            a = w_act[o]
+            r0 = a_first[a]
+            cnt = a_nrec[a]
+            for j in range(cnt):
+                er[p] = w_res[o]
+                el[p] = w_lab[o]
+                ea[p] = a
+                ec[p] = r0 + j
+                p += 1
+    return er_a, el_a, ea_a, ec_a
+
+
+def by_opcode(const uint16_t[::1] op, Py_ssize_t ncodes):
+    """``(order, off)``: the command indices grouped by opcode, ascending within one (a
+    counting sort; twin: ``np.argsort(op, kind="stable")`` and the opcodes' counts, in
+    ``drawopt.verify.slots.OpIndex``); opcode ``c``'s commands are ``order[off[c]:off[c + 1]]``."""
+    cdef Py_ssize_t n = op.shape[0], i
+    off_a = np.zeros(ncodes + 1, np.int64)
+    order_a = np.empty(n, np.int64)
+    cdef int64_t[::1] off = off_a, order = order_a
+    for i in range(n):
+        if op[i] >= ncodes:
+            raise IndexError("by_opcode: opcode out of range")
+    pos_a = np.zeros(ncodes + 1, np.int64)
+    cdef int64_t[::1] pos = pos_a
+    with nogil:
+        for i in range(n):
+            off[op[i] + 1] += 1
+        for i in range(ncodes):
+            off[i + 1] += off[i]
+        for i in range(ncodes + 1):
+            pos[i] = off[i]
+        for i in range(n):
+            order[pos[op[i]]] = i
+            pos[op[i]] += 1
+    return order_a, off_a
+
+
+def record_rows(const int64_t[::1] per, const int64_t[::1] s_act, const int64_t[::1] s_kind,
+                const int64_t[::1] s_sbuf, const int64_t[::1] s_soff, const int64_t[::1] s_fmt,
+                const int64_t[::1] s_count, const int64_t[::1] s_sym, const int64_t[::1] s_base,
+                const int64_t[::1] s_sinst, const int64_t[::1] s_ninst, const int64_t[::1] s_ord,
+                const uint8_t[::1] per_inst, const uint8_t[::1] array_form, const int64_t[::1] a_state,
+                const int64_t[::1] a_op, const int64_t[::1] a_cmd, const uint8_t[::1] flags,
+                const int64_t[::1] opq, const int64_t[::1] fcol, Py_ssize_t nfields, int64_t kd_draw,
+                int64_t kd_indexed, int64_t op_x, uint8_t flag_nomerge):
+    """The records of the sub-draws, in one pass (twin: the pure path of
+    ``drawopt.verify.records._record_rows``): sub-draw ``i`` (``s_*[i]``) becomes ``per[i]``
+    records. Returns the key (records x ``nfields``, Fortran order; the fields at ``fcol``:
+    kind, src_buf, src_off, fmt, count, sym, state, epoch, bias, inst, ninst, rel, svoff; the
+    others 0) and per record: action, ord, instance within the sub-draw, sub-draw, array
+    form, nomerge."""
+    cdef Py_ssize_t nsd = per.shape[0], na = a_state.shape[0], nc = flags.shape[0], i, j, r = 0, R = 0
+    cdef int64_t a, k, cmd, ep, st, b
+    cdef bint drawlike, isx
+    cdef uint8_t nm
+    if not (s_act.shape[0] == nsd and s_kind.shape[0] == nsd and s_sbuf.shape[0] == nsd and
+            s_soff.shape[0] == nsd and s_fmt.shape[0] == nsd and s_count.shape[0] == nsd and
+            s_sym.shape[0] == nsd and s_base.shape[0] == nsd and s_sinst.shape[0] == nsd and
+            s_ninst.shape[0] == nsd and s_ord.shape[0] == nsd):
+        raise ValueError("record_rows: length mismatch")
+    if per_inst.shape[0] != nsd or array_form.shape[0] != nsd or a_op.shape[0] != na or \
+            a_cmd.shape[0] != na or fcol.shape[0] != 13:
+        raise ValueError("record_rows: length mismatch")
+    for i in range(13):
+        if not (0 <= fcol[i] < nfields):
+            raise IndexError("record_rows: field out of range")
+    for i in range(nsd):
+        if per[i] < 0 or not (0 <= s_act[i] < na) or not (0 <= a_cmd[s_act[i]] < nc):
+            raise IndexError("record_rows: bad sub-draw")
+        R += per[i]
+    key_a = np.zeros((R, nfields), np.int64, order="F")
+    r_act_a, r_ord_a, inst_a, sub_a = (np.empty(R, np.int64) for _ in range(4))
+    af_a = np.empty(R, np.uint8)
+    nm_a = np.empty(R, np.uint8)
+    cdef int64_t[::1, :] key = key_a
+    cdef int64_t[::1] r_act = r_act_a, r_ord = r_ord_a, inst = inst_a, sub = sub_a
+    cdef uint8_t[::1] af = af_a, nomerge = nm_a
+    cdef int64_t c_kind = fcol[0], c_sbuf = fcol[1], c_soff = fcol[2], c_fmt = fcol[3], c_count = fcol[4]
+    cdef int64_t c_sym = fcol[5], c_state = fcol[6], c_epoch = fcol[7], c_bias = fcol[8], c_inst = fcol[9]
+    cdef int64_t c_ninst = fcol[10], c_rel = fcol[11], c_svoff = fcol[12]
+    with nogil:
+        for i in range(nsd):
+            a = s_act[i]
+            k = s_kind[i]
+            cmd = a_cmd[a]
+            ep = _lower_from(opq, cmd, 0)   # the Opaque commands before it
+            st = a_state[a]
+            nm = 1 if flags[cmd] & flag_nomerge else 0
+            drawlike = k == kd_draw or k == kd_indexed
+            isx = a_op[a] == op_x
+            b = s_base[i]
+            for j in range(per[i]):
+                key[r, c_kind] = k
+                key[r, c_sbuf] = s_sbuf[i]
+                key[r, c_soff] = s_soff[i]
+                key[r, c_fmt] = s_fmt[i]
+                key[r, c_count] = s_count[i]
+                key[r, c_sym] = s_sym[i]
+                key[r, c_state] = st
+                key[r, c_epoch] = ep
+                key[r, c_bias] = b if k == kd_indexed else (0 if drawlike else -1)
+                key[r, c_inst] = s_sinst[i] + j if drawlike else -1
+                key[r, c_ninst] = 1 if per_inst[i] else (s_ninst[i] if drawlike else 1)
+                key[r, c_rel] = j if drawlike else -1
+                key[r, c_svoff] = b if isx else 0
+                r_act[r] = a
+                r_ord[r] = s_ord[i]
+                inst[r] = j
+                sub[r] = i
+                af[r] = array_form[i]
+                nomerge[r] = nm
+                r += 1
+    return key_a, r_act_a, r_ord_a, inst_a, sub_a, af_a.view(bool), nm_a.view(bool)
+
+
+def set_rows(const int64_t[::1] inv, const int64_t[::1] off, const int64_t[::1] cnt, list vals):
+    """Per-signature sets spelled out per owner: owner ``a`` (``inv[a]`` its set ``s``) gets
+    the rows ``off[s] .. off[s] + cnt[s] - 1`` of each array of ``vals``. Returns the owner
+    of each row and each array's rows (twin: ``drawopt.verify.records.set_rows``)."""
+    cdef Py_ssize_t n = inv.shape[0], ns = off.shape[0], nv = len(vals), i, j, t = 0, p, c
+    cdef int64_t s, o, m
+    if cnt.shape[0] != ns:
+        raise ValueError("set_rows: length mismatch")
+    for i in range(ns):
+        if cnt[i] < 0 or off[i] < 0:
+            raise IndexError("set_rows: bad set")
+    for i in range(n):
+        if not (0 <= inv[i] < ns):
+            raise IndexError("set_rows: set out of range")
+        t += cnt[inv[i]]
+    cdef const int64_t[::1] src
+    cdef int64_t[::1] dst
+    for c in range(nv):
+        src = vals[c]
+        for i in range(ns):
+            if cnt[i] and off[i] + cnt[i] > src.shape[0]:
+                raise IndexError("set_rows: set past the end of its values")
+    owner_a = np.empty(t, np.int64)
+    cdef int64_t[::1] owner = owner_a
+    with nogil:
+        p = 0
+        for i in range(n):
+            m = cnt[inv[i]]
+            for j in range(m):
+                owner[p + j] = i
+            p += m
+    outs = []
+    for c in range(nv):
+        src = vals[c]
+        out_a = np.empty(t, np.int64)
+        dst = out_a
+        with nogil:
+            p = 0
+            for i in range(n):
+                s = inv[i]
+                o = off[s]
+                m = cnt[s]
+                for j in range(m):
+                    dst[p + j] = src[o + j]
+                p += m
+        outs.append(out_a)
+    return owner_a, outs
+
+
+def count_before(const int64_t[::1] keys, const int64_t[::1] res, const int64_t[::1] act,
+                 const int64_t[::1] a_cmd):
+    """How many of the sorted ``keys`` (``resource << 40 | command``) lie in
+    ``[res[i] << 40, res[i] << 40 | a_cmd[act[i]])``, for every ``i`` (twin:
+    ``drawopt.verify.compare._barriers_before``): the barriers on each access's resource
+    before its command, by two searches among the (few) keys."""
+    cdef Py_ssize_t n = res.shape[0], na = a_cmd.shape[0], i
+    cdef int64_t base
+    if act.shape[0] != n:
+        raise ValueError("count_before: length mismatch")
+    for i in range(n):
+        if not (0 <= act[i] < na):
+            raise IndexError("count_before: action out of range")
+    out_a = np.zeros(n, np.int64)
+    if keys.shape[0] == 0:
+        return out_a
+    cdef int64_t[::1] out = out_a
+    with nogil:
+        for i in range(n):
+            base = res[i] * (<int64_t>1 << 40)
+            out[i] = _lower_from(keys, base + a_cmd[act[i]], 0) - _lower_from(keys, base, 0)
     return out_a

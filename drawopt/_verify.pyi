@@ -3,8 +3,8 @@
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "fill_at", "group_ids", "merge_runs",
-           "state_hashes", "const_events"]
+__all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "write_entries", "by_opcode", "record_rows",
+           "set_rows", "count_before", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
 
 def hash_columns(n: int, seed: int, vals: list[npt.NDArray[np.int64] | None],
                  idxs: list[npt.NDArray[np.int64] | None], kinds: npt.NDArray[np.uint8],
@@ -60,4 +60,36 @@ def group_sort(gid: npt.NDArray[np.int64], keys: list[npt.NDArray[np.int64]]) ->
 def buffer_words(data: npt.NDArray[np.uint32], size: int, byte_off: npt.NDArray[np.int64], nwords: int,
                  oob: int) -> npt.NDArray[np.int64]:
     """``(n, nwords)`` words at each byte offset; see ``drawopt.verify.records._Expander.words``."""
+    ...
+
+def write_entries(order: npt.NDArray[np.int64], w_res: npt.NDArray[np.int64], w_lab: npt.NDArray[np.int64],
+                  w_act: npt.NDArray[np.int64], a_first: npt.NDArray[np.int64], a_nrec: npt.NDArray[np.int64]) -> tuple[
+                      npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(e_res, e_lab, e_act, e_rec)``; see ``drawopt.verify.compare._entries``."""
+    ...
+
+def by_opcode(op: npt.NDArray[np.uint16], ncodes: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(order, off)``: command indices grouped by opcode; see ``drawopt.verify.slots.OpIndex``."""
+    ...
+
+def record_rows(per: npt.NDArray[np.int64], s_act: npt.NDArray[np.int64], s_kind: npt.NDArray[np.int64],
+                s_sbuf: npt.NDArray[np.int64], s_soff: npt.NDArray[np.int64], s_fmt: npt.NDArray[np.int64],
+                s_count: npt.NDArray[np.int64], s_sym: npt.NDArray[np.int64], s_base: npt.NDArray[np.int64],
+                s_sinst: npt.NDArray[np.int64], s_ninst: npt.NDArray[np.int64], s_ord: npt.NDArray[np.int64],
+                per_inst: npt.NDArray[np.uint8], array_form: npt.NDArray[np.uint8], a_state: npt.NDArray[np.int64],
+                a_op: npt.NDArray[np.int64], a_cmd: npt.NDArray[np.int64], flags: npt.NDArray[np.uint8],
+                opq: npt.NDArray[np.int64], fcol: npt.NDArray[np.int64], nfields: int, kd_draw: int,
+                kd_indexed: int, op_x: int, flag_nomerge: int) -> tuple[npt.NDArray[np.int64], ...]:
+    """The records of the sub-draws (key, action, ord, instance, sub-draw, array form, nomerge);
+    see ``drawopt.verify.records._record_rows``."""
+    ...
+
+def set_rows(inv: npt.NDArray[np.int64], off: npt.NDArray[np.int64], cnt: npt.NDArray[np.int64],
+             vals: list[npt.NDArray[np.int64]]) -> tuple[npt.NDArray[np.int64], list[npt.NDArray[np.int64]]]:
+    """Per-signature sets spelled out per owner; see ``drawopt.verify.records.set_rows``."""
+    ...
+
+def count_before(keys: npt.NDArray[np.int64], res: npt.NDArray[np.int64], act: npt.NDArray[np.int64],
+                 a_cmd: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Barriers on each access's resource before its command; see ``drawopt.verify.compare._barriers_before``."""
     ...

@@ -152,6 +152,48 @@ def test_group_ids_compiled_equals_pure() -> None:
         assert np.array_equal(a, b), trial
 
 
+@needs_cext
+def test_op_index_compiled_equals_pure() -> None:
+    from drawopt.verify.slots import OpIndex
+
+    rng = np.random.default_rng(11)
+    for n in (0, 1, 1000):
+        op = rng.integers(0, 90, n).astype(np.uint16)
+        a, b = OpIndex(op, pure=False), OpIndex(op, pure=True)
+        assert np.array_equal(a.order, b.order) and np.array_equal(a.off, b.off)
+        for codes in ((5,), (1, 7, 80), (89, 2000)):
+            assert np.array_equal(a.of(*codes), np.flatnonzero(np.isin(op, codes)))
+    with pytest.raises(ValueError):
+        a.of(5)[0] = 1   # views of the index, read-only
+
+
+@needs_cext
+def test_set_rows_compiled_equals_pure() -> None:
+    from drawopt.verify.records import set_rows
+
+    rng = np.random.default_rng(12)
+    for ns, n in ((1, 0), (3, 50), (40, 2000)):
+        cnt = rng.integers(0, 4, ns)
+        off = np.cumsum(cnt) - cnt
+        vals = [rng.integers(-9, 9, int(cnt.sum())), rng.integers(0, 2**40, int(cnt.sum()))]
+        inv = rng.integers(0, ns, n)
+        (oa, va), (ob, vb) = set_rows(inv, off, cnt, *vals, pure=False), set_rows(inv, off, cnt, *vals, pure=True)
+        assert np.array_equal(oa, ob) and all(np.array_equal(x, y) for x, y in zip(va, vb))
+
+
+@needs_cext
+def test_barriers_before_compiled_equals_pure() -> None:
+    from drawopt.verify.compare import _SHIFT, _barriers_before
+
+    rng = np.random.default_rng(13)
+    a_cmd = np.sort(rng.integers(0, 500, 200))
+    for nb in (0, 1, 8, 40):
+        keys = np.sort(rng.integers(0, 6, nb) * _SHIFT + rng.integers(0, 500, nb))
+        res, act = rng.integers(0, 7, 3000), rng.integers(0, 200, 3000)
+        a = _barriers_before(keys, res, act, a_cmd, pure=False)
+        assert np.array_equal(a, _barriers_before(keys, res, act, a_cmd, pure=True))
+
+
 # --------------------------------------------------------------------------- state columns
 @needs_cext
 def test_fill_at_compiled_equals_pure() -> None:

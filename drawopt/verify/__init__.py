@@ -43,7 +43,7 @@ from drawopt.verify.compare import canonical, compare_records, exit_state_diff, 
 from drawopt.verify.model import Canon
 from drawopt.verify.records import Records, expand
 from drawopt.verify.rules import check_rules, first_new_uncovered_read, first_new_violation
-from drawopt.verify.slots import column_universe, distinct_ids
+from drawopt.verify.slots import column_universe, distinct_ids, op_index, op_indexes
 
 """``none``: no two draws on a common target commute; ``declared``: only pipelines
 declared ``order_independent``; ``opaque``: also opaque depth-tested draws."""
@@ -119,7 +119,7 @@ def verify(original: Stream, optimized: Stream, reorder: str = "declared") -> Ve
     """
     if reorder not in REORDER_POLICIES:
         raise UsageError(f"unknown reorder policy '{reorder}' (use {', '.join(REORDER_POLICIES)})")
-    with small_pages():  # many short-lived arrays of a few MB: see drawopt.ir.pages
+    with small_pages(), op_indexes():  # many short-lived arrays of a few MB: see drawopt.ir.pages
         return _verify(original, optimized, reorder)
 
 
@@ -190,8 +190,8 @@ def _decl_diff(a: Stream, b: Stream) -> str | None:
 
 
 def _opaque_diff(a: Stream, b: Stream) -> VerifyResult | None:
-    ia = np.flatnonzero(a.op == _OP["Opaque"])
-    ib = np.flatnonzero(b.op == _OP["Opaque"])
+    ia = op_index(a).of(_OP["Opaque"])
+    ib = op_index(b).of(_OP["Opaque"])
     text = Op.Opaque.col("text")
     ta = [a.strings[int(a.args[i, text])] for i in ia]
     tb = [b.strings[int(b.args[i, text])] for i in ib]
@@ -219,7 +219,7 @@ def _barrier_match(A: Records, B: Records) -> tuple[VerifyResult | None, np.ndar
         s = R.stream
         res, before, after = (Op.ResourceBarrier.col(n) for n in ("resource", "before", "after"))
         out: dict[int, list[tuple[int, int, int]]] = {}
-        for c in np.flatnonzero(s.op == _OP["ResourceBarrier"]).tolist():
+        for c in op_index(s).of(_OP["ResourceBarrier"]).tolist():
             out.setdefault(int(R.cmap[s.args[c, res]]), []).append((int(s.args[c, before]), int(s.args[c, after]), c))
         return out
 

@@ -40,7 +40,7 @@ from drawopt.ir.ops import BY_NAME, Op
 from drawopt.verify._hash import hash_cols
 from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET
 from drawopt.verify.records import KD_DRAW, KD_INDEXED, KEY_FIELDS, F, Records, norm, ragged
-from drawopt.verify.slots import Col, StateAt, cid_of, col_name
+from drawopt.verify.slots import Col, StateAt, cid_of, col_name, op_index
 
 _SHIFT = np.int64(1) << np.int64(40)
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
@@ -168,12 +168,16 @@ def _count_before(keys_sorted: np.ndarray, res: np.ndarray, pos: np.ndarray) -> 
     return hi - lo
 
 
-def _barriers_before(keys_sorted: np.ndarray, res: np.ndarray, act: np.ndarray, a_cmd: np.ndarray) -> np.ndarray:
+def _barriers_before(keys_sorted: np.ndarray, res: np.ndarray, act: np.ndarray, a_cmd: np.ndarray,
+                     pure: bool | None = None) -> np.ndarray:
     """``_count_before(keys_sorted, res, a_cmd[act])``, looking only at the accesses of the
-    few resources that have barriers."""
+    few resources that have barriers (compiled: ``drawopt._verify.count_before``, one pass)."""
     out = np.zeros(res.size, np.int64)
     if not keys_sorted.size:
         return out
+    k = load_cext("_verify", pure)
+    if k is not None:
+        return k.count_before(*(np.ascontiguousarray(x, np.int64) for x in (keys_sorted, res, act, a_cmd)))
     m = np.flatnonzero(np.isin(res, np.unique(keys_sorted // _SHIFT)))
     if m.size:
         out[m] = _count_before(keys_sorted, res[m], a_cmd[act[m]])
@@ -349,6 +353,21 @@ def _merge_runs(R: Records, e_res: np.ndarray, e_lab: np.ndarray, e_gid: np.ndar
     return hidx, ninst, count
 
 
+def _entries(R: Records, pure: bool | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The write entries ``(resource, label, action, record)``: the write pairs by resource
+    (stable: then by action), each once per record of its action (in record order).
+    Compiled: ``drawopt._verify.write_entries``, one pass."""
+    wo = _res_order(R.w_res)
+    k = load_cext("_verify", pure)
+    if k is not None:
+        return k.write_entries(wo.astype(np.int64), *(np.ascontiguousarray(x, np.int64) for x in (
+            R.w_res, R.w_lab, R.w_act, R.a_first, R.a_nrec)))
+    w_act = R.w_act[wo]
+    wrep = R.a_nrec[w_act]
+    return (np.repeat(R.w_res[wo], wrep), np.repeat(R.w_lab[wo], wrep), np.repeat(w_act, wrep),
+            ragged(R.a_first[w_act], wrep))
+
+
 def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = None) -> TargetSeqs:
     """Canonical write sequences of ``R``.
 
@@ -356,26 +375,19 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     ``ResourceBarrier`` commands that count as epochs (default: all of them).
     """
     if barriers is None:
-        barriers = np.flatnonzero(R.stream.op == _OP["ResourceBarrier"])
+        barriers = op_index(R.stream).of(_OP["ResourceBarrier"])
     key = R.key
     nA = R.a_cmd.size
     # ------------------------------------------------------------ write entries per resource
     # by (resource, record): the write pairs by resource (then action), each with its records
-    wo = _res_order(R.w_res)
-    w_act = R.w_act[wo]
-    wrep = R.a_nrec[w_act]
-    e_res = np.repeat(R.w_res[wo], wrep)
-    e_lab = np.repeat(R.w_lab[wo], wrep)
-    e_act = np.repeat(w_act, wrep)
-    e_rec = ragged(R.a_first[w_act], wrep)
-    del wo, w_act, wrep
+    e_res, e_lab, e_act, e_rec = _entries(R)
     bar_keys, _ = _barriers(R, np.asarray(barriers, np.int64))
     # ------------------------------------------------------------ raw hazards (for merging)
     # reads of a written resource (only those order writes), by resource then action
     ra, rr = R.reads.pairs(written)
     rk = (rr * _SHIFT + ra)[_res_order(rr)]
     raw_cnt = _before(e_res, e_act, rr, ra)
-    rd_bar = _count_before(bar_keys, rr, R.a_cmd[ra])
+    rd_bar = _barriers_before(bar_keys, rr, ra, R.a_cmd)
     w_bar = _barriers_before(bar_keys, R.w_res, R.w_act, R.a_cmd)
     wpart = _sum_by(R.w_act, _mix(R.w_res, -1, w_bar), nA)
     hz_raw = _sum_by(ra, _mix(rr, raw_cnt, rd_bar), nA) + wpart

@@ -48,7 +48,7 @@ from drawopt.ir.ops import (
 )
 from drawopt.ir.stream import FLAG_NOMERGE, Stream
 from drawopt.ir.stream import ragged_index as ragged
-from drawopt.verify._hash import hash_cols, unique_inverse
+from drawopt.verify._hash import Column, hash_cols, unique_inverse
 from drawopt.verify.model import NEVER, OPQ_BASE, VERTS_PER_PRIM, Canon, PipeInfo, commute_label, pipe_info
 from drawopt.verify.slots import (
     IB_BUF,
@@ -62,6 +62,7 @@ from drawopt.verify.slots import (
     Col,
     StateAt,
     cid_of,
+    op_index,
     track,
 )
 
@@ -134,6 +135,29 @@ def norm(v: np.ndarray) -> np.ndarray:
     return np.where((v < 0) & (v > OPQ_BASE), NEVER, v)
 
 
+_NORM = (OPQ_BASE, 0, NEVER)
+""":func:`norm` as a ``fold=`` of :func:`hash_cols` (applied to its ``(array, idx)`` columns)."""
+
+
+def set_rows(inv: np.ndarray, off: np.ndarray, cnt: np.ndarray, *vals: np.ndarray,
+             pure: bool | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Sets stored once per signature, spelled out per owner: owner ``a`` (set ``s = inv[a]``)
+    gets rows ``off[s] .. off[s] + cnt[s] - 1`` of each of ``vals``. Returns the owner of each
+    row, and each array's rows (compiled: ``drawopt._verify.set_rows``, one pass).
+
+    >>> o, (v,) = set_rows(np.array([1, 0, 1]), np.array([0, 2]), np.array([2, 1]), np.array([7, 8, 9]))
+    >>> o.tolist(), v.tolist()
+    ([0, 1, 1, 2], [9, 7, 8, 9])
+    """
+    k = load_cext("_verify", pure)
+    if k is not None:
+        return k.set_rows(*(np.ascontiguousarray(x, np.int64) for x in (inv, off, cnt)),
+                          [np.ascontiguousarray(v, np.int64) for v in vals])
+    n = cnt[inv]
+    at = ragged(off[inv], n)
+    return np.repeat(np.arange(inv.size, dtype=np.int64), n), [v[at] for v in vals]
+
+
 @dataclass
 class ReadSets:
     """The reads of every action, stored once per access signature: action ``a`` reads the
@@ -153,8 +177,8 @@ class ReadSets:
             sig = np.repeat(np.arange(cnt.size, dtype=np.int64), cnt)
             res, cnt = res[keep], np.bincount(sig[keep], minlength=cnt.size).astype(np.int64)
             off = np.cumsum(cnt) - cnt
-        n = cnt[self.inv]
-        return np.repeat(np.arange(self.inv.size, dtype=np.int64), n), res[ragged(off[self.inv], n)]
+        owner, (r,) = set_rows(self.inv, off, cnt, res)
+        return owner, r
 
 
 @dataclass
@@ -432,11 +456,7 @@ class _Expander:
         nr_sig = np.bincount(r_sig, minlength=U).astype(np.int64)
         woff = (np.cumsum(nw_sig) - nw_sig).astype(np.int64)
         roff = (np.cumsum(nr_sig) - nr_sig).astype(np.int64)
-        nw = nw_sig[inv]
-        self.w_act = np.repeat(np.arange(nA, dtype=np.int64), nw)
-        wk = ragged(woff[inv], nw)
-        self.w_res = w_res_s[wk]
-        self.w_lab = w_lab_s[wk]
+        self.w_act, (self.w_res, self.w_lab) = set_rows(inv, woff, nw_sig, w_res_s, w_lab_s)
         self.reads = ReadSets(inv, roff, nr_sig, r_res_s)
         # the first action writing each resource: the first of the signatures writing it
         self.first_write = np.full(len(self.canon.names) + 1, np.iinfo(np.int64).max, np.int64)
@@ -467,8 +487,8 @@ class _Expander:
         rs.append((i, cmap[s.args[cmd[i], _CP_SRC]]))
         # draws: render targets, depth, index and vertex buffers, indirect arguments
         d = np.flatnonzero(cat == int(Cat.DRAW))
-        rts_cmd = st.source(cid_of(Col.RTS))[acts[d]]
-        rv = st.value(cid_of(Col.RTS))[acts[d]]
+        rts_cmd = st.source_at(cid_of(Col.RTS), acts[d])
+        rv = st.value_at(cid_of(Col.RTS), acts[d])
         has = (rts_cmd >= 0) & (s.op[np.maximum(rts_cmd, 0)] == _OP["OMSetRenderTargets"])
         rc = rts_cmd[has]
         lens = s.var_len[rc].astype(np.int64)
@@ -505,9 +525,9 @@ class _Expander:
         rs.append((k, depth[k]))
         k = d[(depth[d] >= 0) & (p[d] < 0)]
         ws.append((k, depth[k], 0))
-        ib_src = st.source(cid_of(Col.IB))[acts]
+        ib_src = st.source_at(cid_of(Col.IB), acts)
         k = d[np.isin(op[d], list(INDEXED_NATIVE)) & (ib_src[d] >= 0)]
-        k = k[(s.op[ib_src[k]] == _OP["IASetIndexBuffer"]) & (st.value(cid_of(Col.IB))[acts[k]] >= 0)]
+        k = k[(s.op[ib_src[k]] == _OP["IASetIndexBuffer"]) & (st.value_at(cid_of(Col.IB), acts[k]) >= 0)]
         rs.append((k, cmap[s.args[ib_src[k], IB_BUF]]))
         for b in (self.bufa[acts], self.bufb[acts]):
             k = d[b[d] >= 0]
@@ -515,8 +535,8 @@ class _Expander:
         pulls = np.array([x.layout_none for x in self.pipes] + [False], bool)[p]
         fetch = d[~pulls[d]]
         for c in self.vb_cols:
-            k = fetch[st.value(c)[acts[fetch]] >= 0]
-            rs.append((k, cmap[s.args[st.source(c)[acts[k]], VB_BUF]]))
+            k = fetch[st.value_at(c, acts[fetch]) >= 0]
+            rs.append((k, cmap[s.args[st.source_at(c, acts[k]), VB_BUF]]))
         # the pipeline: declared writes and reads, UAVs and views reachable through its root arguments
         for pp in np.unique(p[p >= 0]).tolist():
             pi = self.pipes[pp]
@@ -534,7 +554,7 @@ class _Expander:
                 if kind == "table":
                     if root is None:
                         continue
-                    href = st.value(cid_of(tfam, q))[acts[sel]]
+                    href = st.value_at(cid_of(tfam, q), acts[sel])
                     ok = href >= 0
                     t, heap, slot = sel[ok], href[ok] >> 32, href[ok] & 0xFFFFFFFF
                     for rkind, cnt in root.params[q].ranges:
@@ -548,8 +568,8 @@ class _Expander:
                         slot = slot + cnt
                 elif kind in ("cbv", "srv", "uav") and not pi.compute:
                     c = cid_of(Col.VG, q)
-                    k = sel[st.value(c)[acts[sel]] >= 0]
-                    r = cmap[s.args[st.source(c)[acts[k]], RV_BUF]]
+                    k = sel[st.value_at(c, acts[sel]) >= 0]
+                    r = cmap[s.args[st.source_at(c, acts[k]), RV_BUF]]
                     if kind == "uav":
                         ws.append((k, r, uav_lab))
                     rs.append((k, r))
@@ -651,7 +671,7 @@ class _Expander:
         topo = st.value(cid_of(Col.TOPO))[a]
         vpp_lut = np.array([VERTS_PER_PRIM.get(t, 0) for t in TOPOLOGIES] + [0], np.int64)
         ok &= vpp_lut[np.where((topo >= 0) & (topo < len(TOPOLOGIES)), topo, len(TOPOLOGIES))] > 0
-        opq = np.flatnonzero(s.op == _OP["Opaque"])
+        opq = op_index(s).of(_OP["Opaque"])
         if opq.size:
             ok &= self.act[a] < opq[0]
         fmt = sd["fmt"][cand]
@@ -876,10 +896,11 @@ class _Expander:
         if pi.perdraw < 0:
             return buf, off
         c = cid_of(Col.VG, pi.perdraw)
-        v, src = st.value(c)[acts], st.source(c)[acts]
-        ok = v >= 0
-        buf[ok] = self.cmap[s.args[src[ok], RV_BUF]]
-        off[ok] = s.args[src[ok], RV_OFF]
+        ok = st.value(c)[acts] >= 0
+        e = st.event_index(c)[acts[ok]]   # the root view's setting command, as an event
+        ei = st.events(c)[0]
+        buf[ok] = safe_ref(self.cmap, s.args[ei, RV_BUF])[e]
+        off[ok] = s.args[ei, RV_OFF][e]
         t = st.value(cid_of(Col.TG, pi.perdraw))[acts]
         i = np.flatnonzero(~ok & (t >= 0))
         if i.size:
@@ -922,40 +943,13 @@ class _Expander:
         if int(per.sum()) > MAX_RECORDS:
             raise UsageError(f"the stream expands to {int(per.sum())} per-instance records; the validator "
                              f"handles at most {MAX_RECORDS}")
-        if bool((per == 1).all()):   # one record per sub-draw: no gathers
-            sub, inst = np.arange(per.size), np.zeros(per.size, np.int64)
-
-            def rep(v: np.ndarray) -> np.ndarray:
-                return v
-        else:   # record j of sub-draw i: its columns repeated (v[sub], without the gather)
-            sub = np.repeat(np.arange(per.size), per)
-            inst = np.arange(sub.size) - np.repeat(np.cumsum(per) - per, per)
-
-            def rep(v: np.ndarray) -> np.ndarray:
-                return np.repeat(v, per)
-        R = sub.size
-        key = np.zeros((R, len(KEY_FIELDS)), np.int64, order="F")   # columns contiguous: read field by field
-        for f, k in (("kind", "kind"), ("src_buf", "sbuf"), ("src_off", "soff"), ("fmt", "fmt"),
-                     ("count", "count"), ("sym", "sym")):
-            key[:, F[f]] = rep(sd[k])
-        # the sub-draw columns the records read again ("kind" is not changed below)
-        g = {k: rep(sd[k]) for k in ("act", "base", "sinst", "ninst", "ord")}
-        g["kind"] = key[:, F["kind"]]
-        af = rep(array_form)
-        r_act = g["act"]
-        key[:, F["state"]] = self.a_state[r_act]
-        opq = np.flatnonzero(s.op == _OP["Opaque"])
-        if opq.size:   # (0 before the first Opaque command)
-            key[:, F["epoch"]] = np.searchsorted(opq, self.act[r_act])
-        is_x = is_x_rec = self.a_op[r_act] == _OP["DrawIndexedX"]
-        drawlike = (g["kind"] == KD_DRAW) | (g["kind"] == KD_INDEXED)
-        key[:, F["bias"]] = np.where(g["kind"] == KD_INDEXED, g["base"], np.where(drawlike, 0, -1))
-        key[:, F["inst"]] = np.where(drawlike, g["sinst"] + inst, -1)
-        key[:, F["ninst"]] = np.where(rep(per_inst), 1, np.where(drawlike, g["ninst"], 1))
-        key[:, F["rel"]] = np.where(drawlike, inst, -1)
-        key[:, F["svoff"]] = np.where(is_x, g["base"], 0)
+        key, r_act, r_ord, inst, sub, af, nomerge = _record_rows(
+            sd, per, per_inst, array_form, self.a_state, self.a_op, self.act, s.flags, op_index(s).of(_OP["Opaque"]))
+        R = r_act.size
+        kind = key[:, F["kind"]]
+        drawlike = (kind == KD_DRAW) | (kind == KD_INDEXED)
+        is_x_rec = self.a_op[r_act] == _OP["DrawIndexedX"]
         r_pipe = self.a_pipe[r_act]
-        nomerge = (s.flags[self.act[r_act]] & FLAG_NOMERGE) != 0
         self.r_xslot = np.full(R, -1, np.int64)
         self.x = {k: [] for k in ("act", "slot", "low", "buf", "off", "rec", "imax", "imax_from")}
         for p, sel in by_pipeline(r_pipe, len(self.pipes)):
@@ -967,31 +961,33 @@ class _Expander:
             if pi.has_perdraw:
                 dsel = sel[drawlike[sel]]
                 is_x = is_x_rec[dsel]
-                self._contract(pi.for_draws(True), dsel[is_x], key, g, inst, af, sub)
-                self._contract(pi.for_draws(False), dsel[~is_x], key, g, inst, af, sub)
+                self._contract(pi.for_draws(True), dsel[is_x], key, sd, r_act, inst, af, sub)
+                self._contract(pi.for_draws(False), dsel[~is_x], key, sd, r_act, inst, af, sub)
         # the input assembler's vertex-window shift (see _vertex_windows): pipelines with a layout
         layout = np.array([not p.layout_none for p in self.pipes] + [True], bool)[r_pipe]
         shift = np.where(layout, self.vb_shift[r_act], 0)
         if shift.any():
-            ind = layout & (g["kind"] == KD_INDEXED) & (key[:, F["svoff"]] != -1)
+            ind = layout & (kind == KD_INDEXED) & (key[:, F["svoff"]] != -1)
             key[:, F["bias"]] += np.where(ind, shift, 0)
             nonind = layout & ~ind & drawlike
             # a non-indexed draw's SV_VertexID counts from StartVertexLocation: the shift may move
             # into the start only where the shaders declare they do not read SV_VertexID
             novid = np.array([p.no_vertex_id for p in self.pipes] + [False], bool)[r_pipe]
-            fold = nonind & novid & (g["kind"] == KD_DRAW)
-            key[fold, F["src_off"]] += shift[fold]
+            fold = nonind & novid & (kind == KD_DRAW)
+            key[:, F["src_off"]][fold] += shift[fold]
             # only where there is a shift: a record's key must not depend on whether another one has one
             rest = nonind & ~fold & (shift != 0)
-            key[rest, F["ia"]] = hash_cols([key[rest, F["ia"]], shift[rest]], int(rest.sum()))
-        self.r_act, self.r_sub, self.key, self.r_nomerge = r_act, g["ord"], key, nomerge
+            key[:, F["ia"]][rest] = hash_cols([key[:, F["ia"]][rest], shift[rest]], int(rest.sum()))
+        self.r_act, self.r_sub, self.key, self.r_nomerge = r_act, r_ord, key, nomerge
         self.a_nrec = np.bincount(r_act, minlength=nA).astype(np.int64)
         self.a_first = np.cumsum(self.a_nrec) - self.a_nrec
         self.x = {k: (np.concatenate(v) if v else np.zeros(0, np.int64)) for k, v in self.x.items()}
 
-    def _lift_native(self, pi: PipeInfo, acts: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def _lift_native(self, pi: PipeInfo, acts: np.ndarray) -> tuple[list[Column], list[np.ndarray]]:
         """The lift items of ``pi`` as the root arguments hold them at ``acts``, and the
-        identity parts a lifted table (its heap) or root view (its buffer) keeps."""
+        identity parts a lifted table (its heap) or root view (its buffer) keeps, as
+        :func:`hash_cols` columns to hash with ``fold=`` :data:`_NORM` (a root constant is
+        ``(its column, acts)``: read, and normalised (:func:`norm`), by the hash only)."""
         st, s = self.st, self.s
         items, ident = [], []
         for q, k, kind in pi.lift_all:
@@ -1008,11 +1004,11 @@ class _Expander:
                 items.append(np.where(ok, word, norm(v)))
                 ident.append(np.where(ok, safe_ref(self.cmap, s.args[np.maximum(src, 0), RV_BUF]), norm(v)))
             else:
-                items.append(norm(st.value(cid_of(Col.CG, q * 64 + k))[acts]))
+                items.append((st.value(cid_of(Col.CG, q * 64 + k)), acts))
         return items, ident
 
-    def _contract(self, pi: PipeInfo, sel: np.ndarray, key: np.ndarray, g: dict[str, np.ndarray],
-                  inst: np.ndarray, af: np.ndarray, sub: np.ndarray) -> None:
+    def _contract(self, pi: PipeInfo, sel: np.ndarray, key: np.ndarray, sd: dict[str, np.ndarray],
+                  r_act: np.ndarray, inst: np.ndarray, af: np.ndarray, sub: np.ndarray) -> None:
         """Fill the abstract fields of records ``sel`` of a pipeline with a per-draw contract.
 
         What the shader observes is ``(base vertex, instance, lift items)`` (and, with an
@@ -1025,34 +1021,34 @@ class _Expander:
         nitems = len(pi.lift_all)
         if not sel.size:
             return
-        key[sel, F["rel"]] = -1
-        key[sel, F["svoff"]] = -1
+        key[:, F["rel"]][sel] = -1
+        key[:, F["svoff"]][sel] = -1
         native = sel[~af[sel]]
         if native.size:
-            an = g["act"][native]
+            an = r_act[native]
             items, ident = self._lift_native(pi, an)
-            key[native, F["lift"]] = hash_cols([nitems, *items, *ident], native.size)
+            key[:, F["lift"]][native] = hash_cols([nitems, *items, *ident], native.size, fold=_NORM)
             big = self.sd_bigarr[sub[native]]
             if big.any():
                 nb = native[big]
-                key[nb, F["lift"]] = hash_cols([UNKNOWN, self.sd_buf[sub[nb]], self.sd_off[sub[nb]]], nb.size)
+                key[:, F["lift"]][nb] = hash_cols([UNKNOWN, self.sd_buf[sub[nb]], self.sd_off[sub[nb]]], nb.size)
             if layout:
-                key[native, F["ia"]] = hash_cols([key[native, F["bias"]], 0], native.size)
+                key[:, F["ia"]][native] = hash_cols([key[:, F["bias"]][native], 0], native.size)
         k = sel[af[sel]]
         if not k.size:
             return
-        ak = g["act"][k]
+        ak = r_act[k]
         nwords = pi.rec_words
         b, o = self.sd_buf[sub[k]], self.sd_off[sub[k]]
-        call_bias = key[k, F["bias"]].copy()
-        ia_inst = g["sinst"][k] + inst[k]
+        call_bias = key[:, F["bias"]][k]
+        ia_inst = sd["sinst"][sub[k]] + inst[k]
         if pi.contract == "x":
-            io = g["base"][k]
+            io = sd["base"][sub[k]]
             idx = io >> pi.k_bits
             low = io & ((1 << pi.k_bits) - 1)
             self.r_xslot[k] = idx
-            imax = self._largest_index(pi, key[k, F["src_buf"]], key[k, F["src_off"]], key[k, F["fmt"]],
-                                       key[k, F["count"]], low, ak)
+            imax = self._largest_index(pi, key[:, F["src_buf"]][k], key[:, F["src_off"]][k], key[:, F["fmt"]][k],
+                                       key[:, F["count"]][k], low, ak)
             for name, v in (("act", ak), ("slot", idx), ("low", low), ("buf", b), ("off", o), ("rec", k),
                             ("imax", imax[0]), ("imax_from", imax[1])):
                 self.x[name].append(v)
@@ -1067,7 +1063,7 @@ class _Expander:
         nat, ident = self._lift_native(pi, ak)
         col = {it: j for j, it in enumerate(pi.lift)}
         vals = [w[:, 2 + col[it]] if it in col else nat[j] for j, it in enumerate(pi.lift_all)]
-        lift = hash_cols([nitems, *vals, *ident], k.size)
+        lift = hash_cols([nitems, *vals, *ident], k.size, fold=_NORM)
         lift = np.where(dec, lift, hash_cols([UNKNOWN, b, addr, *ident], k.size))
         rec0 = np.where(w[:, 0] >= 2**31, w[:, 0] - 2**32, w[:, 0])
         if pi.contract == "x" and pi.base == "vertex":
@@ -1076,15 +1072,15 @@ class _Expander:
             bias = np.where(w[:, 0] < 0, w[:, 0], rec0 + low)
         else:
             bias = rec0
-        key[k, F["bias"]] = bias
-        key[k, F["inst"]] = w[:, 1]
-        key[k, F["lift"]] = lift
+        key[:, F["bias"]][k] = bias
+        key[:, F["inst"]][k] = w[:, 1]
+        key[:, F["lift"]][k] = lift
         if layout:
             # an array clause on an input-layout pipeline promises that the record index is the
             # only StartInstanceLocation-dependent input (docs/architecture.md): the input
             # assembler's per-vertex fetch follows the call's base vertex, nothing else
             shift = ia_inst - w[:, 1] if pi.contract == "x" else 0
-            key[k, F["ia"]] = hash_cols([call_bias, shift], k.size)
+            key[:, F["ia"]][k] = hash_cols([call_bias, shift], k.size)
 
     def _largest_index(self, pi: PipeInfo, sbuf: np.ndarray, soff: np.ndarray, fmt: np.ndarray,
                        count: np.ndarray, low: np.ndarray, acts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1141,7 +1137,7 @@ class _Expander:
 
     # ------------------------------------------------------------------ front end
     def _frontend(self) -> None:
-        a_op, s, cmap = self.a_op, self.s, self.cmap
+        a_op = self.a_op
         acts, res, kinds = [], [], []
         for name, (_, _, auto) in INDIRECT.items():
             m = np.flatnonzero(a_op == _OP[name])
@@ -1152,11 +1148,9 @@ class _Expander:
                 acts.append(m)
                 res.append(self.bufb[m])
                 kinds.append(np.full(m.size, FE_COUNT, np.int64))
-        ib_val = self.st.value(cid_of(Col.IB))
-        ib_src = self.st.source(cid_of(Col.IB))
-        m = np.flatnonzero(_INDEXED_LUT[a_op] & (ib_val >= 0))
+        m = np.flatnonzero(_INDEXED_LUT[a_op] & (self.st.value(cid_of(Col.IB)) >= 0))
         acts.append(m)
-        res.append(cmap[s.args[ib_src[m], IB_BUF]])
+        res.append(self.ib_buf[m])   # (the index buffer's setter's buffer where one is bound)
         kinds.append(np.full(m.size, FE_INDEX, np.int64))
         m = np.flatnonzero(a_op == _OP["DrawIndexedX"])
         acts.append(m)
@@ -1185,6 +1179,56 @@ class _Expander:
             fe_kind=self.fe_kind, observed=self.observed, x=self.x, weld=self.weld,
             exit=(track(self.s, self.canon, self.cmap, self.universe, np.array([len(self.s)], np.int64))
                   if self.s.header.kind == "bundle" else None))
+
+
+_ROW_FIELDS = ("kind", "src_buf", "src_off", "fmt", "count", "sym", "state", "epoch", "bias", "inst", "ninst", "rel",
+               "svoff")
+"""The key fields :func:`_record_rows` fills (in the order drawopt._verify.record_rows takes their columns)."""
+
+
+def _record_rows(sd: dict[str, np.ndarray], per: np.ndarray, per_inst: np.ndarray, array_form: np.ndarray,
+                 a_state: np.ndarray, a_op: np.ndarray, a_cmd: np.ndarray, flags: np.ndarray, opq: np.ndarray,
+                 pure: bool | None = None) -> tuple[np.ndarray, ...]:
+    """The records of the sub-draws ``sd``: sub-draw ``i`` becomes ``per[i]`` records (its
+    instances one by one where ``per_inst``). Returns the key (the :data:`_ROW_FIELDS`
+    filled; lift and ia 0) and per record: action, ``ord``, instance within the sub-draw,
+    sub-draw, array form, nomerge. Compiled: ``drawopt._verify.record_rows``, one pass."""
+    k = load_cext("_verify", pure)
+    if k is not None:
+        c64 = [np.ascontiguousarray(sd[f], np.int64) for f in ("act", "kind", "sbuf", "soff", "fmt", "count", "sym",
+                                                               "base", "sinst", "ninst", "ord")]
+        return k.record_rows(np.ascontiguousarray(per, np.int64), *c64, per_inst.view(np.uint8),
+                             array_form.view(np.uint8), np.ascontiguousarray(a_state, np.int64),
+                             np.ascontiguousarray(a_op, np.int64), np.ascontiguousarray(a_cmd, np.int64), flags,
+                             np.ascontiguousarray(opq, np.int64), np.array([F[f] for f in _ROW_FIELDS], np.int64),
+                             len(KEY_FIELDS), KD_DRAW, KD_INDEXED, _OP["DrawIndexedX"], FLAG_NOMERGE)
+    if bool((per == 1).all()):   # one record per sub-draw: no gathers
+        sub, inst = np.arange(per.size), np.zeros(per.size, np.int64)
+
+        def rep(v: np.ndarray) -> np.ndarray:
+            return v
+    else:   # record j of sub-draw i: its columns repeated (v[sub], without the gather)
+        sub = np.repeat(np.arange(per.size), per)
+        inst = np.arange(sub.size) - np.repeat(np.cumsum(per) - per, per)
+
+        def rep(v: np.ndarray) -> np.ndarray:
+            return np.repeat(v, per)
+    key = np.zeros((sub.size, len(KEY_FIELDS)), np.int64, order="F")   # columns contiguous: read field by field
+    for f, c in (("kind", "kind"), ("src_buf", "sbuf"), ("src_off", "soff"), ("fmt", "fmt"), ("count", "count"),
+                 ("sym", "sym")):
+        key[:, F[f]] = rep(sd[c])
+    kind, r_act, base = key[:, F["kind"]], rep(sd["act"]), rep(sd["base"])
+    key[:, F["state"]] = a_state[r_act]
+    if opq.size:   # (0 before the first Opaque command)
+        key[:, F["epoch"]] = np.searchsorted(opq, a_cmd[r_act])
+    drawlike = (kind == KD_DRAW) | (kind == KD_INDEXED)
+    key[:, F["bias"]] = np.where(kind == KD_INDEXED, base, np.where(drawlike, 0, -1))
+    key[:, F["inst"]] = np.where(drawlike, rep(sd["sinst"]) + inst, -1)
+    key[:, F["ninst"]] = np.where(rep(per_inst), 1, np.where(drawlike, rep(sd["ninst"]), 1))
+    key[:, F["rel"]] = np.where(drawlike, inst, -1)
+    key[:, F["svoff"]] = np.where(a_op[r_act] == _OP["DrawIndexedX"], base, 0)
+    nomerge = (flags[a_cmd[r_act]] & FLAG_NOMERGE) != 0
+    return key, r_act, rep(sd["ord"]), inst, sub, rep(array_form), nomerge
 
 
 def _range_max_query(vals: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

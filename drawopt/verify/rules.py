@@ -52,7 +52,7 @@ from drawopt.ir.decls import Buffer
 from drawopt.ir.ops import BARRIER_STATES, BY_NAME, FLUSH_MODES, PIPELINED_EVENTS, Op
 from drawopt.verify.model import PipeInfo
 from drawopt.verify.records import FE_NAMES, IMAX_DATA, IMAX_DECLARED, F, Records
-from drawopt.verify.slots import Col, cid_of
+from drawopt.verify.slots import Col, cid_of, op_index
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
 _STAGE_EVENT = ("CS_PARTIAL_FLUSH", "VS_PARTIAL_FLUSH", "PS_PARTIAL_FLUSH")
@@ -174,14 +174,14 @@ def _flushes(R: Records) -> list[Violation]:
     for op, arg in ((Op.GpuSendPipelinedEvent, "event"), (Op.FlushGpuCacheRange, "mode"),
                     (Op.FlushGpuCachesBottomOfPipe, "mode")):
         code, col = int(op), op.col(arg)
-        for c in np.flatnonzero(s.op == code).tolist():
+        for c in op_index(s).of(code).tolist():
             ev.append((c, 0, "f", (code, int(s.args[c, col]))))
     b_res, b_after = Op.ResourceBarrier.col("resource"), Op.ResourceBarrier.col("after")
-    for c in np.flatnonzero(s.op == _OP["ResourceBarrier"]).tolist():
+    for c in op_index(s).of(_OP["ResourceBarrier"]).tolist():
         r = int(R.cmap[s.args[c, b_res]])
         if r in fe_bufs and int(s.args[c, b_after]) in _FE_STATES:
             ev.append((c, 0, "b", (r,)))
-    for c in np.flatnonzero(s.op == _OP["Opaque"]).tolist():
+    for c in op_index(s).of(_OP["Opaque"]).tolist():
         ev.append((c, 0, "o", ()))
     ev.sort(key=lambda e: (e[0], e[1]))
     pending: dict[int, list[_Write]] = {}
@@ -271,7 +271,7 @@ def _bundle(R: Records) -> list[Violation]:
     s = R.stream
     if s.header.kind != "bundle":
         return []
-    idx = np.flatnonzero(s.op == _OP["SetDescriptorHeaps"])
+    idx = op_index(s).of(_OP["SetDescriptorHeaps"])
     out = []
     first: tuple[str, ...] | None = None
     first_cmd = -1

@@ -22,15 +22,18 @@ Invalidations (D3D12 rules, and the seeds):
 
 from __future__ import annotations
 
-__all__ = ["Col", "StateAt", "track", "column_universe", "col_name", "fill_at", "distinct_ids"]
+__all__ = ["Col", "StateAt", "track", "column_universe", "col_name", "fill_at", "distinct_ids", "OpIndex",
+           "op_index", "op_indexes"]
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from enum import IntEnum
 
 import numpy as np
 
 from drawopt._accel import load_cext
-from drawopt.ir.ops import BY_NAME, Op, shared_col
+from drawopt.ir.ops import BY_NAME, OPS, Op, shared_col
 from drawopt.ir.stream import Stream, ragged_index
 from drawopt.verify._hash import SEED, hash_cols, hash_cols_at
 from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET, Canon
@@ -48,6 +51,61 @@ RV_INDEX, RV_BUF, RV_OFF = (shared_col(("SetGraphicsRootConstantBufferView", n),
 """Root parameter, buffer and byte offset of a root CBV / SRV."""
 VB_SLOT, VB_BUF, VB_OFF, VB_STRIDE = (Op.IASetVertexBuffers.col(n) for n in ("slot", "buffer", "offset", "stride"))
 IB_BUF, IB_FMT, IB_OFF = (Op.IASetIndexBuffer.col(n) for n in ("buffer", "format", "offset"))
+
+
+class OpIndex:
+    """The commands of a stream grouped by opcode (one counting sort, ``drawopt._verify.by_opcode``;
+    pure: a stable argsort): :meth:`of` answers "which commands are X" without a scan each.
+
+    >>> OpIndex(np.array([5, 1, 5, 2], np.uint16)).of(5, 2).tolist()
+    [0, 2, 3]
+    """
+
+    def __init__(self, op: np.ndarray, pure: bool | None = None) -> None:
+        op = np.ascontiguousarray(op, np.uint16)
+        ncodes = max(_NCODES, int(op.max()) + 1 if op.size else 0)
+        k = load_cext("_verify", pure)
+        if k is not None:
+            self.order, self.off = k.by_opcode(op, ncodes)
+        else:
+            self.order = np.argsort(op, kind="stable").astype(np.int64)
+            self.off = np.zeros(ncodes + 1, np.int64)
+            np.cumsum(np.bincount(op, minlength=ncodes), out=self.off[1:])
+        self.order.flags.writeable = False   # of() hands out views of it
+
+    def of(self, *codes: int) -> np.ndarray:
+        """Ascending indices of the commands with any of the opcodes ``codes`` (read-only)."""
+        n = self.off.size - 1
+        parts = [self.order[self.off[c]:self.off[c + 1]] for c in codes if 0 <= c < n]
+        if len(parts) == 1:
+            return parts[0]
+        return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
+
+_NCODES = max(o.code for o in OPS) + 1
+_OP_INDEXES: ContextVar[dict[int, tuple[Stream, OpIndex]] | None] = ContextVar("_OP_INDEXES", default=None)
+
+
+@contextmanager
+def op_indexes() -> Iterator[None]:
+    """While active, :func:`op_index` builds each stream's :class:`OpIndex` once (the streams
+    must not change meanwhile: ``drawopt.verify.verify`` holds it for one comparison)."""
+    token = _OP_INDEXES.set({})
+    try:
+        yield
+    finally:
+        _OP_INDEXES.reset(token)
+
+
+def op_index(s: Stream) -> OpIndex:
+    """The :class:`OpIndex` of ``s`` (kept while :func:`op_indexes` is active)."""
+    cache = _OP_INDEXES.get()
+    if cache is None:
+        return OpIndex(s.op)
+    hit = cache.get(id(s))
+    if hit is None or hit[0] is not s:
+        hit = cache[id(s)] = (s, OpIndex(s.op))
+    return hit[1]
 
 
 class Col(IntEnum):
@@ -125,7 +183,7 @@ def _const_words(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 def _const_ranges(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(commands, key of the first word, word count)`` of the ``name`` root-constant commands."""
-    idx = np.flatnonzero(s.op == _OP[name])
+    idx = op_index(s).of(_OP[name])
     base = np.minimum(s.args[idx, _RC_INDEX], MAX_PARAM)
     base *= 64
     base += s.args[idx, _RC_DEST]
@@ -190,9 +248,8 @@ def _covered(lo: np.ndarray, n: np.ndarray) -> list[int]:
         return []
     if int(lo.min()) < 0 or int((lo + n).max()) > 1 << 24:
         return np.unique(np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))).tolist()
-    d = np.zeros(int((lo + n).max()) + 1, np.int64)
-    np.add.at(d, lo, 1)
-    np.add.at(d, lo + n, -1)
+    size = int((lo + n).max()) + 1   # range starts minus range ends (bincount: np.add.at is slow)
+    d = np.bincount(lo, minlength=size) - np.bincount(lo + n, minlength=size)
     return np.flatnonzero(np.cumsum(d) > 0).tolist()
 
 
@@ -204,9 +261,8 @@ def column_universe(streams: list[Stream]) -> list[int]:
         for fam, op, col in ((Col.TG, "SetGraphicsRootDescriptorTable", _TBL_INDEX),
                              (Col.TC, "SetComputeRootDescriptorTable", _TBL_INDEX),
                              (Col.VB, "IASetVertexBuffers", VB_SLOT)):
-            cols |= {cid_of(fam, k) for k in _distinct(_key(s.args[np.flatnonzero(s.op == _OP[op]), col], fam))}
-        m = np.flatnonzero((s.op == _OP["SetGraphicsRootConstantBufferView"]) |
-                           (s.op == _OP["SetGraphicsRootShaderResourceView"]))
+            cols |= {cid_of(fam, k) for k in _distinct(_key(s.args[op_index(s).of(_OP[op]), col], fam))}
+        m = op_index(s).of(_OP["SetGraphicsRootConstantBufferView"], _OP["SetGraphicsRootShaderResourceView"])
         cols |= {cid_of(Col.VG, k) for k in _distinct(_key(s.args[m, RV_INDEX], Col.VG))}
         for fam, op in ((Col.CG, "SetGraphicsRoot32BitConstants"), (Col.CC, "SetComputeRoot32BitConstants")):
             _, base, cnt = _const_ranges(s, op)
@@ -232,6 +288,7 @@ class StateAt:
         self._before = before or {}
         self._val: dict[int, np.ndarray] = {}
         self._src: dict[int, np.ndarray] = {}
+        self._at: dict[int, np.ndarray] = {}
 
     def value(self, c: int) -> np.ndarray:
         v = self._val.get(c)
@@ -254,6 +311,27 @@ class StateAt:
         return w
 
 
+    def value_at(self, c: int, idx: np.ndarray) -> np.ndarray:
+        """``value(c)[idx]``, without filling the column for every query when it is not yet
+        (a search among the column's events for each of ``idx``)."""
+        v = self._val.get(c)
+        if v is not None:
+            return v[idx]
+        if c not in self.col:
+            return np.full(idx.size, NEVER, np.int64)
+        ei, ev = self._events[c]
+        return fill_at(ei, ev, self.queries[idx], self._before.get(c, NEVER))
+
+    def source_at(self, c: int, idx: np.ndarray) -> np.ndarray:
+        """``source(c)[idx]``, without filling the column (see :meth:`value_at`)."""
+        w = self._src.get(c)
+        if w is not None:
+            return w[idx]
+        if c not in self.col:
+            return np.full(idx.size, -1, np.int64)
+        ei = self._events[c][0]
+        return fill_at(ei, ei, self.queries[idx], -1)
+
     def events(self, c: int) -> tuple[np.ndarray, np.ndarray]:
         """``(commands, values)`` of column ``c``'s events, in stream order (none: empty)."""
         if c not in self.col:
@@ -265,8 +343,11 @@ class StateAt:
         """Per query: the position in :meth:`events` of the event that gave column ``c`` its
         value (-1: none), to read per-event facts at the queries (one merge, no gather from
         the stream's arguments)."""
-        ei = self.events(c)[0]
-        return fill_at(ei, np.arange(ei.size, dtype=np.int64), self.queries, -1)
+        w = self._at.get(c)
+        if w is None:
+            ei = self.events(c)[0]
+            w = self._at[c] = fill_at(ei, np.arange(ei.size, dtype=np.int64), self.queries, -1)
+        return w
 
     def of_setter(self, c: int, per_cmd: Callable[[np.ndarray], np.ndarray], other: int | None = None) -> np.ndarray:
         """Per query: ``per_cmd(setter)`` where column ``c`` holds a value (>= 0), the command
@@ -274,14 +355,18 @@ class StateAt:
         from the column's events (no column filled): ``per_cmd`` is asked about its events only.
 
         ``np.where(value(c) >= 0, per_cmd(source(c)), value(c))``, for a column that holds
-        nothing before its first event."""
+        nothing before its first event. The per-event values are read at the queries through
+        :meth:`event_index` (one merge per column, however many setters' facts are read)."""
+        before = NEVER if other is None else other
         if c not in self.col:
-            return np.full(self.queries.size, NEVER if other is None else other, np.int64)
+            return np.full(self.queries.size, before, np.int64)
         ei, ev = self._events[c]
         held = ev >= 0
-        mapped = ev.copy() if other is None else np.full(ei.size, other, np.int64)
-        mapped[held] = per_cmd(ei[held])
-        return fill_at(ei, mapped, self.queries, NEVER if other is None else other)
+        mapped = np.empty(ei.size + 1, np.int64)   # [0]: before the first event
+        mapped[0] = before
+        mapped[1:] = ev if other is None else other
+        mapped[1:][held] = per_cmd(ei[held])
+        return mapped[self.event_index(c) + 1]
 
     def hashes(self, groups: list[tuple[int, list[int], np.ndarray]], override: dict[int, np.ndarray],
                fold: tuple[int, int, int], pure: bool | None = None) -> np.ndarray:
@@ -333,6 +418,7 @@ class StateAt:
         """Drop the filled columns (they are filled again if asked for)."""
         self._val.clear()
         self._src.clear()
+        self._at.clear()
 
 
 def fill_at(ev_at: np.ndarray, ev_val: np.ndarray, q: np.ndarray, before: int, pure: bool | None = None) -> np.ndarray:
@@ -378,8 +464,8 @@ def _var_hash(s: Stream, idx: np.ndarray, cmap: np.ndarray, width: int) -> np.nd
 
 def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], queries: np.ndarray) -> StateAt:
     """State columns ``universe`` of ``s`` at the commands ``queries`` (sorted indices)."""
-    op, args = s.op, s.args
-    opq = np.flatnonzero(op == _OP["Opaque"])
+    op, args, ops = s.op, s.args, op_index(s)
+    opq = ops.of(_OP["Opaque"])
     opq_val = OPQ_BASE - np.arange(opq.size, dtype=np.int64)
     header_af = 1 if s.header.auto_gpu_flush else 0
 
@@ -389,7 +475,7 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
         setters[c] = (idx.astype(np.int64), np.asarray(val, np.int64))
 
     for fam, (name, arg) in _SIMPLE.items():
-        idx = np.flatnonzero(op == _OP[name])
+        idx = ops.of(_OP[name])
         if arg is not None:
             val = args[idx, BY_NAME[name].col(arg)]
             if fam in _REF_FAMILIES:
@@ -397,24 +483,23 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
         else:
             val = hash_cols([args[idx, j] for j in range(len(BY_NAME[name].args))], idx.size) & _MASK63
         put(cid_of(fam), idx, val)
-    idx = np.flatnonzero(op == _OP["SetDescriptorHeaps"])
+    idx = ops.of(_OP["SetDescriptorHeaps"])
     put(cid_of(Col.HEAPS), idx, _heaps_value(s, idx, cmap))
-    idx = np.flatnonzero(op == _OP["OMSetRenderTargets"])
+    idx = ops.of(_OP["OMSetRenderTargets"])
     put(cid_of(Col.RTS), idx, _var_hash(s, idx, cmap, 9))
-    idx = np.flatnonzero(op == _OP["IASetIndexBuffer"])
+    idx = ops.of(_OP["IASetIndexBuffer"])
     put(cid_of(Col.IB), idx,
         hash_cols([cmap[args[idx, IB_BUF]], args[idx, IB_FMT], args[idx, IB_OFF]], idx.size) & _MASK63)
 
     keyed: list[tuple[Col, np.ndarray, np.ndarray, np.ndarray]] = []
     for fam, name in ((Col.TG, "SetGraphicsRootDescriptorTable"), (Col.TC, "SetComputeRootDescriptorTable")):
-        idx = np.flatnonzero(op == _OP[name])
+        idx = ops.of(_OP[name])
         href = args[idx, _TBL_TABLE]
         keyed.append((fam, idx, _key(args[idx, _TBL_INDEX], fam), (cmap[href >> 32] << 32) | (href & 0xFFFFFFFF)))
-    idx = np.flatnonzero((op == _OP["SetGraphicsRootConstantBufferView"]) |
-                         (op == _OP["SetGraphicsRootShaderResourceView"]))
+    idx = ops.of(_OP["SetGraphicsRootConstantBufferView"], _OP["SetGraphicsRootShaderResourceView"])
     keyed.append((Col.VG, idx, _key(args[idx, RV_INDEX], Col.VG),
                   hash_cols([op[idx], cmap[args[idx, RV_BUF]], args[idx, RV_OFF]], idx.size) & _MASK63))
-    idx = np.flatnonzero(op == _OP["IASetVertexBuffers"])
+    idx = ops.of(_OP["IASetVertexBuffers"])
     keyed.append((Col.VB, idx, _key(args[idx, VB_SLOT], Col.VB),
                   hash_cols([cmap[args[idx, VB_BUF]], args[idx, VB_OFF], args[idx, VB_STRIDE]], idx.size) & _MASK63))
     for fam, idx, key, val in keyed:
@@ -439,7 +524,7 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
         reset_family(fams, ch, RS_RESET)
     si, sv = setters[cid_of(Col.HEAPS)]
     reset_family((Col.TG, Col.TC), _changes(np.r_[si, opq], np.r_[sv, opq_val], si, in_list), HEAP_RESET)
-    resets.setdefault(cid_of(Col.IB), []).append((np.flatnonzero(op == _OP["DrawIndexedX"]), X_RESET))
+    resets.setdefault(cid_of(Col.IB), []).append((ops.of(_OP["DrawIndexedX"]), X_RESET))
     # a root argument holds one kind: setting it as a table, constants or a view replaces the others
     for tf, cf, vf in ((Col.TG, Col.CG, Col.VG), (Col.TC, Col.CC, None)):
         byparam: dict[int, dict[Col, list[int]]] = {}
@@ -449,12 +534,17 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
                 q = (c & 0xFFFFF) // 64 if f == cf else c & 0xFFFFF
                 byparam.setdefault(q, {}).setdefault(f, []).append(c)
         for fams in byparam.values():
+            if len(fams) < 2:   # set as one kind only: nothing to replace
+                continue
             for f, cols in fams.items():
-                mark = np.zeros(len(s), bool)
-                for c in cols:
-                    if c in setters:
+                set_cols = [c for c in cols if c in setters]
+                if len(set_cols) == 1:   # (a column's setters: ascending, distinct)
+                    setters_of = setters[set_cols[0]][0]
+                else:
+                    mark = np.zeros(len(s), bool)
+                    for c in set_cols:
                         mark[setters[c][0]] = True
-                setters_of = np.flatnonzero(mark)
+                    setters_of = np.flatnonzero(mark)
                 for g, others in fams.items():
                     if g != f and setters_of.size:
                         for c in others:
