@@ -60,7 +60,7 @@ from drawopt.analysis.mergeclass import (
 )
 from drawopt.analysis.state import MASKED, NSLOTS, ROOT0, SLOT_INDEX, SLOTS, StateTable, intern_rows, track
 from drawopt.ir.decls import Pipeline
-from drawopt.ir.ops import BY_CODE, BY_NAME, U32_MAX, Cat
+from drawopt.ir.ops import BY_CODE, BY_NAME, COL_DRAW_COUNT, COL_INSTANCES, U32_MAX, Cat, Op
 from drawopt.ir.stream import Stream
 
 CATEGORIES = ("hazard", "nomerge", "kind", "state", "contract", "limit", "cost", "mergeable")
@@ -276,10 +276,10 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
             assign(mk, "hazard", det)
     # 6. limits
     multi = np.isin(facts.op, _MULTI)
-    full = multi[a] & (facts.args[a, 0] >= model.mdi_max_count)
+    full = multi[a] & (facts.args[a, COL_DRAW_COUNT] >= model.mdi_max_count)
     assign(full, "limit", f"a multi-draw call holds at most {model.mdi_max_count} draws on {model.name}")
     inst = adjacent_links(facts, INSTANCES)
-    inst_total = facts.args[a, 1] + facts.args[b, 1]
+    inst_total = facts.args[a, COL_INSTANCES] + facts.args[b, COL_INSTANCES]
     assign(~inst.ok & (inst.fail == "contiguous") & (inst_total > U32_MAX), "limit",
            "the instance count would exceed 2^32-1")
     # 7. cost model
@@ -456,7 +456,7 @@ def _x_id_limit(stream: Stream, facts: DrawFacts, a: np.ndarray, b: np.ndarray) 
         k = p.x_vertex_bits if p is not None else None
         if k is None:
             continue
-        slot = int(facts.args[a[i], 4]) >> k
+        slot = int(facts.args[a[i], Op.DrawIndexedX.col("index_offset")]) >> k
         out[i] = slot == (1 << (32 - k)) - 1
     return out
 

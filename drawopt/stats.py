@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from drawopt.analysis.state import StateTable, track
-from drawopt.ir.ops import BY_CODE, BY_NAME, MULTI_DRAW_OPS, Cat
+from drawopt.ir.ops import BY_CODE, BY_NAME, COL_AUTO_MAX, COL_DRAW_COUNT, MULTI_DRAW_OPS, Cat
 from drawopt.ir.stream import Stream
 from drawopt.validate import RULES, Finding, findings
 
@@ -109,8 +109,8 @@ def compute_stats(stream: Stream, state: StateTable | None = None,
     records = np.ones(dops.shape[0], np.int64)
     multi = np.isin(dops, list(MULTI_DRAW_OPS))
     auto = np.isin(dops, [_code("MultiDrawInstancedIndirectAuto"), _code("MultiDrawIndexedInstancedIndirectAuto")])
-    records[multi & ~auto] = dargs[multi & ~auto, 0]
-    records[auto] = dargs[auto, 2]
+    records[multi & ~auto] = dargs[multi & ~auto, COL_DRAW_COUNT]
+    records[auto] = dargs[auto, COL_AUTO_MAX]
     draws = int(records.sum())
 
     # wave-packed DrawIndexedX runs: adjacent commands, same pack class

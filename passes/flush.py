@@ -94,7 +94,7 @@ from drawopt.analysis.flushrules import (
     required_sequence,
 )
 from drawopt.analysis.state import IB, OBS_DRAW, Scan, scan
-from drawopt.ir.ops import BY_NAME, INDEXED_DRAW_OPS
+from drawopt.ir.ops import BY_NAME, INDEXED_DRAW_OPS, Op
 from drawopt.ir.stream import Encoded, Stream, splice
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
 
@@ -154,8 +154,9 @@ def _rebinds_in_range(stream: Stream, rebinds: list[tuple[int, int]], sc: Scan |
     w = gpu_writes(stream, sc)
     written = np.zeros(len(stream.decls) + 1, bool)
     copies = np.flatnonzero(stream.op == BY_NAME["CopyBufferRegion"].code)
-    written[np.r_[w.res, stream.args[copies, 0]].astype(np.int64)] = True
-    rebinds = [(after, src) for after, src in rebinds if not written[int(stream.args[src, 0])]]
+    written[np.r_[w.res, stream.args[copies, Op.CopyBufferRegion.col("dst")]].astype(np.int64)] = True
+    buf = Op.IASetIndexBuffer.col("buffer")
+    rebinds = [(after, src) for after, src in rebinds if not written[int(stream.args[src, buf])]]
     if not rebinds:
         return rebinds
 

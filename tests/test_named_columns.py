@@ -10,7 +10,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMED = ("passes/mdi.py", "passes/pack_x.py", "passes/weld.py", "passes/merge_instances.py",
-         "drawopt/analysis/graph.py", "drawopt/analysis/flushrules.py")
+         "drawopt/analysis/graph.py", "drawopt/analysis/flushrules.py", "passes/flush.py", "drawopt/explain.py",
+         "drawopt/stats.py", "drawopt/validate.py", "drawopt/verify/__init__.py", "drawopt/verify/records.py",
+         "drawopt/verify/rules.py", "drawopt/verify/slots.py", "drawopt/verify/compare.py", "drawopt/verify/model.py")
 """Modules whose argument reads are all named (the rest of the tree follows module by module)."""
 _ARG_ROWS = {"args", "dargs", "cargs", "bargs", "a"}
 
