@@ -5,7 +5,9 @@ Each case runs the real CLI in a child process, so wall time and peak RSS are th
 
 - ``drawopt optimize IN.npz -o OUT.npz --report R.json --time-passes --json`` (the default d3d12 pipeline,
   report and final verify included) on frames of 10k, 100k and 1M draws, quads and gpu-driven at 1M;
-  the per-pass seconds come from the run's own ``--time-passes`` figures;
+  the per-pass seconds and the stage seconds (load, passes, post-condition finding counts, verify,
+  report, save, other; ``drawopt.cli.timing``) come from the run's own ``--time-passes`` figures
+  (each the median of the runs), printed as a stage table and kept as ``passes_s`` / ``stages_s``;
 - the same with ``--no-verify`` (what the final check costs);
 - ``drawopt verify IN OUT``;
 - the text and JSON reader and writer in lines per second (the 100k frame);
@@ -42,10 +44,57 @@ TARGETS = {"optimize 1M s": 4.0, "optimize 1M GB": 1.5, "optimize 100k s": 0.5, 
            "text write lines/s": 1e6}
 
 
-def measured(cmd: list[str], env: dict[str, str] | None = None, repeat: int = 1) -> tuple[float, float, str]:
-    """Median wall seconds, median peak RSS in GB and the last stdout of ``repeat`` runs of ``cmd``."""
+def measured(cmd: list[str], env: dict[str, str] | None = None, repeat: int = 1) -> tuple[float, float, list[str]]:
+    """Median wall seconds, median peak RSS in GB and the stdout of each of ``repeat`` runs of ``cmd``."""
     runs = [measured_once(cmd, env) for _ in range(repeat)]
-    return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs), runs[-1][2])
+    return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs), [r[2] for r in runs])
+
+
+def median_times(outs: list[str]) -> tuple[dict[str, float], dict[str, float]]:
+    """The median seconds of each stage and of each pass over the ``--time-passes --json`` outputs ``outs``.
+
+    A pass that runs twice (``dedupe-state`` at both ends of the pipeline) is named ``dedupe-state #2``.
+
+    >>> o = '{"time_passes": {"stages": {"load": %s}, "passes": [{"name": "weld", "seconds": %s}]}}'
+    >>> median_times([o % (1, 2), o % (3, 4), o % (2, 9)])
+    ({'load': 2}, {'weld': 4})
+    """
+    from drawopt.cli.timing import STAGES
+
+    runs = [json.loads(o).get("time_passes", {}) for o in outs]
+    stages = {k: statistics.median(r["stages"][k] for r in runs) for k in STAGES if k in runs[0].get("stages", {})}
+    names = _numbered([p["name"] for p in runs[0].get("passes", [])])
+    passes = {n: statistics.median(r["passes"][i]["seconds"] for r in runs) for i, n in enumerate(names)}
+    return stages, passes
+
+
+def _numbered(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n} #{seen[n]}")
+    return out
+
+
+def stage_table(rows: list[dict[str, Any]]) -> str:
+    """Seconds per stage of each optimize case (the medians of its ``--time-passes`` figures); ``total``
+    is the command's own time, ``wall`` the whole process's (the interpreter's start and imports too).
+
+    >>> print(stage_table([{"kind": "frame", "draws": 10, "optimize_s": 1.5,
+    ...                     "stages_s": {"load": 0.5, "total": 1.25}}]))
+    stage seconds            load   passes findings   verify   report     save    other    total     wall
+         frame       10     0.500        -        -        -        -        -        -    1.250    1.500
+    """
+    from drawopt.cli.timing import STAGES  # the columns: --time-passes's stages ("findings": the post-condition)
+
+    head = f"{'stage seconds':<20}" + "".join(f"{c:>9}" for c in STAGES) + f"{'wall':>9}"
+    lines = [head]
+    for r in rows:
+        st = r.get("stages_s") or {}
+        cells = "".join(f"{st[c]:>9.3f}" if c in st else f"{'-':>9}" for c in STAGES)
+        lines.append(f"{r['kind']:>10} {r['draws']:>8,} {cells}{r['optimize_s']:>9.3f}")
+    return "\n".join(lines)
 
 
 def measured_once(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
@@ -107,18 +156,18 @@ def main(argv: list[str] | None = None) -> int:
             src, out, rep = (Path(tmp) / f"{kind}{n}.{x}" for x in ("npz", "opt.npz", "json"))
             subprocess.run(drawopt("gen", "--kind", kind, "--draws", str(n), "--seed", "1", "-o", str(src)),
                            check=True)
-            wall, gb, stdout = measured(drawopt("optimize", str(src), "-o", str(out), "--target", args.target,
-                                                "--report", str(rep), "--time-passes", "--json"),
-                                         repeat=rep_n)
-            figures = json.loads(stdout)
-            passes = {p["name"]: p["seconds"] for p in json.loads(rep.read_text()).get("passes", [])} \
-                if rep.exists() else {}
+            wall, gb, outs = measured(drawopt("optimize", str(src), "-o", str(out), "--target", args.target,
+                                              "--report", str(rep), "--time-passes", "--json"),
+                                       repeat=rep_n)
+            figures = json.loads(outs[-1])
+            stages, passes = median_times(outs)
             wall_nv, gb_nv, _ = measured(drawopt("optimize", str(src), "-o", str(out) + ".nv.npz",
                                                  "--target", args.target, "--no-verify", "-q"), repeat=rep_n)
             vwall, vgb, _ = measured(drawopt("verify", str(src), str(out)), repeat=rep_n)
             row = {"kind": kind, "draws": n, "optimize_s": wall, "optimize_gb": gb, "no_verify_s": wall_nv,
                    "no_verify_gb": gb_nv, "verify_s": vwall, "verify_gb": vgb,
-                   "draw_calls": figures.get("after", {}).get("draw_calls"), "passes_s": passes}
+                   "draw_calls": figures.get("after", {}).get("draw_calls"), "passes_s": passes,
+                   "stages_s": stages}
             if kind == "frame" and n <= 100_000:
                 pw, pgb, _ = measured(drawopt("optimize", str(src), "-o", str(out) + ".pure.npz",
                                               "--target", args.target, "-q"), env={"DRAWOPT_PURE": "1"},
@@ -131,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{kind:>10} {n:>8,}: optimize {wall:7.2f} s {gb:5.2f} GB (no verify {wall_nv:6.2f} s), "
                   f"verify {vwall:6.2f} s {vgb:5.2f} GB" + (f", pure {row['pure_s']:.2f} s" if "pure_s" in row else ""),
                   flush=True)
+            print("           stages: " + ", ".join(f"{k} {v:.3f}" for k, v in stages.items())
+                  + " s; passes: " + ", ".join(f"{k} {v:.3f}" for k, v in passes.items()) + " s", flush=True)
     by = {(r["kind"], r["draws"]): r for r in rows}
     for n, label in ((10_000, "10k"), (100_000, "100k"), (1_000_000, "1M")):
         if ("frame", n) in by:
@@ -143,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     if ("frame", 100_000) in by:
         for k in ("text read lines/s", "text write lines/s", "json read lines/s", "json write lines/s"):
             summary[k] = by["frame", 100_000][k]
+    print("\n" + stage_table(rows))
     print("\nfigure                      measured      target")
     for k, v in summary.items():
         t = TARGETS.get(k)

@@ -403,6 +403,9 @@ class PassManager:
         """The last run's analyses: the input's and the output's state tables stay cached for the report."""
         self.verified: bool | None = None
         """True when the output was verified against the input, None when not checked."""
+        self.stage_seconds: dict[str, float] = {}
+        """The last run's time outside the passes (``--time-passes``): ``findings`` (the post-condition's
+        finding counts, with the state tracking they need) and ``verify`` (the translation validator)."""
 
     def run(self, stream: Stream) -> Stream:
         """The optimized stream; its header records the target and reorder policy.
@@ -413,6 +416,7 @@ class PassManager:
         """
         source = stream
         self.verified = None
+        self.stage_seconds = {"findings": 0.0, "verify": 0.0}
         if self.verify_each:
             out = self._checked_run(source)
         else:
@@ -420,7 +424,7 @@ class PassManager:
             if out is source:
                 self.verified = True
             elif self._adds_findings(source, out) or (
-                    self.verify and verify_streams(source, out, reorder=self.reorder) is not None):
+                    self.verify and self._timed("verify", verify_streams, source, out, self.reorder) is not None):
                 # some pass broke a post-condition: today's per-pass checks find and roll it back
                 first = self.records
                 out = self._checked_run(source)
@@ -432,8 +436,17 @@ class PassManager:
 
     def _adds_findings(self, before: Stream, after: Stream) -> bool:
         """Whether ``after`` has more findings than ``before`` of some rule."""
-        b, a = _finding_counts(before, self.analyses), _finding_counts(after, self.analyses)
+        b = self._timed("findings", _finding_counts, before, self.analyses)
+        a = self._timed("findings", _finding_counts, after, self.analyses)
         return any(n > b.get(r, 0) for r, n in a.items())
+
+    def _timed(self, stage: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)``, its time added to :attr:`stage_seconds` ``[stage]``."""
+        t0 = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + time.perf_counter() - t0
 
     def _checked_run(self, source: Stream) -> Stream:
         """The pipeline with each pass's findings checked (a pass that adds one is rolled back),
@@ -441,13 +454,13 @@ class PassManager:
         failing ones); sets :attr:`verified`."""
         out = self._run_passes(source, verify_each=self.verify_each)
         if self.verify and out is not source:
-            reason = verify_streams(source, out, reorder=self.reorder)
+            reason = self._timed("verify", verify_streams, source, out, self.reorder)
             if reason is not None:
                 # a pass wrote a wrong rewrite that its own checks missed: find and drop it
                 first = self.records
                 out = self._run_passes(source, verify_each=True, roll_back=True)
                 self.records = _merge_records(first, self.records)
-                reason = verify_streams(source, out, reorder=self.reorder) if out is not source else None
+                reason = self._timed("verify", verify_streams, source, out, self.reorder) if out is not source else None
                 if reason is not None:  # the chain of verified steps did not compose: keep the input
                     self.records.append(PassRecord("(pipeline)", 0.0, False, len(out), len(source), {},
                                                    False, f"output failed verify: {reason}"))
@@ -465,7 +478,7 @@ class PassManager:
         prev = self.analyses
         am = self.analyses = AnalysisManager(prev.context)
         am.pin(stream, prev.pinned(stream))  # a re-run keeps the input's analyses
-        counts = _finding_counts(stream, am)
+        counts = self._timed("findings", _finding_counts, stream, am)
         for i, p in enumerate(self.passes):
             if self.on_start:
                 self.on_start(p)
@@ -502,7 +515,7 @@ class PassManager:
 
         Raises :class:`PassError` instead in strict mode (``verify_each`` without ``roll_back``).
         """
-        after = _finding_counts(res.stream, am)
+        after = self._timed("findings", _finding_counts, res.stream, am)
         added = {r: n - counts.get(r, 0) for r, n in after.items() if n > counts.get(r, 0)}
         why = None
         if added:
@@ -510,7 +523,7 @@ class PassManager:
                    + f" (passes before it: {self._before(i)})")
         elif verify_each:
             try:
-                self._verify(before, res.stream, p, i)
+                self._timed("verify", self._verify, before, res.stream, p, i)
             except PassError as e:
                 why = str(e)
         if why is not None and verify_each and not roll_back:

@@ -167,6 +167,8 @@ class OptimizeResult:
         self.verified = verified
         self._state_of, self._findings_of = state_of, findings_of
         self._analyses: dict[int, StreamAnalyses] = {}
+        self.stage_seconds: dict[str, float] = {}
+        """The pass manager's time outside the passes (:attr:`drawopt.passmanager.PassManager.stage_seconds`)."""
 
     def analyses(self, stream: Stream) -> StreamAnalyses:
         """The shared analyses of ``stream`` (the :attr:`input` or the :attr:`stream`): the report's
@@ -430,6 +432,7 @@ def optimize_result(stream: Stream, pm: Any, target: str, reorder: str) -> Optim
                          passes=figures, verified=_verified(pm, out is stream), state_of=state_of,
                          findings_of=findings_of)
     res.rejected = [r.rejected for r in pm.records if r.rejected]  # with the pipeline's own, if it kept the input
+    res.stage_seconds = dict(pm.stage_seconds)
     return res
 
 

@@ -95,8 +95,9 @@ def test_print_passes_needs_no_input(capsys: pytest.CaptureFixture[str]) -> None
 
 def test_time_passes_total_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["optimize", str(EXAMPLE), "-o", str(tmp_path / "o.dstream"), "--time-passes"]) == 0
-    out = capsys.readouterr().out
-    assert "pass timings:" in out and out.splitlines()[-1].split()[0] == "total"
+    out, err = capsys.readouterr()   # the stage table goes to stderr (tests/test_cli_time_passes.py)
+    assert out.startswith(f"{EXAMPLE}: ") and len(out.splitlines()) == 1
+    assert "stage timings:" in err and err.splitlines()[-1].split()[0] == "total"
     assert main(["optimize", str(EXAMPLE), "-o", str(tmp_path / "o.dstream"), "--time-passes", "--json"]) == 0
     j = json.loads(capsys.readouterr().out)
     tp = j["time_passes"]

@@ -6,7 +6,10 @@ Output (stdout, or stderr when the stream goes to stdout with ``-o -``)::
 
 ``-v`` adds the before/after table and the per-pass figures (and, off a
 terminal, one progress line per pass on stderr); ``-q`` prints nothing but
-errors; ``--json`` prints the figures as JSON instead. ``--report R.json`` /
+errors; ``--json`` prints the figures as JSON instead. ``--time-passes`` prints
+the time of every stage (load, each pass, the post-condition's finding counts,
+verify, report, save: :mod:`drawopt.cli.timing`) on stderr, or with ``--json``
+adds them to the JSON as ``time_passes``. ``--report R.json`` /
 ``--report R.html`` writes the full report (``drawopt report`` turns the JSON
 into the page later). Ctrl-C exits 130 and leaves no output file.
 """
@@ -16,10 +19,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import time
 from typing import Any, TextIO
 
 from drawopt.analysis.costmodel import TARGETS as _TARGETS
 from drawopt.cli.progress import Progress
+from drawopt.cli.timing import StageClock
 from drawopt.errors import UsageError
 from drawopt.ir.stream import REORDER_POLICIES
 from drawopt.passmanager import PASSES, Pass, PassResult, default_pipeline, get_pass, parse_pipeline, record_provenance
@@ -51,7 +56,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the figures as JSON instead of the verdict")
     p.add_argument("--print-passes", action="store_true",
                    help="list the registered passes with their summary and options, and exit (no input needed)")
-    p.add_argument("--time-passes", action="store_true", help="print the time each pass took and the total")
+    p.add_argument("--time-passes", action="store_true",
+                   help="print the time of every stage (load, each pass, post-condition, verify, report, save) "
+                        "and the total on stderr (with --json: in the JSON)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("-v", "--verbose", action="store_true", help="also print the before/after table and each pass")
     g.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
@@ -76,6 +83,7 @@ def _note(res: PassResult, commands_before: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    clock = StageClock()
     from drawopt.ir import formats
     from drawopt.result import optimize
 
@@ -92,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "target_profile", None):
         from drawopt.analysis.costmodel import load_target_profile, register_target
         args.target = register_target(load_target_profile(args.target_profile))
-    stream = formats.load(args.input)
+    with clock.stage("load"):
+        stream = formats.load(args.input)
     pipeline = args.passes if args.passes is not None else default_pipeline(args.target)
     passes = parse_pipeline(pipeline, target=args.target, reorder=args.reorder)
     sizes: list[int] = []
@@ -108,7 +117,10 @@ def run(args: argparse.Namespace) -> int:
     with Progress("optimize", len(passes), log=args.verbose) as prog:
         res = optimize(stream, passes, target=args.target, reorder=args.reorder, verify_each=args.verify_each,
                        verify=not args.no_verify, on_start=on_start, on_pass=on_pass)
+        clock.add("findings", res.stage_seconds.get("findings", 0.0))
+        clock.add("verify", res.stage_seconds.get("verify", 0.0))
         prog.start("before/after figures")
+        t_report = time.perf_counter()
         rep = res.report  # the whole-stream figures (state tracking, lower bound) are part of the run
     name = "<stdin>" if args.input == "-" else args.input
     for r in res.rejected:
@@ -121,22 +133,26 @@ def run(args: argparse.Namespace) -> int:
         add_details(report, res)
         if args.report.endswith(".html"):
             page = render_html(report, res.stream, graph_range=args.range)
-    formats.save(record_provenance(res.stream, args.target, args.reorder), args.output, out_fmt)
+    clock.add("report", time.perf_counter() - t_report)
+    with clock.stage("save"):
+        formats.save(record_provenance(res.stream, args.target, args.reorder), args.output, out_fmt)
     if args.report:
-        formats.write_text_atomic(args.report, page if page is not None else report_to_json(report) + "\n")
+        with clock.stage("report"):
+            formats.write_text_atomic(args.report, page if page is not None else report_to_json(report) + "\n")
     if not args.quiet:
-        _print(args, res, name, sys.stderr if args.output == "-" else sys.stdout)
+        _print(args, res, name, sys.stderr if args.output == "-" else sys.stdout, clock)
     return 0
 
 
-def _print(args: argparse.Namespace, res: OptimizeResult, name: str, out: TextIO) -> None:
+def _print(args: argparse.Namespace, res: OptimizeResult, name: str, out: TextIO, clock: StageClock) -> None:
     rep = res.report
     if args.json:
         j: dict[str, Any] = {k: v for k, v in rep.to_json().items() if k not in ("total_seconds",)}
         j["passes"] = [{k: v for k, v in p.items() if k != "seconds"} for p in j["passes"]]
         if args.time_passes:
             j["time_passes"] = {"passes": [{"name": p.name, "seconds": round(p.seconds, 6)} for p in rep.passes],
-                                "total_seconds": round(rep.total_seconds, 6)}
+                                "total_seconds": round(rep.total_seconds, 6),
+                                "stages": clock.stages([(p.name, p.seconds) for p in rep.passes])}
         out.write(report_to_json(j, indent=None) + "\n")
         return
     out.write(rep.verdict(name) + "\n")
@@ -147,7 +163,4 @@ def _print(args: argparse.Namespace, res: OptimizeResult, name: str, out: TextIO
             out.write(f"{p.name[:33]:<34}{p.draw_calls:>10,}{p.state_changes:>15,}{p.commands:>10,}"
                       f"{'' if p.modified else '  (no change)'}\n")
     if args.time_passes:
-        out.write("pass timings:\n")
-        for p in rep.passes:
-            out.write(f"  {p.name[:40]:<40} {p.seconds * 1000:10.1f} ms\n")
-        out.write(f"  {'total':<40} {rep.total_seconds * 1000:10.1f} ms\n")
+        sys.stderr.write(clock.table([(p.name, p.seconds) for p in rep.passes]) + "\n")
