@@ -43,6 +43,7 @@ def test_dedupe_state_output_verifies(data) -> None:
     dedupe = pytest.importorskip("drawopt.passes.dedupe_state")
     from drawopt.passmanager import AnalysisManager
     s = data.draw(streams(max_commands=60))
+    assume(multi_draws(s) < VERIFIABLE_DRAWS)  # under the verifier's multi-draw limit
     out = dedupe.DedupeStatePass().apply(s, AnalysisManager()).stream
     r = verify(s, out)
     assert r.equivalent, r.reason
