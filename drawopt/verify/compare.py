@@ -26,7 +26,8 @@ The first difference (earliest in the original) is described in one line.
 
 from __future__ import annotations
 
-__all__ = ["TargetSeqs", "canonical", "compare_records", "Mismatch", "matched_actions", "exit_state_diff"]
+__all__ = ["TargetSeqs", "canonical", "compare_records", "Mismatch", "matched_actions", "exit_state_diff",
+           "read_count_diff"]
 
 from collections import Counter
 from collections.abc import Callable
@@ -366,6 +367,26 @@ def _entries(R: Records, pure: bool | None = None) -> tuple[np.ndarray, np.ndarr
     wrep = R.a_nrec[w_act]
     return (np.repeat(R.w_res[wo], wrep), np.repeat(R.w_lab[wo], wrep), np.repeat(w_act, wrep),
             ragged(R.a_first[w_act], wrep))
+
+
+def read_count_diff(name: str, a: int, b: int, across: str = "") -> str:
+    """How a draw's read of written resource ``name`` differs: ``a`` / ``b`` writes of it come
+    before the read in the original / optimized, ``-1`` where that side does not read it at all;
+    ``across``: where the write the read moved across is (or "").
+
+    >>> read_count_diff("tex", 0, 1, "line 7")
+    'reads tex after 0 write(s) in the original but 1 in the optimized (moved across the write at line 7)'
+    >>> read_count_diff("tex", 2, -1)
+    'reads tex after 2 write(s) in the original but does not read it in the optimized'
+    >>> read_count_diff("tex", -1, 0)
+    'does not read tex in the original but reads it after 0 write(s) in the optimized'
+    """
+    if a < 0:
+        return f"does not read {name} in the original but reads it after {b} write(s) in the optimized"
+    if b < 0:
+        return f"reads {name} after {a} write(s) in the original but does not read it in the optimized"
+    return (f"reads {name} after {a} write(s) in the original but {b} in the optimized"
+            + (f" (moved across the write at {across})" if across else ""))
 
 
 def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = None) -> TargetSeqs:
@@ -983,10 +1004,8 @@ class _Explain:
             x, y = da.get(res, (-1, 0)), db.get(res, (-1, 0))
             if x[0] != y[0]:
                 name = A.canon.name(res)
-                wa = self._nth_write(A, SA, res, min(x[0], y[0]) if min(x[0], y[0]) >= 0 else 0)
-                across = f" (moved across the write at {wa})" if wa else ""
-                return Mismatch(f"{where}: reads {name} after {max(x[0], 0)} write(s) in the original but "
-                                f"{max(y[0], 0)} in the optimized{across}", ca, cb,
+                wa = self._nth_write(A, SA, res, min(x[0], y[0])) if min(x[0], y[0]) >= 0 else ""
+                return Mismatch(where + ": " + read_count_diff(name, x[0], y[0], wa), ca, cb,
                                 {**det, "field": "hazard", "resource": name})
             if x[1] != y[1]:
                 name = A.canon.name(res)
