@@ -115,7 +115,7 @@ from drawopt.analysis.state import (
     track,
 )
 from drawopt.ir.decls import Pipeline
-from drawopt.ir.ops import BY_CODE, BY_NAME, MAX_OPCODE, Cat
+from drawopt.ir.ops import BY_CODE, BY_NAME, COL_PIPELINE, MAX_OPCODE, Cat, shared_col
 from drawopt.ir.stream import FLAG_NOMERGE, CommandBuffer, Stream, concat
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
 
@@ -125,6 +125,13 @@ _TABLE_OPS = (_OP["SetGraphicsRootDescriptorTable"], _OP["SetComputeRootDescript
 _VB_OP = _OP["IASetVertexBuffers"]
 _DX = _OP["DrawIndexedX"]
 _OPAQUE = _OP["Opaque"]
+_CONST_COUNT = shared_col(("SetGraphicsRoot32BitConstants", "count"), ("SetComputeRoot32BitConstants", "count"))
+_CONST_DEST = shared_col(("SetGraphicsRoot32BitConstants", "dest"), ("SetComputeRoot32BitConstants", "dest"))
+_VB_COLS = tuple(BY_NAME["IASetVertexBuffers"].col(a) for a in ("slot", "buffer", "offset", "stride"))
+"""The argument columns of an ``IASetVertexBuffers`` entry ``(slot, buffer, offset, stride)``."""
+# the restater writes new root-constants and vertex-buffer commands as argument lists in this order
+assert _VB_COLS == (0, 1, 2, 3) and (BY_NAME["SetGraphicsRoot32BitConstants"].col("index"), _CONST_COUNT,
+                                     _CONST_DEST) == (0, 1, 2), "argument table changed: fix Restater"
 _IS_CONST = np.zeros(MAX_OPCODE + 1, bool)
 _IS_CONST[list(_CONST_OPS)] = True
 _GFX_ROOTS = list(range(ROOT0, ROOT0 + NROOT))
@@ -248,7 +255,7 @@ class Restater:
             for k, w in self._const_width.items():
                 wtab[k] = w
             width = wtab[sc.slot[cc]]
-            self._full[cc] = (stream.args[cc, 2] == 0) & (stream.args[cc, 1] >= width)
+            self._full[cc] = (stream.args[cc, _CONST_DEST] == 0) & (stream.args[cc, _CONST_COUNT] >= width)
         self._tables: tuple | None = None
 
     # the per-command lookups of the Python emit loop, as lists (built when first used)
@@ -593,8 +600,10 @@ class Restater:
         hmap = {e[0]: e for e in self._decode(cur)} if cur >= 0 else {}
         if set(hmap) - set(wmap):
             raise CannotRestate("vertex_buffers: a slot bound in force is unbound in the input")
-        s_entry = (int(self.s.args[src, 0]), self.s.decls[int(self.s.args[src, 1])].name,
-                   int(self.s.args[src, 2]), int(self.s.args[src, 3]))
+        slot_c, buf_c, off_c, stride_c = _VB_COLS
+        a = self.s.args
+        s_entry = (int(a[src, slot_c]), self.s.decls[int(a[src, buf_c])].name, int(a[src, off_c]),
+                   int(a[src, stride_c]))
         for slot in sorted(wmap):
             e = wmap[slot]
             if hmap.get(slot) == e:
@@ -1148,19 +1157,21 @@ class SchedulePass(Pass):
             p_start, p_end = np.r_[0, pb], np.r_[pb, draws.size]
             big = p_end - p_start > 1
             report["parts"] = int(big.sum())
-            for a, b in zip(p_start[big].tolist(), p_end[big].tolist()):
-                lo_e = np.searchsorted(e_part, part[a], "left")
-                hi_e = np.searchsorted(e_part, part[a], "right")
-                r = rank[a:b]
-                if hi_e == lo_e:
-                    local = np.argsort(r, kind="stable")
-                else:
-                    u = unit[a:b]
-                    uniq, uloc = np.unique(u, return_inverse=True)
-                    le = np.searchsorted(uniq, edges[lo_e:hi_e])
-                    if not sticky:
-                        sticky = [call_classes(facts, mdi=bool(get_target(am.target).mdi)), facts.pipe]
-                    local = schedule_order(r, uloc.reshape(-1), le, [g[a:b] for g in sticky])
+            # every part in rank order, in one sort (the part, then the rank, packed into one key:
+            # ranks are unique and < D): the order of a part without internal edges
+            grp = np.repeat(np.arange(p_start.shape[0], dtype=np.int64), p_end - p_start)
+            new = np.argsort(grp * draws.size + rank, kind="stable")
+            lo_e = np.searchsorted(e_part, part[p_start], "left")
+            hi_e = np.searchsorted(e_part, part[p_start], "right")
+            listed = np.flatnonzero(big & (hi_e > lo_e))  # the parts with edges: list-scheduled
+            for a, b, le0, he0 in zip(p_start[listed].tolist(), p_end[listed].tolist(), lo_e[listed].tolist(),
+                                      hi_e[listed].tolist()):
+                u = unit[a:b]
+                uniq, uloc = np.unique(u, return_inverse=True)
+                le = np.searchsorted(uniq, edges[le0:he0])
+                if not sticky:
+                    sticky = [call_classes(facts, mdi=bool(get_target(am.target).mdi)), facts.pipe]
+                local = schedule_order(rank[a:b], uloc.reshape(-1), le, [g[a:b] for g in sticky])
                 new[a:b] = a + local
         moved = int(np.count_nonzero(new != np.arange(draws.size)))
         report["moved"] = moved
@@ -1190,7 +1201,7 @@ def _draw_pipes(stream: Stream, table: StateTable) -> tuple[np.ndarray, np.ndarr
     """Pipeline declaration index (-1: none) and pinned flag of every draw, as
     :func:`drawopt.analysis.mergeclass.draw_facts` computes them (without its costlier columns)."""
     ps = table.setter[:, PIPELINE].astype(np.int64)
-    pipe = np.where(ps >= 0, stream.args[np.maximum(ps, 0), 0], -1)
+    pipe = np.where(ps >= 0, stream.args[np.maximum(ps, 0), COL_PIPELINE], -1)
     never = np.array([isinstance(d, Pipeline) and d.never_merge for d in stream.decls.items] + [False], bool)
     cmd = table.draws.astype(np.int64)
     pinned = ((stream.flags[cmd] & FLAG_NOMERGE) != 0) | never[np.where(pipe >= 0, pipe, len(stream.decls))]

@@ -13,7 +13,8 @@ NAMED = ("passes/mdi.py", "passes/pack_x.py", "passes/weld.py", "passes/merge_in
          "drawopt/analysis/graph.py", "drawopt/analysis/flushrules.py", "passes/flush.py", "drawopt/explain.py",
          "drawopt/stats.py", "drawopt/validate.py", "drawopt/verify/__init__.py", "drawopt/verify/records.py",
          "drawopt/verify/rules.py", "drawopt/verify/slots.py", "drawopt/verify/compare.py", "drawopt/verify/model.py",
-         "drawopt/cli/commands/optimize.py", "drawopt/cli/commands/verify.py", "drawopt/cli/timing.py", "bench/run.py")
+         "drawopt/cli/commands/optimize.py", "drawopt/cli/commands/verify.py", "drawopt/cli/timing.py", "bench/run.py",
+         "passes/schedule.py")
 """Modules whose argument reads are all named (the rest of the tree follows module by module)."""
 _ARG_ROWS = {"args", "dargs", "cargs", "bargs", "a"}
 
