@@ -958,8 +958,8 @@ def _held_diff(ta: StateTable, tb: StateTable, perm: np.ndarray) -> str | None:
 def _unknown_resets(sc: Scan) -> bool:
     """Whether a root signature or heaps change from an unknown one happens in ``sc``'s stream (the
     only way a root argument is unknown and still held)."""
-    ch = np.flatnonzero(np.isin(sc.slot, (GFX_RS, CRS, HEAPS)))
-    return bool((sc.prev[ch] == UNKNOWN).any())
+    ch = np.flatnonzero(sc.prev == UNKNOWN)  # few: then their slots (one pass over the commands, not four)
+    return bool(np.isin(sc.slot[ch], (GFX_RS, CRS, HEAPS)).any())
 
 
 def _exit_state_diff(sa: Any, sb: Any) -> str | None:
@@ -1039,20 +1039,11 @@ def _same_names(a: Stream, b: Stream) -> bool:
     return a.decls is b.decls or [d.name for d in a.decls.items] == [d.name for d in b.decls.items]
 
 
-def _content_rows(sc: Any, stream: Stream, width: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """``(vids, rows)``: the value ids of scan ``sc`` whose content is known, and that content
-    as integer rows of ``1 + width`` columns (``width`` >= the argument columns and every
-    root-constants chain's width), in pieces (concatenated once, by :func:`_content_ids`).
-
-    A value left by a state command of a fixed-slot kind (no variadic tail, not a merge
-    slot) is a function of that command's opcode and arguments: its row is
-    ``(opcode, args..., 0...)``. A root-constants value is a function of the words its
-    partial-update chain leaves and of whether the chain started from an unknown value
-    (:attr:`drawopt.analysis.state.Scan.chains`, ``values.partial``): its row is
-    ``(-4 - unknown, words...)``, the words past the chain's width filled as the decoder
-    reads them (undefined, or unknown). Heaps, render targets, vertex buffers and values
-    no command leaves get no row (they are decoded).
-    """
+def _fixed_rows(sc: Any, stream: Stream, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(vids, rows)``: the value ids of scan ``sc`` left by a state command of a fixed-slot
+    kind (no variadic tail, not a merge slot), and their contents, ``(opcode, args..., 0...)``
+    (``1 + width`` columns, ``width`` >= the argument columns): such a value is a function of the
+    opcode and arguments of any command that leaves it."""
     cval = sc.cval
     nargs = int(stream.args.shape[1])
     nv = int(cval.max()) + 1 if cval.size else 0
@@ -1061,46 +1052,77 @@ def _content_rows(sc: Any, stream: Stream, width: int) -> tuple[list[np.ndarray]
     rep[cval[set_cmds]] = set_cmds
     vids = np.flatnonzero(rep >= 0)
     c = rep[vids]
-    fixed = (stream.var_len[c] == 0) & ~np.isin(stream.op[c], (*_CONST_OPS, _VB_OP))
-    vid_l = [vids[fixed]]
+    op = stream.op[c]
+    fixed = (stream.var_len[c] == 0) & ~_IS_CONST[op] & (op != _VB_OP)
     c = c[fixed]
     rows = np.zeros((c.shape[0], 1 + width), np.int64)
-    rows[:, 0] = stream.op[c]
+    rows[:, 0] = op[fixed]
     rows[:, 1:1 + nargs] = stream.args[c]
-    row_l = [rows]
-    for k, ch in sc.chains.items():
-        if k == VB or not ch.cmds.shape[0]:
-            continue
-        assert ch.rows is not None
-        words, unk = ch.rows[:, :-1], ch.rows[:, -1] != 0  # value ch.base + j: row j (every one is left)
-        v = ch.base + np.arange(words.shape[0], dtype=np.int64)
-        r = np.empty((v.shape[0], 1 + width), np.int64)
-        r[:, 0] = -4 - unk.astype(np.int64)
-        r[:, 1:] = np.where(unk, UNKNOWN, UNDEFINED)[:, None]
-        r[:, 1:1 + words.shape[1]] = words
-        vid_l.append(v)
-        row_l.append(r)
-    return vid_l, row_l
+    return vids[fixed], rows
+
+
+def _chain_rows(ch: Any, width: int) -> np.ndarray:
+    """The contents of the values a root-constants chain leaves (``ch.rows``: value ``ch.base + j``
+    is row ``j``, its words then 1 where it continues a partial update of an unknown value),
+    widened to ``width`` words as the decoder reads them (undefined, or unknown where flagged),
+    the flag last."""
+    assert ch.rows is not None
+    w = ch.rows.shape[1] - 1
+    if w == width:
+        return ch.rows
+    unk = ch.rows[:, -1] != 0
+    r = np.empty((ch.rows.shape[0], width + 1), np.int64)
+    r[:, :w] = ch.rows[:, :-1]
+    r[:, w:width] = np.where(unk, UNKNOWN, UNDEFINED)[:, None]
+    r[:, width] = unk
+    return r
 
 
 def _content_ids(sa: Any, a: Stream, sb: Any, b: Stream) -> tuple[np.ndarray, np.ndarray]:
-    """Per value id of scans ``sa`` (of ``a``) and ``sb`` (of ``b``): an id of its content
-    (:func:`_content_rows`), equal across the two only for equal contents; -1 where the
-    content is not known (and in the last entry, past every value id). ``a`` and ``b`` must
-    give declarations and strings the same names (:func:`_same_names`): equal contents then
-    decode to equal values."""
-    widths = [int(a.args.shape[1])] + [ch.width for sc in (sa, sb) for k, ch in sc.chains.items() if k != VB]
-    w = max(widths)
-    va_l, ra = _content_rows(sa, a, w)
-    vb_l, rb = _content_rows(sb, b, w)
-    va, vb = np.concatenate(va_l), np.concatenate(vb_l)
-    rows = np.concatenate(ra + rb)
-    ids = intern_rows(rows)[0] if rows.shape[0] else np.zeros(0, np.int64)
-    out = []
-    for sc, v, part in ((sa, va, ids[:va.shape[0]]), (sb, vb, ids[va.shape[0]:])):
-        c = np.full(max(int(sc.values.next), int(v.max()) + 1 if v.size else 0) + 1, -1, np.int64)
-        c[v] = part
-        out.append(c)
+    """Per value id of scans ``sa`` (of ``a``) and ``sb`` (of ``b``): an id of its content,
+    equal across the two, within a slot, only for equal contents; -1 where the content is not
+    known (and in the last entry, past every value id). ``a`` and ``b`` must give declarations
+    and strings the same names (:func:`_same_names`): equal contents then decode to equal values.
+
+    A value of a fixed-slot kind is known by its command (:func:`_fixed_rows`); a root-constants
+    value by the words its partial-update chain leaves and whether the chain started from an
+    unknown value (:func:`_chain_rows`, :attr:`drawopt.analysis.state.Scan.chains`, the two
+    scans' chains of a slot widened to the wider). Each kind of content (the fixed values, each
+    slot's chains) is interned apart, into ids of its own: a slot's values are only ever
+    compared with values of that slot. Heaps, render targets, vertex buffers and values no
+    command leaves get no id (they are decoded).
+    """
+    out = [np.full(int(sc.values.next) + 1, -1, np.int64) for sc in (sa, sb)]
+    groups: list[tuple[list[np.ndarray], list[np.ndarray]]] = []
+    w = max(int(a.args.shape[1]), int(b.args.shape[1]))
+    fa, fb = _fixed_rows(sa, a, w), _fixed_rows(sb, b, w)
+    groups.append(([fa[0], fb[0]], [fa[1], fb[1]]))
+    for k in sorted((set(sa.chains) | set(sb.chains)) - {VB}):
+        chs = [sc.chains.get(k) for sc in (sa, sb)]
+        chs = [ch if ch is not None and ch.cmds.shape[0] else None for ch in chs]
+        live = [ch for ch in chs if ch is not None]
+        if not live:
+            continue
+        wk = max(ch.rows.shape[1] - 1 for ch in live)
+        groups.append(([ch.base + np.arange(ch.rows.shape[0], dtype=np.int64) if ch is not None
+                        else np.zeros(0, np.int64) for ch in chs],
+                       [_chain_rows(ch, wk) if ch is not None else np.zeros((0, wk + 1), np.int64)
+                        for ch in chs]))
+    nxt = 0
+    for vids, rows in groups:
+        n0 = rows[0].shape[0]
+        both = np.concatenate(rows) if n0 and rows[1].shape[0] else rows[0] if n0 else rows[1]
+        if not both.shape[0]:
+            continue
+        ids = intern_rows(both)[0]
+        for side, v, part in ((0, vids[0], ids[:n0]), (1, vids[1], ids[n0:])):
+            if v.size:
+                if int(v.max()) + 1 >= out[side].shape[0]:
+                    grown = np.full(int(v.max()) + 2, -1, np.int64)
+                    grown[:out[side].shape[0]] = out[side]
+                    out[side] = grown
+                out[side][v] = nxt + part
+        nxt += int(ids.max()) + 1
     return out[0], out[1]
 
 
