@@ -1,4 +1,5 @@
-"""Hot loop of the ``schedule`` pass's state re-emission (``drawopt._schedule``).
+"""Hot loops of the ``schedule`` pass (``drawopt._schedule``): its state re-emission and two
+steps of its sort key.
 
 The model lives in :class:`drawopt.passes.schedule.Restater`; this module only
 runs its emit loop over a run of input commands. ``emit_run`` is the public
@@ -7,13 +8,16 @@ constants command that writes every word, the state effects of a copy) and
 calls back into the restater for the rare ones (partial root constants, vertex
 buffers). The pure-Python twin is ``Restater._emit_all_py`` (a loop over
 ``Restater.emit``); the tests check that both give identical outputs.
+
+``key_columns`` and ``stable_rank`` are steps of ``drawopt.passes.schedule.sort_keys``; their
+pure twins are ``schedule._key_columns_py`` and ``schedule._stable_rank_py``.
 """
 
 import numpy as np
 
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
-__all__ = ["emit_run", "F_CONST", "F_TABLE", "F_DRAWX", "F_OPAQUE", "F_STATE"]
+__all__ = ["emit_run", "key_columns", "stable_rank", "F_CONST", "F_TABLE", "F_DRAWX", "F_OPAQUE", "F_STATE"]
 
 # per-command flags (``flags`` argument)
 F_CONST = 1    # sets root constants (a merge slot)
@@ -224,3 +228,61 @@ def emit_run(rs, cmds, tables, inforce, is_table, layout):
     rs.last = last
     rs.emitted_state += emitted
     return None
+
+
+def key_columns(rows, sel, cols):
+    """``rows[sel][:, cols].T`` as ``int32[len(cols), len(sel)]`` (value ids and markers; one walk
+    over the selected rows, each read once). ``sel`` None: every row. Identical to
+    ``drawopt.passes.schedule._key_columns_py``."""
+    cdef const int64_t[:, ::1] r = np.ascontiguousarray(rows, dtype=np.int64)
+    cdef const int64_t[::1] cv = np.ascontiguousarray(cols, dtype=np.int64)
+    cdef const int64_t[::1] sv
+    cdef Py_ssize_t nrow = r.shape[0], ncol = r.shape[1], nc = cv.shape[0], u, i, j
+    cdef bint every = sel is None
+    if every:
+        sv = np.zeros(0, np.int64)
+        u = nrow
+    else:
+        sv = np.ascontiguousarray(sel, dtype=np.int64)
+        u = sv.shape[0]
+        for i in range(u):
+            if sv[i] < 0 or sv[i] >= nrow:
+                raise IndexError(f"row {sv[i]} out of range")
+    for j in range(nc):
+        if cv[j] < 0 or cv[j] >= ncol:
+            raise IndexError(f"column {cv[j]} out of range")
+    out = np.empty((nc, u), np.int32)
+    cdef int32_t[:, ::1] o = out
+    cdef const int64_t* row
+    with nogil:
+        for i in range(u):
+            row = &r[i if every else sv[i], 0]
+            for j in range(nc):
+                o[j, i] = <int32_t>row[cv[j]]
+    return out
+
+
+def stable_rank(key, Py_ssize_t nkeys):
+    """Each element's position in a stable sort of ``key`` (values in ``0 .. nkeys-1``): a
+    counting sort, ``int64[n]``. Identical to ``drawopt.passes.schedule._stable_rank_py``."""
+    cdef const int64_t[::1] k = np.ascontiguousarray(key, dtype=np.int64)
+    cdef Py_ssize_t n = k.shape[0], i
+    for i in range(n):
+        if k[i] < 0 or k[i] >= nkeys:
+            raise IndexError(f"key {k[i]} out of range")
+    start = np.zeros(nkeys + 1, np.int64)
+    cdef int64_t[::1] st = start
+    out = np.empty(n, np.int64)
+    cdef int64_t[::1] o = out
+    cdef int64_t acc = 0, c
+    with nogil:
+        for i in range(n):
+            st[k[i] + 1] += 1
+        for i in range(nkeys + 1):
+            acc += st[i]
+            st[i] = acc
+        for i in range(n):
+            c = k[i]
+            o[i] = st[c]
+            st[c] += 1
+    return out

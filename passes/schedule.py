@@ -672,8 +672,13 @@ def _runs(idx: list[int]) -> list[tuple[int, int]]:
 
 
 # ---------------------------------------------------------------------- ordering
-def sort_keys(stream: Stream, table: StateTable, facts: Any = None) -> np.ndarray:
-    """Rank of every draw under the packed sort key (module docstring); ``int64[D]``, unique."""
+def sort_keys(stream: Stream, table: StateTable, facts: Any = None, pure: bool | None = None) -> np.ndarray:
+    """Rank of every draw under the packed sort key (module docstring); ``int64[D]``, unique.
+
+    Two steps run in ``drawopt._schedule`` when it is built (``pure``: force the pure twins,
+    :func:`_key_columns_py` and :func:`_stable_rank_py`).
+    """
+    kernel = load_cext("_schedule", pure)
     facts = facts if facts is not None else draw_facts(stream, table)
     d = len(facts)
     if d == 0:
@@ -707,10 +712,8 @@ def sort_keys(stream: Stream, table: StateTable, facts: Any = None) -> np.ndarra
     # the columns the key reads, contiguous (a column of the row matrix is a strided read of all
     # of it), as int32 (value ids and markers), transposed a block of states at a time
     u = hd.shape[0]
-    cm = np.empty((len(direct), u), np.int32)
-    src = rows if u == rows.shape[0] else rows[hd]
-    for lo in range(0, u, 1 << 13):
-        cm[:, lo:lo + (1 << 13)] = src[lo:lo + (1 << 13), direct].T
+    sel = None if u == rows.shape[0] else hd
+    cm = (kernel.key_columns if kernel is not None else _key_columns_py)(rows, sel, np.asarray(direct, np.int64))
     where_col = np.full(NSLOTS, -1, np.int64)
     where_col[direct] = np.arange(len(direct))
     masked_root = np.zeros((upipe.shape[0], NROOT), bool)  # per pipeline: its per-draw root parameters
@@ -743,19 +746,45 @@ def sort_keys(stream: Stream, table: StateTable, facts: Any = None) -> np.ndarra
     # the ranks packed into few words (lexicographic order kept), the draw index breaks ties
     ranks = [_first_seen_rank(col, fd, d) for col in columns() if (col != col[0]).any()]
     if not ranks:
-        order = np.arange(d)
-    else:
-        # the states' dense rank under their key words (equal words, equal rank), then the draws
-        # by their state's rank, stably (the draw index breaks ties): the draws' lexicographic order
-        words = pack_columns(ranks)
-        so = lex_order(list(words.T))
-        sw = words[so]
-        step = np.r_[False, (sw[1:] != sw[:-1]).any(axis=1)]
-        state_rank = np.zeros(rows.shape[0], np.int64)
-        state_rank[hd[so]] = np.cumsum(step)
-        order = np.argsort(state_rank[ns], kind="stable")
-    rank = np.empty(d, np.int64)
-    rank[order] = np.arange(d)
+        return np.arange(d, dtype=np.int64)
+    # the states' dense rank under their key words (equal words, equal rank), then the draws
+    # by their state's rank, stably (the draw index breaks ties): the draws' lexicographic order
+    words = pack_columns(ranks)
+    so = lex_order(list(words.T))
+    sw = words[so]
+    step = np.r_[False, (sw[1:] != sw[:-1]).any(axis=1)]
+    state_rank = np.zeros(rows.shape[0], np.int64)
+    state_rank[hd[so]] = np.cumsum(step)
+    nkeys = int(state_rank[hd[so[-1]]]) + 1
+    return (kernel.stable_rank if kernel is not None else _stable_rank_py)(state_rank[ns], nkeys)
+
+
+def _key_columns_py(rows: np.ndarray, sel: np.ndarray | None, cols: np.ndarray) -> np.ndarray:
+    """``rows[sel][:, cols].T`` as ``int32`` (``sel`` None: every row): the columns the sort key
+    reads, contiguous (a column of the row matrix is a strided read of all of it), transposed a
+    block of rows at a time. Pure twin of ``drawopt._schedule.key_columns``.
+
+    >>> _key_columns_py(np.arange(6).reshape(3, 2), np.array([2, 0]), np.array([1])).tolist()
+    [[5, 1]]
+    """
+    src = rows if sel is None else rows[sel]
+    u = src.shape[0]
+    cm = np.empty((cols.shape[0], u), np.int32)
+    for lo in range(0, u, 1 << 13):
+        cm[:, lo:lo + (1 << 13)] = src[lo:lo + (1 << 13), cols].T
+    return cm
+
+
+def _stable_rank_py(key: np.ndarray, nkeys: int) -> np.ndarray:
+    """Each element's position in a stable sort of ``key`` (values in ``0 .. nkeys-1``). Pure twin
+    of ``drawopt._schedule.stable_rank``.
+
+    >>> _stable_rank_py(np.array([1, 0, 1, 0]), 2).tolist()
+    [2, 0, 3, 1]
+    """
+    order = np.argsort(key, kind="stable")
+    rank = np.empty(key.shape[0], np.int64)
+    rank[order] = np.arange(key.shape[0])
     return rank
 
 

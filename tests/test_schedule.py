@@ -631,6 +631,39 @@ def test_first_seen_rank_lookup_and_sort_paths_agree() -> None:
         assert _first_seen_rank(col, at, 5000).tolist() == want
 
 
+def test_sort_key_kernels_agree_with_their_pure_twins() -> None:
+    from drawopt._accel import load_cext
+    from drawopt.passes.schedule import _key_columns_py, _stable_rank_py
+    k = load_cext("_schedule", pure=False)
+    if k is None:  # pragma: no cover - extension not built
+        pytest.skip("drawopt._schedule is not built")
+    rng = np.random.default_rng(5)
+    rows = rng.integers(-3, 2**31 - 1, (5000, 45))
+    cols = np.array([3, 0, 44, 7, 7], np.int64)
+    for sel in (None, rng.choice(5000, 1234, replace=False), np.zeros(0, np.int64)):
+        got, want = k.key_columns(rows, sel, cols), _key_columns_py(rows, sel, cols)
+        assert got.dtype == want.dtype == np.int32 and np.array_equal(got, want)
+        assert np.array_equal(want, (rows if sel is None else rows[sel])[:, cols].T.astype(np.int32))
+    with pytest.raises(IndexError):
+        k.key_columns(rows, np.array([5000]), cols)
+    for n, nkeys in ((0, 1), (1, 1), (7000, 3), (7000, 5000)):
+        key = rng.integers(0, nkeys, n)
+        got, want = k.stable_rank(key, nkeys), _stable_rank_py(key, nkeys)
+        assert np.array_equal(got, want)
+        assert np.array_equal(np.sort(got), np.arange(n))  # a permutation, stable within a key
+    with pytest.raises(IndexError):
+        k.stable_rank(np.array([0, 3]), 3)
+
+
+@pytest.mark.parametrize("kind", ["frame", "gpu-driven", "bundle"])
+def test_sort_keys_pure_and_compiled_agree(kind: str) -> None:
+    from drawopt.passes.schedule import sort_keys
+    s = generate(kind, 3000, seed=4)
+    t = track(s)
+    got, want = sort_keys(s, t, pure=False), sort_keys(s, t, pure=True)
+    assert np.array_equal(got, want) and np.array_equal(np.sort(got), np.arange(got.shape[0]))
+
+
 def test_out_buffer_behaves_like_the_list_it_replaces() -> None:
     from drawopt.passes.schedule import OutBuffer
     out, ref = OutBuffer(16), []
