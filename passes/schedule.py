@@ -255,7 +255,8 @@ class Restater:
             for k, w in self._const_width.items():
                 wtab[k] = w
             width = wtab[sc.slot[cc]]
-            self._full[cc] = (stream.args[cc, _CONST_DEST] == 0) & (stream.args[cc, _CONST_COUNT] >= width)
+            args = stream.args  # a column, then its rows: one gather each, not a 2-d fancy index
+            self._full[cc] = (args[:, _CONST_DEST].take(cc) == 0) & (args[:, _CONST_COUNT].take(cc) >= width)
         self._tables: tuple | None = None
 
     # the per-command lookups of the Python emit loop, as lists (built when first used)
@@ -679,6 +680,9 @@ def sort_keys(stream: Stream, table: StateTable, facts: Any = None, pure: bool |
     :func:`_key_columns_py` and :func:`_stable_rank_py`).
     """
     kernel = load_cext("_schedule", pure)
+    # (an extension built before these steps were compiled lacks them: the pure twins, same result)
+    key_columns = getattr(kernel, "key_columns", _key_columns_py)
+    stable_rank = getattr(kernel, "stable_rank", _stable_rank_py)
     facts = facts if facts is not None else draw_facts(stream, table)
     d = len(facts)
     if d == 0:
@@ -713,7 +717,7 @@ def sort_keys(stream: Stream, table: StateTable, facts: Any = None, pure: bool |
     # of it), as int32 (value ids and markers), transposed a block of states at a time
     u = hd.shape[0]
     sel = None if u == rows.shape[0] else hd
-    cm = (kernel.key_columns if kernel is not None else _key_columns_py)(rows, sel, np.asarray(direct, np.int64))
+    cm = key_columns(rows, sel, np.asarray(direct, np.int64))
     where_col = np.full(NSLOTS, -1, np.int64)
     where_col[direct] = np.arange(len(direct))
     masked_root = np.zeros((upipe.shape[0], NROOT), bool)  # per pipeline: its per-draw root parameters
@@ -756,7 +760,7 @@ def sort_keys(stream: Stream, table: StateTable, facts: Any = None, pure: bool |
     state_rank = np.zeros(rows.shape[0], np.int64)
     state_rank[hd[so]] = np.cumsum(step)
     nkeys = int(state_rank[hd[so[-1]]]) + 1
-    return (kernel.stable_rank if kernel is not None else _stable_rank_py)(state_rank[ns], nkeys)
+    return stable_rank(state_rank[ns], nkeys)
 
 
 def _key_columns_py(rows: np.ndarray, sel: np.ndarray | None, cols: np.ndarray) -> np.ndarray:
@@ -946,7 +950,7 @@ def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: State
     if ask.any():
         for k in np.flatnonzero(np.bitwise_or.reduce(ask) >> np.arange(NSLOTS) & 1).tolist():
             pick = np.flatnonzero((ask >> k) & 1)
-            a, b = ta.rows[sid[pick], k], tb.rows[sidb[pick], k]
+            a, b = ta.rows[:, k].take(sid[pick]), tb.rows[:, k].take(sidb[pick])
             neq = _decoded_differ(a, b, ta.scan.values.decode, sb.values.decode)
             if neq.any():
                 i = int(np.argmax(neq))
@@ -1280,7 +1284,7 @@ def _rebuild(stream: Stream, table: StateTable, draws: np.ndarray, new: np.ndarr
     is not retried).
     """
     rs = Restater(stream, table, pure)
-    cats = stream.cats()
+    cats = rs.cats
     keep_state = stream.op == _OP["CSEnableAutomaticGpuFlush"]
     nonstate = np.flatnonzero((cats != int(Cat.STATE)) | keep_state)
     is_draw = cats[nonstate] == int(Cat.DRAW)
