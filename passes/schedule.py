@@ -116,7 +116,7 @@ from drawopt.analysis.state import (
 )
 from drawopt.ir.decls import Pipeline
 from drawopt.ir.ops import BY_CODE, BY_NAME, COL_PIPELINE, MAX_OPCODE, Cat, shared_col
-from drawopt.ir.stream import FLAG_NOMERGE, CommandBuffer, Stream, concat
+from drawopt.ir.stream import FLAG_NOMERGE, CommandBuffer, Stream, concat, ragged_index
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
@@ -914,7 +914,7 @@ def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: State
     ``perm``: for every draw of ``after`` (in order), the index of the draw of
     ``before`` it is. States are compared as canonical values (names, not ids),
     slot by slot over the whole stream: two value ids with equal contents
-    (:func:`_content_ids`: the arguments of a command that sets the value, or the
+    (:func:`_content_ids`: the contents of a command that sets the value, or the
     words a root-constants chain leaves) are equal without being decoded; every
     other pair is decoded and compared (``decode_all``: every pair, the reference
     the tests compare with). The first difference (slot order, then draw order) is
@@ -1072,13 +1072,11 @@ def _same_names(a: Stream, b: Stream) -> bool:
     return a.decls is b.decls or [d.name for d in a.decls.items] == [d.name for d in b.decls.items]
 
 
-def _fixed_rows(sc: Any, stream: Stream, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(vids, rows)``: the value ids of scan ``sc`` left by a state command of a fixed-slot
-    kind (no variadic tail, not a merge slot), and their contents, ``(opcode, args..., 0...)``
-    (``1 + width`` columns, ``width`` >= the argument columns): such a value is a function of the
-    opcode and arguments of any command that leaves it."""
+def _command_values(sc: Any, stream: Stream) -> tuple[np.ndarray, np.ndarray]:
+    """``(vids, cmds)``: the value ids of scan ``sc`` left by a state command of a slot that is not
+    a merge slot (root constants, vertex buffers), and one command leaving each: such a value is
+    a function of the opcode, arguments and variadic tail of any command that leaves it."""
     cval = sc.cval
-    nargs = int(stream.args.shape[1])
     nv = int(cval.max()) + 1 if cval.size else 0
     rep = np.full(nv, -1, np.int64)  # one command leaving each value
     set_cmds = np.flatnonzero(cval >= 0)
@@ -1086,12 +1084,26 @@ def _fixed_rows(sc: Any, stream: Stream, width: int) -> tuple[np.ndarray, np.nda
     vids = np.flatnonzero(rep >= 0)
     c = rep[vids]
     op = stream.op[c]
-    fixed = (stream.var_len[c] == 0) & ~_IS_CONST[op] & (op != _VB_OP)
-    c = c[fixed]
-    rows = np.zeros((c.shape[0], 1 + width), np.int64)
-    rows[:, 0] = op[fixed]
-    rows[:, 1:1 + nargs] = stream.args[c]
-    return vids[fixed], rows
+    keep = ~_IS_CONST[op] & (op != _VB_OP)
+    return vids[keep], c[keep]
+
+
+def _command_rows(stream: Stream, cmds: np.ndarray, width: int, nvar: int) -> np.ndarray:
+    """The contents of commands ``cmds``: ``(opcode, args..., 0..., tail length, tail..., 0...)``,
+    ``1 + width + 1 + nvar`` columns (``width`` >= the argument columns, ``nvar`` >= every
+    tail's length)."""
+    nargs = int(stream.args.shape[1])
+    rows = np.zeros((cmds.shape[0], 2 + width + nvar), np.int64)
+    rows[:, 0] = stream.op[cmds]
+    rows[:, 1:1 + nargs] = stream.args[cmds]
+    lens = stream.var_len[cmds].astype(np.int64)
+    rows[:, 1 + width] = lens
+    if nvar and cmds.shape[0]:
+        vals = stream.pool[ragged_index(stream.var_off[cmds], lens)]
+        owner = np.repeat(np.arange(cmds.shape[0]), lens)
+        pos = np.arange(vals.shape[0]) - np.repeat(np.cumsum(lens) - lens, lens)
+        rows[owner, 2 + width + pos] = vals
+    return rows
 
 
 def _chain_rows(ch: Any, width: int) -> np.ndarray:
@@ -1117,19 +1129,21 @@ def _content_ids(sa: Any, a: Stream, sb: Any, b: Stream) -> tuple[np.ndarray, np
     known (and in the last entry, past every value id). ``a`` and ``b`` must give declarations
     and strings the same names (:func:`_same_names`): equal contents then decode to equal values.
 
-    A value of a fixed-slot kind is known by its command (:func:`_fixed_rows`); a root-constants
+    A value of a slot that is not a merge slot is known by the contents of a command that leaves
+    it (:func:`_command_values`, :func:`_command_rows`: opcode, arguments, variadic tail); a root-constants
     value by the words its partial-update chain leaves and whether the chain started from an
     unknown value (:func:`_chain_rows`, :attr:`drawopt.analysis.state.Scan.chains`, the two
     scans' chains of a slot widened to the wider). Each kind of content (the fixed values, each
     slot's chains) is interned apart, into ids of its own: a slot's values are only ever
-    compared with values of that slot. Heaps, render targets, vertex buffers and values no
-    command leaves get no id (they are decoded).
+    compared with values of that slot. Vertex buffers and values no command leaves get no id
+    (they are decoded).
     """
     out = [np.full(int(sc.values.next) + 1, -1, np.int64) for sc in (sa, sb)]
     groups: list[tuple[list[np.ndarray], list[np.ndarray]]] = []
     w = max(int(a.args.shape[1]), int(b.args.shape[1]))
-    fa, fb = _fixed_rows(sa, a, w), _fixed_rows(sb, b, w)
-    groups.append(([fa[0], fb[0]], [fa[1], fb[1]]))
+    (va, ca), (vb, cb) = _command_values(sa, a), _command_values(sb, b)
+    nvar = max([0] + [int(st.var_len[c].max()) for st, c in ((a, ca), (b, cb)) if c.size])
+    groups.append(([va, vb], [_command_rows(a, ca, w, nvar), _command_rows(b, cb, w, nvar)]))
     for k in sorted((set(sa.chains) | set(sb.chains)) - {VB}):
         chs = [sc.chains.get(k) for sc in (sa, sb)]
         chs = [ch if ch is not None and ch.cmds.shape[0] else None for ch in chs]

@@ -570,6 +570,27 @@ def test_check_restated_catches_a_corrupted_restatement() -> None:
         got = check_restated(s, bad, perm, t)
         assert got is not None and got == check_restated(s, bad, perm, t, decode_all=True), name
         checked += 1
+    # a variadic tail (render targets, heaps: content ids from the command's tail): one render
+    # target replaced by another (a different value), the two heaps swapped (the same value: the
+    # contents differ, so the pair is decoded and found equal)
+    caught = 0
+    for c in np.flatnonzero(out.op == BY_NAME["OMSetRenderTargets"].code).tolist():
+        bad = concat([out], out.header, out.decls, out.strings)
+        bad.pool = bad.pool.copy()
+        p0 = int(bad.var_off[c])
+        bad.pool[p0] = 15 if int(bad.pool[p0]) != 15 else 14  # frame: targets hdr (14) and ui (15)
+        got = check_restated(s, bad, perm, t)
+        assert got == check_restated(s, bad, perm, t, decode_all=True)
+        caught += got is not None and "render_targets" in got
+    assert caught >= 1
+    heaps = np.flatnonzero(out.op == BY_NAME["SetDescriptorHeaps"].code)
+    assert heaps.size and all(int(out.var_len[h]) == 2 for h in heaps.tolist())
+    bad = concat([out], out.header, out.decls, out.strings)
+    bad.pool = bad.pool.copy()
+    for h in heaps.tolist():
+        p0 = int(bad.var_off[h])
+        bad.pool[p0:p0 + 2] = bad.pool[p0:p0 + 2][::-1].copy()
+    assert check_restated(s, bad, perm, t) is None and check_restated(s, bad, perm, t, decode_all=True) is None
     # root constants: one word of one command changed
     cc = np.flatnonzero(out.op == BY_NAME["SetGraphicsRoot32BitConstants"].code)
     bad = concat([out], out.header, out.decls, out.strings)
