@@ -1129,14 +1129,14 @@ def _content_ids(sa: Any, a: Stream, sb: Any, b: Stream) -> tuple[np.ndarray, np
     known (and in the last entry, past every value id). ``a`` and ``b`` must give declarations
     and strings the same names (:func:`_same_names`): equal contents then decode to equal values.
 
-    A value of a slot that is not a merge slot is known by the contents of a command that leaves
-    it (:func:`_command_values`, :func:`_command_rows`: opcode, arguments, variadic tail); a root-constants
-    value by the words its partial-update chain leaves and whether the chain started from an
-    unknown value (:func:`_chain_rows`, :attr:`drawopt.analysis.state.Scan.chains`, the two
-    scans' chains of a slot widened to the wider). Each kind of content (the fixed values, each
-    slot's chains) is interned apart, into ids of its own: a slot's values are only ever
-    compared with values of that slot. Vertex buffers and values no command leaves get no id
-    (they are decoded).
+    A value of a slot that is not a merge slot is known by the contents of a command that
+    leaves it (:func:`_command_values`, :func:`_command_rows`: opcode, arguments, variadic
+    tail); a root-constants value by the words its partial-update chain leaves and whether the
+    chain started from an unknown value (:func:`_chain_rows`,
+    :attr:`drawopt.analysis.state.Scan.chains`, the two scans' chains of a slot widened to the
+    wider). Each kind of content (the command values, each slot's chains) is interned apart,
+    into ids of its own: a slot's values are only ever compared with values of that slot.
+    Vertex buffers and values no command leaves get no id (they are decoded).
     """
     out = [np.full(int(sc.values.next) + 1, -1, np.int64) for sc in (sa, sb)]
     groups: list[tuple[list[np.ndarray], list[np.ndarray]]] = []
