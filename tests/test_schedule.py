@@ -671,7 +671,7 @@ def test_sort_key_kernels_agree_with_their_pure_twins() -> None:
         key = rng.integers(0, nkeys, n)
         got, want = k.stable_rank(key, nkeys), _stable_rank_py(key, nkeys)
         assert np.array_equal(got, want)
-        assert np.array_equal(np.sort(got), np.arange(n))  # a permutation, stable within a key
+        assert np.array_equal(np.sort(got), np.arange(n))  # a permutation (stable: equal to the twin)
     with pytest.raises(IndexError):
         k.stable_rank(np.array([0, 3]), 3)
 
