@@ -653,8 +653,9 @@ def test_first_seen_rank_lookup_and_sort_paths_agree() -> None:
 
 
 def test_sort_key_kernels_agree_with_their_pure_twins() -> None:
-    from drawopt._accel import load_cext
     from drawopt.passes.schedule import _key_columns_py, _stable_rank_py
+
+    from drawopt._accel import load_cext
     k = load_cext("_schedule", pure=False)
     if k is None:  # pragma: no cover - extension not built
         pytest.skip("drawopt._schedule is not built")
