@@ -29,7 +29,10 @@ __all__ = ["loads_npz", "dumps_npz", "write_archive", "LIMITS", "COMPRESSLEVEL"]
 
 import io
 import json
+import os
 import zipfile
+import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -107,23 +110,81 @@ def dumps_npz(s: Stream, level: int | None = COMPRESSLEVEL) -> bytes:
     return write_archive(arrays, level)
 
 
-def write_archive(arrays: dict[str, np.ndarray], level: int | None = COMPRESSLEVEL) -> bytes:
+def write_archive(arrays: dict[str, np.ndarray], level: int | None = COMPRESSLEVEL,
+                  threads: int | None = None) -> bytes:
     """``arrays`` as ``.npz`` bytes, laid out as ``np.savez_compressed`` writes them (its bytes
     for ``level=None``), each member deflated at zlib ``level`` (stored for 0).
+
+    The members are deflated in ``threads`` worker threads (default: one per core, at most
+    :data:`WRITER_THREADS`; zlib and crc32 release the GIL), each member by the same calls
+    :mod:`zipfile` would make (the same deflate stream, so the same bytes), and laid out in
+    ``arrays``' order.
 
     >>> a = {"x": np.arange(3, dtype=np.int64)}
     >>> b = io.BytesIO(); np.savez_compressed(b, **a)
     >>> write_archive(a, None) == b.getvalue(), np.load(io.BytesIO(write_archive(a, 0)))["x"].tolist()
     (True, [0, 1, 2])
     """
-    bio = io.BytesIO()
     comp = zipfile.ZIP_STORED if level == 0 else zipfile.ZIP_DEFLATED
+    items = [(name, np.asanyarray(a)) for name, a in arrays.items()]
+    workers = min(threads or WRITER_THREADS, os.cpu_count() or 1, len(items))
+    if workers > 1:
+        with ThreadPoolExecutor(workers) as ex:
+            members = list(ex.map(lambda it: _Member(level).npy(it[1]), items))
+    else:
+        members = [_Member(level).npy(a) for _, a in items]
+    bio = io.BytesIO()
     with zipfile.ZipFile(bio, "w", compression=comp, allowZip64=True,
                          compresslevel=None if level == 0 else level) as zf:
-        for name, a in arrays.items():
-            with zf.open(name + ".npy", "w", force_zip64=True) as f:
-                npformat.write_array(f, np.asanyarray(a), allow_pickle=False)
+        for (name, _), m in zip(items, members):
+            # what ZipFile.open(name, "w", force_zip64=True) and its close() write, sizes known
+            zi = zipfile.ZipInfo(name + ".npy")
+            zi.compress_type = comp
+            zi.external_attr = 0o600 << 16
+            zi.CRC, zi.file_size, zi.compress_size = m.crc, m.size, m.csize
+            zi.header_offset = bio.tell()
+            bio.write(zi.FileHeader(True))
+            for piece in m.out:
+                bio.write(piece)
+            zf.start_dir = bio.tell()
+            zf.filelist.append(zi)
+            zf.NameToInfo[zi.filename] = zi
     return bio.getvalue()
+
+
+WRITER_THREADS = 4
+"""Most threads :func:`write_archive` deflates members in."""
+
+
+class _Member:
+    """One archive member's stored bytes: the ``.npy`` image fed through the compressor
+    :mod:`zipfile` uses, one ``write`` call at a time (as ``numpy.lib.format.write_array``
+    makes them), with its CRC-32 and sizes."""
+
+    def __init__(self, level: int | None):
+        self.comp = None if level == 0 else zlib.compressobj(
+            zlib.Z_DEFAULT_COMPRESSION if level is None else level, zlib.DEFLATED, -15)
+        self.out: list[bytes] = []
+        self.crc = self.size = self.csize = 0
+
+    def write(self, data: Any) -> int:
+        if not isinstance(data, (bytes, bytearray)):
+            data = memoryview(data)
+        n = len(data) if isinstance(data, (bytes, bytearray)) else data.nbytes
+        self.size += n
+        self.crc = zlib.crc32(data, self.crc)
+        piece = self.comp.compress(data) if self.comp is not None else bytes(data)
+        self.out.append(piece)
+        self.csize += len(piece)
+        return n
+
+    def npy(self, a: np.ndarray) -> _Member:
+        npformat.write_array(self, a, allow_pickle=False)
+        if self.comp is not None:
+            piece = self.comp.flush()
+            self.out.append(piece)
+            self.csize += len(piece)
+        return self
 
 
 # ============================================================================ reader
