@@ -209,15 +209,20 @@ class Stream:
         return cb.build(self.header, self.decls, self.strings)
 
     def take(self, idx: np.ndarray | Sequence[int]) -> Stream:
-        """The commands at ``idx`` (any order, repeats allowed), same declarations."""
+        """The commands at ``idx`` (any order, repeats allowed), same declarations.
+
+        The result shares this stream's pool (its commands' tails stay where they are: the
+        pool's layout is not part of a stream's value, and the writers compact it).
+
+        >>> b = StreamBuilder()
+        >>> b.SetGraphicsRoot32BitConstants(0, 2, 7, 8); b.SetGraphicsRoot32BitConstants(0, 1, 9)
+        >>> t = b.build(check=False).take([1, 0])
+        >>> [t.var(i).tolist() for i in range(len(t))], t.var_values().tolist()
+        ([[9], [7, 8]], [9, 7, 8])
+        """
         idx = np.asarray(idx, dtype=np.int64)
-        lens = self.var_len[idx]
-        off = np.zeros(idx.shape[0], np.int64)
-        if idx.shape[0]:
-            np.cumsum(lens[:-1], out=off[1:])
-        return Stream(self.header, self.decls, self.op[idx], self.args[idx], off, lens,
-                      self.pool[ragged_index(self.var_off[idx], lens)], self.flags[idx],
-                      self.line[idx], self.strings)
+        return Stream(self.header, self.decls, self.op[idx], np.take(self.args, idx, axis=0), self.var_off[idx],
+                      self.var_len[idx], self.pool, self.flags[idx], self.line[idx], self.strings)
 
     def copy(self) -> Stream:
         return Stream(Header(**vars(self.header)), self.decls.copy(), self.op.copy(), self.args.copy(),
