@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from numpy.lib import format as npformat
 
+from drawopt.errors import InputError
+from drawopt.gen import generate
 from drawopt.ir.formats import npz
 
 
@@ -51,3 +53,48 @@ def test_write_archive_bytes_equal_zipfiles(level: int | None, threads: int) -> 
 
 def test_write_archive_of_nothing() -> None:
     assert npz.write_archive({}) == zipfile_archive({}, 1)
+
+
+def _members(s) -> dict[str, np.ndarray]:
+    with np.load(io.BytesIO(npz.dumps_npz(s)), allow_pickle=False) as a:
+        return {k: a[k] for k in a.files}
+
+
+def _corrupt(data: bytes, member: str) -> bytes:
+    """``data`` with one byte in the middle of ``member``'s deflated bytes flipped."""
+    zi = zipfile.ZipFile(io.BytesIO(data)).getinfo(member)
+    name_len, extra_len = np.frombuffer(data[zi.header_offset + 26:zi.header_offset + 30], "<u2")
+    at = zi.header_offset + 30 + int(name_len) + int(extra_len) + zi.compress_size // 2
+    return data[:at] + bytes([data[at] ^ 0x55]) + data[at + 1:]
+
+
+def _error(data: bytes, threads: int, monkeypatch) -> str:
+    monkeypatch.setattr(npz, "READER_THREADS", threads)
+    with pytest.raises(InputError) as e:
+        npz.loads_npz(data, "x.npz")
+    return str(e.value)
+
+
+@pytest.mark.parametrize("member", ["op.npy", "pool.npy", "args.npy"])
+def test_corrupt_member_error_is_the_same_with_reader_threads(member: str, monkeypatch) -> None:
+    data = _corrupt(npz.dumps_npz(generate("frame", 3000, seed=1)), member)
+    one = _error(data, 1, monkeypatch)
+    assert one.startswith("x.npz:1:1: error: corrupt .npz archive") and _error(data, 2, monkeypatch) == one
+
+
+def test_tails_outside_the_pool_are_reported_before_a_corrupt_args_member(monkeypatch) -> None:
+    """The reader checks the tails against the pool before it reads args (threads or not)."""
+    arrays = _members(generate("frame", 3000, seed=1))
+    arrays["var_off"] = arrays["var_off"].copy()
+    arrays["var_off"][5] = arrays["pool"].shape[0] + 10
+    data = _corrupt(npz.write_archive(arrays), "args.npy")
+    for threads in (1, 2):
+        assert "variadic arguments" in _error(data, threads, monkeypatch)
+        assert _error(data, threads, monkeypatch).startswith("x.npz:6:1: error:")
+
+
+def test_threaded_read_gives_the_stream(monkeypatch) -> None:
+    s = generate("frame", 3000, seed=2)
+    data = npz.dumps_npz(s)
+    monkeypatch.setattr(npz, "READER_THREADS", 2)
+    assert npz.loads_npz(data) == s and npz.dumps_npz(npz.loads_npz(data)) == data

@@ -268,6 +268,38 @@ def _load_array(npz: Any, name: str, want: np.dtype) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=want)
 
 
+class _Loader:
+    """Read archive members in worker threads: each member's file is opened here, in the calling
+    thread (ZipFile.open is not thread-safe), and read in a worker; :meth:`array` waits for one."""
+
+    def __init__(self, npz: Any, names: tuple[str, ...]):
+        workers = min(READER_THREADS, os.cpu_count() or 1)
+        self.files = {k: npz.zip.open(k + ".npy") for k in names}
+        self.ex = ThreadPoolExecutor(workers) if workers > 1 else None
+        self.jobs = {k: self.ex.submit(npformat.read_array, f, allow_pickle=False) for k, f in self.files.items()} \
+            if self.ex is not None else {}
+
+    def array(self, name: str) -> np.ndarray:
+        a = self.jobs[name].result() if self.ex is not None else npformat.read_array(self.files[name],
+                                                                                       allow_pickle=False)
+        return np.ascontiguousarray(a, dtype=_COLUMNS[name])
+
+    def __enter__(self) -> _Loader:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.ex is not None:
+            for j in self.jobs.values():
+                j.cancel()
+            self.ex.shutdown(wait=True)
+        for f in self.files.values():
+            f.close()
+
+
+READER_THREADS = 2
+"""Threads :func:`loads_npz` inflates the command columns in."""
+
+
 def _meta(raw: np.ndarray) -> tuple[Any, Decls, list[str], dict[str, Any]]:
     try:
         obj = json.loads(raw.tobytes().decode("utf-8"))
@@ -340,10 +372,14 @@ def _loads(data: bytes) -> Stream:
         if data_members:
             k = min(data_members)
             raise _Err(f"array data_{k} names no declaration (there are {len(decls)})")
-        cols = {k: _load_array(npz, k, _COLUMNS[k]) for k in ("op", "var_len", "var_off", "flags", "line")}
-        pool = _load_array(npz, "pool", _COLUMNS["pool"])
-        _check_var(cols["var_off"], cols["var_len"], pool.shape[0])
-        args = _load_array(npz, "args", _COLUMNS["args"])
+        # the columns inflate in worker threads (zlib and crc32 release the GIL); their results
+        # (and errors) are taken in the order the reader has always read them
+        names = ("op", "var_len", "var_off", "flags", "line", "pool", "args")
+        with _Loader(npz, names) as got:
+            cols = {k: got.array(k) for k in names[:5]}
+            pool = got.array("pool")
+            _check_var(cols["var_off"], cols["var_len"], pool.shape[0])
+            args = got.array("args")
     s = Stream(header, decls, cols["op"], args, cols["var_off"], cols["var_len"], pool,
                cols["flags"], cols["line"], list(strings))
     try:
