@@ -163,11 +163,13 @@ class Stream:
         if not (np.array_equal(self.op, other.op) and np.array_equal(self.flags, other.flags)
                 and np.array_equal(self.var_len, other.var_len)):
             return False
-        a, b = self.args.copy(), other.args.copy()
+        a, b = self.args, other.args  # copied only to compare Opaque strings by value
         s = self.op == BY_NAME["Opaque"].code
         if s.any():
-            a[s, 0] = [hash(self.strings[i]) for i in a[s, 0]]
-            b[s, 0] = [hash(other.strings[i]) for i in b[s, 0]]
+            t = BY_NAME["Opaque"].col("text")
+            a, b = a.copy(), b.copy()
+            a[s, t] = [hash(self.strings[i]) for i in a[s, t]]
+            b[s, t] = [hash(other.strings[i]) for i in b[s, t]]
         return bool(np.array_equal(a, b) and np.array_equal(self.var_values(), other.var_values()))
 
     def var_values(self) -> np.ndarray:

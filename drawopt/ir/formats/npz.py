@@ -67,6 +67,9 @@ _COLUMNS = {  # name: (dtype, shape given N (None = free length))
 }
 _DATA_DTYPE = np.dtype(np.uint32)
 
+_OPAQUE_TEXT = OPAQUE.col("text")
+"""The argument column of an Opaque command's string (an index into ``Stream.strings``)."""
+
 COMPRESSLEVEL = 1
 """zlib level of the writer's members (0: stored uncompressed; None: zlib's default, 6, which
 gives ``np.savez_compressed``'s bytes). Frame of 1M draws, 254 MB of arrays: level 6 16.3 MB
@@ -88,13 +91,14 @@ def dumps_npz(s: Stream, level: int | None = COMPRESSLEVEL) -> bytes:
     off = np.zeros(len(s), np.int64)
     if len(s):
         np.cumsum(lens[:-1].astype(np.int64), out=off[1:])
-    args = s.args.copy()
+    args = s.args  # copied only to renumber Opaque strings
     opq = s.op == OPAQUE.code
     strings: list[str] = []
     if opq.any():
-        used, inv = np.unique(args[opq, 0], return_inverse=True)
+        args = args.copy()
+        used, inv = np.unique(args[opq, _OPAQUE_TEXT], return_inverse=True)
         strings = [s.strings[int(i)] for i in used]
-        args[opq, 0] = inv.reshape(-1)
+        args[opq, _OPAQUE_TEXT] = inv.reshape(-1)
     decls = []
     arrays: dict[str, np.ndarray] = {}
     for i, d in enumerate(s.decls):
@@ -388,7 +392,7 @@ def _loads(data: bytes) -> Stream:
         raise _Err(str(e), e.cmd + 1) from None
     opq = np.flatnonzero(s.op == OPAQUE.code)
     for i in opq.tolist():
-        err = opaque_text_error(s.strings[int(s.args[i, 0])])
+        err = opaque_text_error(s.strings[int(s.args[i, _OPAQUE_TEXT])])
         if err:
             raise _Err(err, i + 1)
     return s
