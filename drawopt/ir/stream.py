@@ -326,7 +326,7 @@ def _check(s: Stream) -> None:
 
 def _compact_pool(s: Stream) -> np.ndarray | None:
     """The used part of the pool if the variadic tails lie one after another in command order
-    (as every reader and :meth:`Stream.take` lay them out), else None."""
+    (as every reader lays them out; :meth:`Stream.take` keeps its source's layout), else None."""
     total = int(s.var_len.sum(dtype=np.int64))
     if s.var_off[0] != 0 or total > s.pool.shape[0]:
         return None
