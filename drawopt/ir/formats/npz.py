@@ -87,7 +87,7 @@ def dumps_npz(s: Stream, level: int | None = COMPRESSLEVEL) -> bytes:
     >>> a["op"].tolist() == s.op.tolist(), np.array_equal(a["args"], s.args)
     (True, True)
     """
-    lens = s.var_len.astype(np.int32)
+    lens = s.var_len.astype(np.int32, copy=False)  # int32 already (Stream.__post_init__)
     off = np.zeros(len(s), np.int64)
     if len(s):
         np.cumsum(lens[:-1].astype(np.int64), out=off[1:])
