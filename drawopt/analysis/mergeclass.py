@@ -239,7 +239,10 @@ class DrawFacts:
     folded: np.ndarray
     indexed: np.ndarray
     nrows: np.ndarray = field(repr=False)
-    """Normalised rows (``int64[U, NSLOTS]``) of each ``nstate``."""
+    """Normalised rows (``int64[U, NSLOTS]``) of each ``nstate`` (read-only: it may be the table's)."""
+    between: np.ndarray | None = field(default=None, repr=False)
+    """Per consecutive pair of draws: a non-state command lies between them (computed by the
+    first :func:`adjacent_links` and kept: every rule reads it)."""
 
     def __len__(self) -> int:
         return int(self.cmd.shape[0])
@@ -538,7 +541,9 @@ def adjacent_links(facts: DrawFacts, rule: MergeRule) -> Link:
         fail[bad] = why
         ok[bad] = False
 
-    check(~_between(facts.stream, facts), "between")
+    if facts.between is None:
+        facts.between = _between(facts.stream, facts)
+    check(~facts.between, "between")
     # pair i is (draw i, draw i+1): the "a" side is every draw but the last, "b" every draw but the first
     op_a, op_b = facts.op[:-1], facts.op[1:]
     args_a, args_b = facts.args[:-1], facts.args[1:]
