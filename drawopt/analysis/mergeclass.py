@@ -96,6 +96,10 @@ _DI, _DII, _DX = _OP["DrawInstanced"], _OP["DrawIndexedInstanced"], _OP["DrawInd
 _SINGLE_IND = (_OP["DrawInstancedIndirect"], _OP["DrawIndexedInstancedIndirect"])
 _MULTI = (_OP["MultiDrawInstancedIndirect"], _OP["MultiDrawIndexedInstancedIndirect"])
 _AUTO = (_OP["MultiDrawInstancedIndirectAuto"], _OP["MultiDrawIndexedInstancedIndirectAuto"])
+_DI_START_VERTEX = Op.DrawInstanced.col("start_vertex")
+_DII_BASE_VERTEX = Op.DrawIndexedInstanced.col("base_vertex")
+_SINGLE_ARGS_BUFFER = Op.DrawInstancedIndirect.col("args_buffer")  # the same in the indexed variants
+_MULTI_ARGS_BUFFER = Op.MultiDrawInstancedIndirect.col("args_buffer")
 _INDEXED = np.zeros(MAX_OPCODE + 1, bool)
 _INDEXED[[_DII, _DX, _OP["DrawIndexedInstancedIndirect"], _OP["MultiDrawIndexedInstancedIndirect"],
           _OP["MultiDrawIndexedInstancedIndirectAuto"]]] = True
@@ -235,7 +239,10 @@ class DrawFacts:
     folded: np.ndarray
     indexed: np.ndarray
     nrows: np.ndarray = field(repr=False)
-    """Normalised rows (``int64[U, NSLOTS]``) of each ``nstate``."""
+    """Normalised rows (``int64[U, NSLOTS]``) of each ``nstate`` (read-only: it may be the table's)."""
+    between: np.ndarray | None = field(default=None, repr=False)
+    """Per consecutive pair of draws: a non-state command lies between them (computed by the
+    first :func:`adjacent_links` and kept: every rule reads it)."""
 
     def __len__(self) -> int:
         return int(self.cmd.shape[0])
@@ -300,6 +307,46 @@ def _vb_fold(sc: Scan, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
     return ok, shift, key
 
 
+def _first_appearance(ids: np.ndarray) -> bool:
+    """``ids`` are ``0..k`` numbered in order of first appearance (each new id is one more
+    than every id before it).
+
+    >>> _first_appearance(np.array([0, 1, 0, 2, 1])), _first_appearance(np.array([0, 2, 1]))
+    (True, False)
+    """
+    if ids.size == 0:
+        return True
+    if int(ids[0]) != 0 or int(ids.min()) < 0:
+        return False
+    return bool((ids[1:] <= np.maximum.accumulate(ids)[:-1] + 1).all())
+
+
+def _is_arange(a: np.ndarray) -> bool:
+    return bool(a.ndim == 1 and (a == np.arange(a.shape[0])).all())
+
+
+def _verts_per_prim(sc: Scan, topo: np.ndarray) -> np.ndarray:
+    """Vertices per primitive (:data:`VERTS_PER_PRIM`; 0: a strip or unknown) of each topology value id."""
+    out = np.zeros(topo.shape[0], np.int64)
+    if not topo.size:
+        return out
+    lo = min(int(topo.min()), 0)
+    span = int(topo.max()) - lo + 1
+    if span > 4 * topo.size + 4096:  # sparse ids: a mask per distinct value
+        for v in np.unique(topo).tolist():
+            out[topo == v] = _vpp_of(sc, v)
+        return out
+    lut = np.zeros(span, np.int64)  # value id - lo -> vertices per primitive
+    for v in (np.flatnonzero(np.bincount(topo - lo, minlength=span)) + lo).tolist():
+        lut[v - lo] = _vpp_of(sc, v)
+    return lut[topo - lo]
+
+
+def _vpp_of(sc: Scan, v: int) -> int:
+    name = sc.values.decode(v) if v >= 0 else None
+    return VERTS_PER_PRIM.get(name, 0) if isinstance(name, str) else 0
+
+
 def draw_facts(stream: Stream, table: StateTable, fold: bool = True) -> DrawFacts:
     """Gather :class:`DrawFacts` of ``stream`` from its state ``table``.
 
@@ -310,7 +357,7 @@ def draw_facts(stream: Stream, table: StateTable, fold: bool = True) -> DrawFact
     cmd = table.draws.astype(np.int64)
     d = cmd.shape[0]
     op = stream.op[cmd].astype(np.int64)
-    args = stream.args[cmd].copy()
+    args = stream.args[cmd]  # fancy indexing: already a copy, ours to shift
     sid = table.state.astype(np.int64)
     ps = table.setter[:, PIPELINE] if d else np.zeros(0, np.int64)
     pipe = np.where(ps >= 0, stream.args[np.maximum(ps, 0), COL_PIPELINE], -1) if d else np.zeros(0, np.int64)
@@ -319,15 +366,11 @@ def draw_facts(stream: Stream, table: StateTable, fold: bool = True) -> DrawFact
     pinned = ((stream.flags[cmd] & FLAG_NOMERGE) != 0) | pf["never_merge"][pidx]
     rows = table.rows
     # topology -> vertices per primitive
-    topo = rows[sid, TOPOLOGY] if d else np.zeros(0, np.int64)
-    vpp = np.zeros(d, np.int64)
-    for v in np.unique(topo):
-        name = sc.values.decode(int(v)) if v >= 0 else None
-        vpp[topo == v] = VERTS_PER_PRIM.get(name, 0) if isinstance(name, str) else 0
+    vpp = _verts_per_prim(sc, rows[sid, TOPOLOGY] if d else np.zeros(0, np.int64))
     # vertex-buffer window fold
     shift = np.zeros(d, np.int64)
     folded = np.zeros(d, bool)
-    vbcol = rows[sid, VB].copy() if d else np.zeros(0, np.int64)
+    vbcol = rows[sid, VB] if d else np.zeros(0, np.int64)  # a copy (fancy indexing)
     if fold and d:
         # a non-indexed draw's SV_VertexID counts from StartVertexLocation, so folding its window
         # into the start is invisible only to shaders that declare no_vertex_id
@@ -343,18 +386,27 @@ def draw_facts(stream: Stream, table: StateTable, fold: bool = True) -> DrawFact
             folded[sel] = True
             shift[sel] = shift_u[inv[hit]]
             vbcol[sel] = key_u[inv[hit]]
-            col = np.where(op == _DI, 2, 3)  # start_vertex / base_vertex
+            col = np.where(op == _DI, _DI_START_VERTEX, _DII_BASE_VERTEX)
             fi = np.flatnonzero(folded)
             args[fi, col[fi]] += shift[fi]
     # normalised state: the state id with the folded vertex-buffer key
-    pair = np.stack([sid, vbcol], axis=1) if d else np.zeros((0, 2), np.int64)
-    pid, pfirst = intern_rows(pair)
-    prow = rows[sid[pfirst]].copy() if d else np.zeros((0, NSLOTS), np.int64)
-    if d:
-        prow[:, VB] = vbcol[pfirst]
+    if d and not folded.any() and _first_appearance(sid):
+        # nothing folded: each pair (sid, vbcol) is its state's, and state ids are numbered in
+        # first-appearance order (as track numbers them), so the pairs intern to sid itself and
+        # their rows are the table's first rows, shared (a view: 250 MB less at 1M draws)
+        pid = sid.copy()
+        prow = rows[:int(sid.max()) + 1].view()
+        prow.flags.writeable = False
+    else:
+        pair = np.stack([sid, vbcol], axis=1) if d else np.zeros((0, 2), np.int64)
+        pid, pfirst = intern_rows(pair)
+        prow = rows[sid[pfirst]] if d else np.zeros((0, NSLOTS), np.int64)  # a copy (fancy indexing)
+        if d:
+            prow[:, VB] = vbcol[pfirst]
     uid, ufirst = intern_rows(prow)
-    nstate = uid[pid] if d else np.zeros(0, np.int64)
-    nrows = prow[ufirst]
+    same = _is_arange(uid) and _is_arange(ufirst)  # the rows are distinct already
+    nstate = pid if same else (uid[pid] if d else np.zeros(0, np.int64))
+    nrows = prow if same else prow[ufirst]
     indexed = _INDEXED[op]
     return DrawFacts(stream, table, cmd, op, args, sid, nstate, pipe, pinned, vpp, shift, folded, indexed, nrows)
 
@@ -399,7 +451,7 @@ def _cpu_args(stream: Stream, facts: DrawFacts) -> np.ndarray:
     if not ind.size:
         return out
     cpu = np.array([isinstance(d, Buffer) and d.cpu and d.data is not None for d in stream.decls.items] or [False])
-    col = np.where(np.isin(facts.op[ind], _MULTI), 1, 0)
+    col = np.where(np.isin(facts.op[ind], _MULTI), _MULTI_ARGS_BUFFER, _SINGLE_ARGS_BUFFER)
     buf = facts.args[ind, col]
     out[ind] = cpu[buf]
     return out
@@ -426,7 +478,7 @@ def call_classes(facts: DrawFacts, mdi: bool = True) -> np.ndarray:
     gpu_ind = np.isin(facts.op, (*_SINGLE_IND, *_MULTI)) & ~_cpu_args(stream, facts)
     buf = np.full(n, -1, np.int64)
     if gpu_ind.any():
-        col = np.where(np.isin(facts.op, _MULTI), 1, 0)
+        col = np.where(np.isin(facts.op, _MULTI), _MULTI_ARGS_BUFFER, _SINGLE_ARGS_BUFFER)
         buf[gpu_ind] = facts.args[np.flatnonzero(gpu_ind), col[gpu_ind]]
     if mdi:
         kind = facts.indexed.astype(np.int64)
@@ -484,56 +536,65 @@ def adjacent_links(facts: DrawFacts, rule: MergeRule) -> Link:
     ok = np.ones(m, bool)
     if m == 0:
         return Link(rule, ok, fail)
-    a, b = np.arange(m), np.arange(1, n)
-
     def check(mask: np.ndarray, why: str) -> None:
         bad = ok & ~mask
         fail[bad] = why
         ok[bad] = False
 
-    check(~_between(facts.stream, facts), "between")
-    check(~(facts.pinned[a] | facts.pinned[b]), "pinned")
-    check((facts.op[a] == facts.op[b]) & np.isin(facts.op[a], rule.codes()), "op")
+    if facts.between is None:
+        facts.between = _between(facts.stream, facts)
+    check(~facts.between, "between")
+    # pair i is (draw i, draw i+1): the "a" side is every draw but the last, "b" every draw but the first
+    op_a, op_b = facts.op[:-1], facts.op[1:]
+    args_a, args_b = facts.args[:-1], facts.args[1:]
+    check(~(facts.pinned[:-1] | facts.pinned[1:]), "pinned")
+    check((op_a == op_b) & np.isin(op_a, rule.codes()), "op")
     sk = state_keys(facts, rule.state_except)
-    check(sk[a] == sk[b], "state")
+    check(sk[:-1] == sk[1:], "state")
     eq_args = np.ones(m, bool)
     cont = np.ones(m, bool)
     for name, differ in rule.differ.items():
         sp = BY_NAME[name]
-        sel = facts.op[a] == sp.code
+        sel = op_a == sp.code
         if not sel.any():
             continue
+        # compare whole columns (strided views, no gathered copies), then keep this command's pairs
         same_cols = [j for j, arg in enumerate(sp.args) if arg.name not in differ]
         if same_cols:
-            eq_args[sel] = (facts.args[a][sel][:, same_cols] == facts.args[b][sel][:, same_cols]).all(axis=1)
+            eq = args_a[:, same_cols[0]] == args_b[:, same_cols[0]]
+            for j in same_cols[1:]:
+                eq &= args_a[:, j] == args_b[:, j]
+            eq_args[sel] = eq[sel]
         if name in rule.contiguous:
             s, c = (sp.col(x) for x in rule.contiguous[name])
-            cont[sel] = facts.args[b[sel], s] == facts.args[a[sel], s] + facts.args[a[sel], c]
+            cont[sel] = (args_b[:, s] == args_a[:, s] + args_a[:, c])[sel]
     check(eq_args, "args")
     check(cont, "contiguous")
     pf = _pipe_facts(facts.stream)
-    pidx = np.where(facts.pipe[a] >= 0, facts.pipe[a], len(facts.stream.decls))
+    pipe_a = facts.pipe[:-1]
+    pidx = np.where(pipe_a >= 0, pipe_a, len(facts.stream.decls))
     for req in rule.requires:
         if req == "instance_id_free":
             check(pf["inst_free"][pidx], req)
         elif req == "no_primitive_id":
             check(pf["no_prim"][pidx], req)
         elif req == "list_topology":
-            check(facts.vpp[a] > 0, req)
+            check(facts.vpp[:-1] > 0, req)
         elif req == "whole_primitives":
-            cnt = facts.args[a, COL_DRAW_COUNT]  # vertex_count / index_count
-            check(cnt % np.maximum(facts.vpp[a], 1) == 0, req)
+            cnt = args_a[:, COL_DRAW_COUNT]  # vertex_count / index_count
+            check(cnt % np.maximum(facts.vpp[:-1], 1) == 0, req)
         elif req == "single_instance":
-            si = np.where(facts.op[a] == _DI, Op.DrawInstanced.col("start_instance"),
+            si = np.where(op_a == _DI, Op.DrawInstanced.col("start_instance"),
                           Op.DrawIndexedInstanced.col("start_instance"))
-            check((facts.args[a, COL_INSTANCES] == 1) & (facts.args[b, COL_INSTANCES] == 1) &
-                  (facts.args[a, si] == facts.args[b, si]), req)
+            pairs = np.arange(m)
+            check((args_a[:, COL_INSTANCES] == 1) & (args_b[:, COL_INSTANCES] == 1) &
+                  (args_a[pairs, si] == args_b[pairs, si]), req)
         elif req == "x_contract":
             check(pf["x_ok"][pidx], req)
         elif req == "same_args_buffer":
-            multi = np.isin(facts.op[a], _MULTI)
-            bcol = np.where(multi, 1, 0)
-            check(facts.args[a, bcol] == facts.args[b, bcol], req)
+            bcol = np.where(np.isin(op_a, _MULTI), _MULTI_ARGS_BUFFER, _SINGLE_ARGS_BUFFER)
+            pairs = np.arange(m)
+            check(args_a[pairs, bcol] == args_b[pairs, bcol], req)
         else:  # pragma: no cover - a rule naming an unknown requirement
             raise ValueError(f"unknown requirement {req!r}")
     return Link(rule, ok, fail)

@@ -163,11 +163,13 @@ class Stream:
         if not (np.array_equal(self.op, other.op) and np.array_equal(self.flags, other.flags)
                 and np.array_equal(self.var_len, other.var_len)):
             return False
-        a, b = self.args.copy(), other.args.copy()
+        a, b = self.args, other.args  # copied only to compare Opaque strings by value
         s = self.op == BY_NAME["Opaque"].code
         if s.any():
-            a[s, 0] = [hash(self.strings[i]) for i in a[s, 0]]
-            b[s, 0] = [hash(other.strings[i]) for i in b[s, 0]]
+            t = BY_NAME["Opaque"].col("text")
+            a, b = a.copy(), b.copy()
+            a[s, t] = [hash(self.strings[i]) for i in a[s, t]]
+            b[s, t] = [hash(other.strings[i]) for i in b[s, t]]
         return bool(np.array_equal(a, b) and np.array_equal(self.var_values(), other.var_values()))
 
     def var_values(self) -> np.ndarray:
@@ -209,15 +211,20 @@ class Stream:
         return cb.build(self.header, self.decls, self.strings)
 
     def take(self, idx: np.ndarray | Sequence[int]) -> Stream:
-        """The commands at ``idx`` (any order, repeats allowed), same declarations."""
+        """The commands at ``idx`` (any order, repeats allowed), same declarations.
+
+        The result shares this stream's pool (its commands' tails stay where they are: the
+        pool's layout is not part of a stream's value, and the writers compact it).
+
+        >>> b = StreamBuilder()
+        >>> b.SetGraphicsRoot32BitConstants(0, 2, 7, 8); b.SetGraphicsRoot32BitConstants(0, 1, 9)
+        >>> t = b.build(check=False).take([1, 0])
+        >>> [t.var(i).tolist() for i in range(len(t))], t.var_values().tolist()
+        ([[9], [7, 8]], [9, 7, 8])
+        """
         idx = np.asarray(idx, dtype=np.int64)
-        lens = self.var_len[idx]
-        off = np.zeros(idx.shape[0], np.int64)
-        if idx.shape[0]:
-            np.cumsum(lens[:-1], out=off[1:])
-        return Stream(self.header, self.decls, self.op[idx], self.args[idx], off, lens,
-                      self.pool[ragged_index(self.var_off[idx], lens)], self.flags[idx],
-                      self.line[idx], self.strings)
+        return Stream(self.header, self.decls, self.op[idx], np.take(self.args, idx, axis=0), self.var_off[idx],
+                      self.var_len[idx], self.pool, self.flags[idx], self.line[idx], self.strings)
 
     def copy(self) -> Stream:
         return Stream(Header(**vars(self.header)), self.decls.copy(), self.op.copy(), self.args.copy(),
@@ -277,17 +284,24 @@ def _check(s: Stream) -> None:
         raise StreamCheckError("unknown flag bits", int(np.argmax(s.flags & ~np.uint8(1))))
     kinds = np.array([_KIND_CODE[d.kind] for d in s.decls.items] or [0], dtype=np.int8)
     ndecl = len(s.decls)
+    # the commands of each opcode, in stream order: one stable sort instead of a pass per opcode
+    order = np.argsort(s.op, kind="stable")
+    counts = np.bincount(s.op, minlength=MAX_OPCODE + 1)
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    pool = _compact_pool(s)
+    elem_op = np.repeat(s.op, s.var_len) if pool is not None else None
     for sp in OPS:
-        where = np.flatnonzero(s.op == sp.code)
+        where = order[starts[sp.code]:ends[sp.code]]
         if where.size == 0:
             continue
-        rows = s.args[where]
+        rows = np.take(s.args, where, axis=0)  # (faster than s.args[where])
         for j in range(len(sp.args), NARGS):
             nz = rows[:, j] != 0
             if nz.any():
                 raise StreamCheckError(f"{sp.name}: unused argument column {j} is not 0", _first(nz, where))
         for j, a in enumerate(sp.args):
-            _check_values(sp, a, rows[:, j], where, j, s, kinds, ndecl)
+            _check_values(sp, a, rows[:, j], lambda k, w=where, j=j: (int(w[k]), j), s, kinds, ndecl)
         lens = s.var_len[where]
         if sp.var is None:
             if (lens != 0).any():
@@ -297,22 +311,55 @@ def _check(s: Stream) -> None:
             if badlen.any():
                 raise StreamCheckError(
                     f"{sp.name} takes {sp.var_min}..{sp.var_max} {sp.var.name}", _first(badlen, where))
-            vidx = ragged_index(s.var_off[where], lens)
-            if vidx.size:
-                owner = np.repeat(where, lens)
-                pos = np.arange(vidx.size) - np.repeat(np.cumsum(lens) - lens, lens) + len(sp.args)
-                _check_values(sp, sp.var, s.pool[vidx], owner, pos, s, kinds, ndecl)
+            if pool is not None and elem_op is not None:
+                # a compact pool in command order: this opcode's values are where its commands' are
+                sel = elem_op == sp.code
+                vals = pool[sel]
+                locate = _pool_locator(s, sel, len(sp.args))
+            else:
+                vals = s.pool[ragged_index(s.var_off[where], lens)]
+                locate = _ragged_locator(where, lens, len(sp.args))
+            if vals.size:
+                _check_values(sp, sp.var, vals, locate, s, kinds, ndecl)
         _RULES.get(sp.name, _no_rule)(s, sp, where, rows)
+
+
+def _compact_pool(s: Stream) -> np.ndarray | None:
+    """The used part of the pool if the variadic tails lie one after another in command order
+    (as every reader lays them out; :meth:`Stream.take` keeps its source's layout), else None."""
+    total = int(s.var_len.sum(dtype=np.int64))
+    if s.var_off[0] != 0 or total > s.pool.shape[0]:
+        return None
+    ends = np.cumsum(s.var_len[:-1], dtype=np.int64)
+    return s.pool[:total] if np.array_equal(s.var_off[1:], ends) else None
+
+
+def _pool_locator(s: Stream, sel: np.ndarray, nfixed: int):
+    """``k`` -> (command, argument position) of the ``k``-th pool element in ``sel`` (a compact pool)."""
+    def locate(k: int) -> tuple[int, int]:
+        e = int(np.flatnonzero(sel)[k])
+        i = int(np.searchsorted(s.var_off, e, "right")) - 1  # tails after i start past e
+        return i, e - int(s.var_off[i]) + nfixed
+    return locate
+
+
+def _ragged_locator(where: np.ndarray, lens: np.ndarray, nfixed: int):
+    """``k`` -> (command, argument position) of the ``k``-th value of the tails of ``where``."""
+    def locate(k: int) -> tuple[int, int]:
+        ends = np.cumsum(lens, dtype=np.int64)
+        i = int(np.searchsorted(ends, k, "right"))
+        return int(where[i]), k - int(ends[i] - lens[i]) + nfixed
+    return locate
 
 
 _KIND_CODE = {"buffer": 1, "texture": 2, "target": 3, "depth": 4, "heap": 5, "view": 6, "rootsig": 7, "pipeline": 8}
 
 
-def _check_values(sp: OpSpec, a, vals, where, argpos, s: Stream, kinds, ndecl) -> None:
+def _check_values(sp: OpSpec, a, vals, locate, s: Stream, kinds, ndecl) -> None:
+    """Check the values ``vals`` of argument ``a``; ``locate(k)``: command and argument position of ``vals[k]``."""
     def fail(mask: np.ndarray, msg: str) -> None:
-        k = int(np.argmax(mask))
-        pos = argpos if np.isscalar(argpos) else int(argpos[k])
-        raise StreamCheckError(f"{sp.name}: {a.name} {msg}", int(where[k]), pos)
+        cmd, pos = locate(int(np.argmax(mask)))
+        raise StreamCheckError(f"{sp.name}: {a.name} {msg}", cmd, pos)
 
     if a.kind in _LIMITS:
         lo, hi = _LIMITS[a.kind]

@@ -29,7 +29,10 @@ __all__ = ["loads_npz", "dumps_npz", "write_archive", "LIMITS", "COMPRESSLEVEL"]
 
 import io
 import json
+import os
 import zipfile
+import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -64,6 +67,9 @@ _COLUMNS = {  # name: (dtype, shape given N (None = free length))
 }
 _DATA_DTYPE = np.dtype(np.uint32)
 
+_OPAQUE_TEXT = OPAQUE.col("text")
+"""The argument column of an Opaque command's string (an index into ``Stream.strings``)."""
+
 COMPRESSLEVEL = 1
 """zlib level of the writer's members (0: stored uncompressed; None: zlib's default, 6, which
 gives ``np.savez_compressed``'s bytes). Frame of 1M draws, 254 MB of arrays: level 6 16.3 MB
@@ -81,17 +87,18 @@ def dumps_npz(s: Stream, level: int | None = COMPRESSLEVEL) -> bytes:
     >>> a["op"].tolist() == s.op.tolist(), np.array_equal(a["args"], s.args)
     (True, True)
     """
-    lens = s.var_len.astype(np.int32)
+    lens = s.var_len.astype(np.int32, copy=False)  # int32 already (Stream.__post_init__)
     off = np.zeros(len(s), np.int64)
     if len(s):
         np.cumsum(lens[:-1].astype(np.int64), out=off[1:])
-    args = s.args.copy()
+    args = s.args  # copied only to renumber Opaque strings
     opq = s.op == OPAQUE.code
     strings: list[str] = []
     if opq.any():
-        used, inv = np.unique(args[opq, 0], return_inverse=True)
+        args = args.copy()
+        used, inv = np.unique(args[opq, _OPAQUE_TEXT], return_inverse=True)
         strings = [s.strings[int(i)] for i in used]
-        args[opq, 0] = inv.reshape(-1)
+        args[opq, _OPAQUE_TEXT] = inv.reshape(-1)
     decls = []
     arrays: dict[str, np.ndarray] = {}
     for i, d in enumerate(s.decls):
@@ -107,23 +114,81 @@ def dumps_npz(s: Stream, level: int | None = COMPRESSLEVEL) -> bytes:
     return write_archive(arrays, level)
 
 
-def write_archive(arrays: dict[str, np.ndarray], level: int | None = COMPRESSLEVEL) -> bytes:
+def write_archive(arrays: dict[str, np.ndarray], level: int | None = COMPRESSLEVEL,
+                  threads: int | None = None) -> bytes:
     """``arrays`` as ``.npz`` bytes, laid out as ``np.savez_compressed`` writes them (its bytes
     for ``level=None``), each member deflated at zlib ``level`` (stored for 0).
+
+    The members are deflated in ``threads`` worker threads (default: one per core, at most
+    :data:`WRITER_THREADS`; zlib and crc32 release the GIL), each member by the same calls
+    :mod:`zipfile` would make (the same deflate stream, so the same bytes), and laid out in
+    ``arrays``' order.
 
     >>> a = {"x": np.arange(3, dtype=np.int64)}
     >>> b = io.BytesIO(); np.savez_compressed(b, **a)
     >>> write_archive(a, None) == b.getvalue(), np.load(io.BytesIO(write_archive(a, 0)))["x"].tolist()
     (True, [0, 1, 2])
     """
-    bio = io.BytesIO()
     comp = zipfile.ZIP_STORED if level == 0 else zipfile.ZIP_DEFLATED
+    items = [(name, np.asanyarray(a)) for name, a in arrays.items()]
+    workers = min(threads or WRITER_THREADS, os.cpu_count() or 1, len(items))
+    if workers > 1:
+        with ThreadPoolExecutor(workers) as ex:
+            members = list(ex.map(lambda it: _Member(level).npy(it[1]), items))
+    else:
+        members = [_Member(level).npy(a) for _, a in items]
+    bio = io.BytesIO()
     with zipfile.ZipFile(bio, "w", compression=comp, allowZip64=True,
                          compresslevel=None if level == 0 else level) as zf:
-        for name, a in arrays.items():
-            with zf.open(name + ".npy", "w", force_zip64=True) as f:
-                npformat.write_array(f, np.asanyarray(a), allow_pickle=False)
+        for (name, _), m in zip(items, members):
+            # what ZipFile.open(name, "w", force_zip64=True) and its close() write, sizes known
+            zi = zipfile.ZipInfo(name + ".npy")
+            zi.compress_type = comp
+            zi.external_attr = 0o600 << 16
+            zi.CRC, zi.file_size, zi.compress_size = m.crc, m.size, m.csize
+            zi.header_offset = bio.tell()
+            bio.write(zi.FileHeader(True))
+            for piece in m.out:
+                bio.write(piece)
+            zf.start_dir = bio.tell()
+            zf.filelist.append(zi)
+            zf.NameToInfo[zi.filename] = zi
     return bio.getvalue()
+
+
+WRITER_THREADS = 4
+"""Most threads :func:`write_archive` deflates members in."""
+
+
+class _Member:
+    """One archive member's stored bytes: the ``.npy`` image fed through the compressor
+    :mod:`zipfile` uses, one ``write`` call at a time (as ``numpy.lib.format.write_array``
+    makes them), with its CRC-32 and sizes."""
+
+    def __init__(self, level: int | None):
+        self.comp = None if level == 0 else zlib.compressobj(
+            zlib.Z_DEFAULT_COMPRESSION if level is None else level, zlib.DEFLATED, -15)
+        self.out: list[bytes] = []
+        self.crc = self.size = self.csize = 0
+
+    def write(self, data: Any) -> int:
+        if not isinstance(data, (bytes, bytearray)):
+            data = memoryview(data)
+        n = len(data) if isinstance(data, (bytes, bytearray)) else data.nbytes
+        self.size += n
+        self.crc = zlib.crc32(data, self.crc)
+        piece = self.comp.compress(data) if self.comp is not None else bytes(data)
+        self.out.append(piece)
+        self.csize += len(piece)
+        return n
+
+    def npy(self, a: np.ndarray) -> _Member:
+        npformat.write_array(self, a, allow_pickle=False)
+        if self.comp is not None:
+            piece = self.comp.flush()
+            self.out.append(piece)
+            self.csize += len(piece)
+        return self
 
 
 # ============================================================================ reader
@@ -207,6 +272,38 @@ def _load_array(npz: Any, name: str, want: np.dtype) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=want)
 
 
+class _Loader:
+    """Read archive members in worker threads: each member's file is opened here, in the calling
+    thread (ZipFile.open is not thread-safe), and read in a worker; :meth:`array` waits for one."""
+
+    def __init__(self, npz: Any, names: tuple[str, ...]):
+        workers = min(READER_THREADS, os.cpu_count() or 1)
+        self.files = {k: npz.zip.open(k + ".npy") for k in names}
+        self.ex = ThreadPoolExecutor(workers) if workers > 1 else None
+        self.jobs = {k: self.ex.submit(npformat.read_array, f, allow_pickle=False) for k, f in self.files.items()} \
+            if self.ex is not None else {}
+
+    def array(self, name: str) -> np.ndarray:
+        a = self.jobs[name].result() if self.ex is not None else npformat.read_array(self.files[name],
+                                                                                       allow_pickle=False)
+        return np.ascontiguousarray(a, dtype=_COLUMNS[name])
+
+    def __enter__(self) -> _Loader:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.ex is not None:
+            for j in self.jobs.values():
+                j.cancel()
+            self.ex.shutdown(wait=True)
+        for f in self.files.values():
+            f.close()
+
+
+READER_THREADS = 2
+"""Threads :func:`loads_npz` inflates the command columns in."""
+
+
 def _meta(raw: np.ndarray) -> tuple[Any, Decls, list[str], dict[str, Any]]:
     try:
         obj = json.loads(raw.tobytes().decode("utf-8"))
@@ -279,10 +376,14 @@ def _loads(data: bytes) -> Stream:
         if data_members:
             k = min(data_members)
             raise _Err(f"array data_{k} names no declaration (there are {len(decls)})")
-        cols = {k: _load_array(npz, k, _COLUMNS[k]) for k in ("op", "var_len", "var_off", "flags", "line")}
-        pool = _load_array(npz, "pool", _COLUMNS["pool"])
-        _check_var(cols["var_off"], cols["var_len"], pool.shape[0])
-        args = _load_array(npz, "args", _COLUMNS["args"])
+        # the columns inflate in worker threads (zlib and crc32 release the GIL); their results
+        # (and errors) are taken in the order the reader has always read them
+        names = ("op", "var_len", "var_off", "flags", "line", "pool", "args")
+        with _Loader(npz, names) as got:
+            cols = {k: got.array(k) for k in names[:5]}
+            pool = got.array("pool")
+            _check_var(cols["var_off"], cols["var_len"], pool.shape[0])
+            args = got.array("args")
     s = Stream(header, decls, cols["op"], args, cols["var_off"], cols["var_len"], pool,
                cols["flags"], cols["line"], list(strings))
     try:
@@ -291,7 +392,7 @@ def _loads(data: bytes) -> Stream:
         raise _Err(str(e), e.cmd + 1) from None
     opq = np.flatnonzero(s.op == OPAQUE.code)
     for i in opq.tolist():
-        err = opaque_text_error(s.strings[int(s.args[i, 0])])
+        err = opaque_text_error(s.strings[int(s.args[i, _OPAQUE_TEXT])])
         if err:
             raise _Err(err, i + 1)
     return s
