@@ -56,7 +56,7 @@ cdef enum:
     MAX_SLOTS = 63
 
 
-def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row):
+def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row, args, pcompact):
     """Run the state scan.
 
     Parameters
@@ -65,12 +65,19 @@ def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row
         Kernel code, slot set, and value id (used for heaps / root signatures) per command.
     is_table : uint8[N]
         1 where the command sets a descriptor table.
-    layout : int64[8]
-        ``(n_slots, heaps, gfx_rootsig, compute_rootsig, index_buffer, root0, croot0, n_root)``.
+    layout : int64[11]
+        ``(n_slots, heaps, gfx_rootsig, compute_rootsig, index_buffer, root0, croot0, n_root,
+        pipeline, pipeline column, no-pipeline row)``: the pipeline slot, the column of
+        ``args`` holding the declaration a pipeline setter sets, and the ``pidx`` of an
+        observer without a valid pipeline.
     init_unknown : int
         Bitmask of the slots unknown at the start (inherited by a bundle).
     final_row : bool
         Append one row for the state at the end of the stream.
+    args : int64[N, k]
+        The commands' arguments (only the pipeline column of pipeline setters is read).
+    pcompact : int64[n_decls]
+        Per declaration, its row of the pipeline masks (the no-pipeline row for others).
 
     Returns
     -------
@@ -79,40 +86,95 @@ def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row
     prev : int64[N]
         For each set: the setter of its slot just before it (-1 undefined, -3 unknown);
         -2 for commands that set nothing.
+    obs : int64[O]
+        Each observer's command (-1: the final row).
+    kind : uint8[O]
+        0 draw, 1 dispatch, 2 opaque command, 3 the final row.
+    epoch : int64[O]
+        The opaque commands strictly before each observer.
+    pipe : int64[O]
+        The pipeline declaration at each observer (-1 undefined, -3 unknown).
+    pidx : int64[O]
+        ``pcompact[pipe]``, the no-pipeline row where ``pipe`` is a marker.
     """
     code = np.ascontiguousarray(code, dtype=np.int64)
     slot = np.ascontiguousarray(slot, dtype=np.int64)
     val = np.ascontiguousarray(val, dtype=np.int64)
     is_table = np.ascontiguousarray(is_table, dtype=np.uint8)
     layout = np.ascontiguousarray(layout, dtype=np.int64)
-    if layout.shape[0] != 8 or not 0 < layout[0] <= MAX_SLOTS:
+    cdef const int64_t[:, ::1] a = np.ascontiguousarray(args, dtype=np.int64)
+    cdef const int64_t[::1] pc = np.ascontiguousarray(pcompact, dtype=np.int64)
+    if layout.shape[0] != 11 or not 0 < layout[0] <= MAX_SLOTS or not 0 <= layout[8] < layout[0]:
         raise ValueError("bad layout")
     n = code.shape[0]
     if not (slot.shape[0] == val.shape[0] == is_table.shape[0] == n):
         raise ValueError("code, slot, val and is_table must have the same length")
+    if a.shape[0] != n or not 0 <= layout[9] < max(a.shape[1], 1) or pc.shape[0] < 1:
+        raise ValueError("args needs one row per command and the pipeline column; pcompact an entry")
     nobs = int(np.count_nonzero(code >= K_DRAW)) + (1 if final_row else 0)
     if n >= (1 << 31) - 1:
         raise ValueError("too many commands for int32 setters")
     setter = np.empty((nobs, int(layout[0])), dtype=np.int32)
     unknown = np.empty(nobs, dtype=np.int64)
     prev = np.full(n, -2, dtype=np.int64)
-    _scan(code, slot, val, is_table, layout, init_unknown, final_row, setter, unknown, prev)
-    return setter, unknown, prev
+    obs = np.empty(nobs, dtype=np.int64)
+    kind = np.empty(nobs, dtype=np.uint8)
+    epoch = np.empty(nobs, dtype=np.int64)
+    pipe = np.empty(nobs, dtype=np.int64)
+    pidx = np.empty(nobs, dtype=np.int64)
+    if _scan(code, slot, val, is_table, layout, init_unknown, final_row, a, pc,
+             setter, unknown, prev, obs, kind, epoch, pipe, pidx) < 0:
+        raise IndexError("a pipeline setter names a declaration outside pcompact")
+    return setter, unknown, prev, obs, kind, epoch, pipe, pidx
 
 
-cdef void _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[::1] val,
-                const uint8_t[::1] is_table, const int64_t[::1] layout, int64_t init_unknown,
-                bint final_row, int32_t[:, ::1] setter, int64_t[::1] unknown,
-                int64_t[::1] prev) noexcept nogil:
+cdef inline int _observer(Py_ssize_t o, Py_ssize_t i, uint8_t kd, int64_t nopq, const int64_t* cur, int64_t unk,
+                          Py_ssize_t ns, Py_ssize_t ps, Py_ssize_t pcol, int64_t pnone, const int64_t[:, ::1] a,
+                          const int64_t[::1] pc, int32_t[:, ::1] setter, int64_t[::1] unknown,
+                          int64_t[::1] obs, uint8_t[::1] kind, int64_t[::1] epoch, int64_t[::1] pipe,
+                          int64_t[::1] pidx) noexcept nogil:
+    """Row ``o`` of the observer outputs of :func:`scan` (the observer at command ``i``); -1 for a
+    pipeline declaration outside ``pc``."""
+    cdef Py_ssize_t s
+    cdef int64_t d
+    for s in range(ns):
+        setter[o, s] = <int32_t>cur[s]
+    unknown[o] = unk
+    obs[o] = i
+    kind[o] = kd
+    epoch[o] = nopq
+    if (unk >> ps) & 1:
+        pipe[o] = -3
+        pidx[o] = pnone
+    elif cur[ps] >= 0:
+        d = a[cur[ps], pcol]
+        if d < 0 or d >= pc.shape[0]:
+            return -1
+        pipe[o] = d
+        pidx[o] = pc[d]
+    else:
+        pipe[o] = -1
+        pidx[o] = pnone
+    return 0
+
+
+cdef int _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[::1] val,
+               const uint8_t[::1] is_table, const int64_t[::1] layout, int64_t init_unknown,
+               bint final_row, const int64_t[:, ::1] a, const int64_t[::1] pc, int32_t[:, ::1] setter,
+               int64_t[::1] unknown, int64_t[::1] prev, int64_t[::1] obs, uint8_t[::1] kind,
+               int64_t[::1] epoch, int64_t[::1] pipe, int64_t[::1] pidx) noexcept nogil:
     cdef:
         Py_ssize_t n = code.shape[0]
         Py_ssize_t i, o = 0, s, r, k, lo
         int64_t ns = layout[0], heaps = layout[1], grs = layout[2], crs = layout[3]
         int64_t ib = layout[4], root0 = layout[5], croot0 = layout[6], nroot = layout[7]
+        Py_ssize_t ps = layout[8], pcol = layout[9]
+        int64_t pnone = layout[10]
         int64_t cur[MAX_SLOTS]
-        int64_t unk = init_unknown
+        int64_t unk = init_unknown, nopq = 0
         int64_t allbits = ((<int64_t>1) << ns) - 1
         int64_t c, p, bit, curv, rb
+        uint8_t kd
         Py_ssize_t[2] roots
     roots[0] = root0
     roots[1] = croot0
@@ -158,9 +220,10 @@ cdef void _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[
             cur[s] = i
             unk &= ~bit
         else:
-            for s in range(ns):
-                setter[o, s] = <int32_t>cur[s]
-            unknown[o] = unk
+            kd = 1 if c == K_DISPATCH else (2 if c == K_OPAQUE else 0)
+            if _observer(o, i, kd, nopq, &cur[0], unk, ns, ps, pcol, pnone, a, pc, setter, unknown,
+                         obs, kind, epoch, pipe, pidx) < 0:
+                return -1
             o += 1
             if c == K_DRAWX:
                 cur[ib] = -1
@@ -169,10 +232,12 @@ cdef void _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[
                 for s in range(ns):
                     cur[s] = -1
                 unk = allbits
+                nopq += 1
     if final_row:
-        for s in range(ns):
-            setter[o, s] = <int32_t>cur[s]
-        unknown[o] = unk
+        if _observer(o, -1, 3, nopq, &cur[0], unk, ns, ps, pcol, pnone, a, pc, setter, unknown,
+                     obs, kind, epoch, pipe, pidx) < 0:
+            return -1
+    return 0
 
 
 def fill_chains(start, init, owner, col, wv, Py_ssize_t width):

@@ -809,6 +809,9 @@ def assert_same_scan_facts(s: Stream, seed: int = 0) -> None:
     observers read, row differences, chains) equals its pure twin's."""
     from drawopt.analysis.state import UNKNOWN, scan
     a, b = scan(s, pure=False), scan(s, pure=True)
+    for name in ("kcode", "slot", "cval", "prev", "obs", "obs_kind", "setter", "unknown", "pipe", "epoch", "_pidx"):
+        x, y = getattr(a, name), getattr(b, name)  # the scan kernel's outputs, its twin's
+        assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y), name
     o = a.obs.shape[0]
     rng = np.random.default_rng(seed)
     sel = rng.integers(0, max(o, 1), 2 * o) if o else np.zeros(0, np.int64)

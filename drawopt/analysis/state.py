@@ -94,6 +94,7 @@ from drawopt.errors import InputError
 from drawopt.ir.decls import Buffer, Pipeline, RootSig, View
 from drawopt.ir.ops import (
     BY_CODE,
+    COL_PIPELINE,
     GS_MODES,
     INDEX_FORMATS,
     INDEXED_DRAW_OPS,
@@ -134,7 +135,8 @@ OBS_DRAW, OBS_DISPATCH, OBS_OPAQUE, OBS_END = 0, 1, 2, 3
 
 # kernel codes (cext/_state.pyx)
 K_NONE, K_SET, K_HEAPS, K_GRS, K_CRS, K_DRAW, K_DRAWX, K_DISPATCH, K_OPAQUE = range(9)
-_LAYOUT = np.array([NSLOTS, HEAPS, GFX_RS, CRS, IB, ROOT0, CROOT0, NROOT], dtype=np.int64)
+_LAYOUT = np.array([NSLOTS, HEAPS, GFX_RS, CRS, IB, ROOT0, CROOT0, NROOT, PIPELINE, COL_PIPELINE, -1], dtype=np.int64)
+"""The scan kernel's layout; the last entry, the pipeline-mask row of no pipeline, is set per stream."""
 _ALL_BITS = (1 << NSLOTS) - 1
 _ROOT_BITS = sum(1 << k for k in (*range(ROOT0, ROOT0 + NROOT), *range(CROOT0, CROOT0 + NROOT)))
 _SHIFTS = np.arange(NSLOTS, dtype=np.int64)
@@ -424,13 +426,15 @@ def describe_value(scan_: Scan, vid: int) -> Any:
 
 # ---------------------------------------------------------------------- the scan
 def _scan_py(code: np.ndarray, slot: np.ndarray, val: np.ndarray, is_table: np.ndarray,
-             layout: np.ndarray, init_unknown: int, final_row: bool) -> tuple[np.ndarray, ...]:
-    """Pure-Python twin of ``drawopt._state.scan`` (identical results)."""
+             layout: np.ndarray, init_unknown: int, final_row: bool, args: np.ndarray,
+             pcompact: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Pure-Python twin of ``drawopt._state.scan`` (identical results): the setters in a Python
+    loop, the other observer facts from them with numpy."""
     code_l = np.asarray(code, np.int64).tolist()
     slot_l = np.asarray(slot, np.int64).tolist()
     val_l = np.asarray(val, np.int64).tolist()
     tab_l = np.asarray(is_table, np.uint8).tolist()
-    ns, _heaps, _grs, _crs, ib, root0, croot0, nroot = (int(x) for x in layout)
+    ns, _heaps, _grs, _crs, ib, root0, croot0, nroot, ps, pcol, pnone = (int(x) for x in layout)
     n = len(code_l)
     nobs = sum(1 for c in code_l if c >= K_DRAW) + (1 if final_row else 0)
     setter = np.empty((nobs, ns), np.int32)
@@ -491,7 +495,23 @@ def _scan_py(code: np.ndarray, slot: np.ndarray, val: np.ndarray, is_table: np.n
     if nobs:
         setter[:] = np.array(rows, dtype=np.int64).reshape(nobs, ns)
         unknown[:] = np.array(unks, dtype=np.int64)
-    return setter, unknown, np.array(prev, dtype=np.int64)
+    code_a = np.asarray(code, np.int64)
+    obs = np.flatnonzero(code_a >= K_DRAW)
+    okc = code_a[obs]
+    kind = np.where(okc == K_DISPATCH, OBS_DISPATCH, np.where(okc == K_OPAQUE, OBS_OPAQUE, OBS_DRAW))
+    if final_row:
+        obs = np.append(obs, -1)
+        kind = np.append(kind, OBS_END)
+    # Opaque commands strictly before each observer
+    epoch = np.searchsorted(np.flatnonzero(code_a == K_OPAQUE), np.where(obs >= 0, obs, n)).astype(np.int64)
+    st = setter[:, ps]
+    pipe = np.full(nobs, UNDEFINED, np.int64)
+    if n:
+        pipe = np.where(st >= 0, np.asarray(args)[np.maximum(st, 0), pcol], UNDEFINED)
+    pipe[((unknown >> ps) & 1) == 1] = UNKNOWN
+    pidx = np.where(pipe >= 0, np.asarray(pcompact)[np.maximum(pipe, 0)], pnone)
+    return (setter, unknown, np.array(prev, dtype=np.int64), obs.astype(np.int64), kind.astype(np.uint8), epoch,
+            pipe.astype(np.int64), pidx.astype(np.int64))
 
 
 def _kernel(pure: bool | None) -> Callable[..., tuple[np.ndarray, ...]]:
@@ -1104,7 +1124,11 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
     init_unknown = 0
     if bundle:
         init_unknown = _ALL_BITS & ~((1 << PIPELINE) | (1 << TOPOLOGY))
-    setter, unknown, prev = _kernel(pure)(kcode, slot, cval, is_table, _LAYOUT, init_unknown, bundle)
+    draw_mask, disp_mask, pcompact = _pipeline_masks(decls)
+    layout = _LAYOUT.copy()
+    layout[-1] = draw_mask.shape[0] - 1  # a pipeline of the wrong kind reads like none (masks' rows)
+    setter, unknown, prev, obs_all, kind, epoch, pipe, pidx = _kernel(pure)(
+        kcode, slot, cval, is_table, layout, init_unknown, bundle, a, pcompact)
 
     # partial updates (root constants, vertex buffers), resolved per slot
     chains: dict[int, _Chains] = {}
@@ -1139,29 +1163,8 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
                 chains[int(sl)] = ch
                 _resolve(ch, cval, values, _decode_constants)
 
-    # observers
-    obs_all = np.flatnonzero(kcode >= K_DRAW)
-    okc = kcode[obs_all]
-    kind = np.where(okc == K_DISPATCH, OBS_DISPATCH, np.where(okc == K_OPAQUE, OBS_OPAQUE, OBS_DRAW))
-    if bundle:
-        obs_all = np.append(obs_all, -1)
-        kind = np.append(kind, OBS_END)
-    kind = kind.astype(np.uint8)
-    # Opaque commands strictly before each observer
-    epoch = np.searchsorted(where("Opaque"), np.where(obs_all >= 0, obs_all, n)).astype(np.int64)
-
-    ps = setter[:, PIPELINE]
-    if n:
-        pipe = np.where(ps >= 0, a[np.maximum(ps, 0), 0], UNDEFINED)
-    else:
-        pipe = np.full(ps.shape[0], UNDEFINED, np.int64)
-    pipe[((unknown >> PIPELINE) & 1) == 1] = UNKNOWN
-
     init_val = np.full(NSLOTS, UNDEFINED, np.int64)
     init_val[GS] = gs_null
-    draw_mask, disp_mask, pcompact = _pipeline_masks(decls)
-    pidx = np.where(pipe >= 0, pcompact[np.maximum(pipe, 0)], draw_mask.shape[0] - 1)
-    # a pipeline of the wrong kind reads like no pipeline (the rows of the other kind are "invalid")
     arr = array_masks(decls)
     binds_buf = None
     if arr is not None:
