@@ -37,6 +37,7 @@ from libc.string cimport memcpy
 
 cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
+    void __builtin_prefetch(const void*) nogil
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t
 
 __all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers",
@@ -54,6 +55,7 @@ cdef enum:
     K_DISPATCH = 7
     K_OPAQUE = 8
     MAX_SLOTS = 63
+    RING = 8      # observers whose keys intern_observers builds ahead of their lookups
 
 
 def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row, args, pcompact):
@@ -386,6 +388,34 @@ cdef inline uint64_t _find_state(const int32_t[::1] table, const uint64_t[::1] h
         b = (b + 1) & <uint64_t>(table.shape[0] - 1)
 
 
+cdef inline uint64_t _find_tagged(const uint64_t[::1] table, const int64_t[::1] eps, const int64_t[:, ::1] rows,
+                                  const int64_t* rep, const int64_t* key, Py_ssize_t ns, Py_ssize_t skip, uint64_t h,
+                                  int64_t e) noexcept nogil:
+    """:func:`_find_state` for a table whose entries hold the id plus one (0: empty) in the low 32
+    bits and the high 32 bits of the key's hash ``h`` in the high ones (no array of hashes to
+    read on a probe)."""
+    cdef uint64_t b = h & <uint64_t>(table.shape[0] - 1), t, tag = h & 0xFFFFFFFF00000000ULL
+    cdef Py_ssize_t u, j
+    cdef const int64_t* rp
+    cdef bint eq
+    while True:
+        t = table[b]
+        if t == 0:
+            return b
+        if (t & 0xFFFFFFFF00000000ULL) == tag:
+            u = <Py_ssize_t>(t & 0xFFFFFFFFULL) - 1
+            if eps[u] == e:
+                rp = &rows[rep[u] if rep != NULL else u, 0]
+                eq = True
+                for j in range(ns):
+                    if j != skip and rp[j] != key[j]:
+                        eq = False
+                        break
+                if eq:
+                    return b
+        b = (b + 1) & <uint64_t>(table.shape[0] - 1)
+
+
 cdef inline uint64_t _find_row(const int32_t[::1] table, const uint64_t[::1] hv, const int64_t[:, ::1] rows,
                                const int64_t* key, Py_ssize_t w, uint64_t h) noexcept nogil:
     """The slot of open-addressing ``table`` (ids into ``rows``, with hashes ``hv``) holding the id
@@ -611,22 +641,21 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
     if ep.shape[0] != R.nobs:
         raise ValueError("epoch must have one entry per observer")
     R.check(ix)
-    cdef Py_ssize_t i, j, k = ix.shape[0], ns = R.ns, w = R.ns + 1, nu = 0
+    if ix.shape[0] >= (1 << 31) - 1:
+        raise ValueError("too many observers")
+    cdef Py_ssize_t i, j, k = ix.shape[0], ns = R.ns, nu = 0
     ids = np.empty(k, dtype=np.int64)
     first = np.empty(k, dtype=np.int64)
-    hu = np.empty(k, dtype=np.uint64)
-    table = np.full(_table_size(k), -1, dtype=np.int32)
     # room for every row; the pages past the distinct ones are never touched (views returned)
     rows = np.empty((k, ns), dtype=np.int64)
     epochs = np.empty(k, dtype=np.int64)
     cdef int64_t[::1] idv = ids
     cdef int64_t[::1] fv = first
-    cdef uint64_t[::1] hv = hu
-    cdef int32_t[::1] tv = table
+    cdef uint64_t[::1] tv = np.zeros(_table_size(k), dtype=np.uint64)
     cdef int64_t[:, ::1] rv = rows
     cdef int64_t[::1] ev = epochs
-    cdef uint64_t h, b
-    cdef int32_t u
+    cdef uint64_t h, b, tmask = <uint64_t>(tv.shape[0] - 1)
+    cdef int64_t u
     cdef int flag = 0
     cdef bint packing = pack_slot >= 0
     if pack_slot >= ns:
@@ -636,84 +665,120 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
     # per pack class: the state whose key it is (its row read with the slot masked) and its epoch
     cdef int64_t[::1] prep = np.empty(k if packing else 0, dtype=np.int64)
     cdef int64_t[::1] pep = np.empty(k if packing else 0, dtype=np.int64)
-    cdef uint64_t[::1] phv = np.empty(k if packing else 0, dtype=np.uint64)
-    cdef int32_t[::1] ptv = np.full(_table_size(k) if packing else 1, -1, dtype=np.int32)
+    cdef uint64_t[::1] ptv = np.zeros(_table_size(k) if packing else 1, dtype=np.uint64)
+    cdef uint64_t pmask = <uint64_t>(ptv.shape[0] - 1)
     cdef Py_ssize_t npk = 0
     # The key of each observer is built from the previous one's: only the slots whose setter,
     # read bit or unknown bit changed are read again. The row hash is a sum of one term per
     # slot (updated with the slot), mixed with the epoch; it only orders the probes.
+    # The keys go through a ring of RING entries: the key of observer i is built (and its
+    # table slots prefetched) RING - 1 observers before it is looked up, so the lookups,
+    # done in observer order as before, rarely wait for memory. An observer whose key is
+    # its predecessor's takes its id without a lookup.
     cdef int64_t cur[MAX_SLOTS]
+    cdef int64_t ring[RING][MAX_SLOTS]
+    cdef uint64_t rh[RING]
+    cdef uint64_t rhp[RING]
+    cdef int64_t re[RING]
+    cdef int64_t rpe[RING]
+    cdef bint rsame[RING]
     cdef uint64_t term[MAX_SLOTS]
     cdef uint64_t hsum = 0, hp
     cdef int nunk = 0, punk_n
-    cdef int64_t rb, unk, prb = 0, punk = 0, chg, st, v, ekey, pe
-    cdef Py_ssize_t o, po = -1, s
+    cdef int64_t rb, unk, prb = 0, punk = 0, chg, st, v, ekey = -1, pe, pekey = -2
+    cdef Py_ssize_t o, po = -1, s, q
     cdef const int32_t* so
     cdef const int32_t* sp = NULL
-    cdef uint64_t todo, allbits = (<uint64_t>1 << ns) - 1
+    cdef const int64_t* key
+    cdef uint64_t todo, allbits = (<uint64_t>1) << ns
+    cdef bint changed
+    allbits -= 1
     with nogil:
-        for i in range(k):
-            o = ix[i]
-            rb = R.readbits[o]
-            unk = R.unknown[o]
-            so = &R.setter[o, 0]
-            chg = -1 if po < 0 else (rb ^ prb) | (unk ^ punk)
-            # a slot masked here and at the previous observer stays masked: only the slots read
-            # now, or whose read or unknown bit changed, are looked at
-            todo = <uint64_t>((rb | chg) & allbits)
-            while todo:
-                s = __builtin_ctzll(todo)
-                todo &= todo - 1
-                if not ((chg >> s) & 1) and so[s] == sp[s]:
-                    continue
-                if not (rb >> s) & 1:
-                    v = masked
-                elif (unk >> s) & 1:
-                    v = unknown_marker
-                else:
-                    st = so[s]
-                    if st >= R.cval.shape[0]:
-                        flag = -1
-                        break
-                    v = R.cval[st] if st >= 0 else R.init_val[s]
-                if po >= 0:
-                    if v == cur[s]:
+        for i in range(k + RING - 1):
+            if i < k:  # build observer i's key into the ring
+                o = ix[i]
+                rb = R.readbits[o]
+                unk = R.unknown[o]
+                so = &R.setter[o, 0]
+                chg = -1 if po < 0 else (rb ^ prb) | (unk ^ punk)
+                changed = po < 0
+                # a slot masked here and at the previous observer stays masked: only the slots read
+                # now, or whose read or unknown bit changed, are looked at
+                todo = <uint64_t>((rb | chg) & allbits)
+                while todo:
+                    s = __builtin_ctzll(todo)
+                    todo &= todo - 1
+                    if not ((chg >> s) & 1) and so[s] == sp[s]:
                         continue
-                    hsum -= term[s]
-                    nunk -= R.is_unk(cur[s])
-                cur[s] = v
-                term[s] = _slot_term(s, v)
-                hsum += term[s]
-                nunk += R.is_unk(v)
-            if flag < 0:
-                break
-            po, prb, punk, sp = o, rb, unk, so
-            ekey = ep[o] if nunk else -1
-            h = _fmix(hsum ^ _fmix(<uint64_t>ekey + 0x2545F4914F6CDD1DULL))
-            b = _find_state(tv, hv, ev, rv, NULL, &cur[0], ns, -1, h, ekey)
-            u = tv[b]
-            if u >= 0:
-                idv[i] = u
+                    if not (rb >> s) & 1:
+                        v = masked
+                    elif (unk >> s) & 1:
+                        v = unknown_marker
+                    else:
+                        st = so[s]
+                        if st >= R.cval.shape[0]:
+                            flag = -1
+                            break
+                        v = R.cval[st] if st >= 0 else R.init_val[s]
+                    if po >= 0:
+                        if v == cur[s]:
+                            continue
+                        hsum -= term[s]
+                        nunk -= R.is_unk(cur[s])
+                    cur[s] = v
+                    term[s] = _slot_term(s, v)
+                    hsum += term[s]
+                    nunk += R.is_unk(v)
+                    changed = True
+                if flag < 0:
+                    break
+                po, prb, punk, sp = o, rb, unk, so
+                pekey = ekey
+                ekey = ep[o] if nunk else -1
+                q = i % RING
+                rsame[q] = not changed and ekey == pekey
+                if not rsame[q]:
+                    memcpy(&ring[q][0], &cur[0], ns * sizeof(int64_t))
+                    h = _fmix(hsum ^ _fmix(<uint64_t>ekey + 0x2545F4914F6CDD1DULL))
+                    rh[q] = h
+                    re[q] = ekey
+                    __builtin_prefetch(&tv[h & tmask])
+                    if packing:  # its pack class's key: the slot masked, the epoch where unknowns stay
+                        punk_n = nunk - R.is_unk(cur[pack_slot])
+                        pe = ekey if punk_n else -1
+                        hp = hsum - term[pack_slot] + _slot_term(pack_slot, masked)
+                        hp = _fmix(hp ^ _fmix(<uint64_t>pe + 0x2545F4914F6CDD1DULL))
+                        rhp[q] = hp
+                        rpe[q] = pe
+                        __builtin_prefetch(&ptv[hp & pmask])
+            j = i - (RING - 1)
+            if j < 0:
                 continue
-            tv[b] = <int32_t>nu
-            fv[nu] = i
-            hv[nu] = h
-            memcpy(&rv[nu, 0], &cur[0], ns * sizeof(int64_t))
-            ev[nu] = ekey
-            idv[i] = nu
-            if packing:  # the new state's pack class: its key with the slot masked
-                punk_n = nunk - R.is_unk(cur[pack_slot])
-                pe = ekey if punk_n else -1
-                hp = hsum - term[pack_slot] + _slot_term(pack_slot, masked)
-                hp = _fmix(hp ^ _fmix(<uint64_t>pe + 0x2545F4914F6CDD1DULL))
-                b = _find_state(ptv, phv, pep, rv, &prep[0], &cur[0], ns, pack_slot, hp, pe)
-                u = ptv[b]
-                if u < 0:
-                    u = <int32_t>npk
-                    ptv[b] = u
-                    phv[npk] = hp
+            q = j % RING  # look observer j up
+            if rsame[q]:
+                idv[j] = idv[j - 1]
+                continue
+            key = &ring[q][0]
+            h = rh[q]
+            b = _find_tagged(tv, ev, rv, NULL, key, ns, -1, h, re[q])
+            if tv[b]:
+                idv[j] = <int64_t>(tv[b] & 0xFFFFFFFFULL) - 1
+                continue
+            tv[b] = (h & 0xFFFFFFFF00000000ULL) | <uint64_t>(nu + 1)
+            fv[nu] = j
+            memcpy(&rv[nu, 0], key, ns * sizeof(int64_t))
+            ev[nu] = re[q]
+            idv[j] = nu
+            if packing:  # the new state's pack class
+                hp = rhp[q]
+                b = _find_tagged(ptv, pep, rv, &prep[0], key, ns, pack_slot, hp, rpe[q])
+                if ptv[b]:
+                    u = <int64_t>(ptv[b] & 0xFFFFFFFFULL) - 1
+                else:
+                    u = npk
+                    ptv[b] = (hp & 0xFFFFFFFF00000000ULL) | <uint64_t>(npk + 1)
                     prep[npk] = nu
-                    pep[npk] = pe
+                    pep[npk] = rpe[q]
                     npk += 1
                 pv[nu] = u
             nu += 1
