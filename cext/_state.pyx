@@ -131,14 +131,12 @@ def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row
 
 
 cdef inline int _observer(Py_ssize_t o, Py_ssize_t i, uint8_t kd, int64_t nopq, const int64_t* cur, int64_t unk,
-                          Py_ssize_t ns, Py_ssize_t ps, Py_ssize_t pcol, int64_t pnone, const int64_t[:, ::1] a,
-                          const int64_t[::1] pc, int32_t[:, ::1] setter, int64_t[::1] unknown,
+                          Py_ssize_t ns, Py_ssize_t ps, int64_t d, int64_t pnone, const int64_t[::1] pc, int32_t[:, ::1] setter, int64_t[::1] unknown,
                           int64_t[::1] obs, uint8_t[::1] kind, int64_t[::1] epoch, int64_t[::1] pipe,
                           int64_t[::1] pidx) noexcept nogil:
-    """Row ``o`` of the observer outputs of :func:`scan` (the observer at command ``i``); -1 for a
-    pipeline declaration outside ``pc``."""
+    """Row ``o`` of the observer outputs of :func:`scan` (the observer at command ``i``; ``d`` the
+    declaration the pipeline's setter names); -1 for a declaration outside ``pc``."""
     cdef Py_ssize_t s
-    cdef int64_t d
     for s in range(ns):
         setter[o, s] = <int32_t>cur[s]
     unknown[o] = unk
@@ -149,7 +147,6 @@ cdef inline int _observer(Py_ssize_t o, Py_ssize_t i, uint8_t kd, int64_t nopq, 
         pipe[o] = -3
         pidx[o] = pnone
     elif cur[ps] >= 0:
-        d = a[cur[ps], pcol]
         if d < 0 or d >= pc.shape[0]:
             return -1
         pipe[o] = d
@@ -173,7 +170,7 @@ cdef int _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[:
         Py_ssize_t ps = layout[8], pcol = layout[9]
         int64_t pnone = layout[10]
         int64_t cur[MAX_SLOTS]
-        int64_t unk = init_unknown, nopq = 0
+        int64_t unk = init_unknown, nopq = 0, pdecl = -1
         int64_t allbits = ((<int64_t>1) << ns) - 1
         int64_t c, p, bit, curv, rb
         uint8_t kd
@@ -220,10 +217,12 @@ cdef int _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[:
                         cur[r] = -1
                         unk &= ~((<int64_t>1) << r)
             cur[s] = i
+            if s == ps:  # (read here, in command order: no gather at each observer)
+                pdecl = a[i, pcol]
             unk &= ~bit
         else:
             kd = 1 if c == K_DISPATCH else (2 if c == K_OPAQUE else 0)
-            if _observer(o, i, kd, nopq, &cur[0], unk, ns, ps, pcol, pnone, a, pc, setter, unknown,
+            if _observer(o, i, kd, nopq, &cur[0], unk, ns, ps, pdecl, pnone, pc, setter, unknown,
                          obs, kind, epoch, pipe, pidx) < 0:
                 return -1
             o += 1
@@ -236,7 +235,7 @@ cdef int _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[:
                 unk = allbits
                 nopq += 1
     if final_row:
-        if _observer(o, -1, 3, nopq, &cur[0], unk, ns, ps, pcol, pnone, a, pc, setter, unknown,
+        if _observer(o, -1, 3, nopq, &cur[0], unk, ns, ps, pdecl, pnone, pc, setter, unknown,
                      obs, kind, epoch, pipe, pidx) < 0:
             return -1
     return 0
@@ -413,6 +412,28 @@ cdef inline uint64_t _find_tagged(const uint64_t[::1] table, const int64_t[::1] 
                         break
                 if eq:
                     return b
+        b = (b + 1) & <uint64_t>(table.shape[0] - 1)
+
+
+cdef inline uint64_t _find_tagged_row(const uint64_t[::1] table, const int64_t[:, ::1] rows, const int64_t* key,
+                                      Py_ssize_t w, uint64_t h) noexcept nogil:
+    """:func:`_find_row` for a table of tagged entries (:func:`_find_tagged`)."""
+    cdef uint64_t b = h & <uint64_t>(table.shape[0] - 1), t, tag = h & 0xFFFFFFFF00000000ULL
+    cdef Py_ssize_t u, j
+    cdef bint eq
+    while True:
+        t = table[b]
+        if t == 0:
+            return b
+        if (t & 0xFFFFFFFF00000000ULL) == tag:
+            u = <Py_ssize_t>(t & 0xFFFFFFFFULL) - 1
+            eq = True
+            for j in range(w):
+                if rows[u, j] != key[j]:
+                    eq = False
+                    break
+            if eq:
+                return b
         b = (b + 1) & <uint64_t>(table.shape[0] - 1)
 
 
@@ -951,32 +972,44 @@ def chain_values(start, init, owner, col, wv, Py_ssize_t width):
     rows = np.empty((m, w), dtype=np.int64)  # pages past the distinct rows are never touched
     cdef int64_t[::1] idv = ids
     cdef int64_t[:, ::1] rv = rows
-    cdef uint64_t[::1] hv = np.empty(m, dtype=np.uint64)
-    cdef int32_t[::1] tv = np.full(_table_size(m), -1, dtype=np.int32)
+    cdef uint64_t[::1] tv = np.zeros(_table_size(m), dtype=np.uint64)
+    cdef uint64_t tmask = <uint64_t>(tv.shape[0] - 1)
     cdef int64_t[::1] cur = np.full(w, -1, dtype=np.int64)
+    # the rows go through a ring, built (and their table slots prefetched) RING - 1 commands
+    # before they are looked up, in command order (see intern_observers)
+    cdef int64_t[:, ::1] ring = np.empty((RING, w), dtype=np.int64)
+    cdef uint64_t rh[RING]
     cdef uint64_t h, b
-    cdef int32_t u
+    cdef Py_ssize_t q
+    if m >= (1 << 31) - 1:
+        raise ValueError("too many commands")
     k = 0
     with nogil:
-        for r in range(m):
-            if st[r] or r == 0:  # (the first command starts a chain whatever ``start`` says)
-                for j in range(width):
-                    cur[j] = ini[r]
-                cur[width] = 1 if ini[r] == -3 else 0
-            while k < nw and ow[k] == r:
-                cur[cl[k]] = v[k]
-                k += 1
-            h = _row_hash(&cur[0], w)
-            b = _find_row(tv, hv, rv, &cur[0], w, h)
-            u = tv[b]
-            if u >= 0:
-                idv[r] = u
+        for r in range(m + RING - 1):
+            if r < m:
+                if st[r] or r == 0:  # (the first command starts a chain whatever ``start`` says)
+                    for j in range(width):
+                        cur[j] = ini[r]
+                    cur[width] = 1 if ini[r] == -3 else 0
+                while k < nw and ow[k] == r:
+                    cur[cl[k]] = v[k]
+                    k += 1
+                q = r % RING
+                memcpy(&ring[q, 0], &cur[0], w * sizeof(int64_t))
+                rh[q] = _row_hash(&cur[0], w)
+                __builtin_prefetch(&tv[rh[q] & tmask])
+            j = r - (RING - 1)
+            if j < 0:
                 continue
-            tv[b] = <int32_t>nu
-            hv[nu] = h
-            for j in range(w):
-                rv[nu, j] = cur[j]
-            idv[r] = nu
+            q = j % RING
+            h = rh[q]
+            b = _find_tagged_row(tv, rv, &ring[q, 0], w, h)
+            if tv[b]:
+                idv[j] = <int64_t>(tv[b] & 0xFFFFFFFFULL) - 1
+                continue
+            tv[b] = (h & 0xFFFFFFFF00000000ULL) | <uint64_t>(nu + 1)
+            memcpy(&rv[nu, 0], &ring[q, 0], w * sizeof(int64_t))
+            idv[j] = nu
             nu += 1
     return ids, rows[:nu]
 

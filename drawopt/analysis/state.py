@@ -1135,9 +1135,9 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
     vb_table: VBTable | None = None
     merge_cmds = np.flatnonzero(_IS_MERGE[op]) if n else np.zeros(0, np.int64)
     if merge_cmds.size:
-        const_mask = np.isin(op[merge_cmds], _CONST_OPS)
-        cc = merge_cmds[const_mask]
-        vbc = merge_cmds[~const_mask]
+        vb_mask = op[merge_cmds] == _OP["IASetVertexBuffers"]  # (the others set root constants)
+        cc = merge_cmds[~vb_mask]
+        vbc = merge_cmds[vb_mask]
         if vbc.size:
             trip_ids, trip = _intern_values(a[vbc, 1:4], pure)
             tbase = values.add(trip.shape[0], lambda j, u=trip: (names[int(u[j][0])], int(u[j][1]),
@@ -1156,8 +1156,9 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
             buf_canon = np.array([first_of.setdefault(nm, i) for i, nm in enumerate(names)] or [-1], np.int64)
             vb_table = _vb_table(vb_base, vb_rows, vb_slots, trip, tbase, buf_canon)
         if cc.size:
-            for sl in np.flatnonzero(np.bincount(slot[cc])):
-                c = cc[slot[cc] == sl]
+            scc = slot[cc]
+            for sl in np.flatnonzero(np.bincount(scc)):
+                c = cc[scc == sl]
                 owner, col, wv, width = _const_writes(s, c, pure)
                 ch = _make_chains(int(sl), c, prev, owner, col, wv, width, pure)
                 chains[int(sl)] = ch
@@ -1175,7 +1176,8 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
         if idx.size:
             buf_view = _buffer_views(decls)
             keys = np.array([(h << 32) | v for h, v in buf_view], np.int64)  # heapref encoding
-            binds_buf[idx] = np.isin(a[idx, 1], keys)
+            # per interned key (ukeys: a table command's heapref), not per command
+            binds_buf[idx] = np.isin(ukeys[:, 0], keys)[gid[idx]]
     return Scan(s, kcode, slot, cval, prev, obs_all, kind, setter, unknown, pipe, epoch, init_val, values,
                 chains, heap_type, draw_mask, disp_mask, pidx, arr, binds_buf, vb_table, pure)
 
@@ -1287,7 +1289,7 @@ def _make_chains(sl: int, cmds: np.ndarray, prev: np.ndarray, owner: np.ndarray,
     p = prev[cmds]
     start = np.ones(cmds.shape[0], bool)
     start[1:] = p[1:] != cmds[:-1]
-    init = np.where(p == -3, UNKNOWN, UNDEFINED).astype(np.int64)
+    init = np.where(p == -3, UNKNOWN, UNDEFINED).astype(np.int64, copy=False)
     return _Chains(sl, cmds, start, init, np.asarray(owner, np.int64), np.asarray(col, np.int64),
                    np.asarray(wv, np.int64), max(int(width), 1), pure=pure)
 
