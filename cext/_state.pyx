@@ -58,7 +58,7 @@ cdef enum:
     RING = 8      # observers whose keys intern_observers builds ahead of their lookups
 
 
-def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row, args, pcompact):
+def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row, pipe_decl, pcompact):
     """Run the state scan.
 
     Parameters
@@ -67,17 +67,16 @@ def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row
         Kernel code, slot set, and value id (used for heaps / root signatures) per command.
     is_table : uint8[N]
         1 where the command sets a descriptor table.
-    layout : int64[11]
+    layout : int64[10]
         ``(n_slots, heaps, gfx_rootsig, compute_rootsig, index_buffer, root0, croot0, n_root,
-        pipeline, pipeline column, no-pipeline row)``: the pipeline slot, the column of
-        ``args`` holding the declaration a pipeline setter sets, and the ``pidx`` of an
-        observer without a valid pipeline.
+        pipeline, no-pipeline row)``: the pipeline slot and the ``pidx`` of an observer
+        without a valid pipeline.
     init_unknown : int
         Bitmask of the slots unknown at the start (inherited by a bundle).
     final_row : bool
         Append one row for the state at the end of the stream.
-    args : int64[N, k]
-        The commands' arguments (only the pipeline column of pipeline setters is read).
+    pipe_decl : int64[P]
+        The declaration of each pipeline value (``val`` of a pipeline setter indexes it).
     pcompact : int64[n_decls]
         Per declaration, its row of the pipeline masks (the no-pipeline row for others).
 
@@ -104,15 +103,15 @@ def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row
     val = np.ascontiguousarray(val, dtype=np.int64)
     is_table = np.ascontiguousarray(is_table, dtype=np.uint8)
     layout = np.ascontiguousarray(layout, dtype=np.int64)
-    cdef const int64_t[:, ::1] a = np.ascontiguousarray(args, dtype=np.int64)
+    cdef const int64_t[::1] pd = np.ascontiguousarray(pipe_decl, dtype=np.int64)
     cdef const int64_t[::1] pc = np.ascontiguousarray(pcompact, dtype=np.int64)
-    if layout.shape[0] != 11 or not 0 < layout[0] <= MAX_SLOTS or not 0 <= layout[8] < layout[0]:
+    if layout.shape[0] != 10 or not 0 < layout[0] <= MAX_SLOTS or not 0 <= layout[8] < layout[0]:
         raise ValueError("bad layout")
     n = code.shape[0]
     if not (slot.shape[0] == val.shape[0] == is_table.shape[0] == n):
         raise ValueError("code, slot, val and is_table must have the same length")
-    if a.shape[0] != n or not 0 <= layout[9] < max(a.shape[1], 1) or pc.shape[0] < 1:
-        raise ValueError("args needs one row per command and the pipeline column; pcompact an entry")
+    if pc.shape[0] < 1:
+        raise ValueError("pcompact needs an entry")
     nobs = int(np.count_nonzero(code >= K_DRAW)) + (1 if final_row else 0)
     if n >= (1 << 31) - 1:
         raise ValueError("too many commands for int32 setters")
@@ -124,42 +123,54 @@ def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row
     epoch = np.empty(nobs, dtype=np.int64)
     pipe = np.empty(nobs, dtype=np.int64)
     pidx = np.empty(nobs, dtype=np.int64)
-    if _scan(code, slot, val, is_table, layout, init_unknown, final_row, a, pc,
+    if _scan(code, slot, val, is_table, layout, init_unknown, final_row, pd, pc,
              setter, unknown, prev, obs, kind, epoch, pipe, pidx) < 0:
-        raise IndexError("a pipeline setter names a declaration outside pcompact")
+        raise IndexError("a pipeline setter's value is outside pipe_decl, or its declaration outside pcompact")
     return setter, unknown, prev, obs, kind, epoch, pipe, pidx
 
 
-cdef inline int _observer(Py_ssize_t o, Py_ssize_t i, uint8_t kd, int64_t nopq, const int64_t* cur, int64_t unk,
-                          Py_ssize_t ns, Py_ssize_t ps, int64_t d, int64_t pnone, const int64_t[::1] pc, int32_t[:, ::1] setter, int64_t[::1] unknown,
-                          int64_t[::1] obs, uint8_t[::1] kind, int64_t[::1] epoch, int64_t[::1] pipe,
-                          int64_t[::1] pidx) noexcept nogil:
+cdef struct _ObsOut:
+    # the observer outputs of :func:`scan` (raw pointers: no memoryview passed per observer)
+    int32_t* setter
+    int64_t* unknown
+    int64_t* obs
+    uint8_t* kind
+    int64_t* epoch
+    int64_t* pipe
+    int64_t* pidx
+    const int64_t* pc
+    Py_ssize_t npc
+
+
+cdef inline int _observer(_ObsOut* out, Py_ssize_t o, Py_ssize_t i, uint8_t kd, int64_t nopq, const int64_t* cur,
+                          int64_t unk, Py_ssize_t ns, Py_ssize_t ps, int64_t d, int64_t pnone) noexcept nogil:
     """Row ``o`` of the observer outputs of :func:`scan` (the observer at command ``i``; ``d`` the
     declaration the pipeline's setter names); -1 for a declaration outside ``pc``."""
     cdef Py_ssize_t s
+    cdef int32_t* row = out.setter + o * ns
     for s in range(ns):
-        setter[o, s] = <int32_t>cur[s]
-    unknown[o] = unk
-    obs[o] = i
-    kind[o] = kd
-    epoch[o] = nopq
+        row[s] = <int32_t>cur[s]
+    out.unknown[o] = unk
+    out.obs[o] = i
+    out.kind[o] = kd
+    out.epoch[o] = nopq
     if (unk >> ps) & 1:
-        pipe[o] = -3
-        pidx[o] = pnone
+        out.pipe[o] = -3
+        out.pidx[o] = pnone
     elif cur[ps] >= 0:
-        if d < 0 or d >= pc.shape[0]:
+        if d < 0 or d >= out.npc:
             return -1
-        pipe[o] = d
-        pidx[o] = pc[d]
+        out.pipe[o] = d
+        out.pidx[o] = out.pc[d]
     else:
-        pipe[o] = -1
-        pidx[o] = pnone
+        out.pipe[o] = -1
+        out.pidx[o] = pnone
     return 0
 
 
 cdef int _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[::1] val,
                const uint8_t[::1] is_table, const int64_t[::1] layout, int64_t init_unknown,
-               bint final_row, const int64_t[:, ::1] a, const int64_t[::1] pc, int32_t[:, ::1] setter,
+               bint final_row, const int64_t[::1] pd, const int64_t[::1] pc, int32_t[:, ::1] setter,
                int64_t[::1] unknown, int64_t[::1] prev, int64_t[::1] obs, uint8_t[::1] kind,
                int64_t[::1] epoch, int64_t[::1] pipe, int64_t[::1] pidx) noexcept nogil:
     cdef:
@@ -167,14 +178,24 @@ cdef int _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[:
         Py_ssize_t i, o = 0, s, r, k, lo
         int64_t ns = layout[0], heaps = layout[1], grs = layout[2], crs = layout[3]
         int64_t ib = layout[4], root0 = layout[5], croot0 = layout[6], nroot = layout[7]
-        Py_ssize_t ps = layout[8], pcol = layout[9]
-        int64_t pnone = layout[10]
+        Py_ssize_t ps = layout[8]
+        int64_t pnone = layout[9]
         int64_t cur[MAX_SLOTS]
         int64_t unk = init_unknown, nopq = 0, pdecl = -1
         int64_t allbits = ((<int64_t>1) << ns) - 1
         int64_t c, p, bit, curv, rb
         uint8_t kd
         Py_ssize_t[2] roots
+        _ObsOut out
+    out.setter = &setter[0, 0] if setter.shape[0] else NULL
+    out.unknown = &unknown[0] if unknown.shape[0] else NULL
+    out.obs = &obs[0] if obs.shape[0] else NULL
+    out.kind = &kind[0] if kind.shape[0] else NULL
+    out.epoch = &epoch[0] if epoch.shape[0] else NULL
+    out.pipe = &pipe[0] if pipe.shape[0] else NULL
+    out.pidx = &pidx[0] if pidx.shape[0] else NULL
+    out.pc = &pc[0]
+    out.npc = pc.shape[0]
     roots[0] = root0
     roots[1] = croot0
     for s in range(ns):
@@ -217,13 +238,14 @@ cdef int _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[:
                         cur[r] = -1
                         unk &= ~((<int64_t>1) << r)
             cur[s] = i
-            if s == ps:  # (read here, in command order: no gather at each observer)
-                pdecl = a[i, pcol]
+            if s == ps:  # its declaration, from the value (no read of the command's arguments)
+                if val[i] < 0 or val[i] >= pd.shape[0]:
+                    return -1
+                pdecl = pd[val[i]]
             unk &= ~bit
         else:
             kd = 1 if c == K_DISPATCH else (2 if c == K_OPAQUE else 0)
-            if _observer(o, i, kd, nopq, &cur[0], unk, ns, ps, pdecl, pnone, pc, setter, unknown,
-                         obs, kind, epoch, pipe, pidx) < 0:
+            if _observer(&out, o, i, kd, nopq, &cur[0], unk, ns, ps, pdecl, pnone) < 0:
                 return -1
             o += 1
             if c == K_DRAWX:
@@ -235,8 +257,7 @@ cdef int _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[:
                 unk = allbits
                 nopq += 1
     if final_row:
-        if _observer(o, -1, 3, nopq, &cur[0], unk, ns, ps, pdecl, pnone, pc, setter, unknown,
-                     obs, kind, epoch, pipe, pidx) < 0:
+        if _observer(&out, o, -1, 3, nopq, &cur[0], unk, ns, ps, pdecl, pnone) < 0:
             return -1
     return 0
 

@@ -15,7 +15,7 @@ def scan(
     layout: npt.ArrayLike,
     init_unknown: int,
     final_row: bool,
-    args: npt.ArrayLike,
+    pipe_decl: npt.ArrayLike,
     pcompact: npt.ArrayLike,
 ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
            npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:

@@ -135,7 +135,7 @@ OBS_DRAW, OBS_DISPATCH, OBS_OPAQUE, OBS_END = 0, 1, 2, 3
 
 # kernel codes (cext/_state.pyx)
 K_NONE, K_SET, K_HEAPS, K_GRS, K_CRS, K_DRAW, K_DRAWX, K_DISPATCH, K_OPAQUE = range(9)
-_LAYOUT = np.array([NSLOTS, HEAPS, GFX_RS, CRS, IB, ROOT0, CROOT0, NROOT, PIPELINE, COL_PIPELINE, -1], dtype=np.int64)
+_LAYOUT = np.array([NSLOTS, HEAPS, GFX_RS, CRS, IB, ROOT0, CROOT0, NROOT, PIPELINE, -1], dtype=np.int64)
 """The scan kernel's layout; the last entry, the pipeline-mask row of no pipeline, is set per stream."""
 _ALL_BITS = (1 << NSLOTS) - 1
 _ROOT_BITS = sum(1 << k for k in (*range(ROOT0, ROOT0 + NROOT), *range(CROOT0, CROOT0 + NROOT)))
@@ -426,7 +426,7 @@ def describe_value(scan_: Scan, vid: int) -> Any:
 
 # ---------------------------------------------------------------------- the scan
 def _scan_py(code: np.ndarray, slot: np.ndarray, val: np.ndarray, is_table: np.ndarray,
-             layout: np.ndarray, init_unknown: int, final_row: bool, args: np.ndarray,
+             layout: np.ndarray, init_unknown: int, final_row: bool, pipe_decl: np.ndarray,
              pcompact: np.ndarray) -> tuple[np.ndarray, ...]:
     """Pure-Python twin of ``drawopt._state.scan`` (identical results): the setters in a Python
     loop, the other observer facts from them with numpy."""
@@ -434,7 +434,7 @@ def _scan_py(code: np.ndarray, slot: np.ndarray, val: np.ndarray, is_table: np.n
     slot_l = np.asarray(slot, np.int64).tolist()
     val_l = np.asarray(val, np.int64).tolist()
     tab_l = np.asarray(is_table, np.uint8).tolist()
-    ns, _heaps, _grs, _crs, ib, root0, croot0, nroot, ps, pcol, pnone = (int(x) for x in layout)
+    ns, _heaps, _grs, _crs, ib, root0, croot0, nroot, ps, pnone = (int(x) for x in layout)
     n = len(code_l)
     nobs = sum(1 for c in code_l if c >= K_DRAW) + (1 if final_row else 0)
     setter = np.empty((nobs, ns), np.int32)
@@ -506,8 +506,9 @@ def _scan_py(code: np.ndarray, slot: np.ndarray, val: np.ndarray, is_table: np.n
     epoch = np.searchsorted(np.flatnonzero(code_a == K_OPAQUE), np.where(obs >= 0, obs, n)).astype(np.int64)
     st = setter[:, ps]
     pipe = np.full(nobs, UNDEFINED, np.int64)
-    if n:
-        pipe = np.where(st >= 0, np.asarray(args)[np.maximum(st, 0), pcol], UNDEFINED)
+    pv = np.asarray(pipe_decl, np.int64)
+    if n and pv.shape[0]:  # the declaration of the value the pipeline's setter set
+        pipe = np.where(st >= 0, pv[np.where(st >= 0, np.asarray(val, np.int64)[np.maximum(st, 0)], 0)], UNDEFINED)
     pipe[((unknown >> ps) & 1) == 1] = UNKNOWN
     pidx = np.where(pipe >= 0, np.asarray(pcompact)[np.maximum(pipe, 0)], pnone)
     return (setter, unknown, np.array(prev, dtype=np.int64), obs.astype(np.int64), kind.astype(np.uint8), epoch,
@@ -984,6 +985,8 @@ _BLOCKS: tuple[tuple[str, int, int, int, bool, Callable[[list[str]], Callable[[n
     ("SetGraphicsRootShaderResourceView", _R_ARGS, 1, 2, False, lambda nm: lambda r: ("srv", nm[int(r[0])], int(r[1]))),
 )
 _GS_BLOCK = [b[0] for b in _BLOCKS].index("GSSetParameters")
+_PIPE_BLOCK = [b[0] for b in _BLOCKS].index("SetPipelineState")
+assert _BLOCKS[_PIPE_BLOCK][1:4] == (_R_ARGS, COL_PIPELINE, 1)  # its key: the pipeline declaration
 _ROOT_BASE = np.full(MAX_OPCODE + 1, -1, np.int64)
 _ROOT_BASE[[_OP[nm] for nm in _GFX_ROOT_OPS]] = ROOT0
 _ROOT_BASE[[_OP[nm] for nm in _CMP_ROOT_OPS]] = CROOT0
@@ -1058,12 +1061,14 @@ def _command_values_py(s: Stream, heap_type: np.ndarray) -> tuple[np.ndarray, ..
 
 
 def _number_values(values: _Values, names: list[str], gid: np.ndarray, ublock: np.ndarray,
-                   ukeys: np.ndarray) -> tuple[np.ndarray, int]:
-    """``(cval, gs_null)``: the value id of every command's key, a block of :data:`_BLOCKS` at a
-    time (each registered in ``values`` with its decoder), and that of the GS default."""
+                   ukeys: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
+    """``(cval, gs_null, pipe_decl)``: the value id of every command's key, a block of
+    :data:`_BLOCKS` at a time (each registered in ``values`` with its decoder), that of the GS
+    default, and the declaration of each pipeline value (the first block: value ids from 0)."""
     lut = np.empty(ublock.shape[0] + 1, np.int64)
     lut[-1] = -1  # gid -1: no value
     gs_null = -1
+    pipe_decl = np.zeros(0, np.int64)
     for b, (_, _, _, w, only_present, dec) in enumerate(_BLOCKS):
         sel = np.flatnonzero(ublock == b)
         if only_present and not sel.size:
@@ -1074,7 +1079,10 @@ def _number_values(values: _Values, names: list[str], gid: np.ndarray, ublock: n
         lut[sel] = base + rank
         if b == _GS_BLOCK:
             gs_null = base + int(rank[0])
-    return lut[gid], gs_null
+        if b == _PIPE_BLOCK:
+            assert base == 0
+            pipe_decl = uniq[:, 0].copy()
+    return lut[gid], gs_null, pipe_decl
 
 
 def _raise_bad_root_index(s: Stream) -> None:
@@ -1111,7 +1119,7 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
     if got is None:  # a root parameter index out of range: name the first (as the pure path would)
         _raise_bad_root_index(s)
     kcode, slot, is_table, gid, ublock, ukeys = got
-    cval, gs_null = _number_values(values, names, gid, ublock, ukeys)
+    cval, gs_null, pipe_decl = _number_values(values, names, gid, ublock, ukeys)
 
     def where(name: str) -> np.ndarray:
         return np.flatnonzero(s.op == _OP[name])
@@ -1128,7 +1136,7 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
     layout = _LAYOUT.copy()
     layout[-1] = draw_mask.shape[0] - 1  # a pipeline of the wrong kind reads like none (masks' rows)
     setter, unknown, prev, obs_all, kind, epoch, pipe, pidx = _kernel(pure)(
-        kcode, slot, cval, is_table, layout, init_unknown, bundle, a, pcompact)
+        kcode, slot, cval, is_table, layout, init_unknown, bundle, pipe_decl, pcompact)
 
     # partial updates (root constants, vertex buffers), resolved per slot
     chains: dict[int, _Chains] = {}
