@@ -103,6 +103,8 @@ from drawopt.ir.ops import (
     OPS,
     TOPOLOGIES,
     Cat,
+    Op,
+    shared_col,
 )
 from drawopt.ir.stream import Stream, ragged_index
 
@@ -179,6 +181,12 @@ _GFX_ROOT_OPS = ("SetGraphicsRootDescriptorTable", "SetGraphicsRoot32BitConstant
                  "SetGraphicsRootConstantBufferView", "SetGraphicsRootShaderResourceView")
 _CMP_ROOT_OPS = ("SetComputeRootDescriptorTable", "SetComputeRoot32BitConstants")
 _TABLE_OPS = (_OP["SetGraphicsRootDescriptorTable"], _OP["SetComputeRootDescriptorTable"])
+_COL_ROOT_INDEX = shared_col(*((nm, "index") for nm in (*_GFX_ROOT_OPS, *_CMP_ROOT_OPS)))
+_COL_CONST_COUNT = shared_col(("SetGraphicsRoot32BitConstants", "count"), ("SetComputeRoot32BitConstants", "count"))
+_COL_CONST_DEST = shared_col(("SetGraphicsRoot32BitConstants", "dest"), ("SetComputeRoot32BitConstants", "dest"))
+_COL_VB_SLOT = Op.IASetVertexBuffers.col("slot")
+_VB_BINDING = slice(Op.IASetVertexBuffers.col("buffer"), Op.IASetVertexBuffers.col("stride") + 1)
+"""The columns of a vertex-buffer binding's value: buffer, offset, stride."""
 _CONST_OPS = (_OP["SetGraphicsRoot32BitConstants"], _OP["SetComputeRoot32BitConstants"])
 _IS_INDEXED = np.zeros(MAX_OPCODE + 2, bool)
 _IS_INDEXED[list(INDEXED_DRAW_OPS)] = True
@@ -1019,10 +1027,10 @@ def _command_values_py(s: Stream, heap_type: np.ndarray) -> tuple[np.ndarray, ..
     tab = _OPTAB[op] if n else np.zeros((0, 8), np.int64)
     a = s.args
     root = np.flatnonzero(tab[:, 2] >= 0)
-    if (a[root, 0] >= NROOT).any():
+    if (a[root, _COL_ROOT_INDEX] >= NROOT).any():
         return None
     kcode = tab[:, 0].copy()
-    slot = np.where(tab[:, 2] >= 0, tab[:, 2] + a[:, 0], tab[:, 1]) if n else np.zeros(0, np.int64)
+    slot = np.where(tab[:, 2] >= 0, tab[:, 2] + a[:, _COL_ROOT_INDEX], tab[:, 1]) if n else np.zeros(0, np.int64)
     is_table = tab[:, 7].astype(np.uint8)
     blk = tab[:, 3]
     keyed = np.flatnonzero(blk >= 0)
@@ -1090,10 +1098,11 @@ def _raise_bad_root_index(s: Stream) -> None:
     opcode (graphics, then compute) and then position."""
     for nm in (*_GFX_ROOT_OPS, *_CMP_ROOT_OPS):
         idx = np.flatnonzero(s.op == _OP[nm])
-        bad = s.args[idx, 0] >= NROOT
+        bad = s.args[idx, _COL_ROOT_INDEX] >= NROOT
         if bad.any():
             i = int(idx[np.argmax(bad)])
-            raise InputError(f"{nm}: root parameter index {int(s.args[i, 0])} is out of range (0..{NROOT - 1})",
+            q = int(s.args[i, _COL_ROOT_INDEX])
+            raise InputError(f"{nm}: root parameter index {q} is out of range (0..{NROOT - 1})",
                              "<stream>", int(s.line[i]), 1)
     raise AssertionError("no root parameter index out of range")  # pragma: no cover
 
@@ -1147,10 +1156,10 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
         cc = merge_cmds[~vb_mask]
         vbc = merge_cmds[vb_mask]
         if vbc.size:
-            trip_ids, trip = _intern_values(a[vbc, 1:4], pure)
+            trip_ids, trip = _intern_values(a[vbc, _VB_BINDING], pure)
             tbase = values.add(trip.shape[0], lambda j, u=trip: (names[int(u[j][0])], int(u[j][1]),
                                                                        int(u[j][2])))
-            vb_slots, vcol = np.unique(a[vbc, 0], return_inverse=True)
+            vb_slots, vcol = np.unique(a[vbc, _COL_VB_SLOT], return_inverse=True)
             ch = _make_chains(VB, vbc, prev, np.arange(vbc.size), vcol.reshape(-1), tbase + trip_ids,
                               vb_slots.shape[0], pure)
             chains[VB] = ch
@@ -1283,8 +1292,8 @@ def _const_writes(s: Stream, c: np.ndarray, pure: bool | None) -> tuple[np.ndarr
         if got is not None:
             return got
     a = s.args
-    cnt = a[c, 1]
-    dest = a[c, 2]
+    cnt = a[c, _COL_CONST_COUNT]
+    dest = a[c, _COL_CONST_DEST]
     lens = cnt.astype(np.int64)
     owner = np.repeat(np.arange(c.size), lens)
     col = np.repeat(dest, lens) + (np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens))
