@@ -1090,8 +1090,6 @@ def command_values(op, args, var_off, var_len, pool, heap_type, optab, Py_ssize_
             raise IndexError(f"command {i}: opcode {o[i]} out of range")
         if tab[o[i], 3] >= 0:
             nkey += 1
-        if tab[o[i], 2] >= 0 and a[i, 0] >= 16:
-            return None
     kcode = np.empty(n, dtype=np.int64)
     slot = np.empty(n, dtype=np.int64)
     is_table = np.empty(n, dtype=np.uint8)
@@ -1103,14 +1101,17 @@ def command_values(op, args, var_off, var_len, pool, heap_type, optab, Py_ssize_
     cdef int64_t[::1] g = gid
     cdef int64_t[:, ::1] uk = ukeys
     cdef uint64_t[::1] hv = np.empty(nkey, dtype=np.uint64)
-    cdef int32_t[::1] tv = np.full(_table_size(nkey), -1, dtype=np.int32)
+    # the table grows with the distinct keys (a few thousand in a frame of millions of commands:
+    # a table sized for every command would make each probe a cache miss)
+    cdef int32_t[::1] tv = np.full(_table_size(min(nkey, 512)), -1, dtype=np.int32)
     cdef int64_t key[KEYW + 1]
     cdef uint64_t h, b
     cdef int32_t u
-    cdef bint bad = False
+    cdef bint bad = False, grow = False, rootbad = False
     cdef Py_ssize_t first = -1  # (the GS default key before command 0)
-    with nogil:
-        i = first
+    i = first
+    while True:
+      with nogil:
         while i < n:
             if i < 0:
                 if gs_block < 0:
@@ -1126,6 +1127,9 @@ def command_values(op, args, var_off, var_len, pool, heap_type, optab, Py_ssize_
                 kc[i] = tab[c, 0]
                 it[i] = <uint8_t>tab[c, 7]
                 if tab[c, 2] >= 0:
+                    if a[i, 0] >= 16:
+                        rootbad = True
+                        break
                     sl[i] = tab[c, 2] + a[i, 0]
                 else:
                     sl[i] = tab[c, 1]
@@ -1174,6 +1178,9 @@ def command_values(op, args, var_off, var_len, pool, heap_type, optab, Py_ssize_
             b = _find_row(tv, hv, uk, &key[0], w + 1, h)  # (the block first: keys of two blocks differ)
             u = tv[b]
             if u < 0:
+                if 2 * (nu + 1) > tv.shape[0]:
+                    grow = True  # (this command again after the table grew)
+                    break
                 u = <int32_t>nu
                 tv[b] = u
                 hv[nu] = h
@@ -1183,7 +1190,21 @@ def command_values(op, args, var_off, var_len, pool, heap_type, optab, Py_ssize_
             if i >= 0:
                 g[i] = u
             i += 1
+      if not grow:
+        break
+      grow = False
+      tv = np.full(2 * tv.shape[0], -1, dtype=np.int32)
+      for j in range(nu):  # the ids again, by their hashes
+        b = hv[j] & <uint64_t>(tv.shape[0] - 1)
+        while tv[b] >= 0:
+            b = (b + 1) & <uint64_t>(tv.shape[0] - 1)
+        tv[b] = <int32_t>j
+    if rootbad:
+        return None
     if bad:
+        for j in range(i + 1, n):  # a root parameter index out of range anywhere answers None first
+            if tab[o[j], 2] >= 0 and a[j, 0] >= 16:
+                return None
         raise IndexError(f"command {i}: a heap or render-target list out of range")
     return kcode, slot, is_table, gid, ukeys[:nu, 0].copy(), ukeys[:nu, 1:]
 
