@@ -482,23 +482,40 @@ cdef inline uint64_t _find_row(const int32_t[::1] table, const uint64_t[::1] hv,
         b = (b + 1) & <uint64_t>(table.shape[0] - 1)
 
 
+cdef inline uint64_t _introw_hash(const introw[:, ::1] m, Py_ssize_t i, Py_ssize_t k) noexcept nogil:
+    if introw is int32_t:
+        return _row_hash32(&m[i, 0], k)
+    else:
+        return _row_hash(&m[i, 0], k)
+
+
 cdef Py_ssize_t _intern(const introw[:, ::1] m, int64_t[::1] ids, int64_t[::1] first, uint64_t[::1] hu,
-                        int32_t[::1] table) noexcept nogil:
-    """Ids of the rows of ``m`` in order of first appearance; returns the number of ids."""
+                        int32_t[::1] table, Py_ssize_t* pi, Py_ssize_t nu) noexcept nogil:
+    """Ids of the rows of ``m`` in order of first appearance, from row ``pi[0]`` with ``nu`` ids
+    given; returns the number of ids. Stops (``pi[0]`` the row to do next) when the table
+    would be more than half full."""
     cdef:
-        Py_ssize_t i, j, r, n = m.shape[0], k = m.shape[1], nu = 0
+        Py_ssize_t i, j, r, n = m.shape[0], k = m.shape[1]
         uint64_t h, b, mask = <uint64_t>(table.shape[0] - 1)
+        uint64_t rh[RING]  # the hashes of the next rows, their table slots prefetched
         int32_t u
         bint eq
-    for i in range(n):
-        if introw is int32_t:
-            h = _row_hash32(&m[i, 0], k)
-        else:
-            h = _row_hash(&m[i, 0], k)
+    for i in range(pi[0], min(pi[0] + RING - 1, n)):
+        rh[i % RING] = _introw_hash(m, i, k)
+        __builtin_prefetch(&table[rh[i % RING] & mask])
+    for i in range(pi[0], n):
+        j = i + RING - 1
+        if j < n:
+            rh[j % RING] = _introw_hash(m, j, k)
+            __builtin_prefetch(&table[rh[j % RING] & mask])
+        h = rh[i % RING]
         b = h & mask
         while True:
             u = table[b]
             if u < 0:
+                if 2 * (nu + 1) > table.shape[0]:
+                    pi[0] = i
+                    return nu
                 table[b] = <int32_t>nu
                 first[nu] = i
                 hu[nu] = h
@@ -516,6 +533,7 @@ cdef Py_ssize_t _intern(const introw[:, ::1] m, int64_t[::1] ids, int64_t[::1] f
                     ids[i] = u
                     break
             b = (b + 1) & mask
+    pi[0] = n
     return nu
 
 
@@ -565,12 +583,35 @@ def intern_rows(mat):
                 nu = _intern_direct[int64_t](m, ids, first, lo, np.full(hi - lo + 1, -1, dtype=np.int32))
             return ids, first[:nu].copy()
     hu = np.empty(n, dtype=np.uint64)
-    table = np.full(_table_size(n), -1, dtype=np.int32)
-    if m.dtype == np.int32:
-        nu = _intern[int32_t](m, ids, first, hu, table)
-    else:
-        nu = _intern[int64_t](m, ids, first, hu, table)
+    # the table grows with the ids (from one that fits a cache level): few distinct rows among
+    # many would otherwise probe a table sized for every row
+    table = np.full(_table_size(min(n, max(1024, n >> 4))), -1, dtype=np.int32)
+    cdef Py_ssize_t at = 0
+    nu = 0
+    while True:
+        if m.dtype == np.int32:
+            nu = _intern[int32_t](m, ids, first, hu, table, &at, nu)
+        else:
+            nu = _intern[int64_t](m, ids, first, hu, table, &at, nu)
+        if at >= n:
+            break
+        table = _regrow(hu, nu, 2 * table.shape[0])
     return ids, first[:nu].copy()
+
+
+cdef _regrow(const uint64_t[::1] hu, Py_ssize_t nu, Py_ssize_t size):
+    """A table of ``size`` slots (a power of two) holding ids ``0 .. nu - 1`` by their hashes."""
+    table = np.full(size, -1, dtype=np.int32)
+    cdef int32_t[::1] tv = table
+    cdef Py_ssize_t u
+    cdef uint64_t b, mask = <uint64_t>(size - 1)
+    with nogil:
+        for u in range(nu):
+            b = hu[u] & mask
+            while tv[b] >= 0:
+                b = (b + 1) & mask
+            tv[b] = <int32_t>u
+    return table
 
 
 # ---------------------------------------------------------------------- observer rows
@@ -1193,12 +1234,7 @@ def command_values(op, args, var_off, var_len, pool, heap_type, optab, Py_ssize_
       if not grow:
         break
       grow = False
-      tv = np.full(2 * tv.shape[0], -1, dtype=np.int32)
-      for j in range(nu):  # the ids again, by their hashes
-        b = hv[j] & <uint64_t>(tv.shape[0] - 1)
-        while tv[b] >= 0:
-            b = (b + 1) & <uint64_t>(tv.shape[0] - 1)
-        tv[b] = <int32_t>j
+      tv = _regrow(hv, nu, 2 * tv.shape[0])
     if rootbad:
         return None
     if bad:
