@@ -381,39 +381,14 @@ cdef inline Py_ssize_t _table_size(Py_ssize_t n) noexcept nogil:
     return size
 
 
-cdef inline uint64_t _find_state(const int32_t[::1] table, const uint64_t[::1] hv, const int64_t[::1] eps,
-                                 const int64_t[:, ::1] rows, const int64_t* rep, const int64_t* key, Py_ssize_t ns,
-                                 Py_ssize_t skip, uint64_t h, int64_t e) noexcept nogil:
-    """:func:`_find_row` for keys that are a row of ``ns`` slots (slot ``skip`` not compared;
-    -1: none) plus an epoch ``e``: id ``u``'s key is row ``rep[u]`` of ``rows`` (``u`` itself
-    where ``rep`` is NULL) and epoch ``eps[u]``."""
-    cdef uint64_t b = h & <uint64_t>(table.shape[0] - 1)
-    cdef int32_t u
-    cdef Py_ssize_t j
-    cdef const int64_t* rp
-    cdef bint eq
-    while True:
-        u = table[b]
-        if u < 0:
-            return b
-        if hv[u] == h and eps[u] == e:
-            rp = &rows[rep[u] if rep != NULL else u, 0]
-            eq = True
-            for j in range(ns):
-                if j != skip and rp[j] != key[j]:
-                    eq = False
-                    break
-            if eq:
-                return b
-        b = (b + 1) & <uint64_t>(table.shape[0] - 1)
-
-
-cdef inline uint64_t _find_tagged(const uint64_t[::1] table, const int64_t[::1] eps, const int64_t[:, ::1] rows,
+cdef inline uint64_t _find_tagged(const uint64_t[::1] table, const int64_t* eps, const int64_t[:, ::1] rows,
                                   const int64_t* rep, const int64_t* key, Py_ssize_t ns, Py_ssize_t skip, uint64_t h,
                                   int64_t e) noexcept nogil:
-    """:func:`_find_state` for a table whose entries hold the id plus one (0: empty) in the low 32
+    """:func:`_find_row` for a table whose entries hold the id plus one (0: empty) in the low 32
     bits and the high 32 bits of the key's hash ``h`` in the high ones (no array of hashes to
-    read on a probe)."""
+    read on a probe), and keys that are a row of ``ns`` words (word ``skip`` not compared; -1:
+    none) plus, where ``eps`` is not NULL, an epoch ``e``: id ``u``'s key is row ``rep[u]`` of
+    ``rows`` (``u`` itself where ``rep`` is NULL) and epoch ``eps[u]``."""
     cdef uint64_t b = h & <uint64_t>(table.shape[0] - 1), t, tag = h & 0xFFFFFFFF00000000ULL
     cdef Py_ssize_t u, j
     cdef const int64_t* rp
@@ -424,7 +399,7 @@ cdef inline uint64_t _find_tagged(const uint64_t[::1] table, const int64_t[::1] 
             return b
         if (t & 0xFFFFFFFF00000000ULL) == tag:
             u = <Py_ssize_t>(t & 0xFFFFFFFFULL) - 1
-            if eps[u] == e:
+            if eps == NULL or eps[u] == e:
                 rp = &rows[rep[u] if rep != NULL else u, 0]
                 eq = True
                 for j in range(ns):
@@ -433,28 +408,6 @@ cdef inline uint64_t _find_tagged(const uint64_t[::1] table, const int64_t[::1] 
                         break
                 if eq:
                     return b
-        b = (b + 1) & <uint64_t>(table.shape[0] - 1)
-
-
-cdef inline uint64_t _find_tagged_row(const uint64_t[::1] table, const int64_t[:, ::1] rows, const int64_t* key,
-                                      Py_ssize_t w, uint64_t h) noexcept nogil:
-    """:func:`_find_row` for a table of tagged entries (:func:`_find_tagged`)."""
-    cdef uint64_t b = h & <uint64_t>(table.shape[0] - 1), t, tag = h & 0xFFFFFFFF00000000ULL
-    cdef Py_ssize_t u, j
-    cdef bint eq
-    while True:
-        t = table[b]
-        if t == 0:
-            return b
-        if (t & 0xFFFFFFFF00000000ULL) == tag:
-            u = <Py_ssize_t>(t & 0xFFFFFFFFULL) - 1
-            eq = True
-            for j in range(w):
-                if rows[u, j] != key[j]:
-                    eq = False
-                    break
-            if eq:
-                return b
         b = (b + 1) & <uint64_t>(table.shape[0] - 1)
 
 
@@ -843,7 +796,7 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
                 continue
             key = &ring[q][0]
             h = rh[q]
-            b = _find_tagged(tv, ev, rv, NULL, key, ns, -1, h, re[q])
+            b = _find_tagged(tv, &ev[0], rv, NULL, key, ns, -1, h, re[q])
             if tv[b]:
                 idv[j] = <int64_t>(tv[b] & 0xFFFFFFFFULL) - 1
                 continue
@@ -854,7 +807,7 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
             idv[j] = nu
             if packing:  # the new state's pack class
                 hp = rhp[q]
-                b = _find_tagged(ptv, pep, rv, &prep[0], key, ns, pack_slot, hp, rpe[q])
+                b = _find_tagged(ptv, &pep[0], rv, &prep[0], key, ns, pack_slot, hp, rpe[q])
                 if ptv[b]:
                     u = <int64_t>(ptv[b] & 0xFFFFFFFFULL) - 1
                 else:
@@ -1065,7 +1018,7 @@ def chain_values(start, init, owner, col, wv, Py_ssize_t width):
                 continue
             q = j % RING
             h = rh[q]
-            b = _find_tagged_row(tv, rv, &ring[q, 0], w, h)
+            b = _find_tagged(tv, NULL, rv, NULL, &ring[q, 0], w, -1, h, 0)
             if tv[b]:
                 idv[j] = <int64_t>(tv[b] & 0xFFFFFFFFULL) - 1
                 continue
