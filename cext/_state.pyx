@@ -26,7 +26,13 @@ Kernel codes (one per command, see ``drawopt.analysis.state``): 0 none, 1 set a 
 2 SetDescriptorHeaps, 3 SetGraphicsRootSignature, 4 SetComputeRootSignature,
 5 draw, 6 DrawIndexedX, 7 Dispatch, 8 Opaque. Codes >= 5 are observers: each
 gets one row of ``setter`` (command index that last set each slot, -1 none)
-and one ``unknown`` bitmask (bit s: slot s is unknown after an Opaque).
+and one ``unknown`` bitmask (bit s: slot s is unknown after an Opaque), and its
+command, kind, Opaque epoch and pipeline (declaration and mask row).
+
+The interning kernels (``intern_observers``, ``chain_values``, ``intern_rows``) hide the
+cache misses of their hash tables: the keys of the next few rows are built (or hashed)
+ahead and their table slots prefetched, while the lookups stay in row order, so the ids
+(first-appearance order) do not depend on it.
 """
 
 import numpy as np

@@ -70,7 +70,8 @@ value it sets (:data:`_BLOCKS`; Cython ``drawopt._state.command_values``, pure t
 :func:`_command_values_py`), keys are numbered per block; one linear scan
 (Cython kernel :mod:`drawopt._state`, pure-Python twin :func:`_scan_py`) gives,
 for every observer (draw, dispatch, opaque command), the command that last set
-each slot (a re-set of the same value is the setter too); partial updates are
+each slot (a re-set of the same value is the setter too), and its kind, Opaque
+epoch and pipeline; partial updates are
 resolved afterwards per slot (``const_writes``, ``chain_values``).
 """
 
