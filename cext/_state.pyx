@@ -26,7 +26,13 @@ Kernel codes (one per command, see ``drawopt.analysis.state``): 0 none, 1 set a 
 2 SetDescriptorHeaps, 3 SetGraphicsRootSignature, 4 SetComputeRootSignature,
 5 draw, 6 DrawIndexedX, 7 Dispatch, 8 Opaque. Codes >= 5 are observers: each
 gets one row of ``setter`` (command index that last set each slot, -1 none)
-and one ``unknown`` bitmask (bit s: slot s is unknown after an Opaque).
+and one ``unknown`` bitmask (bit s: slot s is unknown after an Opaque), and its
+command, kind, Opaque epoch and pipeline (declaration and mask row).
+
+The interning kernels (``intern_observers``, ``chain_values``, ``intern_rows``) hide the
+cache misses of their hash tables: the keys of the next few rows are built (or hashed)
+ahead and their table slots prefetched, while the lookups stay in row order, so the ids
+(first-appearance order) do not depend on it.
 """
 
 import numpy as np
@@ -37,6 +43,7 @@ from libc.string cimport memcpy
 
 cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
+    void __builtin_prefetch(const void*) nogil
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t
 
 __all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers",
@@ -54,9 +61,10 @@ cdef enum:
     K_DISPATCH = 7
     K_OPAQUE = 8
     MAX_SLOTS = 63
+    RING = 8      # observers whose keys intern_observers builds ahead of their lookups
 
 
-def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row):
+def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row, pipe_decl, pcompact):
     """Run the state scan.
 
     Parameters
@@ -65,12 +73,18 @@ def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row
         Kernel code, slot set, and value id (used for heaps / root signatures) per command.
     is_table : uint8[N]
         1 where the command sets a descriptor table.
-    layout : int64[8]
-        ``(n_slots, heaps, gfx_rootsig, compute_rootsig, index_buffer, root0, croot0, n_root)``.
+    layout : int64[10]
+        ``(n_slots, heaps, gfx_rootsig, compute_rootsig, index_buffer, root0, croot0, n_root,
+        pipeline, no-pipeline row)``: the pipeline slot and the ``pidx`` of an observer
+        without a valid pipeline.
     init_unknown : int
         Bitmask of the slots unknown at the start (inherited by a bundle).
     final_row : bool
         Append one row for the state at the end of the stream.
+    pipe_decl : int64[P]
+        The declaration of each pipeline value (``val`` of a pipeline setter indexes it).
+    pcompact : int64[n_decls]
+        Per declaration, its row of the pipeline masks (the no-pipeline row for others).
 
     Returns
     -------
@@ -79,41 +93,115 @@ def scan(code, slot, val, is_table, layout, int64_t init_unknown, bint final_row
     prev : int64[N]
         For each set: the setter of its slot just before it (-1 undefined, -3 unknown);
         -2 for commands that set nothing.
+    obs : int64[O]
+        Each observer's command (-1: the final row).
+    kind : uint8[O]
+        0 draw, 1 dispatch, 2 opaque command, 3 the final row.
+    epoch : int64[O]
+        The opaque commands strictly before each observer.
+    pipe : int64[O]
+        The pipeline declaration at each observer (-1 undefined, -3 unknown).
+    pidx : int64[O]
+        ``pcompact[pipe]``, the no-pipeline row where ``pipe`` is a marker.
     """
     code = np.ascontiguousarray(code, dtype=np.int64)
     slot = np.ascontiguousarray(slot, dtype=np.int64)
     val = np.ascontiguousarray(val, dtype=np.int64)
     is_table = np.ascontiguousarray(is_table, dtype=np.uint8)
     layout = np.ascontiguousarray(layout, dtype=np.int64)
-    if layout.shape[0] != 8 or not 0 < layout[0] <= MAX_SLOTS:
+    cdef const int64_t[::1] pd = np.ascontiguousarray(pipe_decl, dtype=np.int64)
+    cdef const int64_t[::1] pc = np.ascontiguousarray(pcompact, dtype=np.int64)
+    if layout.shape[0] != 10 or not 0 < layout[0] <= MAX_SLOTS or not 0 <= layout[8] < layout[0]:
         raise ValueError("bad layout")
     n = code.shape[0]
     if not (slot.shape[0] == val.shape[0] == is_table.shape[0] == n):
         raise ValueError("code, slot, val and is_table must have the same length")
+    if pc.shape[0] < 1:
+        raise ValueError("pcompact needs an entry")
     nobs = int(np.count_nonzero(code >= K_DRAW)) + (1 if final_row else 0)
     if n >= (1 << 31) - 1:
         raise ValueError("too many commands for int32 setters")
     setter = np.empty((nobs, int(layout[0])), dtype=np.int32)
     unknown = np.empty(nobs, dtype=np.int64)
     prev = np.full(n, -2, dtype=np.int64)
-    _scan(code, slot, val, is_table, layout, init_unknown, final_row, setter, unknown, prev)
-    return setter, unknown, prev
+    obs = np.empty(nobs, dtype=np.int64)
+    kind = np.empty(nobs, dtype=np.uint8)
+    epoch = np.empty(nobs, dtype=np.int64)
+    pipe = np.empty(nobs, dtype=np.int64)
+    pidx = np.empty(nobs, dtype=np.int64)
+    if _scan(code, slot, val, is_table, layout, init_unknown, final_row, pd, pc,
+             setter, unknown, prev, obs, kind, epoch, pipe, pidx) < 0:
+        raise IndexError("a pipeline setter's value is outside pipe_decl, or its declaration outside pcompact")
+    return setter, unknown, prev, obs, kind, epoch, pipe, pidx
 
 
-cdef void _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[::1] val,
-                const uint8_t[::1] is_table, const int64_t[::1] layout, int64_t init_unknown,
-                bint final_row, int32_t[:, ::1] setter, int64_t[::1] unknown,
-                int64_t[::1] prev) noexcept nogil:
+cdef struct _ObsOut:
+    # the observer outputs of :func:`scan` (raw pointers: no memoryview passed per observer)
+    int32_t* setter
+    int64_t* unknown
+    int64_t* obs
+    uint8_t* kind
+    int64_t* epoch
+    int64_t* pipe
+    int64_t* pidx
+    const int64_t* pc
+    Py_ssize_t npc
+
+
+cdef inline int _observer(_ObsOut* out, Py_ssize_t o, Py_ssize_t i, uint8_t kd, int64_t nopq, const int64_t* cur,
+                          int64_t unk, Py_ssize_t ns, Py_ssize_t ps, int64_t d, int64_t pnone) noexcept nogil:
+    """Row ``o`` of the observer outputs of :func:`scan` (the observer at command ``i``; ``d`` the
+    declaration the pipeline's setter names); -1 for a declaration outside ``pc``."""
+    cdef Py_ssize_t s
+    cdef int32_t* row = out.setter + o * ns
+    for s in range(ns):
+        row[s] = <int32_t>cur[s]
+    out.unknown[o] = unk
+    out.obs[o] = i
+    out.kind[o] = kd
+    out.epoch[o] = nopq
+    if (unk >> ps) & 1:
+        out.pipe[o] = -3
+        out.pidx[o] = pnone
+    elif cur[ps] >= 0:
+        if d < 0 or d >= out.npc:
+            return -1
+        out.pipe[o] = d
+        out.pidx[o] = out.pc[d]
+    else:
+        out.pipe[o] = -1
+        out.pidx[o] = pnone
+    return 0
+
+
+cdef int _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[::1] val,
+               const uint8_t[::1] is_table, const int64_t[::1] layout, int64_t init_unknown,
+               bint final_row, const int64_t[::1] pd, const int64_t[::1] pc, int32_t[:, ::1] setter,
+               int64_t[::1] unknown, int64_t[::1] prev, int64_t[::1] obs, uint8_t[::1] kind,
+               int64_t[::1] epoch, int64_t[::1] pipe, int64_t[::1] pidx) noexcept nogil:
     cdef:
         Py_ssize_t n = code.shape[0]
         Py_ssize_t i, o = 0, s, r, k, lo
         int64_t ns = layout[0], heaps = layout[1], grs = layout[2], crs = layout[3]
         int64_t ib = layout[4], root0 = layout[5], croot0 = layout[6], nroot = layout[7]
+        Py_ssize_t ps = layout[8]
+        int64_t pnone = layout[9]
         int64_t cur[MAX_SLOTS]
-        int64_t unk = init_unknown
+        int64_t unk = init_unknown, nopq = 0, pdecl = -1
         int64_t allbits = ((<int64_t>1) << ns) - 1
         int64_t c, p, bit, curv, rb
+        uint8_t kd
         Py_ssize_t[2] roots
+        _ObsOut out
+    out.setter = &setter[0, 0] if setter.shape[0] else NULL
+    out.unknown = &unknown[0] if unknown.shape[0] else NULL
+    out.obs = &obs[0] if obs.shape[0] else NULL
+    out.kind = &kind[0] if kind.shape[0] else NULL
+    out.epoch = &epoch[0] if epoch.shape[0] else NULL
+    out.pipe = &pipe[0] if pipe.shape[0] else NULL
+    out.pidx = &pidx[0] if pidx.shape[0] else NULL
+    out.pc = &pc[0]
+    out.npc = pc.shape[0]
     roots[0] = root0
     roots[1] = croot0
     for s in range(ns):
@@ -156,11 +244,15 @@ cdef void _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[
                         cur[r] = -1
                         unk &= ~((<int64_t>1) << r)
             cur[s] = i
+            if s == ps:  # its declaration, from the value (no read of the command's arguments)
+                if val[i] < 0 or val[i] >= pd.shape[0]:
+                    return -1
+                pdecl = pd[val[i]]
             unk &= ~bit
         else:
-            for s in range(ns):
-                setter[o, s] = <int32_t>cur[s]
-            unknown[o] = unk
+            kd = 1 if c == K_DISPATCH else (2 if c == K_OPAQUE else 0)
+            if _observer(&out, o, i, kd, nopq, &cur[0], unk, ns, ps, pdecl, pnone) < 0:
+                return -1
             o += 1
             if c == K_DRAWX:
                 cur[ib] = -1
@@ -169,10 +261,11 @@ cdef void _scan(const int64_t[::1] code, const int64_t[::1] slot, const int64_t[
                 for s in range(ns):
                     cur[s] = -1
                 unk = allbits
+                nopq += 1
     if final_row:
-        for s in range(ns):
-            setter[o, s] = <int32_t>cur[s]
-        unknown[o] = unk
+        if _observer(&out, o, -1, 3, nopq, &cur[0], unk, ns, ps, pdecl, pnone) < 0:
+            return -1
+    return 0
 
 
 def fill_chains(start, init, owner, col, wv, Py_ssize_t width):
@@ -294,30 +387,33 @@ cdef inline Py_ssize_t _table_size(Py_ssize_t n) noexcept nogil:
     return size
 
 
-cdef inline uint64_t _find_state(const int32_t[::1] table, const uint64_t[::1] hv, const int64_t[::1] eps,
-                                 const int64_t[:, ::1] rows, const int64_t* rep, const int64_t* key, Py_ssize_t ns,
-                                 Py_ssize_t skip, uint64_t h, int64_t e) noexcept nogil:
-    """:func:`_find_row` for keys that are a row of ``ns`` slots (slot ``skip`` not compared;
-    -1: none) plus an epoch ``e``: id ``u``'s key is row ``rep[u]`` of ``rows`` (``u`` itself
-    where ``rep`` is NULL) and epoch ``eps[u]``."""
-    cdef uint64_t b = h & <uint64_t>(table.shape[0] - 1)
-    cdef int32_t u
-    cdef Py_ssize_t j
+cdef inline uint64_t _find_tagged(const uint64_t[::1] table, const int64_t* eps, const int64_t[:, ::1] rows,
+                                  const int64_t* rep, const int64_t* key, Py_ssize_t ns, Py_ssize_t skip, uint64_t h,
+                                  int64_t e) noexcept nogil:
+    """:func:`_find_row` for a table whose entries hold the id plus one (0: empty) in the low 32
+    bits and the high 32 bits of the key's hash ``h`` in the high ones (no array of hashes to
+    read on a probe), and keys that are a row of ``ns`` words (word ``skip`` not compared; -1:
+    none) plus, where ``eps`` is not NULL, an epoch ``e``: id ``u``'s key is row ``rep[u]`` of
+    ``rows`` (``u`` itself where ``rep`` is NULL) and epoch ``eps[u]``."""
+    cdef uint64_t b = h & <uint64_t>(table.shape[0] - 1), t, tag = h & 0xFFFFFFFF00000000ULL
+    cdef Py_ssize_t u, j
     cdef const int64_t* rp
     cdef bint eq
     while True:
-        u = table[b]
-        if u < 0:
+        t = table[b]
+        if t == 0:
             return b
-        if hv[u] == h and eps[u] == e:
-            rp = &rows[rep[u] if rep != NULL else u, 0]
-            eq = True
-            for j in range(ns):
-                if j != skip and rp[j] != key[j]:
-                    eq = False
-                    break
-            if eq:
-                return b
+        if (t & 0xFFFFFFFF00000000ULL) == tag:
+            u = <Py_ssize_t>(t & 0xFFFFFFFFULL) - 1
+            if eps == NULL or eps[u] == e:
+                rp = &rows[rep[u] if rep != NULL else u, 0]
+                eq = True
+                for j in range(ns):
+                    if j != skip and rp[j] != key[j]:
+                        eq = False
+                        break
+                if eq:
+                    return b
         b = (b + 1) & <uint64_t>(table.shape[0] - 1)
 
 
@@ -345,23 +441,40 @@ cdef inline uint64_t _find_row(const int32_t[::1] table, const uint64_t[::1] hv,
         b = (b + 1) & <uint64_t>(table.shape[0] - 1)
 
 
+cdef inline uint64_t _introw_hash(const introw[:, ::1] m, Py_ssize_t i, Py_ssize_t k) noexcept nogil:
+    if introw is int32_t:
+        return _row_hash32(&m[i, 0], k)
+    else:
+        return _row_hash(&m[i, 0], k)
+
+
 cdef Py_ssize_t _intern(const introw[:, ::1] m, int64_t[::1] ids, int64_t[::1] first, uint64_t[::1] hu,
-                        int32_t[::1] table) noexcept nogil:
-    """Ids of the rows of ``m`` in order of first appearance; returns the number of ids."""
+                        int32_t[::1] table, Py_ssize_t* pi, Py_ssize_t nu) noexcept nogil:
+    """Ids of the rows of ``m`` in order of first appearance, from row ``pi[0]`` with ``nu`` ids
+    given; returns the number of ids. Stops (``pi[0]`` the row to do next) when the table
+    would be more than half full."""
     cdef:
-        Py_ssize_t i, j, r, n = m.shape[0], k = m.shape[1], nu = 0
+        Py_ssize_t i, j, r, n = m.shape[0], k = m.shape[1]
         uint64_t h, b, mask = <uint64_t>(table.shape[0] - 1)
+        uint64_t rh[RING]  # the hashes of the next rows, their table slots prefetched
         int32_t u
         bint eq
-    for i in range(n):
-        if introw is int32_t:
-            h = _row_hash32(&m[i, 0], k)
-        else:
-            h = _row_hash(&m[i, 0], k)
+    for i in range(pi[0], min(pi[0] + RING - 1, n)):
+        rh[i % RING] = _introw_hash(m, i, k)
+        __builtin_prefetch(&table[rh[i % RING] & mask])
+    for i in range(pi[0], n):
+        j = i + RING - 1
+        if j < n:
+            rh[j % RING] = _introw_hash(m, j, k)
+            __builtin_prefetch(&table[rh[j % RING] & mask])
+        h = rh[i % RING]
         b = h & mask
         while True:
             u = table[b]
             if u < 0:
+                if 2 * (nu + 1) > table.shape[0]:
+                    pi[0] = i
+                    return nu
                 table[b] = <int32_t>nu
                 first[nu] = i
                 hu[nu] = h
@@ -379,6 +492,7 @@ cdef Py_ssize_t _intern(const introw[:, ::1] m, int64_t[::1] ids, int64_t[::1] f
                     ids[i] = u
                     break
             b = (b + 1) & mask
+    pi[0] = n
     return nu
 
 
@@ -428,12 +542,35 @@ def intern_rows(mat):
                 nu = _intern_direct[int64_t](m, ids, first, lo, np.full(hi - lo + 1, -1, dtype=np.int32))
             return ids, first[:nu].copy()
     hu = np.empty(n, dtype=np.uint64)
-    table = np.full(_table_size(n), -1, dtype=np.int32)
-    if m.dtype == np.int32:
-        nu = _intern[int32_t](m, ids, first, hu, table)
-    else:
-        nu = _intern[int64_t](m, ids, first, hu, table)
+    # the table grows with the ids (from one that fits a cache level): few distinct rows among
+    # many would otherwise probe a table sized for every row
+    table = np.full(_table_size(min(n, max(1024, n >> 4))), -1, dtype=np.int32)
+    cdef Py_ssize_t at = 0
+    nu = 0
+    while True:
+        if m.dtype == np.int32:
+            nu = _intern[int32_t](m, ids, first, hu, table, &at, nu)
+        else:
+            nu = _intern[int64_t](m, ids, first, hu, table, &at, nu)
+        if at >= n:
+            break
+        table = _regrow(hu, nu, 2 * table.shape[0])
     return ids, first[:nu].copy()
+
+
+cdef _regrow(const uint64_t[::1] hu, Py_ssize_t nu, Py_ssize_t size):
+    """A table of ``size`` slots (a power of two) holding ids ``0 .. nu - 1`` by their hashes."""
+    table = np.full(size, -1, dtype=np.int32)
+    cdef int32_t[::1] tv = table
+    cdef Py_ssize_t u
+    cdef uint64_t b, mask = <uint64_t>(size - 1)
+    with nogil:
+        for u in range(nu):
+            b = hu[u] & mask
+            while tv[b] >= 0:
+                b = (b + 1) & mask
+            tv[b] = <int32_t>u
+    return table
 
 
 # ---------------------------------------------------------------------- observer rows
@@ -546,22 +683,21 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
     if ep.shape[0] != R.nobs:
         raise ValueError("epoch must have one entry per observer")
     R.check(ix)
-    cdef Py_ssize_t i, j, k = ix.shape[0], ns = R.ns, w = R.ns + 1, nu = 0
+    if ix.shape[0] >= (1 << 31) - 1:
+        raise ValueError("too many observers")
+    cdef Py_ssize_t i, j, k = ix.shape[0], ns = R.ns, nu = 0
     ids = np.empty(k, dtype=np.int64)
     first = np.empty(k, dtype=np.int64)
-    hu = np.empty(k, dtype=np.uint64)
-    table = np.full(_table_size(k), -1, dtype=np.int32)
     # room for every row; the pages past the distinct ones are never touched (views returned)
     rows = np.empty((k, ns), dtype=np.int64)
     epochs = np.empty(k, dtype=np.int64)
     cdef int64_t[::1] idv = ids
     cdef int64_t[::1] fv = first
-    cdef uint64_t[::1] hv = hu
-    cdef int32_t[::1] tv = table
+    cdef uint64_t[::1] tv = np.zeros(_table_size(k), dtype=np.uint64)
     cdef int64_t[:, ::1] rv = rows
     cdef int64_t[::1] ev = epochs
-    cdef uint64_t h, b
-    cdef int32_t u
+    cdef uint64_t h, b, tmask = <uint64_t>(tv.shape[0] - 1)
+    cdef int64_t u
     cdef int flag = 0
     cdef bint packing = pack_slot >= 0
     if pack_slot >= ns:
@@ -571,84 +707,120 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
     # per pack class: the state whose key it is (its row read with the slot masked) and its epoch
     cdef int64_t[::1] prep = np.empty(k if packing else 0, dtype=np.int64)
     cdef int64_t[::1] pep = np.empty(k if packing else 0, dtype=np.int64)
-    cdef uint64_t[::1] phv = np.empty(k if packing else 0, dtype=np.uint64)
-    cdef int32_t[::1] ptv = np.full(_table_size(k) if packing else 1, -1, dtype=np.int32)
+    cdef uint64_t[::1] ptv = np.zeros(_table_size(k) if packing else 1, dtype=np.uint64)
+    cdef uint64_t pmask = <uint64_t>(ptv.shape[0] - 1)
     cdef Py_ssize_t npk = 0
     # The key of each observer is built from the previous one's: only the slots whose setter,
     # read bit or unknown bit changed are read again. The row hash is a sum of one term per
     # slot (updated with the slot), mixed with the epoch; it only orders the probes.
+    # The keys go through a ring of RING entries: the key of observer i is built (and its
+    # table slots prefetched) RING - 1 observers before it is looked up, so the lookups,
+    # done in observer order as before, rarely wait for memory. An observer whose key is
+    # its predecessor's takes its id without a lookup.
     cdef int64_t cur[MAX_SLOTS]
+    cdef int64_t ring[RING][MAX_SLOTS]
+    cdef uint64_t rh[RING]
+    cdef uint64_t rhp[RING]
+    cdef int64_t re[RING]
+    cdef int64_t rpe[RING]
+    cdef bint rsame[RING]
     cdef uint64_t term[MAX_SLOTS]
     cdef uint64_t hsum = 0, hp
     cdef int nunk = 0, punk_n
-    cdef int64_t rb, unk, prb = 0, punk = 0, chg, st, v, ekey, pe
-    cdef Py_ssize_t o, po = -1, s
+    cdef int64_t rb, unk, prb = 0, punk = 0, chg, st, v, ekey = -1, pe, pekey = -2
+    cdef Py_ssize_t o, po = -1, s, q
     cdef const int32_t* so
     cdef const int32_t* sp = NULL
-    cdef uint64_t todo, allbits = (<uint64_t>1 << ns) - 1
+    cdef const int64_t* key
+    cdef uint64_t todo, allbits = (<uint64_t>1) << ns
+    cdef bint changed
+    allbits -= 1
     with nogil:
-        for i in range(k):
-            o = ix[i]
-            rb = R.readbits[o]
-            unk = R.unknown[o]
-            so = &R.setter[o, 0]
-            chg = -1 if po < 0 else (rb ^ prb) | (unk ^ punk)
-            # a slot masked here and at the previous observer stays masked: only the slots read
-            # now, or whose read or unknown bit changed, are looked at
-            todo = <uint64_t>((rb | chg) & allbits)
-            while todo:
-                s = __builtin_ctzll(todo)
-                todo &= todo - 1
-                if not ((chg >> s) & 1) and so[s] == sp[s]:
-                    continue
-                if not (rb >> s) & 1:
-                    v = masked
-                elif (unk >> s) & 1:
-                    v = unknown_marker
-                else:
-                    st = so[s]
-                    if st >= R.cval.shape[0]:
-                        flag = -1
-                        break
-                    v = R.cval[st] if st >= 0 else R.init_val[s]
-                if po >= 0:
-                    if v == cur[s]:
+        for i in range(k + RING - 1):
+            if i < k:  # build observer i's key into the ring
+                o = ix[i]
+                rb = R.readbits[o]
+                unk = R.unknown[o]
+                so = &R.setter[o, 0]
+                chg = -1 if po < 0 else (rb ^ prb) | (unk ^ punk)
+                changed = po < 0
+                # a slot masked here and at the previous observer stays masked: only the slots read
+                # now, or whose read or unknown bit changed, are looked at
+                todo = <uint64_t>((rb | chg) & allbits)
+                while todo:
+                    s = __builtin_ctzll(todo)
+                    todo &= todo - 1
+                    if not ((chg >> s) & 1) and so[s] == sp[s]:
                         continue
-                    hsum -= term[s]
-                    nunk -= R.is_unk(cur[s])
-                cur[s] = v
-                term[s] = _slot_term(s, v)
-                hsum += term[s]
-                nunk += R.is_unk(v)
-            if flag < 0:
-                break
-            po, prb, punk, sp = o, rb, unk, so
-            ekey = ep[o] if nunk else -1
-            h = _fmix(hsum ^ _fmix(<uint64_t>ekey + 0x2545F4914F6CDD1DULL))
-            b = _find_state(tv, hv, ev, rv, NULL, &cur[0], ns, -1, h, ekey)
-            u = tv[b]
-            if u >= 0:
-                idv[i] = u
+                    if not (rb >> s) & 1:
+                        v = masked
+                    elif (unk >> s) & 1:
+                        v = unknown_marker
+                    else:
+                        st = so[s]
+                        if st >= R.cval.shape[0]:
+                            flag = -1
+                            break
+                        v = R.cval[st] if st >= 0 else R.init_val[s]
+                    if po >= 0:
+                        if v == cur[s]:
+                            continue
+                        hsum -= term[s]
+                        nunk -= R.is_unk(cur[s])
+                    cur[s] = v
+                    term[s] = _slot_term(s, v)
+                    hsum += term[s]
+                    nunk += R.is_unk(v)
+                    changed = True
+                if flag < 0:
+                    break
+                po, prb, punk, sp = o, rb, unk, so
+                pekey = ekey
+                ekey = ep[o] if nunk else -1
+                q = i % RING
+                rsame[q] = not changed and ekey == pekey
+                if not rsame[q]:
+                    memcpy(&ring[q][0], &cur[0], ns * sizeof(int64_t))
+                    h = _fmix(hsum ^ _fmix(<uint64_t>ekey + 0x2545F4914F6CDD1DULL))
+                    rh[q] = h
+                    re[q] = ekey
+                    __builtin_prefetch(&tv[h & tmask])
+                    if packing:  # its pack class's key: the slot masked, the epoch where unknowns stay
+                        punk_n = nunk - R.is_unk(cur[pack_slot])
+                        pe = ekey if punk_n else -1
+                        hp = hsum - term[pack_slot] + _slot_term(pack_slot, masked)
+                        hp = _fmix(hp ^ _fmix(<uint64_t>pe + 0x2545F4914F6CDD1DULL))
+                        rhp[q] = hp
+                        rpe[q] = pe
+                        __builtin_prefetch(&ptv[hp & pmask])
+            j = i - (RING - 1)
+            if j < 0:
                 continue
-            tv[b] = <int32_t>nu
-            fv[nu] = i
-            hv[nu] = h
-            memcpy(&rv[nu, 0], &cur[0], ns * sizeof(int64_t))
-            ev[nu] = ekey
-            idv[i] = nu
-            if packing:  # the new state's pack class: its key with the slot masked
-                punk_n = nunk - R.is_unk(cur[pack_slot])
-                pe = ekey if punk_n else -1
-                hp = hsum - term[pack_slot] + _slot_term(pack_slot, masked)
-                hp = _fmix(hp ^ _fmix(<uint64_t>pe + 0x2545F4914F6CDD1DULL))
-                b = _find_state(ptv, phv, pep, rv, &prep[0], &cur[0], ns, pack_slot, hp, pe)
-                u = ptv[b]
-                if u < 0:
-                    u = <int32_t>npk
-                    ptv[b] = u
-                    phv[npk] = hp
+            q = j % RING  # look observer j up
+            if rsame[q]:
+                idv[j] = idv[j - 1]
+                continue
+            key = &ring[q][0]
+            h = rh[q]
+            b = _find_tagged(tv, &ev[0], rv, NULL, key, ns, -1, h, re[q])
+            if tv[b]:
+                idv[j] = <int64_t>(tv[b] & 0xFFFFFFFFULL) - 1
+                continue
+            tv[b] = (h & 0xFFFFFFFF00000000ULL) | <uint64_t>(nu + 1)
+            fv[nu] = j
+            memcpy(&rv[nu, 0], key, ns * sizeof(int64_t))
+            ev[nu] = re[q]
+            idv[j] = nu
+            if packing:  # the new state's pack class
+                hp = rhp[q]
+                b = _find_tagged(ptv, &pep[0], rv, &prep[0], key, ns, pack_slot, hp, rpe[q])
+                if ptv[b]:
+                    u = <int64_t>(ptv[b] & 0xFFFFFFFFULL) - 1
+                else:
+                    u = npk
+                    ptv[b] = (hp & 0xFFFFFFFF00000000ULL) | <uint64_t>(npk + 1)
                     prep[npk] = nu
-                    pep[npk] = pe
+                    pep[npk] = rpe[q]
                     npk += 1
                 pv[nu] = u
             nu += 1
@@ -821,32 +993,44 @@ def chain_values(start, init, owner, col, wv, Py_ssize_t width):
     rows = np.empty((m, w), dtype=np.int64)  # pages past the distinct rows are never touched
     cdef int64_t[::1] idv = ids
     cdef int64_t[:, ::1] rv = rows
-    cdef uint64_t[::1] hv = np.empty(m, dtype=np.uint64)
-    cdef int32_t[::1] tv = np.full(_table_size(m), -1, dtype=np.int32)
+    cdef uint64_t[::1] tv = np.zeros(_table_size(m), dtype=np.uint64)
+    cdef uint64_t tmask = <uint64_t>(tv.shape[0] - 1)
     cdef int64_t[::1] cur = np.full(w, -1, dtype=np.int64)
+    # the rows go through a ring, built (and their table slots prefetched) RING - 1 commands
+    # before they are looked up, in command order (see intern_observers)
+    cdef int64_t[:, ::1] ring = np.empty((RING, w), dtype=np.int64)
+    cdef uint64_t rh[RING]
     cdef uint64_t h, b
-    cdef int32_t u
+    cdef Py_ssize_t q
+    if m >= (1 << 31) - 1:
+        raise ValueError("too many commands")
     k = 0
     with nogil:
-        for r in range(m):
-            if st[r] or r == 0:  # (the first command starts a chain whatever ``start`` says)
-                for j in range(width):
-                    cur[j] = ini[r]
-                cur[width] = 1 if ini[r] == -3 else 0
-            while k < nw and ow[k] == r:
-                cur[cl[k]] = v[k]
-                k += 1
-            h = _row_hash(&cur[0], w)
-            b = _find_row(tv, hv, rv, &cur[0], w, h)
-            u = tv[b]
-            if u >= 0:
-                idv[r] = u
+        for r in range(m + RING - 1):
+            if r < m:
+                if st[r] or r == 0:  # (the first command starts a chain whatever ``start`` says)
+                    for j in range(width):
+                        cur[j] = ini[r]
+                    cur[width] = 1 if ini[r] == -3 else 0
+                while k < nw and ow[k] == r:
+                    cur[cl[k]] = v[k]
+                    k += 1
+                q = r % RING
+                memcpy(&ring[q, 0], &cur[0], w * sizeof(int64_t))
+                rh[q] = _row_hash(&cur[0], w)
+                __builtin_prefetch(&tv[rh[q] & tmask])
+            j = r - (RING - 1)
+            if j < 0:
                 continue
-            tv[b] = <int32_t>nu
-            hv[nu] = h
-            for j in range(w):
-                rv[nu, j] = cur[j]
-            idv[r] = nu
+            q = j % RING
+            h = rh[q]
+            b = _find_tagged(tv, NULL, rv, NULL, &ring[q, 0], w, -1, h, 0)
+            if tv[b]:
+                idv[j] = <int64_t>(tv[b] & 0xFFFFFFFFULL) - 1
+                continue
+            tv[b] = (h & 0xFFFFFFFF00000000ULL) | <uint64_t>(nu + 1)
+            memcpy(&rv[nu, 0], &ring[q, 0], w * sizeof(int64_t))
+            idv[j] = nu
             nu += 1
     return ids, rows[:nu]
 
@@ -906,8 +1090,6 @@ def command_values(op, args, var_off, var_len, pool, heap_type, optab, Py_ssize_
             raise IndexError(f"command {i}: opcode {o[i]} out of range")
         if tab[o[i], 3] >= 0:
             nkey += 1
-        if tab[o[i], 2] >= 0 and a[i, 0] >= 16:
-            return None
     kcode = np.empty(n, dtype=np.int64)
     slot = np.empty(n, dtype=np.int64)
     is_table = np.empty(n, dtype=np.uint8)
@@ -919,14 +1101,17 @@ def command_values(op, args, var_off, var_len, pool, heap_type, optab, Py_ssize_
     cdef int64_t[::1] g = gid
     cdef int64_t[:, ::1] uk = ukeys
     cdef uint64_t[::1] hv = np.empty(nkey, dtype=np.uint64)
-    cdef int32_t[::1] tv = np.full(_table_size(nkey), -1, dtype=np.int32)
+    # the table grows with the distinct keys (a few thousand in a frame of millions of commands:
+    # a table sized for every command would make each probe a cache miss)
+    cdef int32_t[::1] tv = np.full(_table_size(min(nkey, 512)), -1, dtype=np.int32)
     cdef int64_t key[KEYW + 1]
     cdef uint64_t h, b
     cdef int32_t u
-    cdef bint bad = False
+    cdef bint bad = False, grow = False, rootbad = False
     cdef Py_ssize_t first = -1  # (the GS default key before command 0)
-    with nogil:
-        i = first
+    i = first
+    while True:
+      with nogil:
         while i < n:
             if i < 0:
                 if gs_block < 0:
@@ -942,6 +1127,9 @@ def command_values(op, args, var_off, var_len, pool, heap_type, optab, Py_ssize_
                 kc[i] = tab[c, 0]
                 it[i] = <uint8_t>tab[c, 7]
                 if tab[c, 2] >= 0:
+                    if a[i, 0] >= 16:
+                        rootbad = True
+                        break
                     sl[i] = tab[c, 2] + a[i, 0]
                 else:
                     sl[i] = tab[c, 1]
@@ -990,6 +1178,9 @@ def command_values(op, args, var_off, var_len, pool, heap_type, optab, Py_ssize_
             b = _find_row(tv, hv, uk, &key[0], w + 1, h)  # (the block first: keys of two blocks differ)
             u = tv[b]
             if u < 0:
+                if 2 * (nu + 1) > tv.shape[0]:
+                    grow = True  # (this command again after the table grew)
+                    break
                 u = <int32_t>nu
                 tv[b] = u
                 hv[nu] = h
@@ -999,7 +1190,16 @@ def command_values(op, args, var_off, var_len, pool, heap_type, optab, Py_ssize_
             if i >= 0:
                 g[i] = u
             i += 1
+      if not grow:
+        break
+      grow = False
+      tv = _regrow(hv, nu, 2 * tv.shape[0])
+    if rootbad:
+        return None
     if bad:
+        for j in range(i + 1, n):  # a root parameter index out of range anywhere answers None first
+            if tab[o[j], 2] >= 0 and a[j, 0] >= 16:
+                return None
         raise IndexError(f"command {i}: a heap or render-target list out of range")
     return kcode, slot, is_table, gid, ukeys[:nu, 0].copy(), ukeys[:nu, 1:]
 

@@ -15,8 +15,12 @@ def scan(
     layout: npt.ArrayLike,
     init_unknown: int,
     final_row: bool,
-) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """``(setter int32[O, n_slots], unknown[O], prev[N])``; see ``drawopt.analysis.state._scan_py``."""
+    pipe_decl: npt.ArrayLike,
+    pcompact: npt.ArrayLike,
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
+           npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(setter int32[O, n_slots], unknown[O], prev[N], obs[O], kind uint8[O], epoch[O], pipe[O],
+    pidx[O])``; see ``drawopt.analysis.state._scan_py``."""
     ...
 
 def fill_chains(

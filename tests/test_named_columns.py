@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+<<<<<<< HEAD
 NAMED = (
     "bench/run.py",
     "drawopt/analysis/flushrules.py",
@@ -35,6 +36,10 @@ NAMED = (
     "passes/schedule.py",
     "passes/weld.py",
 )
+=======
+NAMED = ("passes/mdi.py", "passes/pack_x.py", "passes/weld.py", "passes/merge_instances.py",
+         "drawopt/analysis/graph.py", "drawopt/analysis/flushrules.py", "drawopt/analysis/state.py")
+>>>>>>> sp-scan
 """Modules whose argument reads are all named (the rest of the tree follows module by module)."""
 _ARG_ROWS = {"args", "dargs", "cargs", "bargs", "a"}
 

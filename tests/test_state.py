@@ -809,6 +809,9 @@ def assert_same_scan_facts(s: Stream, seed: int = 0) -> None:
     observers read, row differences, chains) equals its pure twin's."""
     from drawopt.analysis.state import UNKNOWN, scan
     a, b = scan(s, pure=False), scan(s, pure=True)
+    for name in ("kcode", "slot", "cval", "prev", "obs", "obs_kind", "setter", "unknown", "pipe", "epoch", "_pidx"):
+        x, y = getattr(a, name), getattr(b, name)  # the scan kernel's outputs, its twin's
+        assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y), name
     o = a.obs.shape[0]
     rng = np.random.default_rng(seed)
     sel = rng.integers(0, max(o, 1), 2 * o) if o else np.zeros(0, np.int64)
@@ -929,6 +932,48 @@ def test_command_values_kernel_matches_pure_twin(make):
     want = _command_values_py(s, ht)
     for x, y in zip(got, want):
         assert x.dtype == y.dtype and np.array_equal(x, y)
+
+
+def _many_values(n: int = 3000) -> Stream:
+    """``n`` draws, each with its own scissor rect, constants and table: thousands of distinct
+    keys and values (the kernels' tables grow several times)."""
+    b = builder()
+    b.SetDescriptorHeaps("h0")
+    b.SetGraphicsRootSignature("rsA")
+    b.SetPipelineState("lay")
+    for i in range(n):
+        b.RSSetScissorRects(i, i % 7, i + 1, 9)
+        b.SetGraphicsRoot32BitConstants(1, 2, i, i // 3)
+        b.SetGraphicsRootDescriptorTable(0, f"h0[{i % 4}]")
+        b.DrawInstanced(3, 1, 0, 0)
+        if i % 500 == 250:
+            b.Opaque("x")
+    return b.build()
+
+
+@pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")
+def test_kernels_agree_when_their_tables_grow():
+    """Thousands of distinct keys, values, states: the command_values and intern_rows tables
+    start small and grow; ids, rows and every scan fact stay those of the pure twins."""
+    from drawopt import _state
+    from drawopt.analysis.state import _GS_BLOCK, _OPTAB, _command_values_py
+    s = _many_values()
+    ht = np.array([(0 if getattr(d, "type", "") == "CBV_SRV_UAV" else 1) if d.kind == "heap" else -1
+                   for d in s.decls.items] or [-1], np.int64)
+    got = _state.command_values(s.op, s.args, s.var_off, s.var_len, s.pool, ht, _OPTAB, _GS_BLOCK)
+    assert got[4].shape[0] > 3000  # distinct keys: the table grew from 1024 slots
+    for x, y in zip(got, _command_values_py(s, ht)):
+        assert x.dtype == y.dtype and np.array_equal(x, y)
+    assert_same_tables(track(s, pure=True), track(s, pure=False))
+    assert_same_scan_facts(s)
+    # a root index out of range answers None even after an out-of-range heap list
+    bad = s.var_off.copy()
+    bad[np.flatnonzero(s.op == BY_NAME["SetDescriptorHeaps"].code)[0]] = s.pool.shape[0]  # its list past the pool
+    args = s.args.copy()
+    args[np.flatnonzero(s.op == BY_NAME["SetGraphicsRootDescriptorTable"].code)[-1], 0] = 16
+    assert _state.command_values(s.op, args, bad, s.var_len, s.pool, ht, _OPTAB, _GS_BLOCK) is None
+    with pytest.raises(IndexError):
+        _state.command_values(s.op, s.args, bad, s.var_len, s.pool, ht, _OPTAB, _GS_BLOCK)
 
 
 @pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")

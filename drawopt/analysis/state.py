@@ -70,7 +70,8 @@ value it sets (:data:`_BLOCKS`; Cython ``drawopt._state.command_values``, pure t
 :func:`_command_values_py`), keys are numbered per block; one linear scan
 (Cython kernel :mod:`drawopt._state`, pure-Python twin :func:`_scan_py`) gives,
 for every observer (draw, dispatch, opaque command), the command that last set
-each slot (a re-set of the same value is the setter too); partial updates are
+each slot (a re-set of the same value is the setter too), and its kind, Opaque
+epoch and pipeline; partial updates are
 resolved afterwards per slot (``const_writes``, ``chain_values``).
 """
 
@@ -94,6 +95,7 @@ from drawopt.errors import InputError
 from drawopt.ir.decls import Buffer, Pipeline, RootSig, View
 from drawopt.ir.ops import (
     BY_CODE,
+    COL_PIPELINE,
     GS_MODES,
     INDEX_FORMATS,
     INDEXED_DRAW_OPS,
@@ -102,6 +104,8 @@ from drawopt.ir.ops import (
     OPS,
     TOPOLOGIES,
     Cat,
+    Op,
+    shared_col,
 )
 from drawopt.ir.stream import Stream, ragged_index
 
@@ -134,7 +138,8 @@ OBS_DRAW, OBS_DISPATCH, OBS_OPAQUE, OBS_END = 0, 1, 2, 3
 
 # kernel codes (cext/_state.pyx)
 K_NONE, K_SET, K_HEAPS, K_GRS, K_CRS, K_DRAW, K_DRAWX, K_DISPATCH, K_OPAQUE = range(9)
-_LAYOUT = np.array([NSLOTS, HEAPS, GFX_RS, CRS, IB, ROOT0, CROOT0, NROOT], dtype=np.int64)
+_LAYOUT = np.array([NSLOTS, HEAPS, GFX_RS, CRS, IB, ROOT0, CROOT0, NROOT, PIPELINE, -1], dtype=np.int64)
+"""The scan kernel's layout; the last entry, the pipeline-mask row of no pipeline, is set per stream."""
 _ALL_BITS = (1 << NSLOTS) - 1
 _ROOT_BITS = sum(1 << k for k in (*range(ROOT0, ROOT0 + NROOT), *range(CROOT0, CROOT0 + NROOT)))
 _SHIFTS = np.arange(NSLOTS, dtype=np.int64)
@@ -177,6 +182,12 @@ _GFX_ROOT_OPS = ("SetGraphicsRootDescriptorTable", "SetGraphicsRoot32BitConstant
                  "SetGraphicsRootConstantBufferView", "SetGraphicsRootShaderResourceView")
 _CMP_ROOT_OPS = ("SetComputeRootDescriptorTable", "SetComputeRoot32BitConstants")
 _TABLE_OPS = (_OP["SetGraphicsRootDescriptorTable"], _OP["SetComputeRootDescriptorTable"])
+_COL_ROOT_INDEX = shared_col(*((nm, "index") for nm in (*_GFX_ROOT_OPS, *_CMP_ROOT_OPS)))
+_COL_CONST_COUNT = shared_col(("SetGraphicsRoot32BitConstants", "count"), ("SetComputeRoot32BitConstants", "count"))
+_COL_CONST_DEST = shared_col(("SetGraphicsRoot32BitConstants", "dest"), ("SetComputeRoot32BitConstants", "dest"))
+_COL_VB_SLOT = Op.IASetVertexBuffers.col("slot")
+_VB_BINDING = slice(Op.IASetVertexBuffers.col("buffer"), Op.IASetVertexBuffers.col("stride") + 1)
+"""The columns of a vertex-buffer binding's value: buffer, offset, stride."""
 _CONST_OPS = (_OP["SetGraphicsRoot32BitConstants"], _OP["SetComputeRoot32BitConstants"])
 _IS_INDEXED = np.zeros(MAX_OPCODE + 2, bool)
 _IS_INDEXED[list(INDEXED_DRAW_OPS)] = True
@@ -424,13 +435,15 @@ def describe_value(scan_: Scan, vid: int) -> Any:
 
 # ---------------------------------------------------------------------- the scan
 def _scan_py(code: np.ndarray, slot: np.ndarray, val: np.ndarray, is_table: np.ndarray,
-             layout: np.ndarray, init_unknown: int, final_row: bool) -> tuple[np.ndarray, ...]:
-    """Pure-Python twin of ``drawopt._state.scan`` (identical results)."""
+             layout: np.ndarray, init_unknown: int, final_row: bool, pipe_decl: np.ndarray,
+             pcompact: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Pure-Python twin of ``drawopt._state.scan`` (identical results): the setters in a Python
+    loop, the other observer facts from them with numpy."""
     code_l = np.asarray(code, np.int64).tolist()
     slot_l = np.asarray(slot, np.int64).tolist()
     val_l = np.asarray(val, np.int64).tolist()
     tab_l = np.asarray(is_table, np.uint8).tolist()
-    ns, _heaps, _grs, _crs, ib, root0, croot0, nroot = (int(x) for x in layout)
+    ns, _heaps, _grs, _crs, ib, root0, croot0, nroot, ps, pnone = (int(x) for x in layout)
     n = len(code_l)
     nobs = sum(1 for c in code_l if c >= K_DRAW) + (1 if final_row else 0)
     setter = np.empty((nobs, ns), np.int32)
@@ -491,7 +504,24 @@ def _scan_py(code: np.ndarray, slot: np.ndarray, val: np.ndarray, is_table: np.n
     if nobs:
         setter[:] = np.array(rows, dtype=np.int64).reshape(nobs, ns)
         unknown[:] = np.array(unks, dtype=np.int64)
-    return setter, unknown, np.array(prev, dtype=np.int64)
+    code_a = np.asarray(code, np.int64)
+    obs = np.flatnonzero(code_a >= K_DRAW)
+    okc = code_a[obs]
+    kind = np.where(okc == K_DISPATCH, OBS_DISPATCH, np.where(okc == K_OPAQUE, OBS_OPAQUE, OBS_DRAW))
+    if final_row:
+        obs = np.append(obs, -1)
+        kind = np.append(kind, OBS_END)
+    # Opaque commands strictly before each observer
+    epoch = np.searchsorted(np.flatnonzero(code_a == K_OPAQUE), np.where(obs >= 0, obs, n)).astype(np.int64)
+    st = setter[:, ps]
+    pipe = np.full(nobs, UNDEFINED, np.int64)
+    pv = np.asarray(pipe_decl, np.int64)
+    if n and pv.shape[0]:  # the declaration of the value the pipeline's setter set
+        pipe = np.where(st >= 0, pv[np.where(st >= 0, np.asarray(val, np.int64)[np.maximum(st, 0)], 0)], UNDEFINED)
+    pipe[((unknown >> ps) & 1) == 1] = UNKNOWN
+    pidx = np.where(pipe >= 0, np.asarray(pcompact)[np.maximum(pipe, 0)], pnone)
+    return (setter, unknown, np.array(prev, dtype=np.int64), obs.astype(np.int64), kind.astype(np.uint8), epoch,
+            pipe.astype(np.int64), pidx.astype(np.int64))
 
 
 def _kernel(pure: bool | None) -> Callable[..., tuple[np.ndarray, ...]]:
@@ -964,6 +994,8 @@ _BLOCKS: tuple[tuple[str, int, int, int, bool, Callable[[list[str]], Callable[[n
     ("SetGraphicsRootShaderResourceView", _R_ARGS, 1, 2, False, lambda nm: lambda r: ("srv", nm[int(r[0])], int(r[1]))),
 )
 _GS_BLOCK = [b[0] for b in _BLOCKS].index("GSSetParameters")
+_PIPE_BLOCK = [b[0] for b in _BLOCKS].index("SetPipelineState")
+assert _BLOCKS[_PIPE_BLOCK][1:4] == (_R_ARGS, COL_PIPELINE, 1)  # its key: the pipeline declaration
 _ROOT_BASE = np.full(MAX_OPCODE + 1, -1, np.int64)
 _ROOT_BASE[[_OP[nm] for nm in _GFX_ROOT_OPS]] = ROOT0
 _ROOT_BASE[[_OP[nm] for nm in _CMP_ROOT_OPS]] = CROOT0
@@ -996,10 +1028,10 @@ def _command_values_py(s: Stream, heap_type: np.ndarray) -> tuple[np.ndarray, ..
     tab = _OPTAB[op] if n else np.zeros((0, 8), np.int64)
     a = s.args
     root = np.flatnonzero(tab[:, 2] >= 0)
-    if (a[root, 0] >= NROOT).any():
+    if (a[root, _COL_ROOT_INDEX] >= NROOT).any():
         return None
     kcode = tab[:, 0].copy()
-    slot = np.where(tab[:, 2] >= 0, tab[:, 2] + a[:, 0], tab[:, 1]) if n else np.zeros(0, np.int64)
+    slot = np.where(tab[:, 2] >= 0, tab[:, 2] + a[:, _COL_ROOT_INDEX], tab[:, 1]) if n else np.zeros(0, np.int64)
     is_table = tab[:, 7].astype(np.uint8)
     blk = tab[:, 3]
     keyed = np.flatnonzero(blk >= 0)
@@ -1038,12 +1070,14 @@ def _command_values_py(s: Stream, heap_type: np.ndarray) -> tuple[np.ndarray, ..
 
 
 def _number_values(values: _Values, names: list[str], gid: np.ndarray, ublock: np.ndarray,
-                   ukeys: np.ndarray) -> tuple[np.ndarray, int]:
-    """``(cval, gs_null)``: the value id of every command's key, a block of :data:`_BLOCKS` at a
-    time (each registered in ``values`` with its decoder), and that of the GS default."""
+                   ukeys: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
+    """``(cval, gs_null, pipe_decl)``: the value id of every command's key, a block of
+    :data:`_BLOCKS` at a time (each registered in ``values`` with its decoder), that of the GS
+    default, and the declaration of each pipeline value (the first block: value ids from 0)."""
     lut = np.empty(ublock.shape[0] + 1, np.int64)
     lut[-1] = -1  # gid -1: no value
     gs_null = -1
+    pipe_decl = np.zeros(0, np.int64)
     for b, (_, _, _, w, only_present, dec) in enumerate(_BLOCKS):
         sel = np.flatnonzero(ublock == b)
         if only_present and not sel.size:
@@ -1054,7 +1088,10 @@ def _number_values(values: _Values, names: list[str], gid: np.ndarray, ublock: n
         lut[sel] = base + rank
         if b == _GS_BLOCK:
             gs_null = base + int(rank[0])
-    return lut[gid], gs_null
+        if b == _PIPE_BLOCK:
+            assert base == 0
+            pipe_decl = uniq[:, 0].copy()
+    return lut[gid], gs_null, pipe_decl
 
 
 def _raise_bad_root_index(s: Stream) -> None:
@@ -1062,10 +1099,11 @@ def _raise_bad_root_index(s: Stream) -> None:
     opcode (graphics, then compute) and then position."""
     for nm in (*_GFX_ROOT_OPS, *_CMP_ROOT_OPS):
         idx = np.flatnonzero(s.op == _OP[nm])
-        bad = s.args[idx, 0] >= NROOT
+        bad = s.args[idx, _COL_ROOT_INDEX] >= NROOT
         if bad.any():
             i = int(idx[np.argmax(bad)])
-            raise InputError(f"{nm}: root parameter index {int(s.args[i, 0])} is out of range (0..{NROOT - 1})",
+            q = int(s.args[i, _COL_ROOT_INDEX])
+            raise InputError(f"{nm}: root parameter index {q} is out of range (0..{NROOT - 1})",
                              "<stream>", int(s.line[i]), 1)
     raise AssertionError("no root parameter index out of range")  # pragma: no cover
 
@@ -1091,7 +1129,7 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
     if got is None:  # a root parameter index out of range: name the first (as the pure path would)
         _raise_bad_root_index(s)
     kcode, slot, is_table, gid, ublock, ukeys = got
-    cval, gs_null = _number_values(values, names, gid, ublock, ukeys)
+    cval, gs_null, pipe_decl = _number_values(values, names, gid, ublock, ukeys)
 
     def where(name: str) -> np.ndarray:
         return np.flatnonzero(s.op == _OP[name])
@@ -1104,21 +1142,25 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
     init_unknown = 0
     if bundle:
         init_unknown = _ALL_BITS & ~((1 << PIPELINE) | (1 << TOPOLOGY))
-    setter, unknown, prev = _kernel(pure)(kcode, slot, cval, is_table, _LAYOUT, init_unknown, bundle)
+    draw_mask, disp_mask, pcompact = _pipeline_masks(decls)
+    layout = _LAYOUT.copy()
+    layout[-1] = draw_mask.shape[0] - 1  # a pipeline of the wrong kind reads like none (masks' rows)
+    setter, unknown, prev, obs_all, kind, epoch, pipe, pidx = _kernel(pure)(
+        kcode, slot, cval, is_table, layout, init_unknown, bundle, pipe_decl, pcompact)
 
     # partial updates (root constants, vertex buffers), resolved per slot
     chains: dict[int, _Chains] = {}
     vb_table: VBTable | None = None
     merge_cmds = np.flatnonzero(_IS_MERGE[op]) if n else np.zeros(0, np.int64)
     if merge_cmds.size:
-        const_mask = np.isin(op[merge_cmds], _CONST_OPS)
-        cc = merge_cmds[const_mask]
-        vbc = merge_cmds[~const_mask]
+        vb_mask = op[merge_cmds] == _OP["IASetVertexBuffers"]  # (the others set root constants)
+        cc = merge_cmds[~vb_mask]
+        vbc = merge_cmds[vb_mask]
         if vbc.size:
-            trip_ids, trip = _intern_values(a[vbc, 1:4], pure)
+            trip_ids, trip = _intern_values(a[vbc, _VB_BINDING], pure)
             tbase = values.add(trip.shape[0], lambda j, u=trip: (names[int(u[j][0])], int(u[j][1]),
                                                                        int(u[j][2])))
-            vb_slots, vcol = np.unique(a[vbc, 0], return_inverse=True)
+            vb_slots, vcol = np.unique(a[vbc, _COL_VB_SLOT], return_inverse=True)
             ch = _make_chains(VB, vbc, prev, np.arange(vbc.size), vcol.reshape(-1), tbase + trip_ids,
                               vb_slots.shape[0], pure)
             chains[VB] = ch
@@ -1132,36 +1174,16 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
             buf_canon = np.array([first_of.setdefault(nm, i) for i, nm in enumerate(names)] or [-1], np.int64)
             vb_table = _vb_table(vb_base, vb_rows, vb_slots, trip, tbase, buf_canon)
         if cc.size:
-            for sl in np.flatnonzero(np.bincount(slot[cc])):
-                c = cc[slot[cc] == sl]
+            scc = slot[cc]
+            for sl in np.flatnonzero(np.bincount(scc)):
+                c = cc[scc == sl]
                 owner, col, wv, width = _const_writes(s, c, pure)
                 ch = _make_chains(int(sl), c, prev, owner, col, wv, width, pure)
                 chains[int(sl)] = ch
                 _resolve(ch, cval, values, _decode_constants)
 
-    # observers
-    obs_all = np.flatnonzero(kcode >= K_DRAW)
-    okc = kcode[obs_all]
-    kind = np.where(okc == K_DISPATCH, OBS_DISPATCH, np.where(okc == K_OPAQUE, OBS_OPAQUE, OBS_DRAW))
-    if bundle:
-        obs_all = np.append(obs_all, -1)
-        kind = np.append(kind, OBS_END)
-    kind = kind.astype(np.uint8)
-    # Opaque commands strictly before each observer
-    epoch = np.searchsorted(where("Opaque"), np.where(obs_all >= 0, obs_all, n)).astype(np.int64)
-
-    ps = setter[:, PIPELINE]
-    if n:
-        pipe = np.where(ps >= 0, a[np.maximum(ps, 0), 0], UNDEFINED)
-    else:
-        pipe = np.full(ps.shape[0], UNDEFINED, np.int64)
-    pipe[((unknown >> PIPELINE) & 1) == 1] = UNKNOWN
-
     init_val = np.full(NSLOTS, UNDEFINED, np.int64)
     init_val[GS] = gs_null
-    draw_mask, disp_mask, pcompact = _pipeline_masks(decls)
-    pidx = np.where(pipe >= 0, pcompact[np.maximum(pipe, 0)], draw_mask.shape[0] - 1)
-    # a pipeline of the wrong kind reads like no pipeline (the rows of the other kind are "invalid")
     arr = array_masks(decls)
     binds_buf = None
     if arr is not None:
@@ -1172,7 +1194,8 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
         if idx.size:
             buf_view = _buffer_views(decls)
             keys = np.array([(h << 32) | v for h, v in buf_view], np.int64)  # heapref encoding
-            binds_buf[idx] = np.isin(a[idx, 1], keys)
+            # per interned key (ukeys: a table command's heapref), not per command
+            binds_buf[idx] = np.isin(ukeys[:, 0], keys)[gid[idx]]
     return Scan(s, kcode, slot, cval, prev, obs_all, kind, setter, unknown, pipe, epoch, init_val, values,
                 chains, heap_type, draw_mask, disp_mask, pidx, arr, binds_buf, vb_table, pure)
 
@@ -1270,8 +1293,8 @@ def _const_writes(s: Stream, c: np.ndarray, pure: bool | None) -> tuple[np.ndarr
         if got is not None:
             return got
     a = s.args
-    cnt = a[c, 1]
-    dest = a[c, 2]
+    cnt = a[c, _COL_CONST_COUNT]
+    dest = a[c, _COL_CONST_DEST]
     lens = cnt.astype(np.int64)
     owner = np.repeat(np.arange(c.size), lens)
     col = np.repeat(dest, lens) + (np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens))
@@ -1284,7 +1307,7 @@ def _make_chains(sl: int, cmds: np.ndarray, prev: np.ndarray, owner: np.ndarray,
     p = prev[cmds]
     start = np.ones(cmds.shape[0], bool)
     start[1:] = p[1:] != cmds[:-1]
-    init = np.where(p == -3, UNKNOWN, UNDEFINED).astype(np.int64)
+    init = np.where(p == -3, UNKNOWN, UNDEFINED).astype(np.int64, copy=False)
     return _Chains(sl, cmds, start, init, np.asarray(owner, np.int64), np.asarray(col, np.int64),
                    np.asarray(wv, np.int64), max(int(width), 1), pure=pure)
 
