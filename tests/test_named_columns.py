@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-<<<<<<< HEAD
 NAMED = (
     "bench/run.py",
     "drawopt/analysis/flushrules.py",
     "drawopt/analysis/graph.py",
     "drawopt/analysis/mergeclass.py",
+    "drawopt/analysis/state.py",
     "drawopt/cli/commands/optimize.py",
     "drawopt/cli/commands/verify.py",
     "drawopt/cli/timing.py",
@@ -36,10 +36,6 @@ NAMED = (
     "passes/schedule.py",
     "passes/weld.py",
 )
-=======
-NAMED = ("passes/mdi.py", "passes/pack_x.py", "passes/weld.py", "passes/merge_instances.py",
-         "drawopt/analysis/graph.py", "drawopt/analysis/flushrules.py", "drawopt/analysis/state.py")
->>>>>>> sp-scan
 """Modules whose argument reads are all named (the rest of the tree follows module by module)."""
 _ARG_ROWS = {"args", "dargs", "cargs", "bargs", "a"}
 
