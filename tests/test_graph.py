@@ -467,6 +467,42 @@ def test_segment_units_from_either_graph_agree() -> None:
             assert np.array_equal(ua, ub) and np.array_equal(ea, eb)
 
 
+def test_segment_units_match_their_definition() -> None:
+    """segment_units' units (one per (node, segment) of the draws, numbered in order of first
+    appearance) and constraints (a pair of units of one segment per constraint edge), against a
+    dictionary walk; also for draws passed out of stream order (the interning path)."""
+    from types import SimpleNamespace
+
+    from drawopt.analysis.graph import EDGE_REASONS, hazard_graph
+    from drawopt.analysis.lowerbound import CONSTRAINT_REASONS, segment_units
+    from drawopt.analysis.mergeclass import draw_segments
+    from drawopt.analysis.state import track
+    gen = pytest.importorskip("drawopt.gen")
+    from drawopt.passes.schedule import _draw_pipes
+    for kind in ("frame", "gpu-driven"):
+        s = gen.generate(kind, 800, seed=3)
+        t = track(s)
+        draws = t.draws.astype(np.int64)
+        pipe, pinned = _draw_pipes(s, t)
+        seg = draw_segments(s, SimpleNamespace(cmd=draws, pipe=pipe, pinned=pinned))
+        g = hazard_graph(s, "declared")
+        node_of = node_of_command(g)
+        for perm in (np.arange(draws.size), np.random.default_rng(1).permutation(draws.size)):
+            d, sg = draws[perm], seg[perm]
+            unit, edges = segment_units(g, d, sg)
+            ids: dict[tuple[int, int], int] = {}
+            want = [ids.setdefault((int(node_of[c]), int(x)), len(ids)) for c, x in zip(d, sg)]
+            assert unit.tolist() == want
+            units_of: dict[int, list[tuple[int, int]]] = {}
+            for (nd, x), u in ids.items():
+                units_of.setdefault(nd, []).append((x, u))
+            pairs = set()
+            for a, b, r in zip(g.eu.tolist(), g.ev.tolist(), g.reason.tolist()):
+                if EDGE_REASONS[r] in CONSTRAINT_REASONS:
+                    pairs |= {(ua, ub) for xa, ua in units_of.get(a, []) for xb, ub in units_of.get(b, []) if xa == xb}
+            assert {tuple(e) for e in edges.tolist()} == pairs and len(edges) == len(pairs)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_act_setter_events_compiled_matches_pure(seed: int) -> None:
     from drawopt.analysis.graph import _act_setter_events

@@ -145,12 +145,16 @@ def ordered_chains(stream: Stream, table: StateTable, pipe: np.ndarray, seg: np.
             free[p] = commute_class(None if pi.is_compute else pi, reorder, "depth") is not None
     fr = free[np.where(pipe >= 0, pipe, len(decls))]
     rts = table.setter[:, RTS].astype(np.int64)
-    colour = np.zeros(d, bool)
     ok = rts >= 0
     ok[ok] = stream.op[rts[ok]] == _OP["OMSetRenderTargets"]
-    for c in np.unique(rts[ok]).tolist():
-        if any(decls[int(x)].kind != "depth" for x in stream.var(c).tolist()):
-            colour[rts == c] = True
+    # the OMSetRenderTargets commands that name a colour target (a target that is not a depth one)
+    uc = _unique_int(rts[ok])
+    lens = stream.var_len[uc].astype(np.int64)
+    not_depth = np.array([dc.kind != "depth" for dc in decls.items], bool)
+    hit = not_depth[stream.pool[ragged_index(stream.var_off[uc], lens)]] if len(decls.items) else np.zeros(0, bool)
+    has_colour = np.bincount(np.repeat(np.arange(uc.size), lens), weights=hit, minlength=uc.size) > 0
+    colour = np.zeros(d, bool)
+    colour[ok] = has_colour[np.searchsorted(uc, rts[ok])]
     link = (seg[1:] == seg[:-1]) & (rts[1:] == rts[:-1]) & colour[1:] & ~fr[1:] & ~fr[:-1]
     # chained[i]: every draw after i in its segment is linked to its predecessor
     last = np.r_[seg[1:] != seg[:-1], True]

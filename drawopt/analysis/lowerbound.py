@@ -63,18 +63,26 @@ def segment_units(graph: Any, draw_cmd: np.ndarray, seg: np.ndarray) -> tuple[np
     node = node_of[draw_cmd]
     if draw_cmd.size and (node < 0).any():
         raise ValueError("the dependency graph does not cover every draw")
-    pair = np.stack([node, seg], axis=1)
-    unit, first = intern_rows(pair) if draw_cmd.size else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    # (draws in stream order have non-decreasing nodes and segments: the (node, segment) pairs are
+    # then sorted, each unit one run of draws, and the units sorted by node and by key)
+    ordered = bool((np.diff(node) >= 0).all() and (np.diff(seg) >= 0).all())
+    if not draw_cmd.size:
+        unit, first = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    elif ordered:
+        new = np.r_[True, (node[1:] != node[:-1]) | (seg[1:] != seg[:-1])]
+        unit, first = np.cumsum(new) - 1, np.flatnonzero(new)  # = intern_rows of the sorted pairs
+    else:
+        unit, first = intern_rows(np.stack([node, seg], axis=1))
     u_node, u_seg = node[first], seg[first]
     eu_a, ev_a = _constraint_edges(graph)
     if not eu_a.size or not first.size:
         return unit, np.zeros((0, 2), np.int64)
     nseg = int(seg.max()) + 1
     key = u_node * nseg + u_seg
-    korder = np.argsort(key, kind="stable")
+    korder = np.arange(key.size) if ordered else np.argsort(key, kind="stable")
     ksorted = key[korder]
     # units of each edge's source node (a node usually has one)
-    bynode = np.argsort(u_node, kind="stable")
+    bynode = korder if ordered else np.argsort(u_node, kind="stable")
     nsorted = u_node[bynode]
     lo = np.searchsorted(nsorted, eu_a, "left")
     hi = np.searchsorted(nsorted, eu_a, "right")
