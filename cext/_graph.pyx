@@ -537,43 +537,86 @@ def action_signatures(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail):
         cap = na
 
 
+cdef inline uint64_t _mix(uint64_t x) noexcept nogil:
+    """A 64-bit finaliser (murmur3's): every input bit moves every output bit."""
+    x ^= x >> 33
+    x *= 0xFF51AFD7ED558CCDULL
+    x ^= x >> 33
+    x *= 0xC4CEB9FE1A85EC53ULL
+    x ^= x >> 33
+    return x
+
+
+cdef inline uint64_t _slot_term(Py_ssize_t k, int64_t v) noexcept nogil:
+    """Slot ``k``'s share of a signature's hash when it holds ``v`` (the shares are summed, so
+    that one slot's change updates the sum without rehashing the others)."""
+    return _mix(<uint64_t>v ^ (<uint64_t>(k + 1) * 0x9E3779B97F4A7C15ULL))
+
+
 cdef Py_ssize_t _action_signatures(const int64_t[::1] ev_cmd, const int64_t[::1] lo, const int64_t[::1] hi,
                                    const int64_t[::1] act_cmd, const int64_t[::1] opq, const int64_t[::1] crank,
                                    const int64_t[:, ::1] head, const int64_t[:, ::1] tail, int64_t[::1] ptr,
                                    int64_t[::1] cur, int64_t[::1] table, int64_t[:, ::1] store,
                                    int64_t[::1] first, int64_t[::1] ids) noexcept nogil:
-    """Returns the number of distinct signatures, or -1 when ``store`` is too small for them."""
+    """Returns the number of distinct signatures, or -1 when ``store`` is too small for them.
+
+    The signature ``cur`` is kept from one action to the next: a slot's value is looked up again
+    only when one of its events passes (or the Opaque epoch changes), its share of the hash
+    updated with it; an action whose signature did not change gets the previous action's id."""
     cdef Py_ssize_t a, k, p, e, q = 0, c, t, h
     cdef Py_ssize_t na = act_cmd.shape[0], nk = lo.shape[0], nopq = opq.shape[0]
     cdef Py_ssize_t nh = head.shape[1], nt = tail.shape[1], w = nh + nk + nt
     cdef Py_ssize_t cap = store.shape[0], mask = table.shape[0] - 1, nu = 0
-    cdef int64_t x, none = crank[crank.shape[0] - 1], lastq
-    cdef uint64_t hv
-    cdef bint same
+    cdef int64_t x, v, none = crank[crank.shape[0] - 1], lastq, prevq = -1
+    cdef uint64_t hv, hslots = 0
+    cdef bint same, changed, epoch
+    for k in range(nk):
+        cur[nh + k] = none
+        hslots += _slot_term(k, none)
     for a in range(na):
         x = act_cmd[a]
         if nopq:
             while q < nopq and opq[q] < x:
                 q += 1
         lastq = opq[q - 1] if q > 0 else -1
+        epoch = lastq != prevq  # (a setter before an Opaque command no longer counts)
+        prevq = lastq
+        changed = a == 0
         for c in range(nh):
-            cur[c] = head[a, c]
+            if cur[c] != head[a, c]:
+                cur[c] = head[a, c]
+                changed = True
         for k in range(nk):
             p = ptr[k]
-            while p < hi[k] and ev_cmd[p] < x:
+            if p < hi[k] and ev_cmd[p] < x:
                 p += 1
-            ptr[k] = p
+                while p < hi[k] and ev_cmd[p] < x:
+                    p += 1
+                ptr[k] = p
+            elif not epoch:
+                continue
             e = p - 1
             if e < lo[k] or (lastq >= 0 and lastq >= ev_cmd[e]):
-                cur[nh + k] = none
+                v = none
             else:
-                cur[nh + k] = crank[ev_cmd[e]]
+                v = crank[ev_cmd[e]]
+            if v != cur[nh + k]:
+                hslots += _slot_term(k, v) - _slot_term(k, cur[nh + k])
+                cur[nh + k] = v
+                changed = True
         for c in range(nt):
-            cur[nh + nk + c] = tail[a, c]
-        hv = 1469598103934665603ULL
-        for c in range(w):
-            hv = (hv ^ <uint64_t>cur[c]) * 1099511628211ULL
-            hv ^= hv >> 29
+            if cur[nh + nk + c] != tail[a, c]:
+                cur[nh + nk + c] = tail[a, c]
+                changed = True
+        if not changed:
+            ids[a] = ids[a - 1]
+            continue
+        hv = hslots
+        for c in range(nh):
+            hv = _mix(hv ^ <uint64_t>cur[c]) + <uint64_t>c
+        for c in range(nh + nk, w):
+            hv = _mix(hv ^ <uint64_t>cur[c]) + <uint64_t>c
+        hv = _mix(hv)
         h = <Py_ssize_t>(hv & <uint64_t>mask)
         while True:
             t = table[h]

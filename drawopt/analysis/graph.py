@@ -400,24 +400,21 @@ class _Builder:
         self.acc_cls = np.concatenate(acc_cls).astype(np.int64)
 
     def _binding_ranks(self) -> np.ndarray:
-        """Per command (-1 where it sets no slot): the rank of its ``(opcode, value)`` among those
-        of every state event (the value: the buffer of an index buffer, the argument of a root
-        argument, -1 for root constants and ``DrawIndexedX``), ordered as the pairs are."""
+        """Per command (-1 where it sets no slot): a number ordered as its ``(opcode, value)`` is
+        among those of every state event, equal for equal pairs, >= 0 (the value: the buffer of an
+        index buffer, the argument of a root argument, -1 for root constants and ``DrawIndexedX``).
+        The pair packed into one word where it fits (:func:`pack_columns`), else its rank: the
+        signatures only compare these numbers, so either orders them alike."""
         s = self.s
         out = np.full(len(s), -1, np.int64)
-        is_ev = np.zeros(len(s), bool)
-        is_ev[self.ev_cmd] = True
-        c = np.flatnonzero(is_ev)
+        c = self.ev_cmd  # (a command with several events: the same pair each time)
         if not c.size:
             return out
         o = s.op[c].astype(np.int64)
         val = np.where(o == _OP["IASetIndexBuffer"], s.args[c, _IB_BUF], s.args[c, _BINDING_ARG])
-        val = np.where(_NO_BINDING_VALUE[o], -1, val)
-        key = pack_columns([o, val])  # ordered as the pairs are
-        if key.shape[1] == 1:  # (np.unique's inverse, by a sort of the keys and a search: a few hundred distinct)
-            out[c] = np.searchsorted(_unique_int(key[:, 0]), key[:, 0])
-        else:
-            out[c] = _unique_rows(key)[1]
+        val[_NO_BINDING_VALUE[o]] = -1
+        key = pack_columns([o, val])  # ordered as the pairs are, from 0
+        out[c] = key[:, 0] if key.shape[1] == 1 else _unique_rows(key)[1]
         return out
 
     def _signature_accesses(self, first: np.ndarray, bind: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -650,8 +647,12 @@ class _Builder:
     # ------------------------------------------------------------------ edges
     def _hazard_edges(self) -> tuple[np.ndarray, ...]:
         seg, res, cls = self.acc_seg, self.acc_res, self.acc_cls
-        ep = self.epoch(self.seg_cmd_or_first(seg))
-        o = lex_order([ep, res, seg])
+        ep = self.epoch(self.seg_cmd_or_first(seg)) if self.opq.size else np.zeros(seg.size, np.int64)
+        # lex_order([ep, res, seg]) in two stable sorts: by segment (the accesses are a few runs of
+        # increasing segments: a merge), then by (epoch, resource), a radix sort where it fits 16 bits
+        o = np.argsort(seg, kind="stable")
+        key = ep[o] * (len(self.res_names) + 1) + res[o]
+        o = o[np.argsort(key.astype(np.uint16) if key.size and int(key.max()) < 1 << 16 else key, kind="stable")]
         return _hazard_pairs(seg[o], res[o], cls[o], ep[o], self.seg_kind)
 
     def seg_cmd_or_first(self, seg: np.ndarray) -> np.ndarray:
