@@ -467,6 +467,23 @@ def test_segment_units_from_either_graph_agree() -> None:
             assert np.array_equal(ua, ub) and np.array_equal(ea, eb)
 
 
+def test_frontend_buffers_are_the_buffers_the_front_end_reads() -> None:
+    """_frontend_buffers: the buffers declared ``frontend`` and every buffer an indirect draw reads
+    its arguments or count from or an index buffer names, as a per-command walk finds them."""
+    from drawopt.analysis.graph import _INDIRECT, _frontend_buffers
+    from drawopt.ir.decls import Buffer
+    gen = pytest.importorskip("drawopt.gen")
+    for kind in ("gpu-driven", "frame"):
+        s = gen.generate(kind, 400, seed=1)
+        want = {d.name for d in s.decls.items if isinstance(d, Buffer) and d.frontend}
+        for i in range(len(s)):
+            sp = s.spec(i)
+            cols = [c for c in ("args_buffer", "count_buffer") if sp.name in _INDIRECT and c in sp.fields]
+            cols += ["buffer"] if sp.name in ("IASetIndexBuffer", "DrawIndexedX") else []
+            want |= {s.decls.items[int(s.args[i, sp.col(c)])].name for c in cols}
+        assert _frontend_buffers(s) == want and want
+
+
 def test_segment_units_match_their_definition() -> None:
     """segment_units' units (one per (node, segment) of the draws, numbered in order of first
     appearance) and constraints (a pair of units of one segment per constraint edge), against a

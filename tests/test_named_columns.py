@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMED = ("passes/mdi.py", "passes/pack_x.py", "passes/weld.py", "passes/merge_instances.py",
-         "drawopt/analysis/graph.py", "drawopt/analysis/flushrules.py")
+         "drawopt/analysis/graph.py", "drawopt/analysis/flushrules.py", "drawopt/analysis/access.py")
 """Modules whose argument reads are all named (the rest of the tree follows module by module)."""
 _ARG_ROWS = {"args", "dargs", "cargs", "bargs", "a"}
 

@@ -139,7 +139,7 @@ def ordered_chains(stream: Stream, table: StateTable, pipe: np.ndarray, seg: np.
         return np.zeros(0, bool)
     decls = stream.decls
     free = np.ones(len(decls) + 1, bool)  # may commute with another draw (or no pipeline)
-    for p in np.unique(pipe[pipe >= 0]).tolist():
+    for p in np.flatnonzero(np.bincount(pipe[pipe >= 0], minlength=1)).tolist():  # (the pipelines used)
         pi = decls[p]
         if isinstance(pi, Pipeline):
             free[p] = commute_class(None if pi.is_compute else pi, reorder, "depth") is not None
@@ -215,7 +215,8 @@ _KIND_TABLE = np.full(256, _K_STATE, np.int64)
 for _c, _k in _KIND_OF_CAT.items():
     _KIND_TABLE[_c] = _k
 _R_CODE = {r: i for i, r in enumerate(EDGE_REASONS)}
-_BIG = np.int64(1) << np.int64(40)
+_BIG_BITS = np.int64(40)
+_BIG = np.int64(1) << _BIG_BITS
 _REDUCE_CAP = 4096
 """Two-path reduction skips a middle node with more than this many (in x out) pairs."""
 
@@ -293,7 +294,7 @@ class _Builder:
                 keys.append(((base + np.arange(16, dtype=np.int64))[:, None] * _BIG + cm[None, :]).reshape(-1))
         key = np.sort(np.concatenate(keys), kind="stable")  # (timsort: a merge of sorted runs)
         self.ev_key = key
-        self.ev_slot, self.ev_cmd = key // _BIG, key % _BIG
+        self.ev_slot, self.ev_cmd = key >> _BIG_BITS, key & (_BIG - 1)  # (key >= 0)
         used = self.ev_slot[np.r_[True, self.ev_slot[1:] != self.ev_slot[:-1]]] if key.size else key
         self.vb_slots = used[(used >= _S_VB) & (used < _S_RG)].tolist()
         self.rg_slots = used[(used >= _S_RG) & (used < _S_RC)].tolist()
@@ -357,7 +358,8 @@ class _Builder:
         buf = _IS_BUFFER_ARG_OP[aop]
         if acmd.size:
             head = np.stack([aop, pso, rts], axis=1)
-            tail = np.where(buf[:, None], args[acmd], 0)
+            tail = np.zeros((acmd.size, args.shape[1]), np.int64)  # the arguments of the actions that read buffers
+            tail[buf] = args[acmd[buf]]
             first, inv = _action_signatures(self.ev_cmd, self.ev_slot, np.array(bslots, np.int64), acmd, self.opq,
                                             crank, head, tail)
         else:
@@ -395,9 +397,9 @@ class _Builder:
                    np.full(bfe.size, fe, np.int64)]
         acc_cls = [flat[k, 1] if k.size else np.zeros(0, np.int64), np.ones(fl.size, np.int64),
                    np.ones(br.size, np.int64), np.ones(bfe.size, np.int64)]
-        self.acc_seg = np.concatenate(acc_seg).astype(np.int64)
-        self.acc_res = np.concatenate(acc_res).astype(np.int64)
-        self.acc_cls = np.concatenate(acc_cls).astype(np.int64)
+        self.acc_seg = np.concatenate(acc_seg).astype(np.int64, copy=False)
+        self.acc_res = np.concatenate(acc_res).astype(np.int64, copy=False)
+        self.acc_cls = np.concatenate(acc_cls).astype(np.int64, copy=False)
 
     def _binding_ranks(self) -> np.ndarray:
         """Per command (-1 where it sets no slot): a number ordered as its ``(opcode, value)`` is
@@ -407,7 +409,9 @@ class _Builder:
         signatures only compare these numbers, so either orders them alike."""
         s = self.s
         out = np.full(len(s), -1, np.int64)
-        c = self.ev_cmd  # (a command with several events: the same pair each time)
+        is_ev = np.zeros(len(s), bool)
+        is_ev[self.ev_cmd] = True
+        c = np.flatnonzero(is_ev)  # (in command order: the gathers below then run through memory once)
         if not c.size:
             return out
         o = s.op[c].astype(np.int64)
@@ -1188,15 +1192,10 @@ def _frontend_buffers(s: Stream) -> set[str]:
     """Buffers the GPU front end reads anywhere in ``s`` (args, counts, index data) or declared frontend."""
     decls = s.decls
     out = {d.name for d in decls.items if isinstance(d, Buffer) and d.frontend}
-    for name in _INDIRECT:
-        sp = BY_NAME[name]
-        where = s.op == sp.code
-        for col in ("args_buffer", "count_buffer"):
-            if col in sp.fields:
-                out |= {decls[int(i)].name for i in np.unique(s.args[where, sp.col(col)])}
-    for name, col in (("IASetIndexBuffer", 0), ("DrawIndexedX", 0)):
-        out |= {decls[int(i)].name for i in np.unique(s.args[s.op == _OP[name], col])}
-    return out
+    read = np.zeros(len(decls), bool)  # the buffers named (marks, not np.unique's hash of every value)
+    for code, col in _FE_READ_COLS:
+        read[s.args[s.op == code, col]] = True
+    return out | {decls.items[int(i)].name for i in np.flatnonzero(read)}
 
 
 def _two_path_reduce(u: np.ndarray, v: np.ndarray, mask: np.ndarray, nn: int, pure: bool | None = None) -> np.ndarray:
@@ -1274,6 +1273,10 @@ _IS_INDEXED_NATIVE[sorted(_INDEXED_NATIVE)] = True
 _VARYING = frozenset({_OP[n] for n in ("CopyBufferRegion", "DrawIndexedX", *_INDIRECT)})
 _IS_BUFFER_ARG_OP = np.zeros(_CAT_TABLE.shape[0], bool)
 _IS_BUFFER_ARG_OP[sorted(_VARYING)] = True
+_FE_READ_COLS = tuple((BY_NAME[n].code, BY_NAME[n].col(c)) for n in _INDIRECT for c in ("args_buffer", "count_buffer")
+                      if c in BY_NAME[n].fields) + ((_OP["IASetIndexBuffer"], Op.IASetIndexBuffer.col("buffer")),
+                                                    (_OP["DrawIndexedX"], Op.DrawIndexedX.col("buffer")))
+"""(opcode, column) of every buffer the front end reads: indirect arguments and counts, index data."""
 _FE_STATES = {BARRIER_STATES.index("INDIRECT_ARGUMENT"), BARRIER_STATES.index("INDEX_BUFFER")}
 # argument columns (drawopt.ir.ops), looked up once
 _SLOT_ARG = shared_col(("IASetVertexBuffers", "slot"), *((n, "index") for n in (*_ROOT_G, *_ROOT_C)))
