@@ -496,14 +496,29 @@ def test_segment_units_match_their_definition() -> None:
     from drawopt.analysis.state import track
     gen = pytest.importorskip("drawopt.gen")
     from drawopt.passes.schedule import _draw_pipes
+    cases = []
     for kind in ("frame", "gpu-driven"):
         s = gen.generate(kind, 800, seed=3)
         t = track(s)
         draws = t.draws.astype(np.int64)
         pipe, pinned = _draw_pipes(s, t)
         seg = draw_segments(s, SimpleNamespace(cmd=draws, pipe=pipe, pinned=pinned))
+        cases.append((s, draws, seg))
+    # a node holding draws of several segments (order-independent draws, a pinned one between):
+    # a constraint's target node then has several units
+    s = loads(HEAD + "OMSetRenderTargets a\nSetPipelineState al\nDrawInstanced 3 1 0 0\nSetPipelineState oi\n"
+              "DrawInstanced 3 1 0 0\nDrawInstanced 3 1 0 0 @nomerge\nDrawInstanced 3 1 0 0\n"
+              "SetPipelineState al\nDrawInstanced 3 1 0 0\n")
+    t = track(s)
+    pipe, pinned = _draw_pipes(s, t)
+    cases.append((s, t.draws.astype(np.int64),
+                  draw_segments(s, SimpleNamespace(cmd=t.draws.astype(np.int64), pipe=pipe, pinned=pinned))))
+    multi = False
+    for s, draws, seg in cases:
         g = hazard_graph(s, "declared")
         node_of = node_of_command(g)
+        nd = node_of[draws]
+        multi |= bool((np.bincount(nd[np.r_[True, (nd[1:] != nd[:-1]) | (seg[1:] != seg[:-1])]]) > 1).any())
         for perm in (np.arange(draws.size), np.random.default_rng(1).permutation(draws.size)):
             d, sg = draws[perm], seg[perm]
             unit, edges = segment_units(g, d, sg)
@@ -518,6 +533,7 @@ def test_segment_units_match_their_definition() -> None:
                 if EDGE_REASONS[r] in CONSTRAINT_REASONS:
                     pairs |= {(ua, ub) for xa, ua in units_of.get(a, []) for xb, ub in units_of.get(b, []) if xa == xb}
             assert {tuple(e) for e in edges.tolist()} == pairs and len(edges) == len(pairs)
+    assert multi
 
 
 @pytest.mark.parametrize("seed", range(6))
