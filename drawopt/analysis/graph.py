@@ -273,6 +273,7 @@ class _Builder:
             code = sl[k] - _SLOT_FROM_ARG0  # the base slot; the first argument picks the slot
             cap = np.where(code == _S_VB, 31, 15)
             sl[k] = code + np.minimum(args[i[k], _SLOT_ARG], cap)
+        self.set_cmd = i  # every command with an event (the extra events below are at some of these)
         opq = np.flatnonzero(op == _OP["Opaque"])
         self.opq = opq
         # sorted by slot, then command: a stable sort by slot keeps the command order
@@ -409,13 +410,13 @@ class _Builder:
         signatures only compare these numbers, so either orders them alike."""
         s = self.s
         out = np.full(len(s), -1, np.int64)
-        is_ev = np.zeros(len(s), bool)
-        is_ev[self.ev_cmd] = True
-        c = np.flatnonzero(is_ev)  # (in command order: the gathers below then run through memory once)
+        c = self.set_cmd  # the commands of the events (in command order: the gathers run through memory once)
         if not c.size:
             return out
-        o = s.op[c].astype(np.int64)
-        val = np.where(o == _OP["IASetIndexBuffer"], s.args[c, _IB_BUF], s.args[c, _BINDING_ARG])
+        o = s.op[c]
+        val = s.args[c, _BINDING_ARG]
+        ib = np.flatnonzero(o == _OP["IASetIndexBuffer"])
+        val[ib] = s.args[c[ib], _IB_BUF]
         val[_NO_BINDING_VALUE[o]] = -1
         key = pack_columns([o, val])  # ordered as the pairs are, from 0
         out[c] = key[:, 0] if key.shape[1] == 1 else _unique_rows(key)[1]
