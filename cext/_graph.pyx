@@ -5,7 +5,8 @@ loops. Each public function fixes dtypes and contiguity and calls a typed
 kernel that runs without the GIL. The pure-Python twins are
 ``drawopt.analysis.graph._assign_nodes_py``, ``drawopt.analysis.graph._two_path_reduce_py``,
 ``drawopt.analysis.graph._act_setter_events_py``, ``drawopt.analysis.graph._state_reads_py``,
-``drawopt.analysis.graph._hazard_pairs_py`` and ``drawopt.analysis.graph._action_signatures_py``;
+``drawopt.analysis.graph._hazard_pairs_py``, ``drawopt.analysis.graph._action_signatures_py`` and
+``drawopt.analysis.graph._spread_accesses_py``;
 the tests check that both give identical arrays.
 """
 
@@ -14,7 +15,7 @@ import numpy as np
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
 __all__ = ["assign_nodes", "two_path_reduce", "act_setter_events", "state_reads", "hazard_pairs",
-           "action_signatures"]
+           "action_signatures", "spread_accesses"]
 
 
 def assign_nodes(kind, solo, maxpred, wsig):
@@ -640,3 +641,61 @@ cdef Py_ssize_t _action_signatures(const int64_t[::1] ev_cmd, const int64_t[::1]
                 break
             h = (h + 1) & mask
     return nu
+
+
+def spread_accesses(aseg, inv, counts, flat, tail_seg, tail_res):
+    """The accesses of every action from those of its signature (``drawopt.analysis.graph._spread_accesses``).
+
+    Parameters
+    ----------
+    aseg, inv : int64[A]
+        Segment and signature of every action.
+    counts : int64[U]
+        Accesses of each signature: signature ``j`` has the next ``counts[j]`` rows of ``flat``.
+    flat : int64[K, 2]
+        (resource, class) of the signatures' accesses, signature by signature.
+    tail_seg, tail_res : int64[T]
+        Accesses listed after the actions' (class 1: writes).
+
+    Returns
+    -------
+    seg, res, cls : int64[sum(counts[inv]) + T]
+        Action by action, each action's accesses in its signature's order, then the tail.
+    """
+    aseg, inv, counts, tail_seg, tail_res = [np.ascontiguousarray(x, dtype=np.int64)
+                                             for x in (aseg, inv, counts, tail_seg, tail_res)]
+    flat = np.ascontiguousarray(flat, dtype=np.int64).reshape(-1, 2)
+    na, nu, nt = aseg.shape[0], counts.shape[0], tail_seg.shape[0]
+    if inv.shape[0] != na or tail_res.shape[0] != nt:
+        raise ValueError("aseg and inv (tail_seg and tail_res) must have the same length")
+    if na and (inv.min() < 0 or inv.max() >= nu):
+        raise ValueError("inv out of range")
+    if nu and (counts.min() < 0 or int(counts.sum()) != flat.shape[0]):
+        raise ValueError("counts must add up to the rows of flat")
+    offs = np.cumsum(counts) - counts
+    total = int(counts[inv].sum()) if na else 0
+    seg = np.empty(total + nt, dtype=np.int64)
+    res = np.empty(total + nt, dtype=np.int64)
+    cls = np.empty(total + nt, dtype=np.int64)
+    _spread(aseg, inv, offs, counts, flat, seg, res, cls)
+    seg[total:] = tail_seg
+    res[total:] = tail_res
+    cls[total:] = 1
+    return seg, res, cls
+
+
+cdef void _spread(const int64_t[::1] aseg, const int64_t[::1] inv, const int64_t[::1] offs,
+                  const int64_t[::1] counts, const int64_t[:, ::1] flat, int64_t[::1] seg, int64_t[::1] res,
+                  int64_t[::1] cls) noexcept nogil:
+    cdef Py_ssize_t a, j, q = 0, r, lo, hi
+    cdef int64_t s
+    for a in range(aseg.shape[0]):
+        j = inv[a]
+        s = aseg[a]
+        lo = offs[j]
+        hi = lo + counts[j]
+        for r in range(lo, hi):
+            seg[q] = s
+            res[q] = flat[r, 0]
+            cls[q] = flat[r, 1]
+            q += 1

@@ -717,3 +717,28 @@ def test_cli_writes_stdout_with_dash(tmp_path, capsys) -> None:
     assert main(["graph", str(example), "--range", "0:50", "-o", str(tmp_path / "g.txt"), "--format", "graphml"]) == 0
     assert "<graphml" in (tmp_path / "g.txt").read_text()
     assert not Path("-").exists()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_spread_accesses_compiled_matches_pure(seed: int) -> None:
+    """The access-spreading kernel and its twin: every action gets its signature's accesses in
+    order (signatures with none included), then the tail as writes; the same arrays, dtypes too."""
+    from drawopt.analysis.graph import _spread_accesses, _spread_accesses_py
+    mod = _compiled_graph_module()
+    assert mod.spread_accesses is not None
+    rng = np.random.default_rng(seed)
+    nu = int(rng.integers(1, 40))
+    counts = rng.integers(0, 5, nu)
+    flat = rng.integers(0, 300, (int(counts.sum()), 2))
+    na = int(rng.integers(0, 2000))
+    aseg = np.sort(rng.integers(0, 5000, na))
+    inv = rng.integers(0, nu, na)
+    nt = int(rng.integers(0, 10))
+    tail_seg, tail_res = rng.integers(0, 5000, nt), rng.integers(0, 300, nt)
+    a = _spread_accesses(aseg, inv, counts, flat, tail_seg, tail_res, pure=False)
+    b = _spread_accesses_py(aseg, inv, counts, flat, tail_seg, tail_res)
+    assert all(np.array_equal(x, y) and x.dtype == y.dtype == np.int64 for x, y in zip(a, b))
+    want = [(int(s), int(r), int(c)) for s, j in zip(aseg, inv)
+            for r, c in flat[int(counts[:j].sum()):int(counts[:j + 1].sum())]]
+    want += [(int(s), int(r), 1) for s, r in zip(tail_seg, tail_res)]
+    assert list(zip(*(x.tolist() for x in a))) == want

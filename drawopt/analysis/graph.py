@@ -390,17 +390,11 @@ class _Builder:
         offs = np.cumsum(counts) - counts
         counts = cum[offs + counts] - cum[offs]
         flat = flat[kept]
-        offs = np.cumsum(counts) - counts
-        nper = counts[inv] if inv.size else np.zeros(0, np.int64)
-        k = ragged_index(offs[inv], nper) if inv.size else np.zeros(0, np.int64)
-        acc_seg = [np.repeat(aseg, nper), fl, br, bfe]
-        acc_res = [flat[k, 0] if k.size else np.zeros(0, np.int64), np.full(fl.size, fe, np.int64), bres,
-                   np.full(bfe.size, fe, np.int64)]
-        acc_cls = [flat[k, 1] if k.size else np.zeros(0, np.int64), np.ones(fl.size, np.int64),
-                   np.ones(br.size, np.int64), np.ones(bfe.size, np.int64)]
-        self.acc_seg = np.concatenate(acc_seg).astype(np.int64, copy=False)
-        self.acc_res = np.concatenate(acc_res).astype(np.int64, copy=False)
-        self.acc_cls = np.concatenate(acc_cls).astype(np.int64, copy=False)
+        # every action's accesses (those of its signature), then the flushes' and barriers' (writes)
+        tail_seg = np.r_[fl, br, bfe].astype(np.int64)
+        tail_res = np.r_[np.full(fl.size, fe, np.int64), bres, np.full(bfe.size, fe, np.int64)]
+        self.acc_seg, self.acc_res, self.acc_cls = _spread_accesses(
+            aseg.astype(np.int64, copy=False), inv, counts, flat, tail_seg, tail_res)
 
     def _binding_ranks(self) -> np.ndarray:
         """Per command (-1 where it sets no slot): a number ordered as its ``(opcode, value)`` is
@@ -869,6 +863,30 @@ def _action_signatures_py(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.nda
         yield from tail.T
 
     return _unique_rows(pack_columns(columns()))
+
+
+def _spread_accesses(aseg: np.ndarray, inv: np.ndarray, counts: np.ndarray, flat: np.ndarray,
+                     tail_seg: np.ndarray, tail_res: np.ndarray, pure: bool | None = None) -> tuple[np.ndarray, ...]:
+    """``(seg, res, cls)`` of every access: action ``a`` (segment ``aseg[a]``) has the accesses of
+    its signature ``inv[a]`` (signature ``j``'s are the next ``counts[j]`` rows of ``flat``, (resource,
+    class) pairs), actions in order; then the written accesses ``tail_seg``, ``tail_res`` (class 1).
+    ``drawopt._graph.spread_accesses`` fills the three columns in one pass; twin :func:`_spread_accesses_py`."""
+    kernel = getattr(load_cext("_graph", pure), "spread_accesses", None)  # (None: an extension built before it)
+    if kernel is not None:
+        return kernel(aseg, inv, counts, flat, tail_seg, tail_res)
+    return _spread_accesses_py(aseg, inv, counts, flat, tail_seg, tail_res)
+
+
+def _spread_accesses_py(aseg: np.ndarray, inv: np.ndarray, counts: np.ndarray, flat: np.ndarray,
+                        tail_seg: np.ndarray, tail_res: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Pure-numpy twin of ``drawopt._graph.spread_accesses`` (:func:`_spread_accesses`)."""
+    offs = np.cumsum(counts) - counts
+    nper = counts[inv] if inv.size else np.zeros(0, np.int64)
+    k = ragged_index(offs[inv], nper) if inv.size else np.zeros(0, np.int64)
+    seg = np.concatenate([np.repeat(aseg, nper), tail_seg]).astype(np.int64, copy=False)
+    res = np.concatenate([flat[k, 0], tail_res]).astype(np.int64, copy=False)
+    cls = np.concatenate([flat[k, 1], np.ones(tail_seg.size, np.int64)]).astype(np.int64, copy=False)
+    return seg, res, cls
 
 
 def _hazard_pairs(seg: np.ndarray, res: np.ndarray, cls: np.ndarray, ep: np.ndarray, seg_kind: np.ndarray,
