@@ -523,6 +523,13 @@ def action_signatures(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail):
     width = head.shape[1] + slots.shape[0] + tail.shape[1]
     ids = np.empty(na, dtype=np.int64)
     cap = min(na, 1 << 14)
+    merged = np.unique(slots).shape[0] == slots.shape[0]
+    if merged:  # the events of the signature's slots in command order, each with its column
+        col = np.repeat(np.arange(slots.shape[0], dtype=np.int64), hi - lo)
+        ev = (np.repeat(lo - (np.cumsum(hi - lo) - (hi - lo)), hi - lo) + np.arange(col.shape[0])).astype(np.int64)
+        o = np.argsort(ev_cmd[ev], kind="stable")  # (the slots' runs are sorted: a merge)
+        m_cmd = np.ascontiguousarray(ev_cmd[ev][o])
+        m_col = np.ascontiguousarray(col[o])
     while True:  # the distinct signatures are few; a larger store only if they are not
         nb = 1
         while nb < 2 * max(cap, 1):
@@ -531,8 +538,13 @@ def action_signatures(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail):
         store = np.empty((max(cap, 1), width), dtype=np.int64)
         first = np.empty(max(cap, 1), dtype=np.int64)
         cur = np.empty(max(width, 1), dtype=np.int64)
-        ptr = lo.copy()
-        u = _action_signatures(ev_cmd, lo, hi, act_cmd, opq, crank, head, tail, ptr, cur, table, store, first, ids)
+        if merged:
+            u = _action_signatures_merged(m_cmd, m_col, act_cmd, opq, crank, head, tail, cur, table, store, first,
+                                          ids)
+        else:
+            ptr = lo.copy()
+            u = _action_signatures(ev_cmd, lo, hi, act_cmd, opq, crank, head, tail, ptr, cur, table, store, first,
+                                   ids)
         if u >= 0:
             return ids, first[:u].copy(), store[:u].copy()
         cap = na
@@ -699,3 +711,94 @@ cdef void _spread(const int64_t[::1] aseg, const int64_t[::1] inv, const int64_t
             res[q] = flat[r, 0]
             cls[q] = flat[r, 1]
             q += 1
+
+
+cdef inline Py_ssize_t _intern(int64_t[::1] cur, Py_ssize_t w, uint64_t hv, int64_t[::1] table,
+                               int64_t[:, ::1] store, int64_t[::1] first, Py_ssize_t a, Py_ssize_t nu) noexcept nogil:
+    """The id of the row ``cur[:w]`` (hash ``hv``), a new one (``nu``) stored for action ``a`` if it
+    is new; -1 when the store is full."""
+    cdef Py_ssize_t h = <Py_ssize_t>(hv & <uint64_t>(table.shape[0] - 1)), t, c
+    cdef bint same
+    while True:
+        t = table[h]
+        if t < 0:
+            if nu >= store.shape[0]:
+                return -1
+            table[h] = nu
+            for c in range(w):
+                store[nu, c] = cur[c]
+            first[nu] = a
+            return nu
+        same = True
+        for c in range(w):
+            if store[t, c] != cur[c]:
+                same = False
+                break
+        if same:
+            return t
+        h = (h + 1) & (table.shape[0] - 1)
+
+
+cdef Py_ssize_t _action_signatures_merged(const int64_t[::1] m_cmd, const int64_t[::1] m_col,
+                                          const int64_t[::1] act_cmd, const int64_t[::1] opq,
+                                          const int64_t[::1] crank, const int64_t[:, ::1] head,
+                                          const int64_t[:, ::1] tail, int64_t[::1] cur, int64_t[::1] table,
+                                          int64_t[:, ::1] store, int64_t[::1] first, int64_t[::1] ids) noexcept nogil:
+    """:func:`_action_signatures` walking the events in command order (``m_cmd``, each setting
+    column ``m_col`` of the slot values): between two actions only the events that pass are
+    applied, and an Opaque command resets every slot to none (a setter before it no longer
+    counts; an event at the Opaque command's own index comes first). Same result."""
+    cdef Py_ssize_t a, k, p = 0, q = 0, c, nu = 0, got
+    cdef Py_ssize_t na = act_cmd.shape[0], m = m_cmd.shape[0], nopq = opq.shape[0]
+    cdef Py_ssize_t nh = head.shape[1], nt = tail.shape[1], nk = cur.shape[0] - nh - nt, w = nh + nk + nt
+    cdef int64_t x, v, none = crank[crank.shape[0] - 1]
+    cdef uint64_t hv, hslots = 0
+    cdef bint changed
+    for k in range(nk):
+        cur[nh + k] = none
+        hslots += _slot_term(k, none)
+    for a in range(na):
+        x = act_cmd[a]
+        changed = a == 0
+        while True:
+            if p < m and m_cmd[p] < x and (q >= nopq or m_cmd[p] <= opq[q]):
+                k = m_col[p]
+                v = crank[m_cmd[p]]
+                p += 1
+            elif q < nopq and opq[q] < x:
+                q += 1
+                for k in range(nk):
+                    if cur[nh + k] != none:
+                        hslots += _slot_term(k, none) - _slot_term(k, cur[nh + k])
+                        cur[nh + k] = none
+                        changed = True
+                continue
+            else:
+                break
+            if v != cur[nh + k]:
+                hslots += _slot_term(k, v) - _slot_term(k, cur[nh + k])
+                cur[nh + k] = v
+                changed = True
+        for c in range(nh):
+            if cur[c] != head[a, c]:
+                cur[c] = head[a, c]
+                changed = True
+        for c in range(nt):
+            if cur[nh + nk + c] != tail[a, c]:
+                cur[nh + nk + c] = tail[a, c]
+                changed = True
+        if not changed:
+            ids[a] = ids[a - 1]
+            continue
+        hv = hslots
+        for c in range(nh):
+            hv = _mix(hv ^ <uint64_t>cur[c]) + <uint64_t>c
+        for c in range(nh + nk, w):
+            hv = _mix(hv ^ <uint64_t>cur[c]) + <uint64_t>c
+        got = _intern(cur, w, _mix(hv), table, store, first, a, nu)
+        if got < 0:
+            return -1
+        if got == nu:
+            nu += 1
+        ids[a] = got
+    return nu

@@ -628,6 +628,12 @@ def test_action_signatures_compiled_matches_pure(seed: int) -> None:
     ids, first, rows = mod.action_signatures(ev_cmd, ev_slot, slots, act, opq, crank, head, tail)
     assert np.array_equal(rows[ids][:, :2], head) and np.array_equal(rows[ids][:, -3:], tail)
     assert (first.size > 1 << 14) == wide  # (the kernel's first store holds 2^14 signatures)
+    # the kernel walks the events in command order; with a slot listed twice it scans slot by slot
+    opq_also = opq if seed % 2 else np.unique(np.r_[opq, ev_cmd[:3]])  # (an Opaque command at an event's)
+    for sl in (slots, np.r_[slots, slots[:1]] if slots.size else slots):
+        a = _action_signatures(ev_cmd, ev_slot, sl, act, opq_also, crank, head, tail, pure=False)
+        b = _action_signatures(ev_cmd, ev_slot, sl, act, opq_also, crank, head, tail, pure=True)
+        assert all(np.array_equal(x, y) for x, y in zip(a, b))
 
 
 @pytest.mark.parametrize("seed", range(8))
