@@ -523,13 +523,13 @@ def action_signatures(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail):
     width = head.shape[1] + slots.shape[0] + tail.shape[1]
     ids = np.empty(na, dtype=np.int64)
     cap = min(na, 1 << 14)
-    merged = np.unique(slots).shape[0] == slots.shape[0]
-    if merged:  # the events of the signature's slots in command order, each with its column
-        col = np.repeat(np.arange(slots.shape[0], dtype=np.int64), hi - lo)
-        ev = (np.repeat(lo - (np.cumsum(hi - lo) - (hi - lo)), hi - lo) + np.arange(col.shape[0])).astype(np.int64)
-        o = np.argsort(ev_cmd[ev], kind="stable")  # (the slots' runs are sorted: a merge)
-        m_cmd = np.ascontiguousarray(ev_cmd[ev][o])
-        m_col = np.ascontiguousarray(col[o])
+    # the events of the signature's slots in command order, each with the column it sets (an event
+    # once per column of its slot)
+    col = np.repeat(np.arange(slots.shape[0], dtype=np.int64), hi - lo)
+    ev = (np.repeat(lo - (np.cumsum(hi - lo) - (hi - lo)), hi - lo) + np.arange(col.shape[0])).astype(np.int64)
+    o = np.argsort(ev_cmd[ev], kind="stable")  # (the slots' runs are sorted: a merge)
+    m_cmd = np.ascontiguousarray(ev_cmd[ev][o])
+    m_col = np.ascontiguousarray(col[o])
     while True:  # the distinct signatures are few; a larger store only if they are not
         nb = 1
         while nb < 2 * max(cap, 1):
@@ -538,13 +538,8 @@ def action_signatures(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail):
         store = np.empty((max(cap, 1), width), dtype=np.int64)
         first = np.empty(max(cap, 1), dtype=np.int64)
         cur = np.empty(max(width, 1), dtype=np.int64)
-        if merged:
-            u = _action_signatures_merged(m_cmd, m_col, act_cmd, opq, crank, head, tail, cur, table, store, first,
-                                          ids)
-        else:
-            ptr = lo.copy()
-            u = _action_signatures(ev_cmd, lo, hi, act_cmd, opq, crank, head, tail, ptr, cur, table, store, first,
-                                   ids)
+        u = _action_signatures(m_cmd, m_col, act_cmd, opq, crank, head, tail, cur, table, store, first, ids,
+                               slots.shape[0])
         if u >= 0:
             return ids, first[:u].copy(), store[:u].copy()
         cap = na
@@ -564,95 +559,6 @@ cdef inline uint64_t _slot_term(Py_ssize_t k, int64_t v) noexcept nogil:
     """Slot ``k``'s share of a signature's hash when it holds ``v`` (the shares are summed, so
     that one slot's change updates the sum without rehashing the others)."""
     return _mix(<uint64_t>v ^ (<uint64_t>(k + 1) * 0x9E3779B97F4A7C15ULL))
-
-
-cdef Py_ssize_t _action_signatures(const int64_t[::1] ev_cmd, const int64_t[::1] lo, const int64_t[::1] hi,
-                                   const int64_t[::1] act_cmd, const int64_t[::1] opq, const int64_t[::1] crank,
-                                   const int64_t[:, ::1] head, const int64_t[:, ::1] tail, int64_t[::1] ptr,
-                                   int64_t[::1] cur, int64_t[::1] table, int64_t[:, ::1] store,
-                                   int64_t[::1] first, int64_t[::1] ids) noexcept nogil:
-    """Returns the number of distinct signatures, or -1 when ``store`` is too small for them.
-
-    The signature ``cur`` is kept from one action to the next: a slot's value is looked up again
-    only when one of its events passes (or the Opaque epoch changes), its share of the hash
-    updated with it; an action whose signature did not change gets the previous action's id."""
-    cdef Py_ssize_t a, k, p, e, q = 0, c, t, h
-    cdef Py_ssize_t na = act_cmd.shape[0], nk = lo.shape[0], nopq = opq.shape[0]
-    cdef Py_ssize_t nh = head.shape[1], nt = tail.shape[1], w = nh + nk + nt
-    cdef Py_ssize_t cap = store.shape[0], mask = table.shape[0] - 1, nu = 0
-    cdef int64_t x, v, none = crank[crank.shape[0] - 1], lastq, prevq = -1
-    cdef uint64_t hv, hslots = 0
-    cdef bint same, changed, epoch
-    for k in range(nk):
-        cur[nh + k] = none
-        hslots += _slot_term(k, none)
-    for a in range(na):
-        x = act_cmd[a]
-        if nopq:
-            while q < nopq and opq[q] < x:
-                q += 1
-        lastq = opq[q - 1] if q > 0 else -1
-        epoch = lastq != prevq  # (a setter before an Opaque command no longer counts)
-        prevq = lastq
-        changed = a == 0
-        for c in range(nh):
-            if cur[c] != head[a, c]:
-                cur[c] = head[a, c]
-                changed = True
-        for k in range(nk):
-            p = ptr[k]
-            if p < hi[k] and ev_cmd[p] < x:
-                p += 1
-                while p < hi[k] and ev_cmd[p] < x:
-                    p += 1
-                ptr[k] = p
-            elif not epoch:
-                continue
-            e = p - 1
-            if e < lo[k] or (lastq >= 0 and lastq >= ev_cmd[e]):
-                v = none
-            else:
-                v = crank[ev_cmd[e]]
-            if v != cur[nh + k]:
-                hslots += _slot_term(k, v) - _slot_term(k, cur[nh + k])
-                cur[nh + k] = v
-                changed = True
-        for c in range(nt):
-            if cur[nh + nk + c] != tail[a, c]:
-                cur[nh + nk + c] = tail[a, c]
-                changed = True
-        if not changed:
-            ids[a] = ids[a - 1]
-            continue
-        hv = hslots
-        for c in range(nh):
-            hv = _mix(hv ^ <uint64_t>cur[c]) + <uint64_t>c
-        for c in range(nh + nk, w):
-            hv = _mix(hv ^ <uint64_t>cur[c]) + <uint64_t>c
-        hv = _mix(hv)
-        h = <Py_ssize_t>(hv & <uint64_t>mask)
-        while True:
-            t = table[h]
-            if t < 0:
-                if nu >= cap:
-                    return -1
-                table[h] = nu
-                for c in range(w):
-                    store[nu, c] = cur[c]
-                first[nu] = a
-                ids[a] = nu
-                nu += 1
-                break
-            same = True
-            for c in range(w):
-                if store[t, c] != cur[c]:
-                    same = False
-                    break
-            if same:
-                ids[a] = t
-                break
-            h = (h + 1) & mask
-    return nu
 
 
 def spread_accesses(aseg, inv, counts, flat, tail_seg, tail_res):
@@ -739,20 +645,24 @@ cdef inline Py_ssize_t _intern(int64_t[::1] cur, Py_ssize_t w, uint64_t hv, int6
         h = (h + 1) & (table.shape[0] - 1)
 
 
-cdef Py_ssize_t _action_signatures_merged(const int64_t[::1] m_cmd, const int64_t[::1] m_col,
-                                          const int64_t[::1] act_cmd, const int64_t[::1] opq,
-                                          const int64_t[::1] crank, const int64_t[:, ::1] head,
-                                          const int64_t[:, ::1] tail, int64_t[::1] cur, int64_t[::1] table,
-                                          int64_t[:, ::1] store, int64_t[::1] first, int64_t[::1] ids) noexcept nogil:
-    """:func:`_action_signatures` walking the events in command order (``m_cmd``, each setting
-    column ``m_col`` of the slot values): between two actions only the events that pass are
-    applied, and an Opaque command resets every slot to none (a setter before it no longer
-    counts; an event at the Opaque command's own index comes first). Same result."""
+cdef Py_ssize_t _action_signatures(const int64_t[::1] m_cmd, const int64_t[::1] m_col,
+                                   const int64_t[::1] act_cmd, const int64_t[::1] opq,
+                                   const int64_t[::1] crank, const int64_t[:, ::1] head,
+                                   const int64_t[:, ::1] tail, int64_t[::1] cur, int64_t[::1] table,
+                                   int64_t[:, ::1] store, int64_t[::1] first, int64_t[::1] ids,
+                                   Py_ssize_t nk) noexcept nogil:
+    """Returns the number of distinct signatures, or -1 when ``store`` is too small for them.
+
+    The signature ``cur`` is kept from one action to the next, with the sum of its slots' hash
+    shares: the events (``m_cmd``, in command order, each setting column ``m_col`` of the slot
+    values) that pass before an action are applied, an Opaque command resets every slot to none
+    (a setter before it no longer counts; an event at the Opaque command's own index comes first),
+    and an action whose signature did not change gets the previous action's id."""
     cdef Py_ssize_t a, k, p = 0, q = 0, c, nu = 0, got
     cdef Py_ssize_t na = act_cmd.shape[0], m = m_cmd.shape[0], nopq = opq.shape[0]
-    cdef Py_ssize_t nh = head.shape[1], nt = tail.shape[1], nk = cur.shape[0] - nh - nt, w = nh + nk + nt
+    cdef Py_ssize_t nh = head.shape[1], nt = tail.shape[1], w = nh + nk + nt
     cdef int64_t x, v, none = crank[crank.shape[0] - 1]
-    cdef uint64_t hv, hslots = 0
+    cdef uint64_t hslots = 0
     cdef bint changed
     for k in range(nk):
         cur[nh + k] = none
@@ -779,26 +689,41 @@ cdef Py_ssize_t _action_signatures_merged(const int64_t[::1] m_cmd, const int64_
                 hslots += _slot_term(k, v) - _slot_term(k, cur[nh + k])
                 cur[nh + k] = v
                 changed = True
-        for c in range(nh):
-            if cur[c] != head[a, c]:
-                cur[c] = head[a, c]
-                changed = True
-        for c in range(nt):
-            if cur[nh + nk + c] != tail[a, c]:
-                cur[nh + nk + c] = tail[a, c]
-                changed = True
-        if not changed:
+        if not (_set_ends(cur, head, tail, a, nk) or changed):
             ids[a] = ids[a - 1]
             continue
-        hv = hslots
-        for c in range(nh):
-            hv = _mix(hv ^ <uint64_t>cur[c]) + <uint64_t>c
-        for c in range(nh + nk, w):
-            hv = _mix(hv ^ <uint64_t>cur[c]) + <uint64_t>c
-        got = _intern(cur, w, _mix(hv), table, store, first, a, nu)
+        got = _intern(cur, w, _row_hash(cur, hslots, nh, nk, w), table, store, first, a, nu)
         if got < 0:
             return -1
-        if got == nu:
-            nu += 1
+        nu += got == nu
         ids[a] = got
     return nu
+
+
+cdef inline bint _set_ends(int64_t[::1] cur, const int64_t[:, ::1] head, const int64_t[:, ::1] tail, Py_ssize_t a,
+                           Py_ssize_t nk) noexcept nogil:
+    """Put action ``a``'s head and tail columns around the ``nk`` slot values of ``cur``; whether
+    any changed."""
+    cdef Py_ssize_t c, nh = head.shape[1]
+    cdef bint changed = False
+    for c in range(nh):
+        if cur[c] != head[a, c]:
+            cur[c] = head[a, c]
+            changed = True
+    for c in range(tail.shape[1]):
+        if cur[nh + nk + c] != tail[a, c]:
+            cur[nh + nk + c] = tail[a, c]
+            changed = True
+    return changed
+
+
+cdef inline uint64_t _row_hash(int64_t[::1] cur, uint64_t hslots, Py_ssize_t nh, Py_ssize_t nk,
+                               Py_ssize_t w) noexcept nogil:
+    """The hash of the row ``cur``: the head and tail columns folded into the slots' summed shares."""
+    cdef Py_ssize_t c
+    cdef uint64_t hv = hslots
+    for c in range(nh):
+        hv = _mix(hv ^ <uint64_t>cur[c]) + <uint64_t>c
+    for c in range(nh + nk, w):
+        hv = _mix(hv ^ <uint64_t>cur[c]) + <uint64_t>c
+    return _mix(hv)

@@ -291,6 +291,19 @@ def _compiled_graph_module():
     return mod
 
 
+def _draws_and_segments(s: Stream) -> tuple[np.ndarray, np.ndarray]:
+    """The draws of ``s`` (commands) and their dependency segments, as the passes see them."""
+    from types import SimpleNamespace
+
+    from drawopt.analysis.mergeclass import draw_segments
+    from drawopt.analysis.state import track
+    from drawopt.passes.schedule import _draw_pipes
+    t = track(s)
+    draws = t.draws.astype(np.int64)
+    pipe, pinned = _draw_pipes(s, t)
+    return draws, draw_segments(s, SimpleNamespace(cmd=draws, pipe=pipe, pinned=pinned))
+
+
 def _random_dag_edges(rng: np.random.Generator, nn: int, m: int) -> tuple[np.ndarray, np.ndarray]:
     a = rng.integers(0, nn, m)
     b = rng.integers(0, nn, m)
@@ -447,20 +460,12 @@ def test_hazard_graph_ranges_and_errors() -> None:
 
 
 def test_segment_units_from_either_graph_agree() -> None:
-    from types import SimpleNamespace
-
     from drawopt.analysis.graph import hazard_graph
     from drawopt.analysis.lowerbound import segment_units
-    from drawopt.analysis.mergeclass import draw_segments
-    from drawopt.analysis.state import track
     gen = pytest.importorskip("drawopt.gen")
-    from drawopt.passes.schedule import _draw_pipes
     for kind in ("frame", "gpu-driven"):
         s = gen.generate(kind, 1500, seed=2)
-        t = track(s)
-        draws = t.draws.astype(np.int64)
-        pipe, pinned = _draw_pipes(s, t)
-        seg = draw_segments(s, SimpleNamespace(cmd=draws, pipe=pipe, pinned=pinned))
+        draws, seg = _draws_and_segments(s)
         for pol in ("declared", "opaque"):
             ua, ea = segment_units(build_graph(s, pol), draws, seg)
             ub, eb = segment_units(hazard_graph(s, pol), draws, seg)
@@ -488,33 +493,18 @@ def test_segment_units_match_their_definition() -> None:
     """segment_units' units (one per (node, segment) of the draws, numbered in order of first
     appearance) and constraints (a pair of units of one segment per constraint edge), against a
     dictionary walk; also for draws passed out of stream order (the interning path)."""
-    from types import SimpleNamespace
-
     from drawopt.analysis.graph import EDGE_REASONS, hazard_graph
     from drawopt.analysis.lowerbound import CONSTRAINT_REASONS, segment_units
-    from drawopt.analysis.mergeclass import draw_segments
-    from drawopt.analysis.state import track
     gen = pytest.importorskip("drawopt.gen")
-    from drawopt.passes.schedule import _draw_pipes
-    cases = []
-    for kind in ("frame", "gpu-driven"):
-        s = gen.generate(kind, 800, seed=3)
-        t = track(s)
-        draws = t.draws.astype(np.int64)
-        pipe, pinned = _draw_pipes(s, t)
-        seg = draw_segments(s, SimpleNamespace(cmd=draws, pipe=pipe, pinned=pinned))
-        cases.append((s, draws, seg))
+    streams = [gen.generate(kind, 800, seed=3) for kind in ("frame", "gpu-driven")]
     # a node holding draws of several segments (order-independent draws, a pinned one between):
     # a constraint's target node then has several units
-    s = loads(HEAD + "OMSetRenderTargets a\nSetPipelineState al\nDrawInstanced 3 1 0 0\nSetPipelineState oi\n"
-              "DrawInstanced 3 1 0 0\nDrawInstanced 3 1 0 0 @nomerge\nDrawInstanced 3 1 0 0\n"
-              "SetPipelineState al\nDrawInstanced 3 1 0 0\n")
-    t = track(s)
-    pipe, pinned = _draw_pipes(s, t)
-    cases.append((s, t.draws.astype(np.int64),
-                  draw_segments(s, SimpleNamespace(cmd=t.draws.astype(np.int64), pipe=pipe, pinned=pinned))))
+    streams.append(loads(HEAD + "OMSetRenderTargets a\nSetPipelineState al\nDrawInstanced 3 1 0 0\n"
+                         "SetPipelineState oi\nDrawInstanced 3 1 0 0\nDrawInstanced 3 1 0 0 @nomerge\n"
+                         "DrawInstanced 3 1 0 0\nSetPipelineState al\nDrawInstanced 3 1 0 0\n"))
     multi = False
-    for s, draws, seg in cases:
+    for s in streams:
+        draws, seg = _draws_and_segments(s)
         g = hazard_graph(s, "declared")
         node_of = node_of_command(g)
         nd = node_of[draws]
@@ -526,8 +516,8 @@ def test_segment_units_match_their_definition() -> None:
             want = [ids.setdefault((int(node_of[c]), int(x)), len(ids)) for c, x in zip(d, sg)]
             assert unit.tolist() == want
             units_of: dict[int, list[tuple[int, int]]] = {}
-            for (nd, x), u in ids.items():
-                units_of.setdefault(nd, []).append((x, u))
+            for (nv, x), u in ids.items():
+                units_of.setdefault(nv, []).append((x, u))
             pairs = set()
             for a, b, r in zip(g.eu.tolist(), g.ev.tolist(), g.reason.tolist()):
                 if EDGE_REASONS[r] in CONSTRAINT_REASONS:
