@@ -400,8 +400,9 @@ class _Builder:
         """Per command (-1 where it sets no slot): a number ordered as its ``(opcode, value)`` is
         among those of every state event, equal for equal pairs, >= 0 (the value: the buffer of an
         index buffer, the argument of a root argument, -1 for root constants and ``DrawIndexedX``).
-        The pair packed into one word where it fits (:func:`pack_columns`), else its rank: the
-        signatures only compare these numbers, so either orders them alike."""
+        The pair packed into one word where it fits (``opcode << 42 | value + 1``, or
+        :func:`pack_columns`), else its rank: the signatures only compare these numbers, so any of
+        them orders them alike."""
         s = self.s
         out = np.full(len(s), -1, np.int64)
         c = self.set_cmd  # the commands of the events (in command order: the gathers run through memory once)
@@ -412,6 +413,13 @@ class _Builder:
         ib = np.flatnonzero(o == _OP["IASetIndexBuffer"])
         val[ib] = s.args[c[ib], _IB_BUF]
         val[_NO_BINDING_VALUE[o]] = -1
+        if val.size and int(val.min()) >= -1 and int(val.max()) < (1 << 42) - 1:
+            val += 1  # (opcode << 42 | value + 1: ordered as the pairs are, >= 0; in place, no packing temporaries)
+            key = o.astype(np.int64)
+            key <<= 42
+            key |= val
+            out[c] = key
+            return out
         key = pack_columns([o, val])  # ordered as the pairs are, from 0
         out[c] = key[:, 0] if key.shape[1] == 1 else _unique_rows(key)[1]
         return out
