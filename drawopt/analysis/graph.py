@@ -279,7 +279,8 @@ class _Builder:
         # sorted by slot, then command: a stable sort by slot keeps the command order
         small = not sl.size or (int(sl.min()) >= 0 and int(sl.max()) < 256)
         o = np.argsort(sl.astype(np.uint8) if small else sl, kind="stable")
-        keys = [sl[o] * _BIG + i[o]]
+        ev_slot, ev_cmd = sl[o], i[o].astype(np.int64)
+        keys: list[np.ndarray] = []
         # a different root signature loses the root arguments; different heaps lose the tables
         extra: list[tuple[int, np.ndarray]] = []
         for name, base in (("SetGraphicsRootSignature", _S_RG), ("SetComputeRootSignature", _S_RC)):
@@ -293,10 +294,17 @@ class _Builder:
             cm = np.sort(np.concatenate([x for b, x in extra if b == base]))
             if cm.size:
                 keys.append(((base + np.arange(16, dtype=np.int64))[:, None] * _BIG + cm[None, :]).reshape(-1))
-        key = np.sort(np.concatenate(keys), kind="stable")  # (timsort: a merge of sorted runs)
-        self.ev_key = key
-        self.ev_slot, self.ev_cmd = key >> _BIG_BITS, key & (_BIG - 1)  # (key >= 0)
-        used = self.ev_slot[np.r_[True, self.ev_slot[1:] != self.ev_slot[:-1]]] if key.size else key
+        if keys:  # the few extra events merged in, after the events of an equal (slot, command)
+            ex = np.sort(np.concatenate(keys), kind="stable")
+            ex_slot, ex_cmd = ex >> _BIG_BITS, ex & (_BIG - 1)
+            pos = np.empty(ex.size, np.int64)
+            cut = np.flatnonzero(np.r_[True, ex_slot[1:] != ex_slot[:-1], True])
+            for a, b in zip(cut[:-1].tolist(), cut[1:].tolist()):  # (root slots only: at most 32)
+                lo, hi = np.searchsorted(ev_slot, (ex_slot[a], ex_slot[a] + 1)).tolist()
+                pos[a:b] = lo + np.searchsorted(ev_cmd[lo:hi], ex_cmd[a:b], side="right")
+            ev_slot, ev_cmd = np.insert(ev_slot, pos, ex_slot), np.insert(ev_cmd, pos, ex_cmd)
+        self.ev_slot, self.ev_cmd = ev_slot, ev_cmd  # (sorted by slot, then command)
+        used = ev_slot[np.r_[True, ev_slot[1:] != ev_slot[:-1]]] if ev_slot.size else ev_slot
         self.vb_slots = used[(used >= _S_VB) & (used < _S_RG)].tolist()
         self.rg_slots = used[(used >= _S_RG) & (used < _S_RC)].tolist()
         self.rc_slots = used[(used >= _S_RC) & (used < _S_RC + 16)].tolist()
@@ -700,7 +708,7 @@ class _Builder:
         act_epoch = self.epoch(self.act_cmd) if self.opq.size else np.zeros(aseg.size, np.int64)
         ev_seg = self.seg_of(ev_cmd)
         ev_node = np.where(ev_seg >= 0, node[np.maximum(ev_seg, 0)], -1)
-        newkey = np.r_[True, self.ev_key[1:] != self.ev_key[:-1]] if ne else np.zeros(0, bool)
+        newkey = np.r_[True, (ev_slot[1:] != ev_slot[:-1]) | (ev_cmd[1:] != ev_cmd[:-1])] if ne else np.zeros(0, bool)
         first_dup = np.maximum.accumulate(np.where(newkey, np.arange(ne), 0)) if ne else z
         nxt = np.minimum(first_dup + 1, max(ne - 1, 0))
         okn = (first_dup + 1 < ne) & (ev_slot[nxt] == ev_slot) & (ev_epoch[nxt] == ev_epoch) if ne else z.astype(bool)
