@@ -5,7 +5,8 @@ loops. Each public function fixes dtypes and contiguity and calls a typed
 kernel that runs without the GIL. The pure-Python twins are
 ``drawopt.analysis.graph._assign_nodes_py``, ``drawopt.analysis.graph._two_path_reduce_py``,
 ``drawopt.analysis.graph._act_setter_events_py``, ``drawopt.analysis.graph._state_reads_py``,
-``drawopt.analysis.graph._hazard_pairs_py`` and ``drawopt.analysis.graph._action_signatures_py``;
+``drawopt.analysis.graph._hazard_pairs_py``, ``drawopt.analysis.graph._action_signatures_py`` and
+``drawopt.analysis.graph._spread_accesses_py``;
 the tests check that both give identical arrays.
 """
 
@@ -14,7 +15,7 @@ import numpy as np
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
 __all__ = ["assign_nodes", "two_path_reduce", "act_setter_events", "state_reads", "hazard_pairs",
-           "action_signatures"]
+           "action_signatures", "spread_accesses"]
 
 
 def assign_nodes(kind, solo, maxpred, wsig):
@@ -522,6 +523,13 @@ def action_signatures(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail):
     width = head.shape[1] + slots.shape[0] + tail.shape[1]
     ids = np.empty(na, dtype=np.int64)
     cap = min(na, 1 << 14)
+    # the events of the signature's slots in command order, each with the column it sets (an event
+    # once per column of its slot)
+    col = np.repeat(np.arange(slots.shape[0], dtype=np.int64), hi - lo)
+    ev = (np.repeat(lo - (np.cumsum(hi - lo) - (hi - lo)), hi - lo) + np.arange(col.shape[0])).astype(np.int64)
+    o = np.argsort(ev_cmd[ev], kind="stable")  # (the slots' runs are sorted: a merge)
+    m_cmd = np.ascontiguousarray(ev_cmd[ev][o])
+    m_col = np.ascontiguousarray(col[o])
     while True:  # the distinct signatures are few; a larger store only if they are not
         nb = 1
         while nb < 2 * max(cap, 1):
@@ -530,70 +538,192 @@ def action_signatures(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail):
         store = np.empty((max(cap, 1), width), dtype=np.int64)
         first = np.empty(max(cap, 1), dtype=np.int64)
         cur = np.empty(max(width, 1), dtype=np.int64)
-        ptr = lo.copy()
-        u = _action_signatures(ev_cmd, lo, hi, act_cmd, opq, crank, head, tail, ptr, cur, table, store, first, ids)
+        u = _action_signatures(m_cmd, m_col, act_cmd, opq, crank, head, tail, cur, table, store, first, ids,
+                               slots.shape[0])
         if u >= 0:
             return ids, first[:u].copy(), store[:u].copy()
         cap = na
 
 
-cdef Py_ssize_t _action_signatures(const int64_t[::1] ev_cmd, const int64_t[::1] lo, const int64_t[::1] hi,
-                                   const int64_t[::1] act_cmd, const int64_t[::1] opq, const int64_t[::1] crank,
-                                   const int64_t[:, ::1] head, const int64_t[:, ::1] tail, int64_t[::1] ptr,
-                                   int64_t[::1] cur, int64_t[::1] table, int64_t[:, ::1] store,
-                                   int64_t[::1] first, int64_t[::1] ids) noexcept nogil:
-    """Returns the number of distinct signatures, or -1 when ``store`` is too small for them."""
-    cdef Py_ssize_t a, k, p, e, q = 0, c, t, h
-    cdef Py_ssize_t na = act_cmd.shape[0], nk = lo.shape[0], nopq = opq.shape[0]
-    cdef Py_ssize_t nh = head.shape[1], nt = tail.shape[1], w = nh + nk + nt
-    cdef Py_ssize_t cap = store.shape[0], mask = table.shape[0] - 1, nu = 0
-    cdef int64_t x, none = crank[crank.shape[0] - 1], lastq
-    cdef uint64_t hv
+cdef inline uint64_t _mix(uint64_t x) noexcept nogil:
+    """A 64-bit finaliser (murmur3's): every input bit moves every output bit."""
+    x ^= x >> 33
+    x *= 0xFF51AFD7ED558CCDULL
+    x ^= x >> 33
+    x *= 0xC4CEB9FE1A85EC53ULL
+    x ^= x >> 33
+    return x
+
+
+cdef inline uint64_t _slot_term(Py_ssize_t k, int64_t v) noexcept nogil:
+    """Slot ``k``'s share of a signature's hash when it holds ``v`` (the shares are summed, so
+    that one slot's change updates the sum without rehashing the others)."""
+    return _mix(<uint64_t>v ^ (<uint64_t>(k + 1) * 0x9E3779B97F4A7C15ULL))
+
+
+def spread_accesses(aseg, inv, counts, flat, tail_seg, tail_res):
+    """The accesses of every action from those of its signature (``drawopt.analysis.graph._spread_accesses``).
+
+    Parameters
+    ----------
+    aseg, inv : int64[A]
+        Segment and signature of every action.
+    counts : int64[U]
+        Accesses of each signature: signature ``j`` has the next ``counts[j]`` rows of ``flat``.
+    flat : int64[K, 2]
+        (resource, class) of the signatures' accesses, signature by signature.
+    tail_seg, tail_res : int64[T]
+        Accesses listed after the actions' (class 1: writes).
+
+    Returns
+    -------
+    seg, res, cls : int64[sum(counts[inv]) + T]
+        Action by action, each action's accesses in its signature's order, then the tail.
+    """
+    aseg, inv, counts, tail_seg, tail_res = [np.ascontiguousarray(x, dtype=np.int64)
+                                             for x in (aseg, inv, counts, tail_seg, tail_res)]
+    flat = np.ascontiguousarray(flat, dtype=np.int64).reshape(-1, 2)
+    na, nu, nt = aseg.shape[0], counts.shape[0], tail_seg.shape[0]
+    if inv.shape[0] != na or tail_res.shape[0] != nt:
+        raise ValueError("aseg and inv (tail_seg and tail_res) must have the same length")
+    if na and (inv.min() < 0 or inv.max() >= nu):
+        raise ValueError("inv out of range")
+    if nu and (counts.min() < 0 or int(counts.sum()) != flat.shape[0]):
+        raise ValueError("counts must add up to the rows of flat")
+    offs = np.cumsum(counts) - counts
+    total = int(counts[inv].sum()) if na else 0
+    seg = np.empty(total + nt, dtype=np.int64)
+    res = np.empty(total + nt, dtype=np.int64)
+    cls = np.empty(total + nt, dtype=np.int64)
+    _spread(aseg, inv, offs, counts, flat, seg, res, cls)
+    seg[total:] = tail_seg
+    res[total:] = tail_res
+    cls[total:] = 1
+    return seg, res, cls
+
+
+cdef void _spread(const int64_t[::1] aseg, const int64_t[::1] inv, const int64_t[::1] offs,
+                  const int64_t[::1] counts, const int64_t[:, ::1] flat, int64_t[::1] seg, int64_t[::1] res,
+                  int64_t[::1] cls) noexcept nogil:
+    cdef Py_ssize_t a, j, q = 0, r, lo, hi
+    cdef int64_t s
+    for a in range(aseg.shape[0]):
+        j = inv[a]
+        s = aseg[a]
+        lo = offs[j]
+        hi = lo + counts[j]
+        for r in range(lo, hi):
+            seg[q] = s
+            res[q] = flat[r, 0]
+            cls[q] = flat[r, 1]
+            q += 1
+
+
+cdef inline Py_ssize_t _intern(int64_t[::1] cur, Py_ssize_t w, uint64_t hv, int64_t[::1] table,
+                               int64_t[:, ::1] store, int64_t[::1] first, Py_ssize_t a, Py_ssize_t nu) noexcept nogil:
+    """The id of the row ``cur[:w]`` (hash ``hv``), a new one (``nu``) stored for action ``a`` if it
+    is new; -1 when the store is full."""
+    cdef Py_ssize_t h = <Py_ssize_t>(hv & <uint64_t>(table.shape[0] - 1)), t, c
     cdef bint same
+    while True:
+        t = table[h]
+        if t < 0:
+            if nu >= store.shape[0]:
+                return -1
+            table[h] = nu
+            for c in range(w):
+                store[nu, c] = cur[c]
+            first[nu] = a
+            return nu
+        same = True
+        for c in range(w):
+            if store[t, c] != cur[c]:
+                same = False
+                break
+        if same:
+            return t
+        h = (h + 1) & (table.shape[0] - 1)
+
+
+cdef Py_ssize_t _action_signatures(const int64_t[::1] m_cmd, const int64_t[::1] m_col,
+                                   const int64_t[::1] act_cmd, const int64_t[::1] opq,
+                                   const int64_t[::1] crank, const int64_t[:, ::1] head,
+                                   const int64_t[:, ::1] tail, int64_t[::1] cur, int64_t[::1] table,
+                                   int64_t[:, ::1] store, int64_t[::1] first, int64_t[::1] ids,
+                                   Py_ssize_t nk) noexcept nogil:
+    """Returns the number of distinct signatures, or -1 when ``store`` is too small for them.
+
+    The signature ``cur`` is kept from one action to the next, with the sum of its slots' hash
+    shares: the events (``m_cmd``, in command order, each setting column ``m_col`` of the slot
+    values) that pass before an action are applied, an Opaque command resets every slot to none
+    (a setter before it no longer counts; an event at the Opaque command's own index comes first),
+    and an action whose signature did not change gets the previous action's id."""
+    cdef Py_ssize_t a, k, p = 0, q = 0, c, nu = 0, got
+    cdef Py_ssize_t na = act_cmd.shape[0], m = m_cmd.shape[0], nopq = opq.shape[0]
+    cdef Py_ssize_t nh = head.shape[1], nt = tail.shape[1], w = nh + nk + nt
+    cdef int64_t x, v, none = crank[crank.shape[0] - 1]
+    cdef uint64_t hslots = 0
+    cdef bint changed
+    for k in range(nk):
+        cur[nh + k] = none
+        hslots += _slot_term(k, none)
     for a in range(na):
         x = act_cmd[a]
-        if nopq:
-            while q < nopq and opq[q] < x:
-                q += 1
-        lastq = opq[q - 1] if q > 0 else -1
-        for c in range(nh):
-            cur[c] = head[a, c]
-        for k in range(nk):
-            p = ptr[k]
-            while p < hi[k] and ev_cmd[p] < x:
-                p += 1
-            ptr[k] = p
-            e = p - 1
-            if e < lo[k] or (lastq >= 0 and lastq >= ev_cmd[e]):
-                cur[nh + k] = none
-            else:
-                cur[nh + k] = crank[ev_cmd[e]]
-        for c in range(nt):
-            cur[nh + nk + c] = tail[a, c]
-        hv = 1469598103934665603ULL
-        for c in range(w):
-            hv = (hv ^ <uint64_t>cur[c]) * 1099511628211ULL
-            hv ^= hv >> 29
-        h = <Py_ssize_t>(hv & <uint64_t>mask)
+        changed = a == 0
         while True:
-            t = table[h]
-            if t < 0:
-                if nu >= cap:
-                    return -1
-                table[h] = nu
-                for c in range(w):
-                    store[nu, c] = cur[c]
-                first[nu] = a
-                ids[a] = nu
-                nu += 1
+            if p < m and m_cmd[p] < x and (q >= nopq or m_cmd[p] <= opq[q]):
+                k = m_col[p]
+                v = crank[m_cmd[p]]
+                p += 1
+            elif q < nopq and opq[q] < x:
+                q += 1
+                for k in range(nk):
+                    if cur[nh + k] != none:
+                        hslots += _slot_term(k, none) - _slot_term(k, cur[nh + k])
+                        cur[nh + k] = none
+                        changed = True
+                continue
+            else:
                 break
-            same = True
-            for c in range(w):
-                if store[t, c] != cur[c]:
-                    same = False
-                    break
-            if same:
-                ids[a] = t
-                break
-            h = (h + 1) & mask
+            if v != cur[nh + k]:
+                hslots += _slot_term(k, v) - _slot_term(k, cur[nh + k])
+                cur[nh + k] = v
+                changed = True
+        if not (_set_ends(cur, head, tail, a, nk) or changed):
+            ids[a] = ids[a - 1]
+            continue
+        got = _intern(cur, w, _row_hash(cur, hslots, nh, nk, w), table, store, first, a, nu)
+        if got < 0:
+            return -1
+        nu += got == nu
+        ids[a] = got
     return nu
+
+
+cdef inline bint _set_ends(int64_t[::1] cur, const int64_t[:, ::1] head, const int64_t[:, ::1] tail, Py_ssize_t a,
+                           Py_ssize_t nk) noexcept nogil:
+    """Put action ``a``'s head and tail columns around the ``nk`` slot values of ``cur``; whether
+    any changed."""
+    cdef Py_ssize_t c, nh = head.shape[1]
+    cdef bint changed = False
+    for c in range(nh):
+        if cur[c] != head[a, c]:
+            cur[c] = head[a, c]
+            changed = True
+    for c in range(tail.shape[1]):
+        if cur[nh + nk + c] != tail[a, c]:
+            cur[nh + nk + c] = tail[a, c]
+            changed = True
+    return changed
+
+
+cdef inline uint64_t _row_hash(int64_t[::1] cur, uint64_t hslots, Py_ssize_t nh, Py_ssize_t nk,
+                               Py_ssize_t w) noexcept nogil:
+    """The hash of the row ``cur``: the head and tail columns folded into the slots' summed shares."""
+    cdef Py_ssize_t c
+    cdef uint64_t hv = hslots
+    for c in range(nh):
+        hv = _mix(hv ^ <uint64_t>cur[c]) + <uint64_t>c
+    for c in range(nh + nk, w):
+        hv = _mix(hv ^ <uint64_t>cur[c]) + <uint64_t>c
+    return _mix(hv)

@@ -4,7 +4,8 @@
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["assign_nodes", "two_path_reduce", "act_setter_events", "state_reads", "hazard_pairs", "action_signatures"]
+__all__ = ["assign_nodes", "two_path_reduce", "act_setter_events", "state_reads", "hazard_pairs", "action_signatures",
+           "spread_accesses"]
 
 def assign_nodes(
     kind: npt.ArrayLike, solo: npt.ArrayLike, maxpred: npt.ArrayLike, wsig: npt.ArrayLike
@@ -49,4 +50,12 @@ def action_signatures(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """``(ids, first, rows)``: the actions' binding signatures interned
     (``drawopt.analysis.graph._action_signatures``)."""
+    ...
+
+def spread_accesses(
+    aseg: npt.ArrayLike, inv: npt.ArrayLike, counts: npt.ArrayLike, flat: npt.ArrayLike, tail_seg: npt.ArrayLike,
+    tail_res: npt.ArrayLike,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(seg, res, cls)``: every action's accesses from its signature's, then the tail's
+    (``drawopt.analysis.graph._spread_accesses_py``)."""
     ...

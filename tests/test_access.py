@@ -67,6 +67,41 @@ def test_table_uav_is_a_gpu_write():
     assert may_gpu_write(s)[s.decls.index["cullargs"]]
 
 
+def test_table_writes_follow_each_bound_table():
+    """Dispatches under two uav tables (one reaching two views, one a single view) and a third
+    binding of an srv-only table: each dispatch writes what its own table reaches, the srv table
+    nothing (only a ``uav`` range writes), listed by command then resource."""
+    s = drawopt.loads("""drawopt 1 context=graphics kind=list fast_semantics=on auto_gpu_flush=on
+buffer a size=64
+buffer b size=64
+buffer c size=64
+heap res CBV_SRV_UAV 8
+view res[0] uav a
+view res[1] uav b
+view res[2] uav c
+view res[4] srv c
+rootsig cr table(uav,2) table(srv,1)
+pipeline k cs=k root=cr
+pipeline r cs=r root=cr params=1
+SetDescriptorHeaps res
+SetComputeRootSignature cr
+SetComputeRootDescriptorTable 1 res[4]
+SetPipelineState k
+SetComputeRootDescriptorTable 0 res[0]
+Dispatch 1 1 1
+SetComputeRootDescriptorTable 0 res[2]
+Dispatch 1 1 1
+SetComputeRootDescriptorTable 0 res[0]
+Dispatch 1 1 1
+SetPipelineState r
+Dispatch 1 1 1
+""")
+    w = gpu_writes(s)
+    got = [(int(c), s.decls.items[int(r)].name, int(v)) for c, r, v in zip(w.cmd, w.res, w.via)]
+    assert got == [(5, "a", VIA_TABLE), (5, "b", VIA_TABLE), (7, "c", VIA_TABLE), (9, "a", VIA_TABLE),
+                   (9, "b", VIA_TABLE)]
+
+
 def test_validate_reports_the_unflushed_read():
     s = drawopt.loads(CULL.format(flushes=""))
     needs = missing_flushes(s)

@@ -291,6 +291,19 @@ def _compiled_graph_module():
     return mod
 
 
+def _draws_and_segments(s: Stream) -> tuple[np.ndarray, np.ndarray]:
+    """The draws of ``s`` (commands) and their dependency segments, as the passes see them."""
+    from types import SimpleNamespace
+
+    from drawopt.analysis.mergeclass import draw_segments
+    from drawopt.analysis.state import track
+    from drawopt.passes.schedule import _draw_pipes
+    t = track(s)
+    draws = t.draws.astype(np.int64)
+    pipe, pinned = _draw_pipes(s, t)
+    return draws, draw_segments(s, SimpleNamespace(cmd=draws, pipe=pipe, pinned=pinned))
+
+
 def _random_dag_edges(rng: np.random.Generator, nn: int, m: int) -> tuple[np.ndarray, np.ndarray]:
     a = rng.integers(0, nn, m)
     b = rng.integers(0, nn, m)
@@ -447,24 +460,70 @@ def test_hazard_graph_ranges_and_errors() -> None:
 
 
 def test_segment_units_from_either_graph_agree() -> None:
-    from types import SimpleNamespace
-
     from drawopt.analysis.graph import hazard_graph
     from drawopt.analysis.lowerbound import segment_units
-    from drawopt.analysis.mergeclass import draw_segments
-    from drawopt.analysis.state import track
     gen = pytest.importorskip("drawopt.gen")
-    from drawopt.passes.schedule import _draw_pipes
     for kind in ("frame", "gpu-driven"):
         s = gen.generate(kind, 1500, seed=2)
-        t = track(s)
-        draws = t.draws.astype(np.int64)
-        pipe, pinned = _draw_pipes(s, t)
-        seg = draw_segments(s, SimpleNamespace(cmd=draws, pipe=pipe, pinned=pinned))
+        draws, seg = _draws_and_segments(s)
         for pol in ("declared", "opaque"):
             ua, ea = segment_units(build_graph(s, pol), draws, seg)
             ub, eb = segment_units(hazard_graph(s, pol), draws, seg)
             assert np.array_equal(ua, ub) and np.array_equal(ea, eb)
+
+
+def test_frontend_buffers_are_the_buffers_the_front_end_reads() -> None:
+    """_frontend_buffers: the buffers declared ``frontend`` and every buffer an indirect draw reads
+    its arguments or count from or an index buffer names, as a per-command walk finds them."""
+    from drawopt.analysis.graph import _INDIRECT, _frontend_buffers
+    from drawopt.ir.decls import Buffer
+    gen = pytest.importorskip("drawopt.gen")
+    for kind in ("gpu-driven", "frame"):
+        s = gen.generate(kind, 400, seed=1)
+        want = {d.name for d in s.decls.items if isinstance(d, Buffer) and d.frontend}
+        for i in range(len(s)):
+            sp = s.spec(i)
+            cols = [c for c in ("args_buffer", "count_buffer") if sp.name in _INDIRECT and c in sp.fields]
+            cols += ["buffer"] if sp.name in ("IASetIndexBuffer", "DrawIndexedX") else []
+            want |= {s.decls.items[int(s.args[i, sp.col(c)])].name for c in cols}
+        assert _frontend_buffers(s) == want and want
+
+
+def test_segment_units_match_their_definition() -> None:
+    """segment_units' units (one per (node, segment) of the draws, numbered in order of first
+    appearance) and constraints (a pair of units of one segment per constraint edge), against a
+    dictionary walk; also for draws passed out of stream order (the interning path)."""
+    from drawopt.analysis.graph import EDGE_REASONS, hazard_graph
+    from drawopt.analysis.lowerbound import CONSTRAINT_REASONS, segment_units
+    gen = pytest.importorskip("drawopt.gen")
+    streams = [gen.generate(kind, 800, seed=3) for kind in ("frame", "gpu-driven")]
+    # a node holding draws of several segments (order-independent draws, a pinned one between):
+    # a constraint's target node then has several units
+    streams.append(loads(HEAD + "OMSetRenderTargets a\nSetPipelineState al\nDrawInstanced 3 1 0 0\n"
+                         "SetPipelineState oi\nDrawInstanced 3 1 0 0\nDrawInstanced 3 1 0 0 @nomerge\n"
+                         "DrawInstanced 3 1 0 0\nSetPipelineState al\nDrawInstanced 3 1 0 0\n"))
+    multi = False
+    for s in streams:
+        draws, seg = _draws_and_segments(s)
+        g = hazard_graph(s, "declared")
+        node_of = node_of_command(g)
+        nd = node_of[draws]
+        multi |= bool((np.bincount(nd[np.r_[True, (nd[1:] != nd[:-1]) | (seg[1:] != seg[:-1])]]) > 1).any())
+        for perm in (np.arange(draws.size), np.random.default_rng(1).permutation(draws.size)):
+            d, sg = draws[perm], seg[perm]
+            unit, edges = segment_units(g, d, sg)
+            ids: dict[tuple[int, int], int] = {}
+            want = [ids.setdefault((int(node_of[c]), int(x)), len(ids)) for c, x in zip(d, sg)]
+            assert unit.tolist() == want
+            units_of: dict[int, list[tuple[int, int]]] = {}
+            for (nv, x), u in ids.items():
+                units_of.setdefault(nv, []).append((x, u))
+            pairs = set()
+            for a, b, r in zip(g.eu.tolist(), g.ev.tolist(), g.reason.tolist()):
+                if EDGE_REASONS[r] in CONSTRAINT_REASONS:
+                    pairs |= {(ua, ub) for xa, ua in units_of.get(a, []) for xb, ub in units_of.get(b, []) if xa == xb}
+            assert {tuple(e) for e in edges.tolist()} == pairs and len(edges) == len(pairs)
+    assert multi
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -559,6 +618,12 @@ def test_action_signatures_compiled_matches_pure(seed: int) -> None:
     ids, first, rows = mod.action_signatures(ev_cmd, ev_slot, slots, act, opq, crank, head, tail)
     assert np.array_equal(rows[ids][:, :2], head) and np.array_equal(rows[ids][:, -3:], tail)
     assert (first.size > 1 << 14) == wide  # (the kernel's first store holds 2^14 signatures)
+    # the kernel walks the events in command order; with a slot listed twice it scans slot by slot
+    opq_also = opq if seed % 2 else np.unique(np.r_[opq, ev_cmd[:3]])  # (an Opaque command at an event's)
+    for sl in (slots, np.r_[slots, slots[:1]] if slots.size else slots):
+        a = _action_signatures(ev_cmd, ev_slot, sl, act, opq_also, crank, head, tail, pure=False)
+        b = _action_signatures(ev_cmd, ev_slot, sl, act, opq_also, crank, head, tail, pure=True)
+        assert all(np.array_equal(x, y) for x, y in zip(a, b))
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -648,3 +713,28 @@ def test_cli_writes_stdout_with_dash(tmp_path, capsys) -> None:
     assert main(["graph", str(example), "--range", "0:50", "-o", str(tmp_path / "g.txt"), "--format", "graphml"]) == 0
     assert "<graphml" in (tmp_path / "g.txt").read_text()
     assert not Path("-").exists()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_spread_accesses_compiled_matches_pure(seed: int) -> None:
+    """The access-spreading kernel and its twin: every action gets its signature's accesses in
+    order (signatures with none included), then the tail as writes; the same arrays, dtypes too."""
+    from drawopt.analysis.graph import _spread_accesses, _spread_accesses_py
+    mod = _compiled_graph_module()
+    assert mod.spread_accesses is not None
+    rng = np.random.default_rng(seed)
+    nu = int(rng.integers(1, 40))
+    counts = rng.integers(0, 5, nu)
+    flat = rng.integers(0, 300, (int(counts.sum()), 2))
+    na = int(rng.integers(0, 2000))
+    aseg = np.sort(rng.integers(0, 5000, na))
+    inv = rng.integers(0, nu, na)
+    nt = int(rng.integers(0, 10))
+    tail_seg, tail_res = rng.integers(0, 5000, nt), rng.integers(0, 300, nt)
+    a = _spread_accesses(aseg, inv, counts, flat, tail_seg, tail_res, pure=False)
+    b = _spread_accesses_py(aseg, inv, counts, flat, tail_seg, tail_res)
+    assert all(np.array_equal(x, y) and x.dtype == y.dtype == np.int64 for x, y in zip(a, b))
+    want = [(int(s), int(r), int(c)) for s, j in zip(aseg, inv)
+            for r, c in flat[int(counts[:j].sum()):int(counts[:j + 1].sum())]]
+    want += [(int(s), int(r), 1) for s, r in zip(tail_seg, tail_res)]
+    assert list(zip(*(x.tolist() for x in a))) == want

@@ -11,6 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NAMED = (
     "bench/run.py",
+    "drawopt/analysis/access.py",
     "drawopt/analysis/flushrules.py",
     "drawopt/analysis/graph.py",
     "drawopt/analysis/mergeclass.py",

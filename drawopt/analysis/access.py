@@ -38,14 +38,15 @@ __all__ = ["CS", "VS", "PS", "STAGES", "STAGE_NAMES", "STAGE_OF_UAV", "writer_st
            "VIA_DECLARED", "VIA_TABLE", "VIA_ROOT", "GpuWrites", "gpu_writes", "declared_writes",
            "table_access", "heap_views", "may_gpu_write"]
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from drawopt.analysis.state import CROOT0, NROOT, OBS_DISPATCH, OBS_DRAW, ROOT0, Scan, scan
 from drawopt.ir.decls import Decls, Pipeline, RootParam, RootSig, View
-from drawopt.ir.ops import BY_NAME, Op
-from drawopt.ir.stream import Stream
+from drawopt.ir.ops import BY_NAME, Op, shared_col
+from drawopt.ir.stream import Stream, ragged_index
 
 CS, VS, PS = 0, 1, 2
 """Writer stage classes: compute, pre-rasterisation (VS/GS/HS/DS), pixel."""
@@ -68,6 +69,9 @@ _GFX_TABLE = BY_NAME["SetGraphicsRootDescriptorTable"].code
 _CMP_TABLE = BY_NAME["SetComputeRootDescriptorTable"].code
 _ROOT_VIEWS = (BY_NAME["SetGraphicsRootConstantBufferView"].code, BY_NAME["SetGraphicsRootShaderResourceView"].code)
 _COPY = BY_NAME["CopyBufferRegion"].code
+_TABLE_REF = shared_col(("SetGraphicsRootDescriptorTable", "table"), ("SetComputeRootDescriptorTable", "table"))
+_ROOT_VIEW_BUF = shared_col(("SetGraphicsRootConstantBufferView", "buffer"),
+                            ("SetGraphicsRootShaderResourceView", "buffer"))
 
 
 @dataclass(frozen=True)
@@ -157,27 +161,37 @@ def gpu_writes(stream: Stream, sc: Scan | None = None) -> GpuWrites:
     if sc is None:
         sc = scan(s)
     op, args = s.op, s.args
-    kind = sc.obs_kind
     views: dict[int, dict[int, View]] | None = None
     parts: list[tuple[np.ndarray, np.ndarray, int, int, int]] = []  # cmds, res, stage, pipe, via
+    # the pipelines that may write anything (declared writes, or a table with a uav range or a root
+    # UAV among the parameters they read), with those parameters; the observers of those only
+    writers: dict[int, tuple[Pipeline, list[int], RootSig | None, list[int]]] = {}
     for i, p in enumerate(decls.items):
         if not isinstance(p, Pipeline):
             continue
-        sel = np.flatnonzero((kind == (OBS_DISPATCH if p.is_compute else OBS_DRAW)) & (sc.pipe == i))
+        rs = decls[p.root] if p.root is not None and p.root in decls else None
+        qs: list[int] = []
+        if isinstance(rs, RootSig):
+            qs = [q for q in p.read_params(len(rs.params)) if q < NROOT and _may_write(rs.params[q], p.is_compute)]
+        else:
+            rs = None
+        dw = declared_writes(decls, p)
+        if dw or qs:
+            writers[i] = (p, dw, rs, qs)
+    sel_of = _observers_by_pipeline(sc, {i: w[0].is_compute for i, w in writers.items()})
+    for i, (p, dw, rs, qs) in writers.items():
+        sel = sel_of(i)
         if not sel.size:
             continue
         cmds = sc.obs[sel]
         st = writer_stage(p)
-        for r in declared_writes(decls, p):
+        for r in dw:
             parts.append((cmds, np.full(cmds.size, r, np.int64), st, i, VIA_DECLARED))
-        rs = decls[p.root] if p.root is not None and p.root in decls else None
-        if not isinstance(rs, RootSig):
+        if rs is None:
             continue
         base = CROOT0 if p.is_compute else ROOT0
-        for q in p.read_params(len(rs.params)):
+        for q in qs:
             rp = rs.params[q]
-            if q >= NROOT or rp.kind not in ("table", "uav") or (rp.kind == "uav" and p.is_compute):
-                continue
             col = base + q
             setter = sc.setter[sel, col]
             ok = (setter >= 0) & (((sc.unknown[sel] >> col) & 1) == 0)
@@ -185,23 +199,25 @@ def gpu_writes(stream: Stream, sc: Scan | None = None) -> GpuWrites:
             if rp.kind == "uav":
                 ok &= np.isin(sop, _ROOT_VIEWS)
                 if ok.any():
-                    parts.append((cmds[ok], args[setter[ok], 1].astype(np.int64), st, i, VIA_ROOT))
+                    parts.append((cmds[ok], args[setter[ok], _ROOT_VIEW_BUF].astype(np.int64), st, i, VIA_ROOT))
                 continue
             ok &= sop == (_CMP_TABLE if p.is_compute else _GFX_TABLE)
             if not ok.any():
                 continue
-            href = args[setter[ok], 1]
+            href = args[setter[ok], _TABLE_REF]
             uniq, inv = np.unique(href, return_inverse=True)
             inv = inv.reshape(-1)
             if views is None:
                 views = heap_views(decls)
-            for u, h in enumerate(uniq.tolist()):
-                w = table_access(decls, rp, int(h), views)[1]
-                if not w:
-                    continue
-                c = cmds[ok][inv == u]
-                for r in dict.fromkeys(w):
-                    parts.append((c, np.full(c.size, r, np.int64), st, i, VIA_TABLE))
+            # the distinct writes of each distinct table, spread over its observers at once
+            got = [list(dict.fromkeys(table_access(decls, rp, int(h), views)[1])) for h in uniq.tolist()]
+            lens = np.array([len(w) for w in got], np.int64)
+            if not lens.any():
+                continue
+            flat = np.array([r for w in got for r in w], np.int64)
+            nper = lens[inv]
+            parts.append((np.repeat(cmds[ok], nper), flat[ragged_index((np.cumsum(lens) - lens)[inv], nper)],
+                          st, i, VIA_TABLE))
     if not parts:
         z = np.zeros(0, np.int64)
         return GpuWrites(z, z.copy(), np.zeros(0, np.int8), z.copy(), np.zeros(0, np.int8))
@@ -214,6 +230,37 @@ def gpu_writes(stream: Stream, sc: Scan | None = None) -> GpuWrites:
     cmd, res, stage, pipe, via = cmd[order], res[order], stage[order], pipe[order], via[order]
     first = np.r_[True, (cmd[1:] != cmd[:-1]) | (res[1:] != res[:-1])]
     return GpuWrites(cmd[first], res[first], stage[first], pipe[first], via[first])
+
+
+def _may_write(rp: RootParam, compute: bool) -> bool:
+    """Whether root parameter ``rp`` can reach a write (:func:`table_access` writes only through a
+    ``uav`` range; a root UAV is a write of a graphics pipeline's draws)."""
+    if rp.kind == "table":
+        return any(kind == "uav" for kind, _ in rp.ranges)
+    return rp.kind == "uav" and not compute
+
+
+def _observers_by_pipeline(sc: Scan, compute: dict[int, bool]) -> Callable[[int], np.ndarray]:
+    """A function giving, for each pipeline ``i`` of ``compute`` (declaration index -> is a compute
+    pipeline), the observers (indices into ``sc.obs``, increasing) that run it: the draws of a
+    graphics pipeline, the dispatches of a compute one. One stable sort of those pipelines'
+    observers, not a scan of every observer per pipeline."""
+    if not compute:
+        return lambda i: np.zeros(0, np.int64)
+    nw = max(compute) + 1
+    want = np.zeros(nw + 1, bool)  # (the last entry: any other pipeline value)
+    want[list(compute)] = True
+    pipe = sc.pipe
+    obs = np.flatnonzero(want[np.where((pipe >= 0) & (pipe < nw), pipe, nw)])
+    obs = obs[np.argsort(pipe[obs], kind="stable")]
+    spipe = pipe[obs]
+
+    def sel(i: int) -> np.ndarray:
+        lo, hi = np.searchsorted(spipe, (i, i + 1)).tolist()
+        got = obs[lo:hi]
+        return got[sc.obs_kind[got] == (OBS_DISPATCH if compute[i] else OBS_DRAW)]
+
+    return sel
 
 
 def may_gpu_write(stream: Stream, sc: Scan | None = None) -> np.ndarray:

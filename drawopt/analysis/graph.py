@@ -139,18 +139,22 @@ def ordered_chains(stream: Stream, table: StateTable, pipe: np.ndarray, seg: np.
         return np.zeros(0, bool)
     decls = stream.decls
     free = np.ones(len(decls) + 1, bool)  # may commute with another draw (or no pipeline)
-    for p in np.unique(pipe[pipe >= 0]).tolist():
+    for p in np.flatnonzero(np.bincount(pipe[pipe >= 0], minlength=1)).tolist():  # (the pipelines used)
         pi = decls[p]
         if isinstance(pi, Pipeline):
             free[p] = commute_class(None if pi.is_compute else pi, reorder, "depth") is not None
     fr = free[np.where(pipe >= 0, pipe, len(decls))]
     rts = table.setter[:, RTS].astype(np.int64)
-    colour = np.zeros(d, bool)
     ok = rts >= 0
     ok[ok] = stream.op[rts[ok]] == _OP["OMSetRenderTargets"]
-    for c in np.unique(rts[ok]).tolist():
-        if any(decls[int(x)].kind != "depth" for x in stream.var(c).tolist()):
-            colour[rts == c] = True
+    # the OMSetRenderTargets commands that name a colour target (a target that is not a depth one)
+    uc = _unique_int(rts[ok])
+    lens = stream.var_len[uc].astype(np.int64)
+    not_depth = np.array([dc.kind != "depth" for dc in decls.items], bool)
+    hit = not_depth[stream.pool[ragged_index(stream.var_off[uc], lens)]] if len(decls.items) else np.zeros(0, bool)
+    has_colour = np.bincount(np.repeat(np.arange(uc.size), lens), weights=hit, minlength=uc.size) > 0
+    colour = np.zeros(d, bool)
+    colour[ok] = has_colour[np.searchsorted(uc, rts[ok])]
     link = (seg[1:] == seg[:-1]) & (rts[1:] == rts[:-1]) & colour[1:] & ~fr[1:] & ~fr[:-1]
     # chained[i]: every draw after i in its segment is linked to its predecessor
     last = np.r_[seg[1:] != seg[:-1], True]
@@ -211,7 +215,8 @@ _KIND_TABLE = np.full(256, _K_STATE, np.int64)
 for _c, _k in _KIND_OF_CAT.items():
     _KIND_TABLE[_c] = _k
 _R_CODE = {r: i for i, r in enumerate(EDGE_REASONS)}
-_BIG = np.int64(1) << np.int64(40)
+_BIG_BITS = np.int64(40)
+_BIG = np.int64(1) << _BIG_BITS
 _REDUCE_CAP = 4096
 """Two-path reduction skips a middle node with more than this many (in x out) pairs."""
 
@@ -268,12 +273,14 @@ class _Builder:
             code = sl[k] - _SLOT_FROM_ARG0  # the base slot; the first argument picks the slot
             cap = np.where(code == _S_VB, 31, 15)
             sl[k] = code + np.minimum(args[i[k], _SLOT_ARG], cap)
+        self.set_cmd = i  # every command with an event (the extra events below are at some of these)
         opq = np.flatnonzero(op == _OP["Opaque"])
         self.opq = opq
         # sorted by slot, then command: a stable sort by slot keeps the command order
         small = not sl.size or (int(sl.min()) >= 0 and int(sl.max()) < 256)
         o = np.argsort(sl.astype(np.uint8) if small else sl, kind="stable")
-        keys = [sl[o] * _BIG + i[o]]
+        ev_slot, ev_cmd = sl[o], i[o].astype(np.int64)
+        keys: list[np.ndarray] = []
         # a different root signature loses the root arguments; different heaps lose the tables
         extra: list[tuple[int, np.ndarray]] = []
         for name, base in (("SetGraphicsRootSignature", _S_RG), ("SetComputeRootSignature", _S_RC)):
@@ -287,10 +294,17 @@ class _Builder:
             cm = np.sort(np.concatenate([x for b, x in extra if b == base]))
             if cm.size:
                 keys.append(((base + np.arange(16, dtype=np.int64))[:, None] * _BIG + cm[None, :]).reshape(-1))
-        key = np.sort(np.concatenate(keys), kind="stable")  # (timsort: a merge of sorted runs)
-        self.ev_key = key
-        self.ev_slot, self.ev_cmd = key // _BIG, key % _BIG
-        used = self.ev_slot[np.r_[True, self.ev_slot[1:] != self.ev_slot[:-1]]] if key.size else key
+        if keys:  # the few extra events merged in, after the events of an equal (slot, command)
+            ex = np.sort(np.concatenate(keys), kind="stable")
+            ex_slot, ex_cmd = ex >> _BIG_BITS, ex & (_BIG - 1)
+            pos = np.empty(ex.size, np.int64)
+            cut = np.flatnonzero(np.r_[True, ex_slot[1:] != ex_slot[:-1], True])
+            for a, b in zip(cut[:-1].tolist(), cut[1:].tolist()):  # (root slots only: at most 32)
+                lo, hi = np.searchsorted(ev_slot, (ex_slot[a], ex_slot[a] + 1)).tolist()
+                pos[a:b] = lo + np.searchsorted(ev_cmd[lo:hi], ex_cmd[a:b], side="right")
+            ev_slot, ev_cmd = np.insert(ev_slot, pos, ex_slot), np.insert(ev_cmd, pos, ex_cmd)
+        self.ev_slot, self.ev_cmd = ev_slot, ev_cmd  # (sorted by slot, then command)
+        used = ev_slot[np.r_[True, ev_slot[1:] != ev_slot[:-1]]] if ev_slot.size else ev_slot
         self.vb_slots = used[(used >= _S_VB) & (used < _S_RG)].tolist()
         self.rg_slots = used[(used >= _S_RG) & (used < _S_RC)].tolist()
         self.rc_slots = used[(used >= _S_RC) & (used < _S_RC + 16)].tolist()
@@ -353,7 +367,8 @@ class _Builder:
         buf = _IS_BUFFER_ARG_OP[aop]
         if acmd.size:
             head = np.stack([aop, pso, rts], axis=1)
-            tail = np.where(buf[:, None], args[acmd], 0)
+            tail = np.zeros((acmd.size, args.shape[1]), np.int64)  # the arguments of the actions that read buffers
+            tail[buf] = args[acmd[buf]]
             first, inv = _action_signatures(self.ev_cmd, self.ev_slot, np.array(bslots, np.int64), acmd, self.opq,
                                             crank, head, tail)
         else:
@@ -383,37 +398,38 @@ class _Builder:
         offs = np.cumsum(counts) - counts
         counts = cum[offs + counts] - cum[offs]
         flat = flat[kept]
-        offs = np.cumsum(counts) - counts
-        nper = counts[inv] if inv.size else np.zeros(0, np.int64)
-        k = ragged_index(offs[inv], nper) if inv.size else np.zeros(0, np.int64)
-        acc_seg = [np.repeat(aseg, nper), fl, br, bfe]
-        acc_res = [flat[k, 0] if k.size else np.zeros(0, np.int64), np.full(fl.size, fe, np.int64), bres,
-                   np.full(bfe.size, fe, np.int64)]
-        acc_cls = [flat[k, 1] if k.size else np.zeros(0, np.int64), np.ones(fl.size, np.int64),
-                   np.ones(br.size, np.int64), np.ones(bfe.size, np.int64)]
-        self.acc_seg = np.concatenate(acc_seg).astype(np.int64)
-        self.acc_res = np.concatenate(acc_res).astype(np.int64)
-        self.acc_cls = np.concatenate(acc_cls).astype(np.int64)
+        # every action's accesses (those of its signature), then the flushes' and barriers' (writes)
+        tail_seg = np.r_[fl, br, bfe].astype(np.int64)
+        tail_res = np.r_[np.full(fl.size, fe, np.int64), bres, np.full(bfe.size, fe, np.int64)]
+        self.acc_seg, self.acc_res, self.acc_cls = _spread_accesses(
+            aseg.astype(np.int64, copy=False), inv, counts, flat, tail_seg, tail_res)
 
     def _binding_ranks(self) -> np.ndarray:
-        """Per command (-1 where it sets no slot): the rank of its ``(opcode, value)`` among those
-        of every state event (the value: the buffer of an index buffer, the argument of a root
-        argument, -1 for root constants and ``DrawIndexedX``), ordered as the pairs are."""
+        """Per command (-1 where it sets no slot): a number ordered as its ``(opcode, value)`` is
+        among those of every state event, equal for equal pairs, >= 0 (the value: the buffer of an
+        index buffer, the argument of a root argument, -1 for root constants and ``DrawIndexedX``).
+        The pair packed into one word where it fits (``opcode << 42 | value + 1``, or
+        :func:`pack_columns`), else its rank: the signatures only compare these numbers, so any of
+        them orders them alike."""
         s = self.s
         out = np.full(len(s), -1, np.int64)
-        is_ev = np.zeros(len(s), bool)
-        is_ev[self.ev_cmd] = True
-        c = np.flatnonzero(is_ev)
+        c = self.set_cmd  # the commands of the events (in command order: the gathers run through memory once)
         if not c.size:
             return out
-        o = s.op[c].astype(np.int64)
-        val = np.where(o == _OP["IASetIndexBuffer"], s.args[c, _IB_BUF], s.args[c, _BINDING_ARG])
-        val = np.where(_NO_BINDING_VALUE[o], -1, val)
-        key = pack_columns([o, val])  # ordered as the pairs are
-        if key.shape[1] == 1:  # (np.unique's inverse, by a sort of the keys and a search: a few hundred distinct)
-            out[c] = np.searchsorted(_unique_int(key[:, 0]), key[:, 0])
-        else:
-            out[c] = _unique_rows(key)[1]
+        o = s.op[c]
+        val = s.args[c, _BINDING_ARG]
+        ib = np.flatnonzero(o == _OP["IASetIndexBuffer"])
+        val[ib] = s.args[c[ib], _IB_BUF]
+        val[_NO_BINDING_VALUE[o]] = -1
+        if val.size and int(val.min()) >= -1 and int(val.max()) < (1 << 42) - 1:
+            val += 1  # (opcode << 42 | value + 1: ordered as the pairs are, >= 0; in place, no packing temporaries)
+            key = o.astype(np.int64)
+            key <<= 42
+            key |= val
+            out[c] = key
+            return out
+        key = pack_columns([o, val])  # ordered as the pairs are, from 0
+        out[c] = key[:, 0] if key.shape[1] == 1 else _unique_rows(key)[1]
         return out
 
     def _signature_accesses(self, first: np.ndarray, bind: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -646,8 +662,12 @@ class _Builder:
     # ------------------------------------------------------------------ edges
     def _hazard_edges(self) -> tuple[np.ndarray, ...]:
         seg, res, cls = self.acc_seg, self.acc_res, self.acc_cls
-        ep = self.epoch(self.seg_cmd_or_first(seg))
-        o = lex_order([ep, res, seg])
+        ep = self.epoch(self.seg_cmd_or_first(seg)) if self.opq.size else np.zeros(seg.size, np.int64)
+        # lex_order([ep, res, seg]) in two stable sorts: by segment (the accesses are a few runs of
+        # increasing segments: a merge), then by (epoch, resource), a radix sort where it fits 16 bits
+        o = np.argsort(seg, kind="stable")
+        key = ep[o] * (len(self.res_names) + 1) + res[o]
+        o = o[np.argsort(key.astype(np.uint16) if key.size and int(key.max()) < 1 << 16 else key, kind="stable")]
         return _hazard_pairs(seg[o], res[o], cls[o], ep[o], self.seg_kind)
 
     def seg_cmd_or_first(self, seg: np.ndarray) -> np.ndarray:
@@ -688,7 +708,7 @@ class _Builder:
         act_epoch = self.epoch(self.act_cmd) if self.opq.size else np.zeros(aseg.size, np.int64)
         ev_seg = self.seg_of(ev_cmd)
         ev_node = np.where(ev_seg >= 0, node[np.maximum(ev_seg, 0)], -1)
-        newkey = np.r_[True, self.ev_key[1:] != self.ev_key[:-1]] if ne else np.zeros(0, bool)
+        newkey = np.r_[True, (ev_slot[1:] != ev_slot[:-1]) | (ev_cmd[1:] != ev_cmd[:-1])] if ne else np.zeros(0, bool)
         first_dup = np.maximum.accumulate(np.where(newkey, np.arange(ne), 0)) if ne else z
         nxt = np.minimum(first_dup + 1, max(ne - 1, 0))
         okn = (first_dup + 1 < ne) & (ev_slot[nxt] == ev_slot) & (ev_epoch[nxt] == ev_epoch) if ne else z.astype(bool)
@@ -859,6 +879,30 @@ def _action_signatures_py(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.nda
         yield from tail.T
 
     return _unique_rows(pack_columns(columns()))
+
+
+def _spread_accesses(aseg: np.ndarray, inv: np.ndarray, counts: np.ndarray, flat: np.ndarray,
+                     tail_seg: np.ndarray, tail_res: np.ndarray, pure: bool | None = None) -> tuple[np.ndarray, ...]:
+    """``(seg, res, cls)`` of every access: action ``a`` (segment ``aseg[a]``) has the accesses of
+    its signature ``inv[a]`` (signature ``j``'s are the next ``counts[j]`` rows of ``flat``, (resource,
+    class) pairs), actions in order; then the written accesses ``tail_seg``, ``tail_res`` (class 1).
+    ``drawopt._graph.spread_accesses`` fills the three columns in one pass; twin :func:`_spread_accesses_py`."""
+    kernel = getattr(load_cext("_graph", pure), "spread_accesses", None)  # (None: an extension built before it)
+    if kernel is not None:
+        return kernel(aseg, inv, counts, flat, tail_seg, tail_res)
+    return _spread_accesses_py(aseg, inv, counts, flat, tail_seg, tail_res)
+
+
+def _spread_accesses_py(aseg: np.ndarray, inv: np.ndarray, counts: np.ndarray, flat: np.ndarray,
+                        tail_seg: np.ndarray, tail_res: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Pure-numpy twin of ``drawopt._graph.spread_accesses`` (:func:`_spread_accesses`)."""
+    offs = np.cumsum(counts) - counts
+    nper = counts[inv] if inv.size else np.zeros(0, np.int64)
+    k = ragged_index(offs[inv], nper) if inv.size else np.zeros(0, np.int64)
+    seg = np.concatenate([np.repeat(aseg, nper), tail_seg]).astype(np.int64, copy=False)
+    res = np.concatenate([flat[k, 0], tail_res]).astype(np.int64, copy=False)
+    cls = np.concatenate([flat[k, 1], np.ones(tail_seg.size, np.int64)]).astype(np.int64, copy=False)
+    return seg, res, cls
 
 
 def _hazard_pairs(seg: np.ndarray, res: np.ndarray, cls: np.ndarray, ep: np.ndarray, seg_kind: np.ndarray,
@@ -1183,15 +1227,10 @@ def _frontend_buffers(s: Stream) -> set[str]:
     """Buffers the GPU front end reads anywhere in ``s`` (args, counts, index data) or declared frontend."""
     decls = s.decls
     out = {d.name for d in decls.items if isinstance(d, Buffer) and d.frontend}
-    for name in _INDIRECT:
-        sp = BY_NAME[name]
-        where = s.op == sp.code
-        for col in ("args_buffer", "count_buffer"):
-            if col in sp.fields:
-                out |= {decls[int(i)].name for i in np.unique(s.args[where, sp.col(col)])}
-    for name, col in (("IASetIndexBuffer", 0), ("DrawIndexedX", 0)):
-        out |= {decls[int(i)].name for i in np.unique(s.args[s.op == _OP[name], col])}
-    return out
+    read = np.zeros(len(decls), bool)  # the buffers named (marks, not np.unique's hash of every value)
+    for code, col in _FE_READ_COLS:
+        read[s.args[s.op == code, col]] = True
+    return out | {decls.items[int(i)].name for i in np.flatnonzero(read)}
 
 
 def _two_path_reduce(u: np.ndarray, v: np.ndarray, mask: np.ndarray, nn: int, pure: bool | None = None) -> np.ndarray:
@@ -1269,6 +1308,10 @@ _IS_INDEXED_NATIVE[sorted(_INDEXED_NATIVE)] = True
 _VARYING = frozenset({_OP[n] for n in ("CopyBufferRegion", "DrawIndexedX", *_INDIRECT)})
 _IS_BUFFER_ARG_OP = np.zeros(_CAT_TABLE.shape[0], bool)
 _IS_BUFFER_ARG_OP[sorted(_VARYING)] = True
+_FE_READ_COLS = tuple((BY_NAME[n].code, BY_NAME[n].col(c)) for n in _INDIRECT for c in ("args_buffer", "count_buffer")
+                      if c in BY_NAME[n].fields) + ((_OP["IASetIndexBuffer"], Op.IASetIndexBuffer.col("buffer")),
+                                                    (_OP["DrawIndexedX"], Op.DrawIndexedX.col("buffer")))
+"""(opcode, column) of every buffer the front end reads: indirect arguments and counts, index data."""
 _FE_STATES = {BARRIER_STATES.index("INDIRECT_ARGUMENT"), BARRIER_STATES.index("INDEX_BUFFER")}
 # argument columns (drawopt.ir.ops), looked up once
 _SLOT_ARG = shared_col(("IASetVertexBuffers", "slot"), *((n, "index") for n in (*_ROOT_G, *_ROOT_C)))

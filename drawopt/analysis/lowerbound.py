@@ -23,7 +23,7 @@ from drawopt.analysis.costmodel import TargetModel, estimate_cpu_cost, get_targe
 from drawopt.analysis.graph import EDGE_REASONS, HazardGraph, hazard_graph, node_of_command, segments_are_chains
 from drawopt.analysis.mergeclass import DrawFacts, call_classes, draw_facts, draw_segments
 from drawopt.analysis.state import StateTable, intern_rows, track
-from drawopt.ir.stream import Stream
+from drawopt.ir.stream import Stream, ragged_index
 
 CONSTRAINT_REASONS = frozenset({"raw", "war", "waw", "order", "flush", "barrier", "opaque"})
 """Graph edge reasons no pass reorders across (``state`` edges are re-created, not kept)."""
@@ -34,7 +34,9 @@ def _constraint_edges(graph: Any) -> tuple[np.ndarray, np.ndarray]:
     straight from a :class:`~drawopt.analysis.graph.HazardGraph`; a networkx graph is walked)."""
     if isinstance(graph, HazardGraph):
         keep = np.isin(graph.reason, [EDGE_REASONS.index(r) for r in CONSTRAINT_REASONS])
-        return graph.eu[keep].astype(np.int64), graph.ev[keep].astype(np.int64)
+        if keep.all():  # (a hazard graph has no state edges)
+            return graph.eu.astype(np.int64, copy=False), graph.ev.astype(np.int64, copy=False)
+        return graph.eu[keep].astype(np.int64, copy=False), graph.ev[keep].astype(np.int64, copy=False)
     eu, ev = [], []
     for u, v, r in graph.edges(data="reason"):
         if r in CONSTRAINT_REASONS:
@@ -59,16 +61,25 @@ def segment_units(graph: Any, draw_cmd: np.ndarray, seg: np.ndarray) -> tuple[np
     edges : int64[E, 2]
         Unit-level constraints ``(a, b)``: every draw of ``a`` before every draw of ``b``.
     """
-    node_of = node_of_command(graph)
-    node = node_of[draw_cmd]
+    node = _nodes_of(graph, draw_cmd)
     if draw_cmd.size and (node < 0).any():
         raise ValueError("the dependency graph does not cover every draw")
-    pair = np.stack([node, seg], axis=1)
-    unit, first = intern_rows(pair) if draw_cmd.size else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    # (draws in stream order have non-decreasing nodes and segments: the (node, segment) pairs are
+    # then sorted, each unit one run of draws, and the units sorted by node and by key)
+    ordered = bool((np.diff(node) >= 0).all() and (np.diff(seg) >= 0).all())
+    if not draw_cmd.size:
+        unit, first = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    elif ordered:
+        new = np.r_[True, (node[1:] != node[:-1]) | (seg[1:] != seg[:-1])]
+        unit, first = np.cumsum(new) - 1, np.flatnonzero(new)  # = intern_rows of the sorted pairs
+    else:
+        unit, first = intern_rows(np.stack([node, seg], axis=1))
     u_node, u_seg = node[first], seg[first]
     eu_a, ev_a = _constraint_edges(graph)
     if not eu_a.size or not first.size:
         return unit, np.zeros((0, 2), np.int64)
+    if ordered:
+        return unit, _ordered_unit_edges(u_node, u_seg, eu_a, ev_a, int(node.max()) + 1)
     nseg = int(seg.max()) + 1
     key = u_node * nseg + u_seg
     korder = np.argsort(key, kind="stable")
@@ -86,6 +97,45 @@ def segment_units(graph: Any, draw_cmd: np.ndarray, seg: np.ndarray) -> tuple[np
     hit = ksorted[pos] == want
     edges = np.stack([src_units[hit], korder[pos[hit]]], axis=1)
     return unit, edges
+
+
+def _nodes_of(graph: Any, cmd: np.ndarray) -> np.ndarray:
+    """The node of each command of ``cmd`` (-1 outside the graph): :func:`node_of_command`'s
+    table, or for a :class:`HazardGraph` (nodes are disjoint runs in stream order) a search of
+    the node ends, without a table over every command."""
+    if not isinstance(graph, HazardGraph):
+        return node_of_command(graph)[cmd]
+    pos = np.searchsorted(graph.last, cmd)
+    inside = pos < graph.last.shape[0]
+    inside[inside] = graph.first[pos[inside]] <= cmd[inside]
+    return np.where(inside, pos, -1)
+
+
+def _ordered_unit_edges(u_node: np.ndarray, u_seg: np.ndarray, eu: np.ndarray, ev: np.ndarray,
+                        nn: int) -> np.ndarray:
+    """:func:`segment_units`' constraints when the units are sorted by (node, segment): the units of
+    a node are one range of them (no search for an edge's source units), and a target node with a
+    single unit needs no search either; in the order the general path lists them."""
+    cnt = np.bincount(u_node, minlength=nn)
+    start = np.cumsum(cnt) - cnt
+    ok = (eu < nn) & (ev < nn)  # (an edge between nodes without draws gives nothing)
+    eu, ev = eu[ok], ev[ok]
+    n_src = cnt[eu]
+    src = ragged_index(start[eu], n_src)  # every unit of each edge's source node, edge by edge
+    tv = np.repeat(ev, n_src)
+    want_seg = u_seg[src]
+    tcnt = cnt[tv]
+    pos = start[tv]
+    hit = (tcnt == 1) & (u_seg[np.minimum(pos, u_seg.shape[0] - 1)] == want_seg)
+    multi = np.flatnonzero(tcnt > 1)
+    if multi.size:  # the target node's units, by segment: a search among them
+        nseg = int(u_seg.max()) + 1
+        key = u_node * nseg + u_seg
+        want = tv[multi] * nseg + want_seg[multi]
+        p = np.minimum(np.searchsorted(key, want), key.shape[0] - 1)
+        pos[multi] = p
+        hit[multi] = key[p] == want
+    return np.stack([src[hit], pos[hit]], axis=1)
 
 
 
