@@ -6,7 +6,6 @@ import time
 
 import numpy as np
 import pytest
-from drawopt.passes.dedupe_state import DedupeStatePass, dead_state_commands
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import VERIFIABLE_DRAWS, multi_draws
@@ -14,6 +13,7 @@ from test_state import HAS_CEXT, big_stream, builder, semantic_streams, shared_s
 
 from drawopt.analysis.state import compare_effective_state
 from drawopt.ir.stream import Stream, StreamBuilder
+from drawopt.passes.dedupe_state import DedupeStatePass, dead_state_commands
 from drawopt.passmanager import AnalysisManager, PassManager, get_pass, parse_pipeline
 from drawopt.verify import verify
 
@@ -427,9 +427,8 @@ def test_100k_draws_fast():
 
 def _same_analysis_both_paths(s: Stream) -> None:
     """One round of the analysis on the compiled scan and kernels and on the pure twins."""
-    from drawopt.passes.dedupe_state import _observed
-
     from drawopt.analysis.state import scan
+    from drawopt.passes.dedupe_state import _observed
     a, b = scan(s, pure=False), scan(s, pure=True)
     assert np.array_equal(dead_state_commands(s, a), dead_state_commands(s, b))
     x, y = _observed(a, len(s)), _observed(b, len(s))
@@ -456,9 +455,8 @@ def test_chain_writers_kernel_matches_its_twin():
     values so that some writes change nothing, partial words)."""
     from types import SimpleNamespace
 
-    from drawopt.passes.dedupe_state import _chain_writers_py
-
     from drawopt._accel import load_cext
+    from drawopt.passes.dedupe_state import _chain_writers_py
     mod = load_cext("_dedupe", False)
     if mod is None:  # pragma: no cover - extension not built
         pytest.skip("drawopt._dedupe is not built")
@@ -487,9 +485,8 @@ def test_chain_writers_kernel_matches_its_twin():
 
 def test_origins_kernel_matches_its_twin():
     """Runs of redundant re-sets followed back to their first command (or the initial value)."""
-    from drawopt.passes.dedupe_state import _origins_py
-
     from drawopt._accel import load_cext
+    from drawopt.passes.dedupe_state import _origins_py
     mod = load_cext("_dedupe", False)
     if mod is None:  # pragma: no cover - extension not built
         pytest.skip("drawopt._dedupe is not built")

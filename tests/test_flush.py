@@ -13,7 +13,6 @@ import itertools
 
 import numpy as np
 import pytest
-from drawopt.passes.flush import FlushPass, _rebinds_in_range, index_rebinds, plan_flushes
 from hypothesis import HealthCheck, assume, given, settings
 from strategies import streams
 
@@ -34,6 +33,7 @@ from drawopt.errors import InputError
 from drawopt.gen import generate
 from drawopt.ir.ops import BY_NAME, Cat
 from drawopt.ir.stream import Stream, StreamBuilder
+from drawopt.passes.flush import FlushPass, _rebinds_in_range, index_rebinds, plan_flushes
 from drawopt.passmanager import AnalysisManager, PassManager, parse_pipeline
 from drawopt.validate import findings
 

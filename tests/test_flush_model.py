@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from drawopt.passes.flush import FlushPass, plan_flushes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_flush import base as flush_world
@@ -46,6 +45,7 @@ from drawopt.analysis.flushrules import (
 )
 from drawopt.ir.ops import BY_NAME
 from drawopt.ir.stream import Stream, StreamBuilder
+from drawopt.passes.flush import FlushPass, plan_flushes
 from drawopt.validate import findings, missing_flushes
 
 HAS_CEXT = load_cext("_flush", False) is not None

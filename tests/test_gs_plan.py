@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from drawopt.passes.gs_plan import GsPlanPass, plan_stream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +16,7 @@ from drawopt.ir.codec import bits_f32, f32_bits
 from drawopt.ir.decls import Pipeline
 from drawopt.ir.ops import BY_NAME, NARGS
 from drawopt.ir.stream import FLAG_NOMERGE, Stream, StreamBuilder
+from drawopt.passes.gs_plan import GsPlanPass, plan_stream
 from drawopt.passmanager import PASSES, AnalysisManager, PassManager, get_pass, parse_pipeline
 
 GS = BY_NAME["GSSetParameters"].code

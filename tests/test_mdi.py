@@ -13,8 +13,6 @@ import dataclasses
 
 import numpy as np
 import pytest
-from drawopt.passes import mdi
-from drawopt.passes.mdi import MAX_LIFTED_RECORDS, MdiPass, args_records, draw_data_contracts, plan_mdi
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import multi_draws, streams
@@ -25,6 +23,8 @@ from drawopt.errors import InputError
 from drawopt.gen import generate
 from drawopt.ir.ops import BY_NAME, MULTI_DRAW_OPS, Cat
 from drawopt.ir.stream import Stream, StreamBuilder
+from drawopt.passes import mdi
+from drawopt.passes.mdi import MAX_LIFTED_RECORDS, MdiPass, args_records, draw_data_contracts, plan_mdi
 from drawopt.passmanager import AnalysisManager, PassManager, PipelineContext, get_pass, parse_pipeline
 from drawopt.validate import findings
 from drawopt.verify import verify

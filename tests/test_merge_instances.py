@@ -6,12 +6,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from drawopt.passes.merge_instances import plan_merges
 
 from drawopt.analysis.mergeclass import INSTANCES, RANGES, adjacent_links, draw_facts
 from drawopt.analysis.state import track
 from drawopt.gen import generate
 from drawopt.ir.stream import Stream, StreamBuilder
+from drawopt.passes.merge_instances import plan_merges
 from drawopt.passmanager import PassManager, parse_pipeline
 from drawopt.stats import compute_stats
 from drawopt.verify import verify

@@ -73,9 +73,8 @@ def test_the_check_sees_a_numbered_read() -> None:
 def test_mdi_record_layout_follows_the_argument_table() -> None:
     """mdi writes indirect-args records straight from its draws' argument rows: the D3D12 record
     fields must be the leading argument columns, in order (checked when the module loads)."""
-    from drawopt.passes import mdi
-
     from drawopt.ir.ops import Op
+    from drawopt.passes import mdi
 
     assert mdi._DI_RECORD == tuple(range(4)) and mdi._DII_RECORD == tuple(range(5))
     assert mdi._SI_FIELD == {False: Op.DrawInstanced.col("start_instance"),

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from drawopt.passes import pack_x as px
 
 from drawopt.ir import formats
 from drawopt.ir.decls import Pipeline
 from drawopt.ir.ops import BY_NAME
 from drawopt.ir.stream import Stream
+from drawopt.passes import pack_x as px
 from drawopt.passmanager import parse_pipeline
 from drawopt.result import optimize
 from drawopt.stats import compute_stats

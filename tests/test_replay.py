@@ -615,7 +615,6 @@ def _planted_word(s: Stream, name: str, word: int) -> Stream:
 def _lifted(contract: str, layout: str, bindless: bool = False) -> tuple[Stream, Stream]:
     """Draws that differ in lifted values, and the mdi pass's lifted rewrite of them."""
     from drawopt.passes.mdi import MdiPass
-
     from drawopt.passmanager import PassManager
     b = StreamBuilder()
     b.target("rt", 256, 256)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from drawopt.passes.schedule import Restater, SchedulePass, _rebuild, check_restated, schedule_order
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +11,7 @@ from drawopt.analysis.state import compare_effective_state, track
 from drawopt.errors import UsageError
 from drawopt.gen import generate
 from drawopt.ir.stream import StreamBuilder
+from drawopt.passes.schedule import Restater, SchedulePass, _rebuild, check_restated, schedule_order
 from drawopt.passmanager import PassManager, parse_pipeline
 from drawopt.stats import compute_stats
 from drawopt.validate import findings
@@ -280,11 +280,10 @@ def test_a_stream_that_cannot_reorder_builds_no_graph(monkeypatch) -> None:
 @pytest.mark.parametrize("reorder", ["declared", "opaque"])
 def test_ordered_chains_agree_with_the_graph(kind: str, seed: int, reorder: str) -> None:
     """Where the cheap test says a segment is a chain, the graph makes every draw a part of its own."""
-    from drawopt.passes.schedule import _draw_pipes
-
     from drawopt.analysis.graph import build_graph, ordered_chains
     from drawopt.analysis.lowerbound import draw_parts, segment_units
     from drawopt.analysis.mergeclass import draw_segments
+    from drawopt.passes.schedule import _draw_pipes
     s = generate(kind, 600, seed=seed)
     t = track(s)
     draws = t.draws.astype(np.int64)
@@ -318,9 +317,8 @@ def _segments(s):
     """Draw commands, segments and segment bounds of ``s`` as the pass computes them."""
     from types import SimpleNamespace
 
-    from drawopt.passes.schedule import _draw_pipes
-
     from drawopt.analysis.mergeclass import draw_segments
+    from drawopt.passes.schedule import _draw_pipes
     t = track(s)
     draws = t.draws.astype(np.int64)
     pipe, pinned = _draw_pipes(s, t)
@@ -341,9 +339,8 @@ def _reference_rebuild(s, t, draws, new, starts, ends):
     """The restatement walk the pass did before it was vectorised: every non-state command in
     input order, each segment's draws emitted where its first draw was (one command at a time,
     pure Python), a segment that cannot be re-created in the new order kept in input order."""
-    from drawopt.passes.schedule import CannotRestate
-
     from drawopt.ir.ops import BY_NAME, Cat
+    from drawopt.passes.schedule import CannotRestate
     rs = Restater(s, t, pure=True)
     cats = s.cats()
     keep = s.op == BY_NAME["CSEnableAutomaticGpuFlush"].code
@@ -488,9 +485,8 @@ def test_rebuild_and_check_match_their_references_on_random_streams(s, seed: int
 def test_restater_compiled_and_pure_agree_step_by_step() -> None:
     """emit_all (compiled) and emit one command at a time (pure) leave the same output, the
     same state in force and raise the same errors, chunk after chunk, with rollbacks."""
-    from drawopt.passes.schedule import CannotRestate, OutBuffer
-
     from drawopt.ir.ops import Cat
+    from drawopt.passes.schedule import CannotRestate, OutBuffer
     _compiled_schedule_kernel()
     for kind, n, seed in (("frame", 600, 1), ("bundle", 300, 2), ("gpu-driven", 500, 3)):
         s = generate(kind, n, seed=seed)
@@ -533,10 +529,9 @@ def test_check_restated_catches_a_corrupted_restatement() -> None:
     """The self-check finds a wrong state in the output, whichever slot it is in, with the fast
     path (content ids) and by decoding every value alike."""
     import drawopt.passes.schedule as sched  # the module the pass manager runs
-    from drawopt.passes.schedule import check_restated
-
     from drawopt.ir.ops import BY_NAME
     from drawopt.ir.stream import concat
+    from drawopt.passes.schedule import check_restated
     s = generate("frame", 1500, seed=6)
     seen = {}
     real = sched.check_restated
@@ -611,7 +606,6 @@ def test_a_failed_self_check_leaves_the_stream_unchanged(monkeypatch) -> None:
     """The pass keeps its input when the self-check finds a difference (here a restater that
     sometimes believes it set the pipeline without emitting the command)."""
     import drawopt.passes.schedule as sched  # the module the pass manager runs
-
     from drawopt.analysis.state import PIPELINE
     s = generate("frame", 800, seed=4)
     monkeypatch.setattr(sched, "load_cext", lambda name, pure=None: None)  # the pure loop, patched below
@@ -653,9 +647,8 @@ def test_first_seen_rank_lookup_and_sort_paths_agree() -> None:
 
 
 def test_sort_key_kernels_agree_with_their_pure_twins() -> None:
-    from drawopt.passes.schedule import _key_columns_py, _stable_rank_py
-
     from drawopt._accel import load_cext
+    from drawopt.passes.schedule import _key_columns_py, _stable_rank_py
     k = load_cext("_schedule", pure=False)
     if k is None:  # pragma: no cover - extension not built
         pytest.skip("drawopt._schedule is not built")
@@ -706,9 +699,8 @@ def test_check_restated_compares_the_exit_state_of_a_bundle() -> None:
     """A bundle hands its final state to the caller: a restatement that drops or changes a
     trailing set (after the last draw) is wrong even though every draw sees its state; in a
     list the same output is fine (issue 12 item 5)."""
-    from drawopt.passes.schedule import check_restated
-
     from drawopt.ir.formats import loads
+    from drawopt.passes.schedule import check_restated
     text = """drawopt 1 context=graphics kind={kind}
 target rt 64x64 R8G8B8A8_UNORM
 rootsig main constants(2)

@@ -10,7 +10,6 @@ simplest loop (one draw, one record at a time); random streams must give the sam
 from __future__ import annotations
 
 import numpy as np
-from drawopt.passes.flush import _copy, _rebinds_in_range, index_rebinds, splice
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import streams
@@ -22,6 +21,7 @@ from drawopt.errors import InputError
 from drawopt.ir.decls import Buffer, Pipeline, RootSig
 from drawopt.ir.ops import BY_NAME
 from drawopt.ir.stream import Stream, StreamBuilder
+from drawopt.passes.flush import _copy, _rebinds_in_range, index_rebinds, splice
 from drawopt.validate import Finding, _at, _table_reason, findings, index_range_violations
 
 _RANGE_OPS = ("IASetIndexBuffer", "DrawIndexedInstanced", "DrawIndexedInstancedIndirect",

@@ -13,7 +13,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from drawopt.passes.weld import plan_weld
 
 from drawopt.analysis.costmodel import TARGETS, default_pipeline, get_target, weld_pays_off
 from drawopt.analysis.state import track
@@ -21,6 +20,7 @@ from drawopt.gen import generate
 from drawopt.ir.formats import loads
 from drawopt.ir.ops import BY_NAME
 from drawopt.ir.stream import Stream
+from drawopt.passes.weld import plan_weld
 from drawopt.passmanager import PassManager, parse_pipeline
 from drawopt.verify import verify
 
