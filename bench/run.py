@@ -114,6 +114,17 @@ def measured_once(cmd: list[str], env: dict[str, str] | None = None) -> tuple[fl
     return res["wall"], res["rss"] / 2**20, res["out"]
 
 
+def cpu_model() -> str:
+    """The processor's name (``/proc/cpuinfo``), or ``unknown``: figures from two machines differ."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
 def drawopt(*args: str) -> list[str]:
     return [sys.executable, "-m", "drawopt", *args]
 
@@ -202,11 +213,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{k:<24} {v:>12,.2f} {'' if t is None else f'{t:>11,.2f}'}{mark}")
     load = os.getloadavg()
     out = {"rows": rows, "summary": summary, "targets": TARGETS, "loadavg": load, "cpus": os.cpu_count(),
+           "cores_used": len(os.sched_getaffinity(0)), "cpu_model": cpu_model(),
            "repeat": args.repeat, "repeat_large": args.repeat_large,
            "date": time.strftime("%Y-%m-%d %H:%M")}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
-    print(f"\nload average {load[0]:.1f} on {os.cpu_count()} cores; figures in {args.json}")
+    print(f"\nload average {load[0]:.1f} on {os.cpu_count()} cores ({out['cores_used']} used: {out['cpu_model']}); "
+          f"figures in {args.json}")
     return 0
 
 
