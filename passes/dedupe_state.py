@@ -61,18 +61,28 @@ import numpy as np
 
 from drawopt._accel import load_cext
 from drawopt.analysis.state import (
+    BLEND,
     CRS,
     GFX_RS,
+    GS,
     HEAPS,
+    IB,
     K_CRS,
     K_SET,
+    NSLOTS,
+    PIPELINE,
+    RTS,
+    SCISSOR,
+    STENCIL,
+    TOPOLOGY,
     UNKNOWN,
     VB,
+    VIEWPORT,
     Scan,
     scan,
     track,
 )
-from drawopt.ir.ops import BY_CODE, BY_NAME, MAX_OPCODE
+from drawopt.ir.ops import BY_CODE, BY_NAME, MAX_OPCODE, Op, shared_col
 from drawopt.ir.stream import Stream
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
 
@@ -84,12 +94,18 @@ _IS_MERGE_OP[[BY_NAME[n].code for n in ("SetGraphicsRoot32BitConstants", "SetCom
                                         "IASetVertexBuffers")]] = True
 
 
+_COL_TABLE = shared_col(("SetGraphicsRootDescriptorTable", "table"), ("SetComputeRootDescriptorTable", "table"))
+"""The table argument, ``(heap << 32) | slot`` (a heapref)."""
+_COL_ENABLE = Op.CSEnableAutomaticGpuFlush.col("enable")
 _ALL_WORDS = np.uint64(0xFFFFFFFFFFFFFFFF)
-_TABLE_OPS = np.array([BY_NAME[n].code for n in ("SetGraphicsRootDescriptorTable",
-                                                 "SetComputeRootDescriptorTable")], np.uint16)
-_LIFT_OPS = np.array([BY_NAME[n].code for n in ("SetGraphicsRootDescriptorTable", "SetGraphicsRoot32BitConstants",
-                                                "SetComputeRootDescriptorTable", "SetComputeRoot32BitConstants")],
-                     np.uint16)
+_PLAIN_SLOT = np.zeros(NSLOTS, bool)
+"""Slots set by one command kind each, that no heap or root-signature change resets, no lift
+item covers and no partial update merges (:func:`_exposed_resets`)."""
+_PLAIN_SLOT[[PIPELINE, TOPOLOGY, RTS, VIEWPORT, SCISSOR, BLEND, STENCIL, GS, IB]] = True
+_IS_TABLE_OP = np.zeros(MAX_OPCODE + 1, bool)
+_IS_TABLE_OP[[BY_NAME[n].code for n in ("SetGraphicsRootDescriptorTable", "SetComputeRootDescriptorTable")]] = True
+_IS_LIFT_OP = _IS_TABLE_OP.copy()
+_IS_LIFT_OP[[BY_NAME[n].code for n in ("SetGraphicsRoot32BitConstants", "SetComputeRoot32BitConstants")]] = True
 
 
 def _observed(sc: Scan, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
@@ -212,20 +228,15 @@ def _lift_origins(s: Stream, sc: Scan, lifted: np.ndarray, needed: np.ndarray) -
     if not cmds.size:
         return
     p = sc.prev
-    sets = np.flatnonzero(p >= 0)
-    pp = p[sets]
     op = s.op
-    same = (op[pp] == op[sets]) & np.isin(op[sets], _LIFT_OPS)
-    tab = np.isin(op[sets], _TABLE_OPS)
-    same &= ~tab | ((s.args[pp, 1] >> 32) == (s.args[sets, 1] >> 32))
-    orig = np.arange(len(s), dtype=np.int64)
-    orig[sets[same]] = pp[same]
-    while True:
-        nxt = orig[orig]
-        if np.array_equal(nxt, orig):
-            break
-        orig = nxt
-    needed[orig[cmds]] = True
+    sets = np.flatnonzero(_IS_LIFT_OP[op] & (p >= 0))
+    pp = p[sets]
+    same = op[pp] == op[sets]
+    tv = s.args[:, _COL_TABLE]
+    same &= ~_IS_TABLE_OP[op[sets]] | ((tv[pp] >> 32) == (tv[sets] >> 32))
+    cont = np.zeros(len(s), bool)  # continues the run of its previous set: origin of that one
+    cont[sets[same]] = True
+    needed[_origins(sc, cont)[cmds]] = True
 
 
 def _reset_readers(sc: Scan, reads: tuple[np.ndarray, np.ndarray, np.ndarray], needed: np.ndarray) -> None:
@@ -275,6 +286,42 @@ def _reset_runs(sc: Scan, slot: int, red: np.ndarray, needed: np.ndarray, bundle
             needed[first] = True
 
 
+def _exposed_resets(sc: Scan, dead: np.ndarray) -> np.ndarray:
+    """bool[N]: the commands of the plain slots (:data:`_PLAIN_SLOT`) that the round keeps
+    but that re-set the value of the previous kept set of their slot -- ``A``, dead ``B``,
+    ``A`` again: the second ``A`` is a re-set once ``B`` is gone.
+
+    Exactly what the next round would remove there: in these slots the round keeps only the
+    first set of each run of re-sets some observer reads (no reset, lift, merge or heap rule
+    keeps one), so every kept set is still read after the removal, and it goes iff it
+    re-sets the value before it. Removing it changes no other slot's analysis (no other
+    slot's rules look at these commands, and the value every observer sees stays).
+    The previous kept set follows ``Scan.prev`` over the dead sets (the walk ends at the
+    initial value, -1, or at an unknown one, -3, as the next round's scan would).
+    """
+    n = dead.shape[0]
+    sl = sc.slot
+    cand = np.flatnonzero(~dead & (sl >= 0) & _PLAIN_SLOT[sl] & (sc.kcode == K_SET))
+    out = np.zeros(n, bool)
+    if not cand.size:
+        return out
+    prev = sc.prev
+    # origin over the dead sets that continue a chain: a dead set whose own prev is a marker
+    # is its own origin, so the marker it ends at stays readable
+    hop = dead & (prev >= 0)
+    root = _origins(sc, hop)
+    p = prev[cand]
+    a = np.where(p >= 0, root[np.maximum(p, 0)], p)
+    gone = a >= 0
+    gone[gone] = dead[a[gone]]
+    a[gone] = prev[a[gone]]  # the dead origin's marker: -1 or -3
+    before = np.where(a >= 0, sc.cval[np.maximum(a, 0)],
+                      np.where(a == -3, UNKNOWN, sc.init_val[sl[cand]]))
+    v = sc.cval[cand]
+    out[cand[(before == v) & (v >= 0)]] = True
+    return out
+
+
 def _cse_dead(s: Stream) -> np.ndarray:
     """bool[N]: CSEnableAutomaticGpuFlush commands without effect on any Dispatch."""
     n = len(s)
@@ -290,14 +337,14 @@ def _cse_dead(s: Stream) -> np.ndarray:
     # re-sets of the value in force (among the survivors; an Opaque makes it unknown)
     live = cse[~dead]
     marks = np.sort(np.concatenate([live, np.flatnonzero(s.op == _OPAQUE)]))
-    val = np.where(s.op[marks] == _OPAQUE, -1, s.args[marks, 0])
+    val = np.where(s.op[marks] == _OPAQUE, -1, s.args[marks, _COL_ENABLE])
     k = np.searchsorted(marks, live) - 1
     before = np.where(k >= 0, val[np.maximum(k, 0)], int(s.header.auto_gpu_flush))
-    out[live[before == s.args[live, 0]]] = True
+    out[live[before == s.args[live, _COL_ENABLE]]] = True
     return out
 
 
-def dead_state_commands(stream: Stream, sc: Scan | None = None) -> np.ndarray:
+def dead_state_commands(stream: Stream, sc: Scan | None = None, *, exposed: bool = True) -> np.ndarray:
     """One round of the analysis: bool[N], True for each command the pass removes.
 
     Parameters
@@ -305,6 +352,10 @@ def dead_state_commands(stream: Stream, sc: Scan | None = None) -> np.ndarray:
     stream : Stream
     sc : Scan, optional
         ``scan(stream)``, reused if given.
+    exposed : bool
+        Also remove the re-sets that the round's dead sets hid (:func:`_exposed_resets`:
+        what the next round would find in the slots no reset or lift touches), so that
+        one round does the work of two; False: the plain round (tests compare the two).
     """
     s = stream
     n = len(s)
@@ -331,7 +382,10 @@ def dead_state_commands(stream: Stream, sc: Scan | None = None) -> np.ndarray:
     for slot in (HEAPS, GFX_RS, CRS):
         _reset_runs(sc, slot, red, needed, bundle)
     _reset_readers(sc, reset_reads, needed)
-    return (state_cmd & ~needed) | _cse_dead(s)
+    dead = state_cmd & ~needed
+    if exposed:
+        dead |= _exposed_resets(sc, dead)
+    return dead | _cse_dead(s)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ NAMED = (
     "drawopt/verify/records.py",
     "drawopt/verify/rules.py",
     "drawopt/verify/slots.py",
+    "passes/dedupe_state.py",
     "passes/flush.py",
     "passes/mdi.py",
     "passes/merge_instances.py",
