@@ -45,7 +45,11 @@ a heap change). Nothing is removed or considered redundant across an
 value and sets overwritten before any Dispatch or Opaque go.
 
 The analysis is repeated on its own output until nothing more goes, so the pass
-is idempotent. Every step is vectorised over the columnar stream after one
+is idempotent. A round also removes what the next one would find in the slots that no
+reset, lift or merge rule touches (pipeline, topology, targets, viewport, scissor, blend
+factor, stencil reference, GS parameters, index buffer): a set that re-sets the value of
+the previous set its own dead sets left (``A``, dead ``B``, ``A``); further rounds remain
+for the root arguments. Every step is vectorised over the columnar stream after one
 linear scan (:func:`drawopt.analysis.state.scan`).
 """
 
