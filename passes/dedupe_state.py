@@ -65,23 +65,13 @@ import numpy as np
 
 from drawopt._accel import load_cext
 from drawopt.analysis.state import (
-    BLEND,
     CRS,
     GFX_RS,
-    GS,
     HEAPS,
-    IB,
     K_CRS,
     K_SET,
-    NSLOTS,
-    PIPELINE,
-    RTS,
-    SCISSOR,
-    STENCIL,
-    TOPOLOGY,
     UNKNOWN,
     VB,
-    VIEWPORT,
     Scan,
     scan,
     track,
@@ -102,10 +92,14 @@ _COL_TABLE = shared_col(("SetGraphicsRootDescriptorTable", "table"), ("SetComput
 """The table argument, ``(heap << 32) | slot`` (a heapref)."""
 _COL_ENABLE = Op.CSEnableAutomaticGpuFlush.col("enable")
 _ALL_WORDS = np.uint64(0xFFFFFFFFFFFFFFFF)
-_PLAIN_SLOT = np.zeros(NSLOTS, bool)
-"""Slots set by one command kind each, that no heap or root-signature change resets, no lift
-item covers and no partial update merges (:func:`_exposed_resets`)."""
-_PLAIN_SLOT[[PIPELINE, TOPOLOGY, RTS, VIEWPORT, SCISSOR, BLEND, STENCIL, GS, IB]] = True
+_PLAIN_OP = np.zeros(MAX_OPCODE + 1, bool)
+"""The commands that set the plain slots: set by one command kind each, reset by no heap or
+root-signature change, covered by no lift item, merged by no partial update (pipeline,
+topology, render targets, viewport, scissor, blend factor, stencil reference, GS parameters,
+index buffer; :func:`_exposed_resets`)."""
+_PLAIN_OP[[BY_NAME[n].code for n in ("SetPipelineState", "IASetPrimitiveTopology", "OMSetRenderTargets",
+                                     "RSSetViewports", "RSSetScissorRects", "OMSetBlendFactor", "OMSetStencilRef",
+                                     "GSSetParameters", "IASetIndexBuffer")]] = True
 _IS_TABLE_OP = np.zeros(MAX_OPCODE + 1, bool)
 _IS_TABLE_OP[[BY_NAME[n].code for n in ("SetGraphicsRootDescriptorTable", "SetComputeRootDescriptorTable")]] = True
 _IS_LIFT_OP = _IS_TABLE_OP.copy()
@@ -291,7 +285,7 @@ def _reset_runs(sc: Scan, slot: int, red: np.ndarray, needed: np.ndarray, bundle
 
 
 def _exposed_resets(sc: Scan, dead: np.ndarray) -> np.ndarray:
-    """bool[N]: the commands of the plain slots (:data:`_PLAIN_SLOT`) that the round keeps
+    """bool[N]: the sets of the plain slots (:data:`_PLAIN_OP`) that the round keeps
     but that re-set the value of the previous kept set of their slot -- ``A``, dead ``B``,
     ``A`` again: the second ``A`` is a re-set once ``B`` is gone.
 
@@ -304,15 +298,19 @@ def _exposed_resets(sc: Scan, dead: np.ndarray) -> np.ndarray:
     initial value, -1, or at an unknown one, -3, as the next round's scan would).
     """
     n = dead.shape[0]
-    sl = sc.slot
-    cand = np.flatnonzero(~dead & (sl >= 0) & _PLAIN_SLOT[sl] & (sc.kcode == K_SET))
     out = np.zeros(n, bool)
+    plain = _PLAIN_OP[sc.stream.op]
+    gone = dead & plain
+    if not gone.any():  # no dead set hides a re-set
+        return out
+    cand = np.flatnonzero(plain & ~dead)
     if not cand.size:
         return out
+    sl = sc.slot
     prev = sc.prev
     # origin over the dead sets that continue a chain: a dead set whose own prev is a marker
     # is its own origin, so the marker it ends at stays readable
-    hop = dead & (prev >= 0)
+    hop = gone & (prev >= 0)
     root = _origins(sc, hop)
     p = prev[cand]
     a = np.where(p >= 0, root[np.maximum(p, 0)], p)
