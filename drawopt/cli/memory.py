@@ -22,7 +22,6 @@ from __future__ import annotations
 __all__ = ["tune_allocator"]
 
 import ctypes
-import ctypes.util
 import os
 import sys
 from collections.abc import Mapping
@@ -38,12 +37,9 @@ def tune_allocator(environ: Mapping[str, str] = os.environ) -> bool:
     """Whether the allocator settings above were applied (glibc on Linux, not turned off)."""
     if environ.get("DRAWOPT_MALLOC", "") == "default" or not sys.platform.startswith("linux"):
         return False
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
-    try:
-        libc = ctypes.CDLL(name)
-        mallopt = libc.mallopt
+    try:  # the process's own symbols (libc is linked into the interpreter): no ctypes.util, whose
+        # find_library imports subprocess and runs ``ldconfig -p`` in a child (~10 ms a CLI start)
+        mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):  # not glibc (musl has no mallopt)
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int

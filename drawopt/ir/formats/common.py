@@ -22,7 +22,6 @@ __all__ = [
     "command_block", "printer_table", "scanner_tables", "declare_in",
 ]
 
-import difflib
 import json
 import struct
 import zipfile
@@ -92,6 +91,8 @@ def opaque_text_error(t: object) -> str | None:
 
 def suggest(word: str, choices: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest of ``choices``, else ``''``."""
+    import difflib  # only on an error path: not imported at every start
+
     m = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean '{m[0]}'?)" if m else ""
 
