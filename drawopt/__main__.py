@@ -1,5 +1,5 @@
-import sys
+"""``python -m drawopt``: the command line, ended without the interpreter's teardown (exit_now)."""
 
-from drawopt.cli import main
+from drawopt.cli import exit_now, main
 
-sys.exit(main())
+exit_now(main())

@@ -51,3 +51,51 @@ def test_the_lazy_import_still_serves_its_error_path() -> None:
     from drawopt.ir.formats.common import suggest
 
     assert suggest("drwa", ["draw", "dispatch"]) == " (did you mean 'draw'?)"
+
+
+# ---------------------------------------------------------------- the end of the process (exit_now)
+def _drawopt(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "drawopt", *args], capture_output=True, text=True)
+
+
+def _py(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+
+
+def test_python_m_drawopt_keeps_its_exit_statuses_and_outputs(frame: Path, tmp_path: Path) -> None:
+    out, report = tmp_path / "o.npz", tmp_path / "r.json"
+    ok = _drawopt("optimize", str(frame), "-o", str(out), "--report", str(report))
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.count("\n") == 1 and "verified" in ok.stdout  # the one-line verdict, flushed
+    from drawopt.ir import formats
+
+    assert len(formats.load(str(out)).op) > 0 and report.read_text().startswith("{")
+
+    src = tmp_path / "nopipe.dstream"  # every draw without a pipeline: one no-pipeline finding each
+    src.write_text("".join(line for line in (Path(__file__).parents[1] / "examples" / "quads.dstream")
+                           .read_text().splitlines(keepends=True) if not line.startswith("SetPipelineState")))
+    found = _drawopt("validate", str(src), "--json")
+    assert found.returncode == 1
+    import json
+
+    assert len(json.loads(found.stdout)) > 10  # the whole JSON list reached the pipe
+
+    bad = tmp_path / "bad.dstream"
+    bad.write_text("drawopt 1\nDraw 1\n")
+    err = _drawopt("optimize", str(bad), "-o", str(tmp_path / "x.npz"))
+    assert err.returncode == 2 and err.stderr.startswith(f"{bad}:2:1: error:") and "Traceback" not in err.stderr
+    assert not (tmp_path / "x.npz").exists()
+    assert _drawopt("optimize").returncode == 2  # a usage error (argparse's SystemExit) as before
+
+
+def test_exit_now_runs_the_at_exit_handlers_and_flushes_first() -> None:
+    r = _py("import atexit, sys; from drawopt.cli import exit_now; "
+            "atexit.register(lambda: print('at exit')); print('out', end=''); print('err', end='', file=sys.stderr); "
+            "exit_now(3)")
+    assert (r.returncode, r.stdout, r.stderr) == (3, "outat exit\n", "err")
+
+
+def test_exit_now_waits_for_a_running_thread_like_sys_exit() -> None:
+    r = _py("import threading, time; from drawopt.cli import exit_now; "
+            "threading.Thread(target=lambda: (time.sleep(0.2), print('thread done'))).start(); exit_now(0)")
+    assert (r.returncode, r.stdout) == (0, "thread done\n")
