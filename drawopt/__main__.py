@@ -1,5 +1,5 @@
 """``python -m drawopt``: the command line, ended without the interpreter's teardown (exit_now)."""
 
-from drawopt.cli import exit_now, main
+from drawopt.cli import console
 
-exit_now(main())
+console()

@@ -6,7 +6,7 @@ Errors are printed as ``file:line:col: error: message``, never as a traceback.
 
 from __future__ import annotations
 
-__all__ = ["main", "exit_now"]
+__all__ = ["main", "exit_now", "console"]
 
 import argparse
 import importlib
@@ -82,7 +82,8 @@ def exit_now(status: int) -> NoReturn:
     the status 120 as in ``Py_FinalizeEx``. Outputs are written and closed before ``main`` returns
     (:mod:`drawopt.ir.formats.atomic`). With another thread still running, an unflushable stream
     or no ``atexit._run_exitfuncs`` (not CPython) it is plain ``sys.exit(status)``.
-    Used by ``python -m drawopt``; :func:`main` itself returns (tests and callers embed it).
+    Used by ``python -m drawopt`` and the ``drawopt`` script (:func:`console`); :func:`main` itself
+    returns (tests and callers embed it).
     """
     import atexit
     import os
@@ -105,5 +106,10 @@ def exit_now(status: int) -> NoReturn:
     os._exit(status)
 
 
-if __name__ == "__main__":
+def console() -> NoReturn:
+    """The ``drawopt`` console script: :func:`main`, ended by :func:`exit_now` as ``python -m drawopt`` is."""
     exit_now(main())
+
+
+if __name__ == "__main__":
+    console()
