@@ -283,7 +283,8 @@ class AnalysisManager:
 
     def invalidate(self, result: PassResult) -> None:
         """The pass that returned ``result`` ran: its new stream keeps only what it preserved
-        (a new cache: the stream before, pinned or not, keeps its own)."""
+        (a new cache: the stream before, pinned or not, keeps its own, a pinned one less its
+        :data:`RELEASED` analyses once the passes have left it)."""
         if result.stream is not self._stream:  # (the same: unchanged, or the pass put analyses of its output)
             before = self._analyses_of(self._stream) if self._stream is not None else {}
             keep = result.preserved | ({"scan"} if "state" in result.preserved else set())  # the table's scan
