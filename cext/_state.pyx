@@ -826,9 +826,24 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
             nu += 1
     if flag < 0:
         raise IndexError("a setter is outside cval")
+    # the distinct rows as arrays of their own: a view would keep every observer's room alive
+    # with the table (a third of ``rows`` at 1M draws); resized in place, the tail goes back
+    rv = None
+    fv = None
+    ev = None
+    pv = None
+    rows = _shrink(rows, nu)
     if packing:
-        return ids, first[:nu], rows[:nu], epochs[:nu], pack[:nu]
-    return ids, first[:nu], rows[:nu], epochs[:nu]
+        return ids, _shrink(first, nu), rows, _shrink(epochs, nu), _shrink(pack, nu)
+    return ids, _shrink(first, nu), rows, _shrink(epochs, nu)
+
+
+cdef object _shrink(object a, Py_ssize_t n):
+    """``a[:n]``, ``a`` resized in place (``realloc``: the tail is freed, no copy). ``a`` must
+    own its data and export no buffer."""
+    if n != a.shape[0]:
+        a.resize((n,) + a.shape[1:], refcheck=False)
+    return a
 
 
 cdef inline Py_ssize_t _at(int64_t v, Py_ssize_t n) noexcept nogil:

@@ -66,6 +66,9 @@ ANALYSES: dict[str, str] = {
 """Analysis name -> ``module:function(stream)``. The state table (``state``) is built from the
 ``scan`` and carries it: either one cached gives the other without a second scan."""
 
+RELEASED: tuple[str, ...] = ("state", "scan", "graph")
+"""The analyses a pinned stream drops once the passes have left it (:class:`AnalysisManager`)."""
+
 DEFAULT_PIPELINE = "dedupe-state"
 
 
@@ -196,7 +199,9 @@ class AnalysisManager:
     everything; a pass that changed nothing preserves everything). The pass manager asks for
     each pass's ``requires`` before running it. A :meth:`pin` ned stream's analyses outlive
     the stream change (the pipeline's input, for the report), and :meth:`cached` looks one up
-    without computing it.
+    without computing it. Once the passes have left a pinned stream, it keeps the facts put for
+    it (its finding counts) but not its :data:`RELEASED` analyses: the largest ones, recomputed
+    if asked for again (issue 13: the input's scan and state table were a fifth of the peak).
 
     >>> from drawopt.gen import generate
     >>> s = generate("quads", 8)
@@ -278,13 +283,17 @@ class AnalysisManager:
 
     def invalidate(self, result: PassResult) -> None:
         """The pass that returned ``result`` ran: its new stream keeps only what it preserved
-        (a new cache: the stream before, pinned or not, keeps its own)."""
-        if result.stream is self._stream:
-            return
-        before = self._analyses_of(self._stream) if self._stream is not None else {}
-        keep = result.preserved | ({"scan"} if "state" in result.preserved else set())  # the table's scan
-        self._cache = {k: v for k, v in before.items() if "*" in keep or k in keep}
-        self._stream = result.stream
+        (a new cache: the stream before, pinned or not, keeps its own, a pinned one less its
+        :data:`RELEASED` analyses once the passes have left it)."""
+        if result.stream is not self._stream:  # (the same: unchanged, or the pass put analyses of its output)
+            before = self._analyses_of(self._stream) if self._stream is not None else {}
+            keep = result.preserved | ({"scan"} if "state" in result.preserved else set())  # the table's scan
+            self._cache = {k: v for k, v in before.items() if "*" in keep or k in keep}
+            self._stream = result.stream
+        for s, cache in self._pinned.values():  # left behind: its large analyses go (class docstring)
+            if s is not result.stream:
+                for name in RELEASED:
+                    cache.pop(name, None)
 
 
 _ITEM = re.compile(r"\s*([a-z][a-z0-9-]*)\s*(?:\{([^{}]*)\})?\s*(?:,|$)")
@@ -400,7 +409,8 @@ class PassManager:
         self.records: list[PassRecord] = []
         self.analyses = AnalysisManager(PipelineContext(target or "d3d12", self.reorder))
         self.final: Stream | None = None
-        """The last run's analyses: the input's and the output's state tables stay cached for the report."""
+        """The last run's output: its state table stays cached for the report (the input's is released,
+        :data:`RELEASED`)."""
         self.verified: bool | None = None
         """True when the output was verified against the input, None when not checked."""
         self.stage_seconds: dict[str, float] = {}

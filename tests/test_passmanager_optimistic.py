@@ -164,11 +164,28 @@ def test_a_pinned_streams_analyses_stay_its_own() -> None:
     am.invalidate(PassResult(t, True, frozenset({"*"})))  # keeps everything, in a cache of its own
     assert am.cached("state", t) is table
     am.put("finding_counts", t, Counter({"no-pipeline": 1}))
-    assert am.cached("finding_counts", s) == Counter() and am.cached("state", s) is table
+    # the passes left s: it keeps its finding counts, not its scan and table (issue 13: memory)
+    assert am.cached("finding_counts", s) == Counter() and am.cached("state", s) is None
+    assert am.cached("scan", s) is None
     u = t.take(np.arange(len(t)))
-    am.invalidate(PassResult(u, True, frozenset()))  # keeps nothing; the pinned input keeps all
-    assert am.cached("state", u) is None and am.cached("state", s) is table
+    am.invalidate(PassResult(u, True, frozenset()))  # keeps nothing; the pinned input keeps its counts
+    assert am.cached("state", u) is None and am.cached("finding_counts", s) == Counter()
     assert am.cached("finding_counts", t) is None  # t is neither pinned nor current
+    assert am.get("state", s) is not table and am.cached("state", s) is not None  # recomputed, pinned again
+
+
+def test_the_inputs_table_is_released_and_the_report_is_unchanged() -> None:
+    """Issue 13: mid-pipeline, the input's scan and state table are gone (the peak held them
+    with the current stream's); the report tracks the input again and gives the same figures."""
+    from drawopt.analysis.state import track
+    from drawopt.result import optimize, stream_figures
+
+    s = generate("frame", 400, seed=1)
+    res = optimize(s)
+    assert res.stream is not s
+    assert res._state_of is not None and res._state_of(s) is None  # released by the pass manager
+    assert res.report.before == stream_figures(s, "d3d12", "declared")
+    assert res.analyses(s).table.rows.shape == track(s).rows.shape
 
 
 def test_a_fallback_reuses_the_inputs_analyses(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -39,11 +39,13 @@ def test_the_report_analyses_each_stream_once(monkeypatch: pytest.MonkeyPatch) -
     graphs = _counting(monkeypatch, graph_mod, "hazard_graph")
     report = res.report.to_json()
     add_details(report, res)  # explain and the run lengths of the JSON/HTML report
-    # the pass manager's analysis manager hands over its state tables of the input and the output
-    assert sum(tracked.values()) == 0, tracked
+    # the pass manager hands over the output's state table; the input's it released mid-pipeline
+    # (issue 13: memory), so the report tracks the input once
+    assert tracked == {id(res.input): 1}, tracked
     assert graphs[id(res.input)] <= 1 and graphs[id(res.stream)] <= 1
     alone = OptimizeResult(res.stream, res.input, target="d3d12", reorder="declared", pipeline=res.pipeline,
                            passes=res.report.passes)
+    tracked.clear()
     add_details(alone.report.to_json(), alone)  # without the hand-over: once per stream
     assert tracked[id(res.input)] == 1 and tracked[id(res.stream)] == 1 and sum(tracked.values()) == 2
 
