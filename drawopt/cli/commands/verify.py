@@ -46,7 +46,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     a = load(args.original)   # under small pages: drawopt.cli.main set them for the process
     b = load(args.optimized)
-    reorder = args.reorder or b.header.reorder or "declared"
+    # the policy and where it came from, first given of: the option, OPTIMIZED's header, the default
+    reorder, source = next((v, src) for v, src in ((args.reorder, "--reorder"),
+                                                    (b.header.reorder, "OPTIMIZED's header"),
+                                                    ("declared", "the default")) if v)
     res = verify(a, b, reorder=reorder)
     if args.quiet:
         return 0 if res.equivalent else 1
@@ -62,7 +65,6 @@ def run(args: argparse.Namespace) -> int:
         where_b = f"{args.optimized}:{res.line_b}" if res.line_b is not None else args.optimized
         out.write(f"not equivalent: {res.reason}\n  original:  {where_a}\n  optimized: {where_b}\n")
     if args.verbose:
-        source = ("--reorder" if args.reorder else "OPTIMIZED's header" if b.header.reorder else "the default")
         for line in verbose_lines(res, reorder, source):
             out.write(line + "\n")
     return 0 if res.equivalent else 1
