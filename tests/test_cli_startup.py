@@ -99,3 +99,14 @@ def test_exit_now_waits_for_a_running_thread_like_sys_exit() -> None:
     r = _py("import threading, time; from drawopt.cli import exit_now; "
             "threading.Thread(target=lambda: (time.sleep(0.2), print('thread done'))).start(); exit_now(0)")
     assert (r.returncode, r.stdout) == (0, "thread done\n")
+
+
+def test_python_m_cprofile_m_drawopt_still_writes_its_profile(frame: Path, tmp_path: Path) -> None:
+    """A profiler writes its results after the program ends: exit_now must leave that end to it."""
+    prof = tmp_path / "p.prof"
+    r = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(prof), "-m", "drawopt", "stats", str(frame)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    import pstats
+
+    assert pstats.Stats(str(prof)).total_calls > 0

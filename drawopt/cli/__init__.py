@@ -80,8 +80,10 @@ def exit_now(status: int) -> NoReturn:
     done here first, in CPython's order: the at-exit handlers (logging's flush, ``weakref.finalize``
     / ``tempfile`` clean-ups, multiprocessing's) and flushing stdout / stderr, whose failure makes
     the status 120 as in ``Py_FinalizeEx``. Outputs are written and closed before ``main`` returns
-    (:mod:`drawopt.ir.formats.atomic`). With another thread still running, an unflushable stream
-    or no ``atexit._run_exitfuncs`` (not CPython) it is plain ``sys.exit(status)``.
+    (:mod:`drawopt.ir.formats.atomic`). With another thread still running, an unflushable stream,
+    a profiler or tracer installed (``python -m cProfile -m drawopt``, coverage: they write their
+    results after the program's end) or no ``atexit._run_exitfuncs`` (not CPython) it is plain
+    ``sys.exit(status)``.
     Used by ``python -m drawopt`` and the ``drawopt`` script (:func:`console`); :func:`main` itself
     returns (tests and callers embed it).
     """
@@ -90,7 +92,8 @@ def exit_now(status: int) -> NoReturn:
     import threading
 
     run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
-    if threading.active_count() > 1 or run_exitfuncs is None:
+    watched = sys.getprofile() is not None or sys.gettrace() is not None
+    if threading.active_count() > 1 or run_exitfuncs is None or watched:
         sys.exit(status)
     try:
         sys.stdout.flush()
