@@ -388,7 +388,7 @@ def test_random_streams_verify(s):
 def _check(s: Stream) -> None:
     out, rep = run(s)
     out.check()
-    reason = compare_effective_state(s, out)
+    reason = compare_effective_state(s, out, refine=True)   # undefined may become anything (test_inherited_state)
     assert reason is None, reason
     assert rep["removed_total"] == len(s) - len(out)
     assert dead_state_commands(out).sum() == 0  # idempotent

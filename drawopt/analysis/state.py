@@ -1568,11 +1568,44 @@ def _line(s: Stream, cmd: int) -> str:
     return f"line {ln}" if ln > 0 else f"command {cmd}"
 
 
-def compare_effective_state(before: Stream, after: Stream, ignore: tuple[str, ...] = ("gs_params",)) -> str | None:
+def refines(x: Any, y: Any) -> bool:
+    """Whether a slot's value ``y`` (after a rewrite) is ``x`` (before) or refines it.
+
+    Undefined may become anything (docs/verification.md, "Undefined may become anything"):
+    an undefined slot (None) is refined by any value, and root constants by words equal where
+    ``x`` defines them, including the words after ``x``'s last one when they are undefined
+    (no ``"<unknown>"`` third item: a list's never-set words, or words lost when the
+    parameter was set as another kind). Unknown (a bundle's inherited value) is not undefined.
+
+    >>> refines(("constants", (5,)), ("constants", (5, 8)))
+    True
+    >>> refines(("constants", (5, 8)), ("constants", (5,)))
+    False
+    >>> refines(("constants", (0,), "<unknown>"), ("constants", (0, 1), "<unknown>"))
+    False
+    >>> refines(None, ("table", "h0", 0)), refines(("table", "h0", 0), None)
+    (True, False)
+    """
+    if x == y or x is None:
+        return True
+    if not (isinstance(x, tuple) and isinstance(y, tuple) and x[:1] == y[:1] == ("constants",)):
+        return False
+    (wx, *tail_x), (wy, *tail_y) = x[1:], y[1:]
+    if tail_x and (tail_x != tail_y or len(wx) != len(wy)):
+        return False   # x's words past its last are the caller's: y must leave them and set no more
+    if len(wy) < len(wx) and (tail_y or any(w is not None for w in wx[len(wy):])):
+        return False
+    return all(a is None or a == b for a, b in zip(wx, wy))
+
+
+def compare_effective_state(before: Stream, after: Stream, ignore: tuple[str, ...] = ("gs_params",),
+                            refine: bool = False) -> str | None:
     """Compare what every draw sees in two streams.
 
     Slots named in ``ignore`` are not compared: GS parameters (the default) change
     how fast a frame renders, not what it renders, so gs-plan may change them.
+    With ``refine``, a value of ``after`` need only :func:`refines` that of ``before``
+    (the translation validator's rule); by default they must be equal.
 
     Every observer (draw, dispatch, Opaque command, and for a bundle its final
     state) must appear in the same order, with the same arguments (declarations
@@ -1586,6 +1619,7 @@ def compare_effective_state(before: Stream, after: Stream, ignore: tuple[str, ..
         the draws) and its line in each stream.
     """
     a, b = scan(before), scan(after)
+    differs: Callable[[Any, Any], bool] = (lambda x, y: not refines(x, y)) if refine else (lambda x, y: x != y)
     na, nb = a.obs.shape[0], b.obs.shape[0]
     n = min(na, nb)
     rank_a, rank_b = _kind_rank(a.obs_kind), _kind_rank(b.obs_kind)
@@ -1622,7 +1656,7 @@ def compare_effective_state(before: Stream, after: Stream, ignore: tuple[str, ..
                 continue
             key = ((va[:, k] + 3) << 32) | (vb[:, k] + 3)
             uniq, inv = np.unique(key, return_inverse=True)
-            neq = np.fromiter((a.values.decode(int(x >> 32) - 3) != b.values.decode(int(x & 0xFFFFFFFF) - 3)
+            neq = np.fromiter((differs(a.values.decode(int(x >> 32) - 3), b.values.decode(int(x & 0xFFFFFFFF) - 3))
                                for x in uniq), bool, uniq.shape[0])
             if neq.any():
                 d = neq[inv.reshape(-1)]

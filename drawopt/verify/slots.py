@@ -33,6 +33,7 @@ from enum import IntEnum
 import numpy as np
 
 from drawopt._accel import load_cext
+from drawopt.ir.decls import RootSig
 from drawopt.ir.ops import BY_NAME, OPS, Op, shared_col
 from drawopt.ir.stream import Stream, ragged_index
 from drawopt.verify._hash import SEED, hash_cols, hash_cols_at
@@ -267,7 +268,41 @@ def column_universe(streams: list[Stream]) -> list[int]:
         for fam, op in ((Col.CG, "SetGraphicsRoot32BitConstants"), (Col.CC, "SetComputeRoot32BitConstants")):
             _, base, cnt = _const_ranges(s, op)
             cols |= {cid_of(fam, k) for k in _covered(base, cnt)}
+    if any(s.header.kind == "bundle" for s in streams):
+        cols |= _inherited_root_columns(streams, cols)
     return sorted(cols)
+
+
+def _inherited_root_columns(streams: list[Stream], cols: set[int]) -> set[int]:
+    """Root-argument columns a bundle inherits from its caller without setting them.
+
+    A column no stream sets is "never set" in both, which in a list is undefined either way;
+    but a bundle inherits it, and a root-signature change, or setting its parameter as another
+    kind, makes the caller's value undefined: in a draw of the bundle or at its end that is a
+    difference, so those columns must be tracked too. They are every root argument of every
+    declared root signature (tables, constant words 0..N-1, views; both sides), and all 64
+    constant words of a parameter set as a table or view that no declared root signature has.
+    """
+    out: set[int] = set()
+    declared: set[int] = set()
+    for s in streams:
+        for d in s.decls:
+            if not isinstance(d, RootSig):
+                continue
+            for q, prm in enumerate(d.params):
+                declared.add(q)
+                if prm.kind == "table":
+                    out |= {cid_of(Col.TG, q), cid_of(Col.TC, q)}
+                elif prm.kind == "constants":
+                    out |= {cid_of(f, q * 64 + w) for f in (Col.CG, Col.CC) for w in range(prm.count)}
+                else:
+                    out.add(cid_of(Col.VG, q))
+    for c in cols:
+        fam, q = Col(c >> 20), c & 0xFFFFF
+        if fam in (Col.TG, Col.TC, Col.VG) and q not in declared:
+            cf = Col.CC if fam == Col.TC else Col.CG
+            out |= {cid_of(cf, q * 64 + w) for w in range(64)}
+    return out
 
 
 class StateAt:
