@@ -39,7 +39,7 @@ from drawopt.ir.decls import Buffer
 from drawopt.ir.ops import BARRIER_STATES, BY_NAME, Op
 from drawopt.ir.pages import small_pages
 from drawopt.ir.stream import REORDER_POLICIES, Stream
-from drawopt.verify.compare import canonical, compare_records, exit_state_diff, matched_actions
+from drawopt.verify.compare import canonical, compare_records, exit_state_diff, matched_actions, opaque_state_diff
 from drawopt.verify.model import Canon
 from drawopt.verify.records import Records, expand
 from drawopt.verify.rules import check_rules, first_new_uncovered_read, first_new_violation
@@ -156,7 +156,7 @@ def _verify(original: Stream, optimized: Stream, reorder: str) -> VerifyResult:
              "resources": int(distinct_ids(SA.res).size), "seconds": round(time.perf_counter() - t0, 4)}
     if m is not None:
         return _fail(a, b, m.reason, m.cmd_a, m.cmd_b, **m.details, stats=stats)
-    m = exit_state_diff(RA, RB)
+    m = exit_state_diff(RA, RB) or opaque_state_diff(RA, RB)
     if m is not None:
         return _fail(a, b, m.reason, m.cmd_a, m.cmd_b, **m.details, stats=stats)
     v = first_new_uncovered_read(va, vb, matched_actions(RA, RB, SA, SB))

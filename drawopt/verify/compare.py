@@ -27,6 +27,7 @@ The first difference (earliest in the original) is described in one line.
 from __future__ import annotations
 
 __all__ = ["TargetSeqs", "canonical", "compare_records", "Mismatch", "matched_actions", "exit_state_diff",
+           "opaque_state_diff",
            "read_count_diff"]
 
 from collections import Counter
@@ -41,10 +42,11 @@ from drawopt.ir.ops import BY_NAME, Op
 from drawopt.verify._hash import hash_cols
 from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET
 from drawopt.verify.records import KD_DRAW, KD_INDEXED, KEY_FIELDS, F, Records, norm, ragged
-from drawopt.verify.slots import Col, StateAt, cid_of, col_name, op_index
+from drawopt.verify.slots import Col, StateAt, cid_of, col_name, op_index, track
 
 _SHIFT = np.int64(1) << np.int64(40)
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
+_OPAQUE = _OP["Opaque"]
 _REST = [F[f] for f in KEY_FIELDS if f not in ("src_off", "count", "inst", "ninst", "rel")]
 
 
@@ -521,11 +523,10 @@ def refines(A: Records, B: Records, aa: np.ndarray, ab: np.ndarray) -> np.ndarra
     undefined state any value.
     """
     ok = np.ones(aa.size, bool)
-    pa = A.a_pipe[aa]
+    pa = A.a_observer[aa]
     free = _free_values(A)
-    for p in np.unique(pa):
-        sel = np.flatnonzero(pa == p)
-        key = int(p) if p >= 0 else -1 - int(A.a_op[aa[sel[0]]] == _OP["Dispatch"])
+    for key in np.unique(pa).tolist():
+        sel = np.flatnonzero(pa == key)
         cols = A.observed.get(key, A.state.cols)
         for c in cols:
             raw = A.state.value(c)[aa[sel]]
@@ -547,22 +548,56 @@ def exit_state_diff(A: Records, B: Records) -> Mismatch | None:
     """
     if A.exit is None or B.exit is None:
         return None
-    free = _free_values(A)
-    for c in A.exit.cols:
-        ra, rb = int(A.exit.value(c)[0]), int(B.exit.value(c)[0])
-        if ra == rb or ra in free:   # a value lost in B where A keeps the caller's is a difference
-            continue
-        x = _Explain(A, B, None, None)  # type: ignore[arg-type]  # only its value formatting is used
-        va, vb = x._value(A, 0, c, A.exit), x._value(B, 0, c, B.exit)
-        if ra == NEVER:
-            va = "never set (the caller's value)"
-        if rb == NEVER:
-            vb = "never set (the caller's value)"
-        ca, cb = int(A.exit.source(c)[0]), int(B.exit.source(c)[0])
-        return Mismatch(f"bundle exit state: {col_name(c)} {va} != {vb} (the caller's draws after ExecuteBundle "
-                        f"observe the state a bundle leaves)", ca, cb if cb >= 0 else len(B.stream),
-                        {"kind": "record", "field": "exit", "state": col_name(c)})
-    return None
+    return _held_state_diff(A, B, A.exit, B.exit, lambda k: "bundle exit state",
+                            "the caller's draws after ExecuteBundle observe the state a bundle leaves", "exit")
+
+
+def opaque_state_diff(A: Records, B: Records) -> Mismatch | None:
+    """The first state column that differs at an ``Opaque`` command (the k-th of A against B's k-th).
+
+    An unknown command is a full barrier: it may be a draw the model does not know and read
+    any state, so every column must hold at it what it holds in the original (or refine an
+    undefined value), as at a bundle's end. The commands themselves are matched by
+    ``_opaque_diff`` first (same count, same text, in order).
+    """
+    qa, qb = op_index(A.stream).of(_OPAQUE), op_index(B.stream).of(_OPAQUE)
+    if not qa.size or qa.size != qb.size:
+        return None
+    sa = track(A.stream, A.canon, A.cmap, list(A.state.cols), qa.astype(np.int64))
+    sb = track(B.stream, B.canon, B.cmap, list(A.state.cols), qb.astype(np.int64))
+    return _held_state_diff(A, B, sa, sb, lambda k: f"state at Opaque #{k} (line {int(A.stream.line[qa[k]])})",
+                            "an unknown command may read any state", "opaque", qa, qb)
+
+
+def _held_state_diff(A: Records, B: Records, sa: StateAt, sb: StateAt, what: Callable[[int], str], why: str,
+                     field: str, at_a: np.ndarray | None = None, at_b: np.ndarray | None = None) -> Mismatch | None:
+    """The first (query, column) where ``sb`` holds other than ``sa`` and ``sa``'s value is not undefined."""
+    free = np.array(_free_values(A), np.int64)
+    first: tuple[int, int] | None = None
+    for c in sa.cols:
+        ra, rb = sa.value(c), sb.value(c)
+        bad = np.flatnonzero((ra != rb) & ~np.isin(ra, free))   # B losing what A keeps is a difference
+        if bad.size and (first is None or int(bad[0]) < first[0]):
+            first = (int(bad[0]), c)
+            if first[0] == 0:
+                break
+    if first is None:
+        return None
+    k, c = first
+    x = _Explain(A, B, None, None)  # type: ignore[arg-type]  # only its value formatting is used
+    va, vb = x._value(A, k, c, sa), x._value(B, k, c, sb)
+    never = "never set (the caller's value)" if A.stream.header.kind == "bundle" else "never set"
+    if int(sa.value(c)[k]) == NEVER:
+        va = never
+    if int(sb.value(c)[k]) == NEVER:
+        vb = never
+    ca, cb = int(sa.source(c)[k]), int(sb.source(c)[k])   # (no setter: the Opaque command, or B's end)
+    if ca < 0 and at_a is not None:
+        ca = int(at_a[k])
+    if cb < 0:
+        cb = int(at_b[k]) if at_b is not None else len(B.stream)
+    return Mismatch(f"{what(k)}: {col_name(c)} {va} != {vb} ({why})", ca, cb,
+                    {"kind": "record", "field": field, "state": col_name(c)})
 
 
 def compare_records(A: Records, B: Records, SA: TargetSeqs, SB: TargetSeqs) -> Mismatch | None:
@@ -953,7 +988,7 @@ class _Explain:
         """The first observed state column that differs (a binding lost in B first)."""
         A = self.A
         B = B if B is not None else self.B
-        pa, pb = int(A.a_pipe[aa]), int(B.a_pipe[ab])
+        pa, pb = int(A.a_observer[aa]), int(B.a_observer[ab])
         cols = [cid_of(Col.PSO)] + list(A.observed.get(pa, [])) + \
             [c for c in B.observed.get(pb, []) if c not in A.observed.get(pa, [])]
         if len(cols) == 1:

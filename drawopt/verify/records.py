@@ -193,7 +193,9 @@ class Records:
     ``r_nomerge`` (never merged by the canonical form), ``key`` (R x len(KEY_FIELDS)).
     Accesses per action: writes ``w_act``/``w_res``/``w_lab`` (commutation label, 0:
     ordered), reads ``rd_act``/``rd_res`` (built from ``reads`` when asked for); front-end reads ``fe_act``/``fe_res``/
-    ``fe_kind``. ``observed[p]``: state columns pipeline ``p``'s actions observe.
+    ``fe_kind``. ``observed[k]``: state columns the actions with ``a_observer`` ``k`` observe
+    (``k`` = ``a_pipe`` where there is a usable pipeline; -1 / -2 draws / dispatches with none,
+    -3 / -4 those whose pipeline is unknown, after an Opaque command).
     ``x``: per DrawIndexedX action of an x-contract pipeline: ``act``, ``slot``,
     ``low``, ``buf``/``off`` (its per-draw binding, -1 if none). ``weld``: see the field.
     """
@@ -230,6 +232,7 @@ class Records:
     ``fail_pos``, ``fail_vertex`` (fetched), ``fail_want`` (the vertex a non-indexed
     draw would fetch there; -1 when the contents are out of range)."""
     exit: StateAt | None = None
+    a_observer: np.ndarray | None = None
     """For a bundle: every state column at its end (one query), the state it hands back to
     the caller, whose draws after ExecuteBundle observe it. None for a list."""
 
@@ -406,14 +409,24 @@ class _Expander:
         cmp_fixed = [cid_of(f) for f in (Col.PSO, Col.RSC, Col.HEAPS)]
         # the actions of each pipeline, in stream order (copies have none: a_pipe -1)
         groups: list[tuple[int, list[int], np.ndarray]] = []
+        self.a_observer = self.a_pipe.copy()
         for p, sel in by_pipeline(self.a_pipe, len(self.pipes)):
             if p < 0:
-                # no usable pipeline: nothing says which root arguments it would read
-                for cat, fixed, fams in ((Cat.DRAW, gfx_fixed, (Col.VB, Col.BF)), (Cat.DISPATCH, cmp_fixed, ())):
-                    sub = sel[self.a_cat[sel] == int(cat)]
-                    if sub.size:
-                        cols = fixed + [c for c in universe if Col(c >> 20) in fams and c not in fixed]
-                        self.observed[-1 - int(cat == Cat.DISPATCH)] = cols
+                # no usable pipeline: nothing says which root arguments it would read. Never set
+                # or of the wrong kind, it is a no-pipeline finding; unknown (after an Opaque
+                # command) it may be any pipeline, so it observes every root argument too
+                unknown = st.value(cid_of(Col.PSO))[sel] <= OPQ_BASE
+                for cat, fixed, fams, every in ((Cat.DRAW, gfx_fixed, (Col.VB, Col.BF), (Col.TG, Col.CG, Col.VG)),
+                                                (Cat.DISPATCH, cmp_fixed, (), (Col.TC, Col.CC))):
+                    for unk in (False, True):
+                        sub = sel[(self.a_cat[sel] == int(cat)) & (unknown == unk)]
+                        if not sub.size:
+                            continue
+                        seen = fams + every if unk else fams
+                        cols = fixed + [c for c in universe if Col(c >> 20) in seen and c not in fixed]
+                        key = -1 - int(cat == Cat.DISPATCH) - 2 * int(unk)
+                        self.observed[key] = cols
+                        self.a_observer[sub] = key
                         groups.append((-1, cols, sub))
                 continue
             cols = _observed_cols(self.pipes[p], universe, gfx_fixed, cmp_fixed)
@@ -1178,7 +1191,8 @@ class _Expander:
             reads=self.reads, fe_act=self.fe_act, fe_res=self.fe_res,
             fe_kind=self.fe_kind, observed=self.observed, x=self.x, weld=self.weld,
             exit=(track(self.s, self.canon, self.cmap, self.universe, np.array([len(self.s)], np.int64))
-                  if self.s.header.kind == "bundle" else None))
+                  if self.s.header.kind == "bundle" else None),
+            a_observer=self.a_observer)
 
 
 _ROW_FIELDS = ("kind", "src_buf", "src_off", "fmt", "count", "sym", "state", "epoch", "bias", "inst", "ninst", "rel",
