@@ -70,6 +70,7 @@ from drawopt.analysis.costmodel import weld_pays_off
 from drawopt.analysis.flushrules import forward_fill
 from drawopt.analysis.state import PIPELINE, TOPOLOGY, VB, StateTable
 from drawopt.errors import UsageError
+from drawopt.ir import arrayset
 from drawopt.ir.decls import Buffer, Pipeline
 from drawopt.ir.ops import BY_NAME, COL_PIPELINE, INDEXED_DRAW_OPS, U32_MAX, Op
 from drawopt.ir.stream import FLAG_NOMERGE, Stream, splice
@@ -299,7 +300,7 @@ def plan_weld(stream: Stream, table: StateTable, min_saving: float = 0.25, targe
         cand &= draws < opq[0]
     topo = table.rows[sid, TOPOLOGY]
     tri = np.zeros(draws.size, bool)
-    for v in np.unique(topo[cand]).tolist():
+    for v in arrayset.unique(topo[cand]).tolist():
         if v >= 0 and table.scan.values.decode(int(v)) == "TRIANGLELIST":
             tri |= topo == v
     skip("topology", cand & ~tri)

@@ -16,6 +16,7 @@ NOT_ON_THE_OPTIMIZE_PATH = (
     "ctypes.util",  # drawopt.cli.memory: find_library ran ``ldconfig -p`` in a child process
     "subprocess",  # ctypes.util's import
     "difflib",  # drawopt.ir.formats.common.suggest: only for a bad input's "did you mean"
+    "numpy.ma",  # numpy 2.x's plain np.unique (and isin / intersect1d through it) asks np.ma.is_masked: 15-40 ms
 )
 
 _CHECK = """
