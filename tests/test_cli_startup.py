@@ -48,6 +48,22 @@ def test_an_optimize_run_does_not_import_what_it_does_not_use(frame: Path) -> No
     assert r.stdout.strip() == ""  # the names of the modules above that the run imported
 
 
+def test_a_command_builds_only_its_own_parser() -> None:
+    """Every argparse parser costs gettext look-ups on disk (~1 ms each): a run of one command
+    builds that command's parser, not a placeholder for each of the others."""
+    import argparse
+
+    from drawopt.cli import build_parser
+    from drawopt.cli.commands import SUBCOMMANDS
+
+    def commands(p: argparse.ArgumentParser) -> set[str]:
+        (sub,) = (a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+        return set(sub.choices)
+
+    assert commands(build_parser("optimize")) == {"optimize"}
+    assert commands(build_parser()) == set(SUBCOMMANDS)  # the top-level help still lists them all
+
+
 def test_the_lazy_import_still_serves_its_error_path() -> None:
     from drawopt.ir.formats.common import suggest
 
