@@ -48,6 +48,21 @@ def test_an_optimize_run_does_not_import_what_it_does_not_use(frame: Path) -> No
     assert r.stdout.strip() == ""  # the names of the modules above that the run imported
 
 
+@pytest.mark.parametrize("kind", ["quads", "gpu-driven", "bundle"])
+def test_no_kind_of_stream_imports_numpy_ma(kind: str, tmp_path: Path) -> None:
+    """The other generated kinds reach other np.unique sites (merge-instances, weld, flush, the verifier)."""
+    from drawopt.gen import generate
+    from drawopt.ir import formats
+
+    src = tmp_path / "s.npz"
+    formats.save(generate(kind, 300, seed=1), str(src))
+    r = subprocess.run([sys.executable, "-c", _CHECK.format(mods=("numpy.ma",)), "optimize", str(src),
+                        "-o", str(tmp_path / "o.npz"), "--report", str(tmp_path / "r.json"), "-q"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == ""
+
+
 def test_a_command_builds_only_its_own_parser() -> None:
     """Every argparse parser costs gettext look-ups on disk (~1 ms each): a run of one command
     builds that command's parser, not a placeholder for each of the others."""

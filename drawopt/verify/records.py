@@ -708,7 +708,7 @@ class _Expander:
         idx = np.zeros(P, np.int64)
         good = np.ones(P, bool)
         oob = np.zeros(P, bool)
-        for b in np.unique(ibuf).tolist():
+        for b in unique(ibuf).tolist():
             sel = np.flatnonzero(ibuf[d] == b)
             raw = self.data_bytes(b)
             bo, sz = byte[sel], isz_k[sel]

@@ -249,7 +249,7 @@ def _covered(lo: np.ndarray, n: np.ndarray) -> list[int]:
     if not lo.size:
         return []
     if int(lo.min()) < 0 or int((lo + n).max()) > 1 << 24:
-        return np.unique(np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))).tolist()
+        return unique(np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))).tolist()
     size = int((lo + n).max()) + 1   # range starts minus range ends (bincount: np.add.at is slow)
     d = np.bincount(lo, minlength=size) - np.bincount(lo + n, minlength=size)
     return np.flatnonzero(np.cumsum(d) > 0).tolist()
