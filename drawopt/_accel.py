@@ -11,6 +11,7 @@ __all__ = ["use_cext", "load_cext"]
 
 import importlib
 import os
+import sys
 from types import ModuleType
 
 
@@ -25,7 +26,11 @@ def load_cext(name: str, pure: bool | None = None) -> ModuleType | None:
     """The compiled module ``drawopt.<name>``, or None (pure path wanted or not built)."""
     if not use_cext(pure):
         return None
+    full = f"drawopt.{name}"
+    mod = sys.modules.get(full)  # the kernels ask once a call (650 times a 10k optimize): skip the import machinery
+    if mod is not None:
+        return mod
     try:
-        return importlib.import_module(f"drawopt.{name}")
+        return importlib.import_module(full)
     except ImportError:
         return None

@@ -59,6 +59,7 @@ from drawopt.analysis.mergeclass import (
     state_keys,
 )
 from drawopt.analysis.state import MASKED, NSLOTS, ROOT0, SLOT_INDEX, SLOTS, StateTable, intern_rows, track
+from drawopt.ir.arrayset import unique
 from drawopt.ir.decls import Pipeline
 from drawopt.ir.ops import BY_CODE, BY_NAME, COL_DRAW_COUNT, COL_INSTANCES, U32_MAX, Cat, Op
 from drawopt.ir.stream import Stream
@@ -373,7 +374,7 @@ def _masked_cols(facts: DrawFacts, except_slots: tuple[str, ...], draws: np.ndar
     if "perdraw" in except_slots:
         clauses = ("x", "draw_data", "instance_data")
     if clauses:
-        for p in np.unique(pipe):
+        for p in unique(pipe):
             decl = facts.stream.decls[int(p)] if p >= 0 else None
             params = perdraw_params(decl if isinstance(decl, Pipeline) else None, clauses)
             if params:
@@ -395,7 +396,7 @@ def _liftable(facts: DrawFacts, ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
     ci = np.flatnonzero(cand)
     diff = neq[ci, ROOT0:ROOT0 + 16]
     vals = ra[ci, ROOT0:ROOT0 + 16]
-    seen = np.unique(vals[diff & (vals >= 0)])  # decode each value once
+    seen = unique(vals[diff & (vals >= 0)])  # decode each value once
     # the value a root-constants command leaves in its slot is root constants: no decoding needed
     setc = np.isin(sc.stream.op, _ROOT_CONST_OPS)
     known = np.isin(seen, sc.cval[setc])

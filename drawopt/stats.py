@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from drawopt.analysis.state import StateTable, track
+from drawopt.ir.arrayset import unique
 from drawopt.ir.ops import BY_CODE, BY_NAME, COL_AUTO_MAX, COL_DRAW_COUNT, MULTI_DRAW_OPS, Cat
 from drawopt.ir.stream import Stream
 from drawopt.validate import RULES, Finding, findings
@@ -158,7 +159,7 @@ def _distinct(ids: np.ndarray) -> int:
     """How many distinct values the integer ids hold (a count of the ids present, when they are small)."""
     if ids.size and 0 <= int(ids.min()) and int(ids.max()) < 4 * ids.size + 1024:
         return int(np.count_nonzero(np.bincount(ids)))
-    return int(np.unique(ids).shape[0])
+    return int(unique(ids).shape[0])
 
 
 def format_stats(stats: dict[str, Any]) -> str:

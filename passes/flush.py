@@ -94,6 +94,7 @@ from drawopt.analysis.flushrules import (
     required_sequence,
 )
 from drawopt.analysis.state import IB, OBS_DRAW, Scan, scan
+from drawopt.ir import arrayset
 from drawopt.ir.ops import BY_NAME, INDEXED_DRAW_OPS, Op
 from drawopt.ir.stream import Encoded, Stream, splice
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
@@ -254,7 +255,7 @@ def plan_flushes(stream: Stream, drop_redundant: bool = False, coalesce: bool = 
     by_buf = np.argsort(ev.a[r], kind="stable")
     rd_cmd = ev.cmd[r][by_buf]
     rd_start = np.searchsorted(ev.a[r][by_buf], np.arange(nbuf + 1))
-    write_cmds = np.unique(ev.cmd[ev.kind == EV_WRITE])
+    write_cmds = arrayset.unique(ev.cmd[ev.kind == EV_WRITE])
     flush_cmds = ev.cmd[ev.kind == EV_FLUSH]
     fe = acc.frontend.astype(np.uint8)
     mod = load_cext("_flush", pure)

@@ -133,6 +133,7 @@ from drawopt.analysis.costmodel import TargetModel, cost_by_command, get_target,
 from drawopt.analysis.flushrules import forward_fill
 from drawopt.analysis.mergeclass import fence_mask
 from drawopt.analysis.state import MASKED, NSLOTS, OBS_DRAW, ROOT0, UNDEFINED, StateTable, intern_rows
+from drawopt.ir.arrayset import isin, unique
 from drawopt.ir.decls import Buffer, Decls, Pipeline, RootSig
 from drawopt.ir.ops import BY_NAME, COL_INSTANCES, COL_MULTI_ARGS, COL_PIPELINE, Op, shared_col
 from drawopt.ir.stream import ARGS_SIZE, FLAG_NOMERGE, Stream, splice
@@ -593,7 +594,7 @@ def plan_mdi(stream: Stream, table: StateTable, *, target: str | TargetModel = "
         sel = np.flatnonzero((run_kind == k) & dr.eligible[first])
         if not sel.size:
             continue
-        is_lift = np.isin(first[sel], lifted_first)
+        is_lift = isin(first[sel], lifted_first)
         simple = cpu_before[first[sel] + length[sel]] == cpu_before[first[sel]]   # no CPU-indirect member
         # runs of direct draws only: vectorised split
         vs = simple & (is_lift | (length[sel] >= min_direct[k]))
@@ -785,7 +786,7 @@ def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: _Users, sin
     rpos = mbase[owner] + inst * mw[owner]
     data[rpos] = bv
     data[rpos + 1] = seen & _M32
-    for w in np.unique(words).tolist():
+    for w in unique(words).tolist():
         if w == 2:
             continue
         m = np.flatnonzero(mw == w)
@@ -1021,10 +1022,10 @@ def _lifted_runs(stream: Stream, table: StateTable, dr: _Draws, runs: tuple[np.n
     opaque = np.flatnonzero(op == _OPAQUE)
     sets = np.flatnonzero(_IS_P_SET[op])
     zid = 0
-    for pd in np.unique(run_pd[(run_pd >= 0) & beneficial]).tolist():
+    for pd in unique(run_pd[(run_pd >= 0) & beneficial]).tolist():
         readers = _readers(stream, table, dr, pd)
         # segments: the stretches between redefinitions of pd (nothing unbinds a root view)
-        redef = np.unique(np.concatenate([sets[args[sets, _P_INDEX] == pd], rs_change, opaque]))
+        redef = unique(np.concatenate([sets[args[sets, _P_INDEX] == pd], rs_change, opaque]))
         seg = np.searchsorted(redef, dr.cmd)
         nseg = redef.size + 1
         ok_lift = (run_pd[run_of] == pd)

@@ -48,6 +48,7 @@ import numpy as np
 
 from drawopt.analysis.mergeclass import INSTANCES, RANGES, DrawFacts, adjacent_links, draw_facts
 from drawopt.analysis.state import CRS, GFX_RS, HEAPS, StateTable
+from drawopt.ir import arrayset
 from drawopt.ir.ops import BY_NAME, COL_DRAW_COUNT, COL_INSTANCES, U32_MAX, Cat, Op, shared_col
 from drawopt.ir.stream import Stream
 from drawopt.passmanager import AnalysisManager, Pass, PassResult
@@ -176,7 +177,7 @@ def _overwritten(stream: Stream, table: StateTable, cmds: np.ndarray) -> np.ndar
             if k in seen_simple:
                 drop.append(c)
             seen_simple.add(k)
-    return np.unique(np.asarray(drop, np.int64))
+    return arrayset.unique(np.asarray(drop, np.int64))
 
 
 @dataclass(frozen=True)

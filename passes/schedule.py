@@ -114,6 +114,7 @@ from drawopt.analysis.state import (
     intern_rows,
     track,
 )
+from drawopt.ir.arrayset import isin
 from drawopt.ir.decls import Pipeline
 from drawopt.ir.ops import BY_CODE, BY_NAME, COL_PIPELINE, MAX_OPCODE, Cat, shared_col
 from drawopt.ir.stream import FLAG_NOMERGE, CommandBuffer, Stream, concat, ragged_index
@@ -992,7 +993,7 @@ def _unknown_resets(sc: Scan) -> bool:
     """Whether a root signature or heaps change from an unknown one happens in ``sc``'s stream (the
     only way a root argument is unknown and still held)."""
     ch = np.flatnonzero(sc.prev == UNKNOWN)  # few: then their slots (one pass over the commands, not four)
-    return bool(np.isin(sc.slot[ch], (GFX_RS, CRS, HEAPS)).any())
+    return bool(isin(sc.slot[ch], (GFX_RS, CRS, HEAPS)).any())
 
 
 def _exit_state_diff(sa: Any, sb: Any) -> str | None:

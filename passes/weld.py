@@ -70,6 +70,7 @@ from drawopt.analysis.costmodel import weld_pays_off
 from drawopt.analysis.flushrules import forward_fill
 from drawopt.analysis.state import PIPELINE, TOPOLOGY, VB, StateTable
 from drawopt.errors import UsageError
+from drawopt.ir import arrayset
 from drawopt.ir.decls import Buffer, Pipeline
 from drawopt.ir.ops import BY_NAME, COL_PIPELINE, INDEXED_DRAW_OPS, U32_MAX, Op
 from drawopt.ir.stream import FLAG_NOMERGE, Stream, splice
@@ -213,7 +214,7 @@ class _Bindings:
             offs, bufs = self.off[bid, k], self.buf[bid, k]
             part = np.zeros((vert.size, stride), np.uint8)
             cols = np.arange(stride, dtype=np.int64)
-            for b in np.unique(bufs).tolist():
+            for b in arrayset.unique(bufs).tolist():
                 sel = np.flatnonzero(bufs == b)
                 raw = stream.decls[b].data.astype("<u4", copy=False).view(np.uint8)
                 part[sel] = raw[(offs[sel] + vert[sel] * stride)[:, None] + cols]
@@ -299,7 +300,7 @@ def plan_weld(stream: Stream, table: StateTable, min_saving: float = 0.25, targe
         cand &= draws < opq[0]
     topo = table.rows[sid, TOPOLOGY]
     tri = np.zeros(draws.size, bool)
-    for v in np.unique(topo[cand]).tolist():
+    for v in arrayset.unique(topo[cand]).tolist():
         if v >= 0 and table.scan.values.decode(int(v)) == "TRIANGLELIST":
             tri |= topo == v
     skip("topology", cand & ~tri)
@@ -337,7 +338,7 @@ def plan_weld(stream: Stream, table: StateTable, min_saving: float = 0.25, targe
     shapes: dict[tuple, int] = {}
     shape_of = np.array([shapes.setdefault(tuple((s, st) for s, _, _, st in key), len(shapes))
                          for key in slots], np.int64)
-    for sh in np.unique(shape_of[bid]).tolist():
+    for sh in arrayset.unique(shape_of[bid]).tolist():
         pos = np.flatnonzero(shape_of[bid[d]] == sh)
         width = sum(k[3] for k in slots[int(bid[d[pos[0]]])])
         step = max(1, _CHUNK_BYTES // max(width, 1))

@@ -16,6 +16,7 @@ NOT_ON_THE_OPTIMIZE_PATH = (
     "ctypes.util",  # drawopt.cli.memory: find_library ran ``ldconfig -p`` in a child process
     "subprocess",  # ctypes.util's import
     "difflib",  # drawopt.ir.formats.common.suggest: only for a bad input's "did you mean"
+    "numpy.ma",  # numpy 2.x's plain np.unique (and isin / intersect1d through it) asks np.ma.is_masked: 15-40 ms
 )
 
 _CHECK = """
@@ -45,6 +46,37 @@ def test_an_optimize_run_does_not_import_what_it_does_not_use(frame: Path) -> No
     assert r.returncode == 0, r.stderr
     assert out.exists()
     assert r.stdout.strip() == ""  # the names of the modules above that the run imported
+
+
+@pytest.mark.parametrize("kind", ["quads", "gpu-driven", "bundle"])
+def test_no_kind_of_stream_imports_numpy_ma(kind: str, tmp_path: Path) -> None:
+    """The other generated kinds reach other np.unique sites (merge-instances, weld, flush, the verifier)."""
+    from drawopt.gen import generate
+    from drawopt.ir import formats
+
+    src = tmp_path / "s.npz"
+    formats.save(generate(kind, 300, seed=1), str(src))
+    r = subprocess.run([sys.executable, "-c", _CHECK.format(mods=("numpy.ma",)), "optimize", str(src),
+                        "-o", str(tmp_path / "o.npz"), "--report", str(tmp_path / "r.json"), "-q"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == ""
+
+
+def test_a_command_builds_only_its_own_parser() -> None:
+    """Every argparse parser costs gettext look-ups on disk (~1 ms each): a run of one command
+    builds that command's parser, not a placeholder for each of the others."""
+    import argparse
+
+    from drawopt.cli import build_parser
+    from drawopt.cli.commands import SUBCOMMANDS
+
+    def commands(p: argparse.ArgumentParser) -> set[str]:
+        (sub,) = (a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+        return set(sub.choices)
+
+    assert commands(build_parser("optimize")) == {"optimize"}
+    assert commands(build_parser()) == set(SUBCOMMANDS)  # the top-level help still lists them all
 
 
 def test_the_lazy_import_still_serves_its_error_path() -> None:

@@ -83,6 +83,7 @@ from drawopt.analysis.state import (
     StateTable,
     intern_rows,
 )
+from drawopt.ir.arrayset import unique
 from drawopt.ir.decls import PERDRAW_CLAUSES, Buffer, Pipeline
 from drawopt.ir.ops import BY_NAME, COL_DRAW_COUNT, COL_INSTANCES, COL_PIPELINE, MAX_OPCODE, Cat, Op
 from drawopt.ir.stream import FLAG_NOMERGE, Stream
@@ -431,7 +432,7 @@ def state_keys(facts: DrawFacts, except_slots: tuple[str, ...] = ()) -> np.ndarr
         first_draw = np.zeros(rows.shape[0], np.int64)
         first_draw[facts.nstate[::-1]] = np.arange(len(facts))[::-1]
         pipes = facts.pipe[first_draw]
-        for p in np.unique(pipes):
+        for p in unique(pipes):
             params = perdraw_params(facts.stream.decls[int(p)] if p >= 0 else None, clauses)
             if params:
                 sel = pipes == p

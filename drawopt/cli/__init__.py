@@ -31,9 +31,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"drawopt {_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, modname in SUBCOMMANDS.items():
-        if only is not None and name != only:
-            sub.add_parser(name, help="")
-            continue
+        if only is not None and name != only:  # argv names its command: no parser for the others (each
+            continue  # ArgumentParser costs argparse's gettext look-ups, ~1 ms a parser)
         try:
             mod = importlib.import_module(modname)
         except ModuleNotFoundError as e:

@@ -38,6 +38,7 @@ from functools import cached_property
 import numpy as np
 
 from drawopt._accel import load_cext
+from drawopt.ir.arrayset import unique
 from drawopt.ir.ops import BY_NAME, Op
 from drawopt.verify._hash import hash_cols
 from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET
@@ -223,7 +224,7 @@ def _before(e_res: np.ndarray, e_act: np.ndarray, res: np.ndarray, act: np.ndarr
     out = np.zeros(res.size, np.int64)
     if not res.size:
         return out
-    rs = np.unique(res)
+    rs = unique(res)
     lo, hi = np.searchsorted(e_res, rs, "left"), np.searchsorted(e_res, rs, "right")
     for r, a, b in zip(rs.tolist(), lo.tolist(), hi.tolist()):
         m = res == r

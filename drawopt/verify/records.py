@@ -33,6 +33,7 @@ import numpy as np
 
 from drawopt._accel import load_cext
 from drawopt.errors import UsageError
+from drawopt.ir.arrayset import unique, unique_columns
 from drawopt.ir.decls import Buffer, Decls, Pipeline, View
 from drawopt.ir.ops import (
     BY_NAME,
@@ -524,7 +525,7 @@ class _Expander:
                 depth[m] = canon.id(INHERITED_DEPTH + tag)
                 inh_t[m] = canon.id(INHERITED_TARGETS + tag)
         lab = np.zeros(n, np.int64)
-        pd = np.unique(np.stack([p[d], depth[d]]), axis=1) if d.size else np.zeros((2, 0), np.int64)
+        pd = unique_columns(np.stack([p[d], depth[d]])) if d.size else np.zeros((2, 0), np.int64)
         for pp, dd in pd.T.tolist():
             if pp >= 0:
                 lab[d[(p[d] == pp) & (depth[d] == dd)]] = commute_label(self.pipes[pp], self.reorder, dd)
@@ -551,7 +552,7 @@ class _Expander:
             k = fetch[st.value_at(c, acts[fetch]) >= 0]
             rs.append((k, cmap[s.args[st.source_at(c, acts[k]), VB_BUF]]))
         # the pipeline: declared writes and reads, UAVs and views reachable through its root arguments
-        for pp in np.unique(p[p >= 0]).tolist():
+        for pp in unique(p[p >= 0]).tolist():
             pi = self.pipes[pp]
             sel = np.flatnonzero(p == pp)
             uav_lab = 1 if (pi.oi and self.reorder != "none") else 0
@@ -597,7 +598,7 @@ class _Expander:
         head = np.ones(wkey.size, bool)
         head[1:] = wkey[1:] != wkey[:-1]
         wkey, wl = wkey[head], wl[head]
-        rkey = np.unique(np.concatenate([x[0] for x in rs]).astype(np.int64) * nres +
+        rkey = unique(np.concatenate([x[0] for x in rs]).astype(np.int64) * nres +
                          (np.concatenate([x[1] for x in rs]).astype(np.int64) + 1))
         if wkey.size:   # both sorted: "rkey in wkey" by one search
             pos = np.minimum(np.searchsorted(wkey, rkey), wkey.size - 1)
@@ -720,7 +721,7 @@ class _Expander:
         idx = np.zeros(P, np.int64)
         good = np.ones(P, bool)
         oob = np.zeros(P, bool)
-        for b in np.unique(ibuf).tolist():
+        for b in unique(ibuf).tolist():
             sel = np.flatnonzero(ibuf[d] == b)
             raw = self.data_bytes(b)
             bo, sz = byte[sel], isz_k[sel]

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from drawopt.ir.arrayset import unique
 from drawopt.ir.decls import Buffer
 from drawopt.ir.ops import BARRIER_STATES, BY_NAME, FLUSH_MODES, PIPELINED_EVENTS, Op
 from drawopt.verify.model import PipeInfo
@@ -150,7 +151,7 @@ def _flushes(R: Records) -> list[Violation]:
     fast = s.header.fast_semantics
     bufs = {int(R.cmap[i]): d for i, d in enumerate(s.decls.items) if isinstance(d, Buffer)}
     frontend = {b for b, d in bufs.items() if d.frontend}
-    fe_bufs = set(np.unique(R.fe_res).tolist()) | frontend
+    fe_bufs = set(unique(R.fe_res).tolist()) | frontend
     if not fe_bufs:
         return []
     af = R.state.value(cid_of(Col.AF))

@@ -33,6 +33,7 @@ from enum import IntEnum
 import numpy as np
 
 from drawopt._accel import load_cext
+from drawopt.ir.arrayset import intersect1d, unique
 from drawopt.ir.decls import RootSig
 from drawopt.ir.ops import BY_NAME, OPS, Op, shared_col
 from drawopt.ir.stream import Stream, ragged_index
@@ -235,7 +236,7 @@ def distinct_ids(*keys: np.ndarray) -> np.ndarray:
     x = np.concatenate(keys) if len(keys) != 1 else keys[0]
     if x.size and 0 <= int(x.min()) and int(x.max()) < 1 << 24:
         return np.flatnonzero(np.bincount(x))
-    return np.unique(x)
+    return unique(x)
 
 
 def _covered(lo: np.ndarray, n: np.ndarray) -> list[int]:
@@ -248,7 +249,7 @@ def _covered(lo: np.ndarray, n: np.ndarray) -> list[int]:
     if not lo.size:
         return []
     if int(lo.min()) < 0 or int((lo + n).max()) > 1 << 24:
-        return np.unique(np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))).tolist()
+        return unique(np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))).tolist()
     size = int((lo + n).max()) + 1   # range starts minus range ends (bincount: np.add.at is slow)
     d = np.bincount(lo, minlength=size) - np.bincount(lo + n, minlength=size)
     return np.flatnonzero(np.cumsum(d) > 0).tolist()
@@ -485,7 +486,7 @@ def _changes(ev_idx: np.ndarray, ev_val: np.ndarray, setters: np.ndarray, from_n
     i, v = ev_idx[order], ev_val[order]
     prev = np.r_[NEVER, v[:-1]]
     ch = i[(v != prev) & (from_never | (prev != NEVER))]
-    return np.intersect1d(ch, setters)
+    return intersect1d(ch, setters)
 
 
 def _var_hash(s: Stream, idx: np.ndarray, cmap: np.ndarray, width: int) -> np.ndarray:
