@@ -7,6 +7,8 @@ streams, and the Cython kernel against its pure-Python twin.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -447,6 +449,49 @@ def test_array_clause_masks_lifted_slots(pure):
     assert rows.tolist() == [5] and slots.tolist() == [SLOTS.index("root1")] and bits.tolist() == [2]
     if HAS_CEXT:
         assert_same_tables(t, track(s, pure=not pure))
+
+
+def _lift_facts_agree(s: Stream) -> int:
+    """``Scan.lifted_setters`` are the setters of ``lifted_slots`` (every observer), and the
+    cached ``unobserved_words`` of every observer are those of an explicit selection; returns
+    how many lifted setters there are."""
+    from drawopt.analysis.state import scan
+    for pure in ([True, False] if HAS_CEXT else [True]):
+        sc = scan(s, pure=pure)
+        r, lm = sc.lifted_slots(slice(None))
+        st_ = sc.setter[r][lm]
+        want = np.zeros(len(s), bool)
+        want[st_[st_ >= 0]] = True
+        got = sc.lifted_setters()
+        assert got.dtype == bool and np.array_equal(got, want)
+        every = sc.unobserved_words(np.arange(sc.obs.shape[0]))
+        for _ in range(2):  # computed, then cached
+            for x, y in zip(sc.unobserved_words(slice(None)), every):
+                assert x.dtype == y.dtype and np.array_equal(x, y)
+    return int(want.sum())
+
+
+def test_lifted_setters_of_an_array_stream():
+    assert _lift_facts_agree(_array_stream()) > 0
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(semantic_streams())
+def test_lifted_setters_and_unobserved_words_on_random_streams(s):
+    _lift_facts_agree(s)
+
+
+def test_radix_column_by_column():
+    """``_radix`` (per-column lows and spans) equals the whole-matrix reduction it replaced,
+    wide ranges (spans past 2**62 in total) included."""
+    from drawopt.analysis.state import _radix
+    rng = np.random.default_rng(3)
+    for shape, lim in (((1, 1), 5), ((50, 3), 7), ((200, 5), 1 << 40), ((9, 9), 1 << 62)):
+        keys = rng.integers(-lim, lim, shape, dtype=np.int64)
+        lo, span, total = _radix(keys)
+        assert lo.dtype == keys.dtype and np.array_equal(lo, keys.min(axis=0))
+        assert span == [int(b) - int(a) + 1 for a, b in zip(keys.min(axis=0).tolist(), keys.max(axis=0).tolist())]
+        assert total == math.prod(span)
 
 
 def test_heaps_change_undefines_tables_same_heaps_keep():

@@ -337,8 +337,10 @@ def _intern_values(keys: np.ndarray, pure: bool | None = None) -> tuple[np.ndarr
 def _radix(keys: np.ndarray) -> tuple[np.ndarray, list[int], int]:
     """``(lo, span, total)``: per column the smallest value and the number of values from it
     to the largest, and the product of the spans (Python ints: no wrap)."""
-    lo = keys.min(axis=0)
-    span = [int(b) - int(a) + 1 for a, b in zip(lo.tolist(), keys.max(axis=0).tolist())]
+    # column by column: a reduction over axis 0 of a tall, narrow matrix is several times slower
+    los = [int(keys[:, j].min()) for j in range(keys.shape[1])]
+    lo = np.array(los, dtype=keys.dtype)
+    span = [int(keys[:, j].max()) - a + 1 for j, a in enumerate(los)]
     total = 1
     for x in span:
         total *= x
@@ -829,12 +831,38 @@ class Scan:
         whose other words stay observed, at draws that read a bound array
         (:meth:`array_readers`). Returns ``(row in sel, slot, bitmask of the unobserved
         words as uint64)``, one entry per such (observer, slot)."""
+        everyone = isinstance(sel, slice) and sel == slice(None)
+        got = self.__dict__.get("_unobserved_words_") if everyone else None
+        if got is not None:
+            return got
         rows, pj = self.array_readers(sel)
+        if rows.size:
+            some = self._arr.words.any(axis=1)[pj]  # (most pipelines lift no single word)
+            rows, pj = rows[some], pj[some]
         if not rows.size:
-            return rows, rows, np.zeros(0, np.uint64)
-        bits = self._arr.words[pj]                  # uint64[k, NROOT]
-        r, q = np.nonzero(bits)
-        return rows[r], ROOT0 + q, bits[r, q]
+            got = rows, rows, np.zeros(0, np.uint64)
+        else:
+            bits = self._arr.words[pj]                  # uint64[k, NROOT]
+            r, q = np.nonzero(bits)
+            got = rows[r], ROOT0 + q, bits[r, q]
+        if everyone:
+            self.__dict__["_unobserved_words_"] = got
+        return got
+
+    def lifted_setters(self) -> np.ndarray:
+        """bool[N]: the commands that are the setter of a slot holding lift items (wholly or in
+        part) at some draw that reads a bound array (the setters of :meth:`lifted_slots` of
+        every observer, one root slot at a time)."""
+        out = np.zeros(self.cval.shape[0], bool)
+        rows, pj = self.array_readers(slice(None))
+        if not rows.size:
+            return out
+        arr = self._arr
+        held = arr.lifted[:, ROOT0:ROOT0 + NROOT] | (arr.words != 0)  # per pipeline and root slot
+        for q in np.flatnonzero(held.any(axis=0)):
+            st = self.setter[rows[held[pj, q]], ROOT0 + q]
+            out[st[st >= 0]] = True
+        return out
 
     def normalised(self, sel: np.ndarray | slice) -> np.ndarray:
         """Normalised rows (unobservable slots :data:`MASKED`) at observers ``sel``: int64[k, NSLOTS]."""
