@@ -73,6 +73,7 @@ from drawopt.analysis.state import (
     UNKNOWN,
     VB,
     Scan,
+    rescan,
     scan,
     track,
 )
@@ -413,8 +414,9 @@ class DedupeStatePass(Pass):
             codes, counts = np.unique(cur.op[dead], return_counts=True)
             for c, k in zip(codes, counts):
                 removed[BY_CODE[int(c)].name] += int(k)
-            cur = cur.take(np.flatnonzero(~dead))
-            sc = scan(cur)
+            keep = np.flatnonzero(~dead)
+            cur = cur.take(keep)
+            sc = rescan(sc, keep, cur)  # = scan(cur), from what the commands alone determine
             rounds += 1
         report: dict[str, Any] = {"removed": dict(sorted(removed.items())),
                                   "removed_total": sum(removed.values()), "rounds": rounds}
