@@ -73,6 +73,7 @@ from drawopt.analysis.state import (
     UNKNOWN,
     VB,
     Scan,
+    rescan,
     scan,
     track,
 )
@@ -120,20 +121,15 @@ def _observed(sc: Scan, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
         :meth:`drawopt.analysis.state.Scan.unobserved_words`).
     lifted : bool[N]
         Commands that set a slot holding lift items for some draw that reads a bound
-        array (:meth:`drawopt.analysis.state.Scan.lifted_slots`; see :func:`_lift_origins`).
+        array (:meth:`drawopt.analysis.state.Scan.lifted_setters`; see :func:`_lift_origins`).
     reset_reads : (cmd, slot, view)
         Reads of a root argument that a reset left undefined (view -1) or unknown (-3):
         the observer's command index (``N`` for the end of a bundle), the slot, the view.
     """
     out, full, (o, slot) = sc.observed_setters()
     unobs = np.full(n, _ALL_WORDS, np.uint64)   # AND over the partial readers of a command
-    lifted = np.zeros(n, bool)
-    everyone = slice(None)
-    r, lm = sc.lifted_slots(everyone)
-    if r.size:
-        ls = sc.setter[r][lm]
-        lifted[ls[ls >= 0]] = True
-    r, q, bits = sc.unobserved_words(everyone)
+    lifted = sc.lifted_setters()
+    r, q, bits = sc.unobserved_words(slice(None))
     if r.size:
         pc = sc.setter[r, q]
         ok = pc >= 0
@@ -228,10 +224,13 @@ def _lift_origins(s: Stream, sc: Scan, lifted: np.ndarray, needed: np.ndarray) -
     p = sc.prev
     op = s.op
     sets = np.flatnonzero(_IS_LIFT_OP[op] & (p >= 0))
-    pp = p[sets]
-    same = op[pp] == op[sets]
-    tv = s.args[:, _COL_TABLE]
-    same &= ~_IS_TABLE_OP[op[sets]] | ((tv[pp] >> 32) == (tv[sets] >> 32))
+    ops = op[sets]
+    same = op[p[sets]] == ops
+    tab = np.flatnonzero(same & _IS_TABLE_OP[ops])  # tables continue the run in the same heap only
+    if tab.size:
+        ti = sets[tab]
+        tv = s.args[:, _COL_TABLE]
+        same[tab] = (tv[p[ti]] >> 32) == (tv[ti] >> 32)
     cont = np.zeros(len(s), bool)  # continues the run of its previous set: origin of that one
     cont[sets[same]] = True
     needed[_origins(sc, cont)[cmds]] = True
@@ -415,8 +414,9 @@ class DedupeStatePass(Pass):
             codes, counts = np.unique(cur.op[dead], return_counts=True)
             for c, k in zip(codes, counts):
                 removed[BY_CODE[int(c)].name] += int(k)
-            cur = cur.take(np.flatnonzero(~dead))
-            sc = scan(cur)
+            keep = np.flatnonzero(~dead)
+            cur = cur.take(keep)
+            sc = rescan(sc, keep, cur)  # = scan(cur), from what the commands alone determine
             rounds += 1
         report: dict[str, Any] = {"removed": dict(sorted(removed.items())),
                                   "removed_total": sum(removed.values()), "rounds": rounds}

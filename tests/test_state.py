@@ -7,6 +7,8 @@ streams, and the Cython kernel against its pure-Python twin.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -447,6 +449,149 @@ def test_array_clause_masks_lifted_slots(pure):
     assert rows.tolist() == [5] and slots.tolist() == [SLOTS.index("root1")] and bits.tolist() == [2]
     if HAS_CEXT:
         assert_same_tables(t, track(s, pure=not pure))
+
+
+def _lift_facts_agree(s: Stream) -> int:
+    """``Scan.lifted_setters`` are the setters of ``lifted_slots`` (every observer), and the
+    cached ``unobserved_words`` of every observer are those of an explicit selection; returns
+    how many lifted setters there are."""
+    from drawopt.analysis.state import scan
+    for pure in ([True, False] if HAS_CEXT else [True]):
+        sc = scan(s, pure=pure)
+        r, lm = sc.lifted_slots(slice(None))
+        st_ = sc.setter[r][lm]
+        want = np.zeros(len(s), bool)
+        want[st_[st_ >= 0]] = True
+        got = sc.lifted_setters()
+        assert got.dtype == bool and np.array_equal(got, want)
+        every = sc.unobserved_words(np.arange(sc.obs.shape[0]))
+        for _ in range(2):  # computed, then cached
+            for x, y in zip(sc.unobserved_words(slice(None)), every):
+                assert x.dtype == y.dtype and np.array_equal(x, y)
+    return int(want.sum())
+
+
+def test_lifted_setters_of_an_array_stream():
+    assert _lift_facts_agree(_array_stream()) > 0
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(semantic_streams())
+def test_lifted_setters_and_unobserved_words_on_random_streams(s):
+    _lift_facts_agree(s)
+
+
+def test_radix_column_by_column():
+    """``_radix`` (per-column lows and spans) equals the whole-matrix reduction it replaced,
+    wide ranges (spans past 2**62 in total) included."""
+    from drawopt.analysis.state import _radix
+    rng = np.random.default_rng(3)
+    for shape, lim in (((1, 1), 5), ((50, 3), 7), ((200, 5), 1 << 40), ((9, 9), 1 << 62)):
+        keys = rng.integers(-lim, lim, shape, dtype=np.int64)
+        lo, span, total = _radix(keys)
+        assert lo.dtype == keys.dtype and np.array_equal(lo, keys.min(axis=0))
+        assert span == [int(b) - int(a) + 1 for a, b in zip(keys.min(axis=0).tolist(), keys.max(axis=0).tolist())]
+        assert total == math.prod(span)
+
+
+def assert_same_scans(a, b) -> None:
+    """Two scans are equal in every field (value registry and chains included)."""
+    for name in ("kcode", "slot", "cval", "prev", "obs", "obs_kind", "setter", "unknown", "pipe", "epoch",
+                 "init_val", "heap_type", "_draw_mask", "_disp_mask", "_pidx", "read_bits"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y), name
+    assert (a._binds_buf is None) == (b._binds_buf is None)
+    if a._binds_buf is not None:
+        assert a._binds_buf.dtype == b._binds_buf.dtype and np.array_equal(a._binds_buf, b._binds_buf)
+    assert (a.vb_table is None) == (b.vb_table is None)
+    if a.vb_table is not None:
+        for name in ("single", "buffer", "offset", "stride"):
+            assert np.array_equal(getattr(a.vb_table, name), getattr(b.vb_table, name)), name
+        assert a.vb_table.base == b.vb_table.base
+    va, vb = a.values, b.values
+    assert (va.starts, va.next, va.partial) == (vb.starts, vb.next, vb.partial)
+    assert [va.decode(v) for v in range(va.next)] == [vb.decode(v) for v in range(vb.next)]
+    assert [(k, base) for k, base, _ in a._blocks] == [(k, base) for k, base, _ in b._blocks]
+    for (_, _, u), (_, _, w) in zip(a._blocks, b._blocks):
+        assert u.dtype == w.dtype and np.array_equal(u, w)
+    assert a.chains.keys() == b.chains.keys()
+    for k, ch in a.chains.items():
+        other = b.chains[k]
+        for name in ("cmds", "start", "init", "owner", "col", "wv", "rows"):
+            x, y = getattr(ch, name), getattr(other, name)
+            assert x.dtype == y.dtype and np.array_equal(x, y), (k, name)
+        assert (ch.width, ch.base) == (other.width, other.base)
+    for x, y in zip(a.observed_setters(), b.observed_setters()):
+        for u, v in (zip(x, y) if isinstance(x, tuple) else [(x, y)]):
+            assert u.dtype == v.dtype and np.array_equal(u, v)
+
+
+def _rescans_agree(s: Stream, seed: int) -> None:
+    """``rescan`` of kept commands equals the full scan of the kept stream: random subsets of all
+    commands, of the state commands (what dedupe-state removes), and dedupe-state's own rounds."""
+    from drawopt.analysis.state import rescan, scan
+    from drawopt.passes.dedupe_state import dead_state_commands
+    rng = np.random.default_rng(seed)
+    n = len(s)
+    state = s.cats() == 0
+    for pure in ([True, False] if HAS_CEXT else [True]):
+        sc = scan(s, pure=pure)
+        drop = [rng.random(n) < 0.3, state & (rng.random(n) < 0.5), np.zeros(n, bool), dead_state_commands(s, sc)]
+        for d in drop:
+            keep = np.flatnonzero(~d)
+            t = s.take(keep)
+            assert_same_scans(rescan(sc, keep, t), scan(t, pure=pure))
+            assert_same_scans(rescan(sc, keep), scan(t, pure=pure))
+        cur, cs = s, sc  # the pass's rounds: each rescan starts from the previous one
+        for _ in range(4):
+            d = dead_state_commands(cur, cs)
+            if not d.any():
+                break
+            keep = np.flatnonzero(~d)
+            cur = cur.take(keep)
+            cs = rescan(cs, keep, cur)
+            assert_same_scans(cs, scan(cur, pure=pure))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(semantic_streams(), st.integers(0, 2**32 - 1))
+def test_rescan_equals_the_full_scan(s, seed):
+    _rescans_agree(s, seed)
+
+
+@pytest.mark.parametrize("kind", ["frame", "quads", "gpu-driven", "bundle"])
+def test_rescan_equals_the_full_scan_on_generated_streams(kind):
+    from drawopt.gen import generate
+    _rescans_agree(generate(kind, 1500, seed=3), 1)
+
+
+def test_rescan_of_wide_keys_numbers_them_anew(monkeypatch):
+    """Viewports whose keys span more than 2**62 in total are numbered in order of first
+    appearance, which the kept commands alone decide: the scan starts over (and agrees);
+    once the kept ones span less, their ids are their ranks again."""
+    import drawopt.analysis.state as S
+    from drawopt.analysis.state import rescan, scan
+    b = builder()
+    b.SetPipelineState("lay")
+    for vp in [(0, 0, 1 << 30, 7), (5, 1 << 29, 3, 1 << 31), (1 << 30, 0, 0, 0), (0, 0, 1 << 30, 7)]:
+        b.RSSetViewports(*vp, 0, 1)
+        b.DrawInstanced(3, 1, 0, 0)
+    s = b.build()
+    sc = scan(s)
+    assert any(S._radix(u)[2] >= 1 << 62 for _, _, u in sc._blocks if u.shape[0])
+    retaken = []
+    real = S._retaken_values
+
+    def spy(*a):
+        got = real(*a)
+        retaken.append(got is not None)
+        return got
+    monkeypatch.setattr(S, "_retaken_values", spy)
+    # three viewports: still too wide; one (a narrow block, sorted again) or none: renumbered
+    for keep in (np.array([0, 3, 4, 5, 6, 7, 8]), np.array([0, 5, 6, 1, 2]), np.arange(len(s)),
+                 np.array([0, 1, 2, 7, 8]), np.array([0, 5, 6]), np.array([0, 2, 4])):
+        assert_same_scans(rescan(sc, keep), scan(s.take(keep)))
+    assert retaken == [False, False, False, True, True, True]
 
 
 def test_heaps_change_undefines_tables_same_heaps_keep():

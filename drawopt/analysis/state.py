@@ -79,7 +79,7 @@ from __future__ import annotations
 
 __all__ = [
     "SLOTS", "NSLOTS", "UNDEFINED", "MASKED", "UNKNOWN", "SLOT_INDEX", "StateTable", "Scan",
-    "track", "scan", "compare_effective_state", "intern_rows", "describe_value",
+    "track", "scan", "rescan", "compare_effective_state", "intern_rows", "describe_value",
     "OBS_DRAW", "OBS_DISPATCH", "OBS_OPAQUE", "OBS_END", "ArrayMasks", "array_masks", "diff_state_rows",
 ]
 
@@ -337,8 +337,10 @@ def _intern_values(keys: np.ndarray, pure: bool | None = None) -> tuple[np.ndarr
 def _radix(keys: np.ndarray) -> tuple[np.ndarray, list[int], int]:
     """``(lo, span, total)``: per column the smallest value and the number of values from it
     to the largest, and the product of the spans (Python ints: no wrap)."""
-    lo = keys.min(axis=0)
-    span = [int(b) - int(a) + 1 for a, b in zip(lo.tolist(), keys.max(axis=0).tolist())]
+    # column by column: a reduction over axis 0 of a tall, narrow matrix is several times slower
+    los = [int(keys[:, j].min()) for j in range(keys.shape[1])]
+    lo = np.array(los, dtype=keys.dtype)
+    span = [int(keys[:, j].max()) - a + 1 for j, a in enumerate(los)]
     total = 1
     for x in span:
         total *= x
@@ -679,6 +681,9 @@ class Scan:
     vb_table: VBTable | None = field(default=None, repr=False)
     pure: bool | None = field(default=None, repr=False)
     """The kernel choice the scan was made with (its rows and interning use the same)."""
+    _decl: _DeclFacts | None = field(default=None, repr=False)
+    _blocks: list[tuple[int, int, np.ndarray]] = field(default_factory=list, repr=False)
+    """The value blocks of the keyed sets: ``(block of _BLOCKS, first value id, keys in id order)``."""
 
     def vb_single_binding(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """For value ids ``ids`` (any, markers included): ``(ok, buffer, offset, stride)``.
@@ -829,12 +834,38 @@ class Scan:
         whose other words stay observed, at draws that read a bound array
         (:meth:`array_readers`). Returns ``(row in sel, slot, bitmask of the unobserved
         words as uint64)``, one entry per such (observer, slot)."""
+        everyone = isinstance(sel, slice) and sel == slice(None)
+        got = self.__dict__.get("_unobserved_words_") if everyone else None
+        if got is not None:
+            return got
         rows, pj = self.array_readers(sel)
+        if rows.size:
+            some = self._arr.words.any(axis=1)[pj]  # (most pipelines lift no single word)
+            rows, pj = rows[some], pj[some]
         if not rows.size:
-            return rows, rows, np.zeros(0, np.uint64)
-        bits = self._arr.words[pj]                  # uint64[k, NROOT]
-        r, q = np.nonzero(bits)
-        return rows[r], ROOT0 + q, bits[r, q]
+            got = rows, rows, np.zeros(0, np.uint64)
+        else:
+            bits = self._arr.words[pj]                  # uint64[k, NROOT]
+            r, q = np.nonzero(bits)
+            got = rows[r], ROOT0 + q, bits[r, q]
+        if everyone:
+            self.__dict__["_unobserved_words_"] = got
+        return got
+
+    def lifted_setters(self) -> np.ndarray:
+        """bool[N]: the commands that are the setter of a slot holding lift items (wholly or in
+        part) at some draw that reads a bound array (the setters of :meth:`lifted_slots` of
+        every observer, one root slot at a time)."""
+        out = np.zeros(self.cval.shape[0], bool)
+        rows, pj = self.array_readers(slice(None))
+        if not rows.size:
+            return out
+        arr = self._arr
+        held = arr.lifted[:, ROOT0:ROOT0 + NROOT] | (arr.words != 0)  # per pipeline and root slot
+        for q in np.flatnonzero(held.any(axis=0)):
+            st = self.setter[rows[held[pj, q]], ROOT0 + q]
+            out[st[st >= 0]] = True
+        return out
 
     def normalised(self, sel: np.ndarray | slice) -> np.ndarray:
         """Normalised rows (unobservable slots :data:`MASKED`) at observers ``sel``: int64[k, NSLOTS]."""
@@ -1070,28 +1101,81 @@ def _command_values_py(s: Stream, heap_type: np.ndarray) -> tuple[np.ndarray, ..
 
 
 def _number_values(values: _Values, names: list[str], gid: np.ndarray, ublock: np.ndarray,
-                   ukeys: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
-    """``(cval, gs_null, pipe_decl)``: the value id of every command's key, a block of
+                   ukeys: np.ndarray) -> tuple[np.ndarray, int, np.ndarray, list[tuple[int, int, np.ndarray]]]:
+    """``(cval, gs_null, pipe_decl, blocks)``: the value id of every command's key, a block of
     :data:`_BLOCKS` at a time (each registered in ``values`` with its decoder), that of the GS
-    default, and the declaration of each pipeline value (the first block: value ids from 0)."""
+    default, the declaration of each pipeline value (the first block: value ids from 0), and
+    the blocks registered: ``(block, first value id, keys in id order)`` (:func:`rescan`)."""
     lut = np.empty(ublock.shape[0] + 1, np.int64)
     lut[-1] = -1  # gid -1: no value
     gs_null = -1
     pipe_decl = np.zeros(0, np.int64)
-    for b, (_, _, _, w, only_present, dec) in enumerate(_BLOCKS):
+    blocks: list[tuple[int, int, np.ndarray]] = []
+    for b, (_, _, _, w, only_present, _) in enumerate(_BLOCKS):
         sel = np.flatnonzero(ublock == b)
         if only_present and not sel.size:
             continue
         rank, uniq = _number_distinct(ukeys[sel, :w])
-        decode = dec(names)
-        base = values.add(uniq.shape[0], lambda j, u=uniq, d=decode: d(u[j]))
+        base, pd = _add_block(values, names, b, uniq)
+        blocks.append((b, base, uniq))
         lut[sel] = base + rank
         if b == _GS_BLOCK:
             gs_null = base + int(rank[0])
-        if b == _PIPE_BLOCK:
-            assert base == 0
-            pipe_decl = uniq[:, 0].copy()
-    return lut[gid], gs_null, pipe_decl
+        if pd is not None:
+            pipe_decl = pd
+    return lut[gid], gs_null, pipe_decl, blocks
+
+
+def _add_block(values: _Values, names: list[str], b: int, uniq: np.ndarray) -> tuple[int, np.ndarray | None]:
+    """Register value block ``b`` of :data:`_BLOCKS` (its keys ``uniq`` in id order) in
+    ``values``: its first value id, and for the pipeline block the declaration of each value."""
+    decode = _BLOCKS[b][5](names)
+    base = values.add(uniq.shape[0], lambda j, u=uniq, d=decode: d(u[j]))
+    if b == _PIPE_BLOCK:
+        assert base == 0
+        return base, uniq[:, 0].copy()
+    return base, None
+
+
+def _retaken_values(sc: Scan, keep: np.ndarray, op: np.ndarray,
+                    values: _Values) -> tuple[np.ndarray, int, np.ndarray, list[tuple[int, int, np.ndarray]]] | None:
+    """:func:`_number_values` of the commands ``keep`` of ``sc``'s stream (``op`` their opcodes),
+    from ``sc``'s value blocks instead of the commands' keys: equal keys had equal value ids,
+    and a block's ids are the ranks of its distinct keys in lexicographic order, a function of
+    the set of keys present (:func:`_intern_values`), so the kept keys are ``sc``'s block rows
+    whose ids some kept command (or, for GS parameters, the driver default) holds, in the same
+    order. None where a block's keys span too wide a range for that order (ids in order of
+    first appearance, which the kept commands alone tell): the caller numbers the keys anew."""
+    blk = _OPTAB[op, 3] if op.shape[0] else np.zeros(0, np.int64)
+    keyed = np.flatnonzero(blk >= 0)
+    old = sc.cval[keep[keyed]]
+    present = np.zeros(sc.values.next + 1, bool)
+    present[old] = True
+    present[sc.init_val[GS]] = True  # the driver default's key is numbered with every stream
+    remap = np.full(sc.values.next + 1, -1, np.int64)
+    gs_null = -1
+    pipe_decl = np.zeros(0, np.int64)
+    blocks: list[tuple[int, int, np.ndarray]] = []
+    for b, base0, uniq0 in sc._blocks:
+        idx = np.flatnonzero(present[base0:base0 + uniq0.shape[0]])
+        if _BLOCKS[b][4] and not idx.size:
+            continue
+        if idx.size:  # the kept keys in lexicographic order (sc's are, unless they spanned too wide a range)
+            lo, span, total = _radix(np.take(uniq0, idx, axis=0))
+            if total >= 1 << 62:
+                return None  # numbered in order of first appearance
+            idx = idx[np.argsort(_combine(np.take(uniq0, idx, axis=0), lo, span), kind="stable")]
+        uniq = np.take(uniq0, idx, axis=0)
+        base, pd = _add_block(values, sc._decl.names, b, uniq)
+        blocks.append((b, base, uniq))
+        remap[base0 + idx] = base + np.arange(idx.shape[0])
+        if b == _GS_BLOCK:
+            gs_null = int(remap[sc.init_val[GS]])
+        if pd is not None:
+            pipe_decl = pd
+    cval = np.full(op.shape[0], -1, np.int64)
+    cval[keyed] = remap[old]
+    return cval, gs_null, pipe_decl, blocks
 
 
 def _raise_bad_root_index(s: Stream) -> None:
@@ -1108,6 +1192,32 @@ def _raise_bad_root_index(s: Stream) -> None:
     raise AssertionError("no root parameter index out of range")  # pragma: no cover
 
 
+@dataclass(frozen=True, eq=False)
+class _DeclFacts:
+    """What a scan needs of the declarations alone (shared by :func:`rescan` with the scan it
+    starts from: a stream's ``take`` keeps its declarations)."""
+
+    names: list[str]
+    heap_type: np.ndarray
+    draw_mask: np.ndarray
+    disp_mask: np.ndarray
+    pcompact: np.ndarray
+    arr: ArrayMasks | None
+    buf_keys: np.ndarray | None
+    """The heaprefs of the views of buffers (None: no array clause, so nothing asks)."""
+
+
+def _decl_facts(decls) -> _DeclFacts:
+    heap_type = np.array([(0 if getattr(d, "type", "") == "CBV_SRV_UAV" else 1) if d.kind == "heap" else -1
+                          for d in decls.items] or [-1], dtype=np.int64)
+    draw_mask, disp_mask, pcompact = _pipeline_masks(decls)
+    arr = array_masks(decls)
+    buf_keys = None
+    if arr is not None:
+        buf_keys = np.array([(h << 32) | v for h, v in _buffer_views(decls)], np.int64)  # heapref encoding
+    return _DeclFacts(_names(decls), heap_type, draw_mask, disp_mask, pcompact, arr, buf_keys)
+
+
 def scan(stream: Stream, pure: bool | None = None) -> Scan:
     """Run the linear state scan over ``stream`` (see :class:`Scan`).
 
@@ -1116,20 +1226,56 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
     InputError
         A root parameter index outside 0..15.
     """
-    s = stream
+    return _scan_stream(stream, pure, None, None)
+
+
+def rescan(sc: Scan, keep: np.ndarray, stream: Stream | None = None) -> Scan:
+    """``scan(sc.stream.take(keep), sc.pure)``, without what the commands and declarations alone
+    determine: the declarations' facts, each command's slot and kernel code and, for the sets
+    whose value is a key of their arguments (every set but the partial updates), the value ids,
+    renumbered from ``sc``'s (:func:`_retaken_values`). The scan kernel and the partial-update
+    chains run again. ``stream``: ``sc.stream.take(keep)`` if already made. The result equals
+    :func:`scan`'s in every field (tests/test_state.py compares them).
+
+    >>> from drawopt.gen import generate
+    >>> s = generate("frame", 50, seed=1)
+    >>> keep = np.flatnonzero(np.arange(len(s)) % 3 != 1)
+    >>> a, b = rescan(scan(s), keep), scan(s.take(keep))
+    >>> bool(np.array_equal(a.cval, b.cval) and np.array_equal(a.setter, b.setter))
+    True
+    """
+    keep = np.asarray(keep, np.int64).reshape(-1)
+    s = sc.stream.take(keep) if stream is None else stream
+    if s.decls is not sc.stream.decls or s.header.kind != sc.stream.header.kind or len(s) != keep.shape[0] \
+            or sc._decl is None or not np.array_equal(s.op, sc.stream.op[keep]):
+        return scan(s, sc.pure)  # not the commands ``keep`` of sc's stream
+    return _scan_stream(s, sc.pure, sc, keep)
+
+
+def _scan_stream(s: Stream, pure: bool | None, base: Scan | None, keep: np.ndarray | None) -> Scan:
+    """:func:`scan`; with ``base`` and ``keep``, :func:`rescan`."""
     n = len(s)
     op = s.op
-    decls = s.decls
-    names = _names(decls)
+    df = base._decl if base is not None and base._decl is not None else _decl_facts(s.decls)
+    names = df.names
     values = _Values()
-    heap_type = np.array([(0 if getattr(d, "type", "") == "CBV_SRV_UAV" else 1) if d.kind == "heap" else -1
-                          for d in decls.items] or [-1], dtype=np.int64)
-
-    got = _command_values(s, heap_type, pure)
-    if got is None:  # a root parameter index out of range: name the first (as the pure path would)
-        _raise_bad_root_index(s)
-    kcode, slot, is_table, gid, ublock, ukeys = got
-    cval, gs_null, pipe_decl = _number_values(values, names, gid, ublock, ukeys)
+    got = None
+    if base is not None and keep is not None:
+        got = _retaken_values(base, keep, op, values)
+    if got is not None and base is not None and keep is not None:
+        cval, gs_null, pipe_decl, blocks = got
+        kcode = _OPTAB[op, 0].copy() if n else np.zeros(0, np.int64)
+        slot = base.slot[keep]
+        is_table = _OPTAB[op, 7].astype(np.uint8) if n else np.zeros(0, np.uint8)
+        gid = ukeys = None
+    else:
+        base = None
+        values = _Values()
+        cv = _command_values(s, df.heap_type, pure)
+        if cv is None:  # a root parameter index out of range: name the first (as the pure path would)
+            _raise_bad_root_index(s)
+        kcode, slot, is_table, gid, ublock, ukeys = cv
+        cval, gs_null, pipe_decl, blocks = _number_values(values, names, gid, ublock, ukeys)
 
     def where(name: str) -> np.ndarray:
         return np.flatnonzero(s.op == _OP[name])
@@ -1142,7 +1288,7 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
     init_unknown = 0
     if bundle:
         init_unknown = _ALL_BITS & ~((1 << PIPELINE) | (1 << TOPOLOGY))
-    draw_mask, disp_mask, pcompact = _pipeline_masks(decls)
+    draw_mask, disp_mask, pcompact = df.draw_mask, df.disp_mask, df.pcompact
     layout = _LAYOUT.copy()
     layout[-1] = draw_mask.shape[0] - 1  # a pipeline of the wrong kind reads like none (masks' rows)
     setter, unknown, prev, obs_all, kind, epoch, pipe, pidx = _kernel(pure)(
@@ -1184,20 +1330,21 @@ def scan(stream: Stream, pure: bool | None = None) -> Scan:
 
     init_val = np.full(NSLOTS, UNDEFINED, np.int64)
     init_val[GS] = gs_null
-    arr = array_masks(decls)
+    arr = df.arr
     binds_buf = None
     if arr is not None:
-        binds_buf = np.zeros(n, bool)
-        binds_buf[where("SetGraphicsRootConstantBufferView")] = True
-        binds_buf[where("SetGraphicsRootShaderResourceView")] = True
-        idx = where("SetGraphicsRootDescriptorTable")
-        if idx.size:
-            buf_view = _buffer_views(decls)
-            keys = np.array([(h << 32) | v for h, v in buf_view], np.int64)  # heapref encoding
-            # per interned key (ukeys: a table command's heapref), not per command
-            binds_buf[idx] = np.isin(ukeys[:, 0], keys)[gid[idx]]
+        if base is not None and base._binds_buf is not None and keep is not None:
+            binds_buf = base._binds_buf[keep]  # a fact of each command and the declarations
+        else:
+            binds_buf = np.zeros(n, bool)
+            binds_buf[where("SetGraphicsRootConstantBufferView")] = True
+            binds_buf[where("SetGraphicsRootShaderResourceView")] = True
+            idx = where("SetGraphicsRootDescriptorTable")
+            if idx.size and gid is not None and ukeys is not None:
+                # per interned key (ukeys: a table command's heapref), not per command
+                binds_buf[idx] = np.isin(ukeys[:, 0], df.buf_keys)[gid[idx]]
     return Scan(s, kcode, slot, cval, prev, obs_all, kind, setter, unknown, pipe, epoch, init_val, values,
-                chains, heap_type, draw_mask, disp_mask, pidx, arr, binds_buf, vb_table, pure)
+                chains, df.heap_type, draw_mask, disp_mask, pidx, arr, binds_buf, vb_table, pure, df, blocks)
 
 
 @dataclass(frozen=True)
