@@ -68,6 +68,7 @@ __all__ = [
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -78,6 +79,7 @@ from drawopt.analysis.state import (
     ROOT0,
     SLOT_INDEX,
     TOPOLOGY,
+    UNKNOWN,
     VB,
     Scan,
     StateTable,
@@ -321,6 +323,15 @@ def _first_appearance(ids: np.ndarray) -> bool:
     return bool((ids[1:] <= np.maximum.accumulate(ids)[:-1] + 1).all())
 
 
+def _distinct_rows(sc: Scan, rows: np.ndarray) -> bool:
+    """Whether the draw states ``rows`` (a state table's) are known to be pairwise distinct
+    without interning them: the table interns a draw's row with an Opaque epoch only where
+    the row holds an unknown (or partly unknown) value
+    (:meth:`drawopt.analysis.state.StateTable.first_difference`), so rows without one are
+    distinct. False: not known (the caller interns them)."""
+    return not sc.values.partial_mask().any() and not (rows == UNKNOWN).any()
+
+
 def _is_arange(a: np.ndarray) -> bool:
     return bool(a.ndim == 1 and (a == np.arange(a.shape[0])).all())
 
@@ -357,7 +368,7 @@ def draw_facts(stream: Stream, table: StateTable, fold: bool = True) -> DrawFact
     cmd = table.draws.astype(np.int64)
     d = cmd.shape[0]
     op = stream.op[cmd].astype(np.int64)
-    args = stream.args[cmd]  # fancy indexing: already a copy, ours to shift
+    args = stream.args.take(cmd, axis=0)  # a copy, ours to shift (take copies whole rows: faster than [cmd])
     sid = table.state.astype(np.int64)
     ps = table.setter[:, PIPELINE] if d else np.zeros(0, np.int64)
     pipe = np.where(ps >= 0, stream.args[np.maximum(ps, 0), COL_PIPELINE], -1) if d else np.zeros(0, np.int64)
@@ -397,14 +408,19 @@ def draw_facts(stream: Stream, table: StateTable, fold: bool = True) -> DrawFact
         pid = sid.copy()
         prow = rows[:int(sid.max()) + 1].view()
         prow.flags.writeable = False
+        distinct = _distinct_rows(sc, prow)
     else:
         pair = np.stack([sid, vbcol], axis=1) if d else np.zeros((0, 2), np.int64)
         pid, pfirst = intern_rows(pair)
         prow = rows[sid[pfirst]] if d else np.zeros((0, NSLOTS), np.int64)  # a copy (fancy indexing)
         if d:
             prow[:, VB] = vbcol[pfirst]
-    uid, ufirst = intern_rows(prow)
-    same = _is_arange(uid) and _is_arange(ufirst)  # the rows are distinct already
+        distinct = False
+    if distinct:
+        same = True
+    else:
+        uid, ufirst = intern_rows(prow)
+        same = _is_arange(uid) and _is_arange(ufirst)  # the rows are distinct already
     nstate = pid if same else (uid[pid] if d else np.zeros(0, np.int64))
     nrows = prow if same else prow[ufirst]
     indexed = _INDEXED[op]
@@ -507,7 +523,15 @@ class Link:
 
     rule: MergeRule
     ok: np.ndarray
-    fail: np.ndarray
+    code: np.ndarray = field(repr=False)
+    """``uint8`` per pair: 0 where ``ok``, else 1 + the index of its first failing test in ``reasons``."""
+    reasons: tuple[str, ...] = field(default=(), repr=False)
+
+    @cached_property
+    def fail(self) -> np.ndarray:
+        """The first failing test of each pair as ``object`` strings (built when first read:
+        the passes read only ``ok``)."""
+        return np.array(("", *self.reasons), dtype=object)[self.code]
 
 
 def _between(stream: Stream, facts: DrawFacts) -> np.ndarray:
@@ -532,13 +556,15 @@ def adjacent_links(facts: DrawFacts, rule: MergeRule) -> Link:
     """
     n = len(facts)
     m = max(n - 1, 0)
-    fail = np.full(m, "", dtype=object)
+    code = np.zeros(m, np.uint8)
+    reasons: list[str] = []
     ok = np.ones(m, bool)
     if m == 0:
-        return Link(rule, ok, fail)
+        return Link(rule, ok, code)
     def check(mask: np.ndarray, why: str) -> None:
         bad = ok & ~mask
-        fail[bad] = why
+        reasons.append(why)
+        code[bad] = len(reasons)
         ok[bad] = False
 
     if facts.between is None:
@@ -597,7 +623,7 @@ def adjacent_links(facts: DrawFacts, rule: MergeRule) -> Link:
             check(args_a[pairs, bcol] == args_b[pairs, bcol], req)
         else:  # pragma: no cover - a rule naming an unknown requirement
             raise ValueError(f"unknown requirement {req!r}")
-    return Link(rule, ok, fail)
+    return Link(rule, ok, code, tuple(reasons))
 
 
 # ---------------------------------------------------------------------- segments
