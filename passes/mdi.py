@@ -856,7 +856,9 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool,
     for pipes in groups.values() if split else ():
         c = contracts[pipes[0]]
         # direct draws of the pipelines (pinned ones too: they may get a restoring binding)
-        mine = np.flatnonzero(np.isin(pipe, pipes) & direct)
+        of_group = np.zeros(len(decls) + 1, bool)   # by declaration index (-1: the last, False)
+        of_group[pipes] = True
+        mine = np.flatnonzero(of_group[pipe] & direct)
         if not mine.size:
             continue
         raw = _raw_slots(table, mine, [ROOT0 + c.perdraw, *(ROOT0 + q for q in c.params)])

@@ -98,6 +98,25 @@ _DI, _DII, _DX = _OP["DrawInstanced"], _OP["DrawIndexedInstanced"], _OP["DrawInd
 _SINGLE_IND = (_OP["DrawInstancedIndirect"], _OP["DrawIndexedInstancedIndirect"])
 _MULTI = (_OP["MultiDrawInstancedIndirect"], _OP["MultiDrawIndexedInstancedIndirect"])
 _AUTO = (_OP["MultiDrawInstancedIndirectAuto"], _OP["MultiDrawIndexedInstancedIndirectAuto"])
+
+
+def opcode_mask(codes: tuple[int, ...] | np.ndarray) -> np.ndarray:
+    """``bool[1 << 16]`` by opcode: whether it is one of ``codes`` (``mask[op]`` is
+    ``np.isin(op, codes)`` by one lookup instead of a sort; opcodes are ``uint16``).
+
+    >>> opcode_mask((3, 5))[np.array([3, 4, 5])].tolist()
+    [True, False, True]
+    """
+    m = np.zeros(1 << 16, bool)
+    m[np.asarray(codes, np.int64)] = True
+    m.flags.writeable = False
+    return m
+
+
+_IS_DIRECT = opcode_mask((_DI, _DII))
+_IS_MULTI = opcode_mask(_MULTI)
+_IS_INDIRECT = opcode_mask((*_SINGLE_IND, *_MULTI))
+_IS_AUTO = opcode_mask(_AUTO)
 _DI_START_VERTEX = Op.DrawInstanced.col("start_vertex")
 _DII_BASE_VERTEX = Op.DrawIndexedInstanced.col("base_vertex")
 _SINGLE_ARGS_BUFFER = Op.DrawInstancedIndirect.col("args_buffer")  # the same in the indexed variants
@@ -386,7 +405,7 @@ def draw_facts(stream: Stream, table: StateTable, fold: bool = True) -> DrawFact
         # a non-indexed draw's SV_VertexID counts from StartVertexLocation, so folding its window
         # into the start is invisible only to shaders that declare no_vertex_id
         vid_ok = (op == _DII) | pf["no_vid"][pidx]
-        cand = pf["layout"][pidx] & pf["no_prim"][pidx] & vid_ok & np.isin(op, (_DI, _DII)) & (vbcol >= 0)
+        cand = pf["layout"][pidx] & pf["no_prim"][pidx] & vid_ok & _IS_DIRECT[op] & (vbcol >= 0)
         if cand.any():
             ci = np.flatnonzero(cand)
             uniq, inv = np.unique(vbcol[ci], return_inverse=True)
@@ -463,11 +482,11 @@ FAMILY_DIRECT, FAMILY_DIRECT_IDX, FAMILY_X, FAMILY_AUTO = 0, 1, 2, 3
 def _cpu_args(stream: Stream, facts: DrawFacts) -> np.ndarray:
     """Indirect draws whose args the CPU wrote (declared ``cpu`` with data, no GPU write before)."""
     out = np.zeros(len(facts), bool)
-    ind = np.flatnonzero(np.isin(facts.op, (*_SINGLE_IND, *_MULTI)))
+    ind = np.flatnonzero(_IS_INDIRECT[facts.op])
     if not ind.size:
         return out
     cpu = np.array([isinstance(d, Buffer) and d.cpu and d.data is not None for d in stream.decls.items] or [False])
-    col = np.where(np.isin(facts.op[ind], _MULTI), _MULTI_ARGS_BUFFER, _SINGLE_ARGS_BUFFER)
+    col = np.where(_IS_MULTI[facts.op[ind]], _MULTI_ARGS_BUFFER, _SINGLE_ARGS_BUFFER)
     buf = facts.args[ind, col]
     out[ind] = cpu[buf]
     return out
@@ -490,17 +509,17 @@ def call_classes(facts: DrawFacts, mdi: bool = True) -> np.ndarray:
     if n == 0:
         return np.zeros(0, np.int64)
     stream = facts.stream
-    alone = facts.pinned | (facts.pipe < 0) | (facts.op == _DX) | np.isin(facts.op, _AUTO)
-    gpu_ind = np.isin(facts.op, (*_SINGLE_IND, *_MULTI)) & ~_cpu_args(stream, facts)
+    alone = facts.pinned | (facts.pipe < 0) | (facts.op == _DX) | _IS_AUTO[facts.op]
+    gpu_ind = _IS_INDIRECT[facts.op] & ~_cpu_args(stream, facts)
     buf = np.full(n, -1, np.int64)
     if gpu_ind.any():
-        col = np.where(np.isin(facts.op, _MULTI), _MULTI_ARGS_BUFFER, _SINGLE_ARGS_BUFFER)
+        col = np.where(_IS_MULTI[facts.op], _MULTI_ARGS_BUFFER, _SINGLE_ARGS_BUFFER)
         buf[gpu_ind] = facts.args[np.flatnonzero(gpu_ind), col[gpu_ind]]
     if mdi:
         kind = facts.indexed.astype(np.int64)
     else:
         kind = facts.op.copy()
-        buf[:] = np.where(np.isin(facts.op, (_DI, _DII)), -1, np.arange(n))  # indirect: alone
+        buf[:] = np.where(_IS_DIRECT[facts.op], -1, np.arange(n))  # indirect: alone
     uniq = np.where(alone, np.arange(n) + 1, 0)
     state = state_keys(facts, MDI.state_except) if mdi else facts.nstate
     # a lifted (draw_data) batch needs every member CPU-known: GPU-written indirect draws keep their state
@@ -574,7 +593,7 @@ def adjacent_links(facts: DrawFacts, rule: MergeRule) -> Link:
     op_a, op_b = facts.op[:-1], facts.op[1:]
     args_a, args_b = facts.args[:-1], facts.args[1:]
     check(~(facts.pinned[:-1] | facts.pinned[1:]), "pinned")
-    check((op_a == op_b) & np.isin(op_a, rule.codes()), "op")
+    check((op_a == op_b) & opcode_mask(rule.codes())[op_a], "op")
     sk = state_keys(facts, rule.state_except)
     check(sk[:-1] == sk[1:], "state")
     eq_args = np.ones(m, bool)
@@ -618,7 +637,7 @@ def adjacent_links(facts: DrawFacts, rule: MergeRule) -> Link:
         elif req == "x_contract":
             check(pf["x_ok"][pidx], req)
         elif req == "same_args_buffer":
-            bcol = np.where(np.isin(op_a, _MULTI), _MULTI_ARGS_BUFFER, _SINGLE_ARGS_BUFFER)
+            bcol = np.where(_IS_MULTI[op_a], _MULTI_ARGS_BUFFER, _SINGLE_ARGS_BUFFER)
             pairs = np.arange(m)
             check(args_a[pairs, bcol] == args_b[pairs, bcol], req)
         else:  # pragma: no cover - a rule naming an unknown requirement
