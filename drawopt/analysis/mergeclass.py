@@ -264,6 +264,9 @@ class DrawFacts:
     between: np.ndarray | None = field(default=None, repr=False)
     """Per consecutive pair of draws: a non-state command lies between them (computed by the
     first :func:`adjacent_links` and kept: every rule reads it)."""
+    pipe_facts: dict[str, np.ndarray] | None = field(default=None, repr=False)
+    """The stream's per-declaration pipeline facts (``_pipe_facts``), as :func:`draw_facts` found
+    them: :func:`adjacent_links` reads them for every rule instead of walking the declarations again."""
 
     def __len__(self) -> int:
         return int(self.cmd.shape[0])
@@ -443,7 +446,8 @@ def draw_facts(stream: Stream, table: StateTable, fold: bool = True) -> DrawFact
     nstate = pid if same else (uid[pid] if d else np.zeros(0, np.int64))
     nrows = prow if same else prow[ufirst]
     indexed = _INDEXED[op]
-    return DrawFacts(stream, table, cmd, op, args, sid, nstate, pipe, pinned, vpp, shift, folded, indexed, nrows)
+    return DrawFacts(stream, table, cmd, op, args, sid, nstate, pipe, pinned, vpp, shift, folded, indexed, nrows,
+                     pipe_facts=pf)
 
 
 def state_keys(facts: DrawFacts, except_slots: tuple[str, ...] = ()) -> np.ndarray:
@@ -615,7 +619,7 @@ def adjacent_links(facts: DrawFacts, rule: MergeRule) -> Link:
             cont[sel] = (args_b[:, s] == args_a[:, s] + args_a[:, c])[sel]
     check(eq_args, "args")
     check(cont, "contiguous")
-    pf = _pipe_facts(facts.stream)
+    pf = facts.pipe_facts if facts.pipe_facts is not None else _pipe_facts(facts.stream)
     pipe_a = facts.pipe[:-1]
     pidx = np.where(pipe_a >= 0, pipe_a, len(facts.stream.decls))
     for req in rule.requires:
