@@ -791,8 +791,8 @@ def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: _Users, sin
         m = np.flatnonzero(mw == w)
         assert dr.has_nat[members[m]].all()
         r = np.flatnonzero(np.repeat(mw == w, ninst))
-        lv = dr.lift_vals[members[m], :w - 2] & _M32   # one record per instance: rows repeated
-        data[rpos[r, None] + np.arange(2, w)] = lv[np.repeat(np.arange(m.size), ninst[m])]
+        lv = dr.lift_vals[np.repeat(members[m], ninst[m]), :w - 2] & _M32   # one record per instance
+        data[rpos[r, None] + np.arange(2, w)] = lv
     plan.perdraw_words = [data]
     # lifted batches: each member's args record starts at its batch's first record + the
     # instances before it; single draws: StartInstanceLocation renumbered, pinned ones kept
