@@ -317,7 +317,7 @@ class _ValueSplit:
                 return None
             row_of = np.full(self.sc.values.next + 1, -1, np.int64)
             row_of[self.sc.cval[ch.cmds]] = np.arange(ch.cmds.shape[0])
-            self._rows[slot] = (row_of, ch.matrices()[2])   # words after each command (-1 undefined, -3 unknown)
+            self._rows[slot] = (row_of, ch.filled())   # words after each command (-1 undefined, -3 unknown)
         return self._rows[slot]
 
     def __call__(self, vids: np.ndarray, q: int, kind: str, ks: list[int]
@@ -568,13 +568,13 @@ def plan_mdi(stream: Stream, table: StateTable, *, target: str | TargetModel = "
     kern = _kernels(pure)
     limit = model.mdi_max_count if max_count <= 0 else min(max_count, model.mdi_max_count)
     limit = max(1, int(limit))
-    dr = _draw_columns(stream, table, lift and stream.header.kind == "list")
+    contracts = draw_data_contracts(stream.decls)
+    dr = _draw_columns(stream, table, lift and stream.header.kind == "list", contracts)
     min_direct = {k: max(int(min_batch), mdi_min_batch(model, indexed=(k == _DIRECT_IDX)), 2)
                   for k in (_DIRECT, _DIRECT_IDX)}
     between_ok = _only_state_between(stream, draws)
 
     runs = _runs(dr, between_ok)
-    contracts = draw_data_contracts(stream.decls)
     lifted = _lifted_runs(stream, table, dr, runs, min_direct, contracts)
     singles = np.zeros(0, np.int64)
     zone_of = np.full(dr.cmd.size, -1, np.int64)
@@ -792,9 +792,8 @@ def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: _Users, sin
         m = np.flatnonzero(mw == w)
         assert dr.has_nat[members[m]].all()
         r = np.flatnonzero(np.repeat(mw == w, ninst))
-        lv = dr.lift_vals[members[m], :w - 2] & _M32
-        for j in range(w - 2):
-            data[rpos[r] + 2 + j] = np.repeat(lv[:, j], ninst[m])
+        lv = dr.lift_vals[np.repeat(members[m], ninst[m]), :w - 2] & _M32   # one record per instance
+        data[rpos[r, None] + np.arange(2, w)] = lv
     plan.perdraw_words = [data]
     # lifted batches: each member's args record starts at its batch's first record + the
     # instances before it; single draws: StartInstanceLocation renumbered, pinned ones kept
@@ -808,13 +807,15 @@ def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: _Users, sin
     plan.renumbered_draws = int(ren.size)
 
 
-def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
+def _draw_columns(stream: Stream, table: StateTable, lift: bool,
+                  all_contracts: dict[int, DrawDataContract | None]) -> _Draws:
+    """The per-draw columns of :class:`_Draws`; ``all_contracts``: :func:`draw_data_contracts`."""
     decls = stream.decls
     op = stream.op
     draws = np.asarray(table.draws, np.int64)
     state = np.asarray(table.state, np.int64)
     dop = op[draws]
-    dargs = stream.args[draws]
+    dargs = stream.args.take(draws, axis=0)   # row gather: take copies whole rows, faster than [draws]
     kind = _KIND[dop].astype(np.int8)
     # pinned: @nomerge, never_merge pipelines, and draws without a graphics pipeline
     never = np.array([not isinstance(d, Pipeline) or d.never_merge or d.is_compute for d in decls.items] + [True],
@@ -839,7 +840,7 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
         kind[cpu_ind & (kind == _IND)] = _DIRECT
         kind[cpu_ind & (kind == _IND_IDX)] = _DIRECT_IDX
 
-    contracts = {i: c for i, c in draw_data_contracts(decls).items() if c is not None}
+    contracts = {i: c for i, c in all_contracts.items() if c is not None}
     width = max((len(c.items) for c in contracts.values()), default=0)
     lift_vals = np.zeros((draws.size, width), np.int64)
     has_nat = np.zeros(draws.size, bool)
@@ -856,7 +857,9 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool) -> _Draws:
     for pipes in groups.values() if split else ():
         c = contracts[pipes[0]]
         # direct draws of the pipelines (pinned ones too: they may get a restoring binding)
-        mine = np.flatnonzero(np.isin(pipe, pipes) & direct)
+        of_group = np.zeros(len(decls) + 1, bool)   # by declaration index (-1: the last, False)
+        of_group[pipes] = True
+        mine = np.flatnonzero(of_group[pipe] & direct)
         if not mine.size:
             continue
         raw = _raw_slots(table, mine, [ROOT0 + c.perdraw, *(ROOT0 + q for q in c.params)])
@@ -1082,7 +1085,7 @@ def _member_records(stream: Stream, dr: _Draws, members: np.ndarray, indexed: bo
     """The args records of ``members`` in order: a direct draw's arguments, or the records
     a CPU-written indirect draw reads (decoded from its buffer's data: zeros past it)."""
     cpu = dr.cpu_ind[members]
-    a = dr.args[members]
+    a = dr.args.take(members, axis=0)
     if not cpu.any():
         return _records_of(a, indexed)
     width = len(_DII_RECORD if indexed else _DI_RECORD)
@@ -1149,7 +1152,7 @@ def _merge_indirect(stream: Stream, cmds: np.ndarray, new_run: np.ndarray, kind:
     only if all of it is one group. Returns whether each run had a merge."""
     args = stream.args
     multi = (stream.op[cmds] == _M) | (stream.op[cmds] == _MI)
-    a = args[cmds]
+    a = args.take(cmds, axis=0)
     cnt = np.where(multi, a[:, _MULTI_COUNT], 1)
     buf = np.where(multi, a[:, COL_MULTI_ARGS], a[:, _IND_ARGS])
     off = np.where(multi, a[:, _MULTI_OFF], a[:, _IND_OFF])

@@ -213,16 +213,16 @@ class MergeInstancesPass(Pass):
         members = np.repeat(plan.head, lens) + offs + 1
         keep[cmd[members]] = False
         # state commands a later one of the same run overwrites
-        cats = stream.cats()
+        is_state = stream.cats() == int(Cat.STATE)
+        states_before = np.cumsum(is_state)   # state commands up to and including each command
         dropped_state = 0
-        for h, last in zip(plan.head.tolist(), plan.last.tolist()):
-            lo, hi = int(cmd[h]) + 1, int(cmd[last])
-            between = np.arange(lo, hi)
-            st = between[cats[between] == int(Cat.STATE)]
-            if st.size > 1:
-                d = _overwritten(stream, table, st)
-                keep[d] = False
-                dropped_state += int(d.size)
+        lo, hi = cmd[plan.head] + 1, cmd[plan.last]
+        several = np.flatnonzero(states_before[hi - 1] - states_before[lo - 1] > 1)   # two or more to compare
+        for a, b in zip(lo[several].tolist(), hi[several].tolist()):
+            st = np.flatnonzero(is_state[a:b]) + a
+            d = _overwritten(stream, table, st)
+            keep[d] = False
+            dropped_state += int(d.size)
         idx = np.flatnonzero(keep)
         out = stream.take(idx)
         # the head takes the merged count; it keeps its own arguments otherwise (a folded range

@@ -305,7 +305,7 @@ def plan_weld(stream: Stream, table: StateTable, min_saving: float = 0.25, targe
             tri |= topo == v
     skip("topology", cand & ~tri)
     cand &= tri
-    args = stream.args[draws]  # DrawInstanced rows
+    args = stream.args.take(draws, axis=0)  # DrawInstanced rows
     small = (args[:, _DI_VERTS] < 3) | (args[:, _DI_INST] < 1)
     skip("small", cand & small)
     cand &= ~small

@@ -290,3 +290,15 @@ def test_handmade_fold_keys() -> None:
     # windows (offset mod stride): 0, 0, 4, 4, 0 (stride 16); 0 (stride 24); 12; vb2 0
     k = key[facts.folded].tolist()
     assert k[0] == k[1] == k[4] and k[2] == k[3] and len({k[0], k[2], k[5], k[6], k[7]}) == 5
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_shortest_runs_drop_their_overwritten_rebinds(n: int) -> None:
+    """The runs whose state commands are compared are picked by counting (issue 13: no loop over
+    every run): a run of n quads has n - 1 window rebinds between its members, of which the
+    last stays (whatever follows sees it) and every other is overwritten before a draw reads it."""
+    s = generate("quads", n, seed=3)
+    out, rec = run(s, verify_each=True)
+    assert rec.report["draws_removed"] == n - 1
+    assert rec.report["state_commands_removed"] == n - 2
+    assert fetches(out) == fetches(s)

@@ -62,3 +62,42 @@ def test_verts_per_prim_agrees_with_the_decoded_topology() -> None:
     want = np.array([mc._vpp_of(sc, int(v)) for v in topo.tolist()], np.int64)
     assert np.array_equal(dense, want) and (dense > 0).any()
     assert np.array_equal(mc._verts_per_prim(sc, np.r_[topo, -1]), np.r_[want, 0])  # -1: undefined
+
+
+@pytest.mark.parametrize("kind", ["frame", "quads", "gpu-driven", "bundle"])
+def test_distinct_rows_shortcut_equals_interning(kind: str, monkeypatch) -> None:
+    """draw_facts skips interning the table's rows when they are known distinct (issue 13);
+    the facts are those of the interning path."""
+    s = generate(kind, 2000, seed=1)
+    table = track(s)
+    fast = mc.draw_facts(s, table, fold=False)
+    with monkeypatch.context() as m:
+        m.setattr(mc, "_distinct_rows", lambda sc, rows: False)
+        slow = mc.draw_facts(s, table, fold=False)
+    for k in _FIELDS:
+        a, b = getattr(fast, k), getattr(slow, k)
+        assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), k
+
+
+def test_equal_rows_apart_by_an_opaque_command_are_not_assumed_distinct() -> None:
+    """Two states whose rows hold unknowns are told apart only by the Opaque epoch: their rows
+    are equal, so the shortcut must not apply and the draws share one normalised state."""
+    from drawopt.ir.stream import StreamBuilder
+
+    b = StreamBuilder()
+    b.target("rt", 64, 64)
+    b.pipeline("p", vs="pull", ps="flat")
+    b.OMSetRenderTargets("rt")
+    b.SetPipelineState("p")
+    b.DrawInstanced(3, 1, 0, 0)
+    b.Opaque("x")
+    b.DrawInstanced(3, 1, 0, 0)
+    b.Opaque("y")
+    b.DrawInstanced(3, 1, 0, 0)
+    s = b.build()
+    table = track(s)
+    st = table.state.tolist()
+    assert st[1] != st[2] and np.array_equal(table.rows[st[1]], table.rows[st[2]])
+    assert not mc._distinct_rows(table.scan, table.rows[:max(st) + 1])
+    f = mc.draw_facts(s, table, fold=False)
+    assert f.nstate[1] == f.nstate[2] != f.nstate[0]

@@ -68,6 +68,7 @@ __all__ = [
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -78,6 +79,7 @@ from drawopt.analysis.state import (
     ROOT0,
     SLOT_INDEX,
     TOPOLOGY,
+    UNKNOWN,
     VB,
     Scan,
     StateTable,
@@ -97,6 +99,25 @@ _DI, _DII, _DX = _OP["DrawInstanced"], _OP["DrawIndexedInstanced"], _OP["DrawInd
 _SINGLE_IND = (_OP["DrawInstancedIndirect"], _OP["DrawIndexedInstancedIndirect"])
 _MULTI = (_OP["MultiDrawInstancedIndirect"], _OP["MultiDrawIndexedInstancedIndirect"])
 _AUTO = (_OP["MultiDrawInstancedIndirectAuto"], _OP["MultiDrawIndexedInstancedIndirectAuto"])
+
+
+def opcode_mask(codes: tuple[int, ...] | np.ndarray) -> np.ndarray:
+    """``bool[1 << 16]`` by opcode: whether it is one of ``codes`` (``mask[op]`` is
+    ``np.isin(op, codes)`` by one lookup instead of a sort; opcodes are ``uint16``).
+
+    >>> opcode_mask((3, 5))[np.array([3, 4, 5])].tolist()
+    [True, False, True]
+    """
+    m = np.zeros(1 << 16, bool)
+    m[np.asarray(codes, np.int64)] = True
+    m.flags.writeable = False
+    return m
+
+
+_IS_DIRECT = opcode_mask((_DI, _DII))
+_IS_MULTI = opcode_mask(_MULTI)
+_IS_INDIRECT = opcode_mask((*_SINGLE_IND, *_MULTI))
+_IS_AUTO = opcode_mask(_AUTO)
 _DI_START_VERTEX = Op.DrawInstanced.col("start_vertex")
 _DII_BASE_VERTEX = Op.DrawIndexedInstanced.col("base_vertex")
 _SINGLE_ARGS_BUFFER = Op.DrawInstancedIndirect.col("args_buffer")  # the same in the indexed variants
@@ -244,6 +265,9 @@ class DrawFacts:
     between: np.ndarray | None = field(default=None, repr=False)
     """Per consecutive pair of draws: a non-state command lies between them (computed by the
     first :func:`adjacent_links` and kept: every rule reads it)."""
+    pipe_facts: dict[str, np.ndarray] | None = field(default=None, repr=False)
+    """The stream's per-declaration pipeline facts (``_pipe_facts``), as :func:`draw_facts` found
+    them: :func:`adjacent_links` reads them for every rule instead of walking the declarations again."""
 
     def __len__(self) -> int:
         return int(self.cmd.shape[0])
@@ -322,6 +346,15 @@ def _first_appearance(ids: np.ndarray) -> bool:
     return bool((ids[1:] <= np.maximum.accumulate(ids)[:-1] + 1).all())
 
 
+def _distinct_rows(sc: Scan, rows: np.ndarray) -> bool:
+    """Whether the draw states ``rows`` (a state table's) are known to be pairwise distinct
+    without interning them: the table interns a draw's row with an Opaque epoch only where
+    the row holds an unknown (or partly unknown) value
+    (:meth:`drawopt.analysis.state.StateTable.first_difference`), so rows without one are
+    distinct. False: not known (the caller interns them)."""
+    return not sc.values.partial_mask().any() and not (rows == UNKNOWN).any()
+
+
 def _is_arange(a: np.ndarray) -> bool:
     return bool(a.ndim == 1 and (a == np.arange(a.shape[0])).all())
 
@@ -358,7 +391,7 @@ def draw_facts(stream: Stream, table: StateTable, fold: bool = True) -> DrawFact
     cmd = table.draws.astype(np.int64)
     d = cmd.shape[0]
     op = stream.op[cmd].astype(np.int64)
-    args = stream.args[cmd]  # fancy indexing: already a copy, ours to shift
+    args = stream.args.take(cmd, axis=0)  # a copy, ours to shift (take copies whole rows: faster than [cmd])
     sid = table.state.astype(np.int64)
     ps = table.setter[:, PIPELINE] if d else np.zeros(0, np.int64)
     pipe = np.where(ps >= 0, stream.args[np.maximum(ps, 0), COL_PIPELINE], -1) if d else np.zeros(0, np.int64)
@@ -376,7 +409,7 @@ def draw_facts(stream: Stream, table: StateTable, fold: bool = True) -> DrawFact
         # a non-indexed draw's SV_VertexID counts from StartVertexLocation, so folding its window
         # into the start is invisible only to shaders that declare no_vertex_id
         vid_ok = (op == _DII) | pf["no_vid"][pidx]
-        cand = pf["layout"][pidx] & pf["no_prim"][pidx] & vid_ok & np.isin(op, (_DI, _DII)) & (vbcol >= 0)
+        cand = pf["layout"][pidx] & pf["no_prim"][pidx] & vid_ok & _IS_DIRECT[op] & (vbcol >= 0)
         if cand.any():
             ci = np.flatnonzero(cand)
             uniq, inv = np.unique(vbcol[ci], return_inverse=True)
@@ -398,18 +431,24 @@ def draw_facts(stream: Stream, table: StateTable, fold: bool = True) -> DrawFact
         pid = sid.copy()
         prow = rows[:int(sid.max()) + 1].view()
         prow.flags.writeable = False
+        distinct = _distinct_rows(sc, prow)
     else:
         pair = np.stack([sid, vbcol], axis=1) if d else np.zeros((0, 2), np.int64)
         pid, pfirst = intern_rows(pair)
         prow = rows[sid[pfirst]] if d else np.zeros((0, NSLOTS), np.int64)  # a copy (fancy indexing)
         if d:
             prow[:, VB] = vbcol[pfirst]
-    uid, ufirst = intern_rows(prow)
-    same = _is_arange(uid) and _is_arange(ufirst)  # the rows are distinct already
+        distinct = False
+    if distinct:
+        same = True
+    else:
+        uid, ufirst = intern_rows(prow)
+        same = _is_arange(uid) and _is_arange(ufirst)  # the rows are distinct already
     nstate = pid if same else (uid[pid] if d else np.zeros(0, np.int64))
     nrows = prow if same else prow[ufirst]
     indexed = _INDEXED[op]
-    return DrawFacts(stream, table, cmd, op, args, sid, nstate, pipe, pinned, vpp, shift, folded, indexed, nrows)
+    return DrawFacts(stream, table, cmd, op, args, sid, nstate, pipe, pinned, vpp, shift, folded, indexed, nrows,
+                     pipe_facts=pf)
 
 
 def state_keys(facts: DrawFacts, except_slots: tuple[str, ...] = ()) -> np.ndarray:
@@ -448,11 +487,11 @@ FAMILY_DIRECT, FAMILY_DIRECT_IDX, FAMILY_X, FAMILY_AUTO = 0, 1, 2, 3
 def _cpu_args(stream: Stream, facts: DrawFacts) -> np.ndarray:
     """Indirect draws whose args the CPU wrote (declared ``cpu`` with data, no GPU write before)."""
     out = np.zeros(len(facts), bool)
-    ind = np.flatnonzero(np.isin(facts.op, (*_SINGLE_IND, *_MULTI)))
+    ind = np.flatnonzero(_IS_INDIRECT[facts.op])
     if not ind.size:
         return out
     cpu = np.array([isinstance(d, Buffer) and d.cpu and d.data is not None for d in stream.decls.items] or [False])
-    col = np.where(np.isin(facts.op[ind], _MULTI), _MULTI_ARGS_BUFFER, _SINGLE_ARGS_BUFFER)
+    col = np.where(_IS_MULTI[facts.op[ind]], _MULTI_ARGS_BUFFER, _SINGLE_ARGS_BUFFER)
     buf = facts.args[ind, col]
     out[ind] = cpu[buf]
     return out
@@ -475,17 +514,17 @@ def call_classes(facts: DrawFacts, mdi: bool = True) -> np.ndarray:
     if n == 0:
         return np.zeros(0, np.int64)
     stream = facts.stream
-    alone = facts.pinned | (facts.pipe < 0) | (facts.op == _DX) | np.isin(facts.op, _AUTO)
-    gpu_ind = np.isin(facts.op, (*_SINGLE_IND, *_MULTI)) & ~_cpu_args(stream, facts)
+    alone = facts.pinned | (facts.pipe < 0) | (facts.op == _DX) | _IS_AUTO[facts.op]
+    gpu_ind = _IS_INDIRECT[facts.op] & ~_cpu_args(stream, facts)
     buf = np.full(n, -1, np.int64)
     if gpu_ind.any():
-        col = np.where(np.isin(facts.op, _MULTI), _MULTI_ARGS_BUFFER, _SINGLE_ARGS_BUFFER)
+        col = np.where(_IS_MULTI[facts.op], _MULTI_ARGS_BUFFER, _SINGLE_ARGS_BUFFER)
         buf[gpu_ind] = facts.args[np.flatnonzero(gpu_ind), col[gpu_ind]]
     if mdi:
         kind = facts.indexed.astype(np.int64)
     else:
         kind = facts.op.copy()
-        buf[:] = np.where(np.isin(facts.op, (_DI, _DII)), -1, np.arange(n))  # indirect: alone
+        buf[:] = np.where(_IS_DIRECT[facts.op], -1, np.arange(n))  # indirect: alone
     uniq = np.where(alone, np.arange(n) + 1, 0)
     state = state_keys(facts, MDI.state_except) if mdi else facts.nstate
     # a lifted (draw_data) batch needs every member CPU-known: GPU-written indirect draws keep their state
@@ -508,7 +547,15 @@ class Link:
 
     rule: MergeRule
     ok: np.ndarray
-    fail: np.ndarray
+    code: np.ndarray = field(repr=False)
+    """``uint8`` per pair: 0 where ``ok``, else 1 + the index of its first failing test in ``reasons``."""
+    reasons: tuple[str, ...] = field(default=(), repr=False)
+
+    @cached_property
+    def fail(self) -> np.ndarray:
+        """The first failing test of each pair as ``object`` strings (built when first read:
+        the passes read only ``ok``)."""
+        return np.array(("", *self.reasons), dtype=object)[self.code]
 
 
 def _between(stream: Stream, facts: DrawFacts) -> np.ndarray:
@@ -533,13 +580,15 @@ def adjacent_links(facts: DrawFacts, rule: MergeRule) -> Link:
     """
     n = len(facts)
     m = max(n - 1, 0)
-    fail = np.full(m, "", dtype=object)
+    code = np.zeros(m, np.uint8)
+    reasons: list[str] = []
     ok = np.ones(m, bool)
     if m == 0:
-        return Link(rule, ok, fail)
+        return Link(rule, ok, code)
     def check(mask: np.ndarray, why: str) -> None:
         bad = ok & ~mask
-        fail[bad] = why
+        reasons.append(why)
+        code[bad] = len(reasons)
         ok[bad] = False
 
     if facts.between is None:
@@ -549,7 +598,7 @@ def adjacent_links(facts: DrawFacts, rule: MergeRule) -> Link:
     op_a, op_b = facts.op[:-1], facts.op[1:]
     args_a, args_b = facts.args[:-1], facts.args[1:]
     check(~(facts.pinned[:-1] | facts.pinned[1:]), "pinned")
-    check((op_a == op_b) & np.isin(op_a, rule.codes()), "op")
+    check((op_a == op_b) & opcode_mask(rule.codes())[op_a], "op")
     sk = state_keys(facts, rule.state_except)
     check(sk[:-1] == sk[1:], "state")
     eq_args = np.ones(m, bool)
@@ -571,7 +620,7 @@ def adjacent_links(facts: DrawFacts, rule: MergeRule) -> Link:
             cont[sel] = (args_b[:, s] == args_a[:, s] + args_a[:, c])[sel]
     check(eq_args, "args")
     check(cont, "contiguous")
-    pf = _pipe_facts(facts.stream)
+    pf = facts.pipe_facts if facts.pipe_facts is not None else _pipe_facts(facts.stream)
     pipe_a = facts.pipe[:-1]
     pidx = np.where(pipe_a >= 0, pipe_a, len(facts.stream.decls))
     for req in rule.requires:
@@ -593,12 +642,12 @@ def adjacent_links(facts: DrawFacts, rule: MergeRule) -> Link:
         elif req == "x_contract":
             check(pf["x_ok"][pidx], req)
         elif req == "same_args_buffer":
-            bcol = np.where(np.isin(op_a, _MULTI), _MULTI_ARGS_BUFFER, _SINGLE_ARGS_BUFFER)
+            bcol = np.where(_IS_MULTI[op_a], _MULTI_ARGS_BUFFER, _SINGLE_ARGS_BUFFER)
             pairs = np.arange(m)
             check(args_a[pairs, bcol] == args_b[pairs, bcol], req)
         else:  # pragma: no cover - a rule naming an unknown requirement
             raise ValueError(f"unknown requirement {req!r}")
-    return Link(rule, ok, fail)
+    return Link(rule, ok, code, tuple(reasons))
 
 
 # ---------------------------------------------------------------------- segments
