@@ -87,7 +87,7 @@ import numpy as np
 
 from drawopt._accel import load_cext
 from drawopt.analysis.costmodel import get_target
-from drawopt.analysis.graph import lex_order, pack_columns, segments_are_chains
+from drawopt.analysis.graph import hazard_graph_within, lex_order, ordered_chains, pack_columns
 from drawopt.analysis.lowerbound import draw_parts, segment_units
 from drawopt.analysis.mergeclass import call_classes, draw_facts, draw_segments, perdraw_params
 from drawopt.analysis.state import (
@@ -1202,7 +1202,8 @@ class SchedulePass(Pass):
         ends = np.r_[bounds, draws.size]
         multi = ends - starts > 1
         report["segments"] = int(multi.sum())
-        if multi.any() and segments_are_chains(stream, table, pipe, seg, am.reorder):
+        free = multi & ~ordered_chains(stream, table, pipe, seg, am.reorder)[starts] if multi.any() else multi
+        if multi.any() and not free.any():
             # every draw of every segment must stay after the previous one: nothing can move,
             # and no dependency graph is needed to find that out
             report["parts"] = 0
@@ -1210,18 +1211,24 @@ class SchedulePass(Pass):
         facts = draw_facts(stream, table)
         rank = sort_keys(stream, table, facts)
         if multi.any():
-            graph = _build_graph(stream, am.reorder)
-            unit, edges = segment_units(graph, draws, seg)
-            # a cut (a unit nothing can move across) splits a segment into parts scheduled apart
-            part = draw_parts(unit, edges, seg)
+            # only the segments that are not chains can reorder: the graph of their commands, their
+            # units and parts (every other draw is a part of its own: a chain's draws are cuts)
+            tdraw, unit, edges = _free_units(stream, am.reorder, draws, seg, starts[free], ends[free])
+            tseg = seg[tdraw]
+            tpart = draw_parts(unit, edges, tseg)
+            new_part = np.ones(draws.size, bool)  # where a part starts
+            new_part[tdraw] = np.r_[True, (tpart[1:] != tpart[:-1]) | (tseg[1:] != tseg[:-1])]
+            part = np.cumsum(new_part) - 1
             sticky: list[np.ndarray] = []  # call classes, pipelines: found when a part needs them
             upart = np.zeros(int(unit.max()) + 1, np.int64)
-            upart[unit] = part
+            upart[unit] = part[tdraw]
             e_part = upart[edges[:, 0]]
             keep = e_part == upart[edges[:, 1]]
             edges, e_part = edges[keep], e_part[keep]
             eo = np.argsort(e_part, kind="stable")
             edges, e_part = edges[eo], e_part[eo]
+            gunit = np.full(draws.size, -1, np.int64)  # the unit of every draw of a free segment
+            gunit[tdraw] = unit
             pb = np.flatnonzero(np.diff(part)) + 1
             p_start, p_end = np.r_[0, pb], np.r_[pb, draws.size]
             big = p_end - p_start > 1
@@ -1235,7 +1242,7 @@ class SchedulePass(Pass):
             listed = np.flatnonzero(big & (hi_e > lo_e))  # the parts with edges: list-scheduled
             for a, b, le0, he0 in zip(p_start[listed].tolist(), p_end[listed].tolist(), lo_e[listed].tolist(),
                                       hi_e[listed].tolist()):
-                u = unit[a:b]
+                u = gunit[a:b]
                 uniq, uloc = np.unique(u, return_inverse=True)
                 le = np.searchsorted(uniq, edges[le0:he0])
                 if not sticky:
@@ -1277,12 +1284,43 @@ def _draw_pipes(stream: Stream, table: StateTable) -> tuple[np.ndarray, np.ndarr
     return pipe, pinned
 
 
-def _build_graph(stream: Stream, reorder: str) -> Any:
-    """The dependency graph without its ``state`` edges (:func:`drawopt.analysis.graph.hazard_graph`):
-    they are no constraints here (the restater re-creates every draw's state), and the
-    scheduling units and constraints are those of the full graph."""
-    from drawopt.analysis.graph import hazard_graph
-    return hazard_graph(stream, reorder=reorder)
+_RANGE_LIMIT = 16
+"""More command ranges of free segments than this: one graph of the prefix that holds them all."""
+
+
+def _free_units(stream: Stream, reorder: str, draws: np.ndarray, seg: np.ndarray, fa: np.ndarray,
+                fb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The scheduling units of the draws of the segments ``fa[i] .. fb[i]-1`` (draw indices) and the
+    constraints between them (:func:`drawopt.analysis.lowerbound.segment_units`), from the hazard
+    graph of their commands (:func:`drawopt.analysis.graph.hazard_graph_within`: the whole graph's
+    nodes there and the same order between them, which is all the units, the parts and the list
+    scheduler read; ``state`` edges are no constraints here, the restater re-creates every draw's
+    state). Returns ``(tdraw, unit, edges)``: the draws (sorted), their units, the constraints.
+
+    Segments close together share one range of commands (one graph); many ranges make one
+    range of the prefix that holds them all.
+    """
+    lo, hi = draws[fa], draws[fb - 1] + 1  # command ranges of the segments
+    gap = lo[1:] - hi[:-1]
+    join = np.r_[False, gap < np.maximum(hi[:-1] - lo[:-1], hi[1:] - lo[1:])]
+    first = np.flatnonzero(~join)
+    last = np.r_[first[1:], fa.shape[0]] - 1
+    if first.shape[0] > _RANGE_LIMIT:
+        first, last = first[:1], last[-1:]
+        ranges = [(0, int(hi[-1]))]
+    else:
+        ranges = list(zip(lo[first].tolist(), hi[last].tolist()))
+    graphs = hazard_graph_within(stream, reorder, ranges)
+    tdraw_l, unit_l, edge_l = [], [], []
+    nu = 0
+    for g, f, la in zip(graphs, first.tolist(), last.tolist()):
+        idx = np.concatenate([np.arange(a, b) for a, b in zip(fa[f:la + 1].tolist(), fb[f:la + 1].tolist())])
+        u, e = segment_units(g, draws[idx], seg[idx])
+        tdraw_l.append(idx)
+        unit_l.append(u + nu)
+        edge_l.append(e + nu)
+        nu += int(u.max()) + 1 if u.size else 0
+    return np.concatenate(tdraw_l), np.concatenate(unit_l), np.concatenate(edge_l).reshape(-1, 2)
 
 
 def _rebuild(stream: Stream, table: StateTable, draws: np.ndarray, new: np.ndarray, seg: np.ndarray,

@@ -267,13 +267,47 @@ def test_a_stream_that_cannot_reorder_builds_no_graph(monkeypatch) -> None:
     def boom(*a, **k):
         raise AssertionError("the dependency graph was built")
 
+    import drawopt.passes.schedule as sched_mod
     monkeypatch.setattr(graph_mod, "build_graph", boom)
     monkeypatch.setattr(graph_mod, "hazard_graph", boom)
+    monkeypatch.setattr(sched_mod, "hazard_graph_within", boom)
     out, rec = run(s, verify_each=False)
     assert out is s and rec.report == {"draws": 3000, "moved": 0, "segments": 1, "kept_order": 0, "parts": 0}
     # a stream that can reorder still needs the graph
     with pytest.raises(Exception, match="was built"):
         run(generate("frame", 300, seed=1), verify_each=False)
+
+
+@pytest.mark.parametrize("kind,seed", [("frame", 1), ("gpu-driven", 3), ("bundle", 4), ("frame", 5)])
+@pytest.mark.parametrize("reorder", ["declared", "opaque"])
+@pytest.mark.parametrize("how", ["margins", "prefix"])
+def test_the_graph_of_the_free_segments_schedules_as_the_whole_graph(kind: str, seed: int, reorder: str, how: str,
+                                                                     monkeypatch) -> None:
+    """The pass builds the graph of the segments that can reorder only (hazard_graph_within, with
+    context margins, or one range of the prefix when there are many); its output is the one the
+    whole stream's graph gives (the oracle: every range's graph replaced by the whole graph)."""
+    import drawopt.analysis.graph as gm
+    import drawopt.passes.schedule as sched_mod
+    s = generate(kind, 1500, seed=seed)
+    monkeypatch.setattr(gm, "_CONTEXT_MARGINS", (0, 2, 40))  # small margins: the context check decides
+    if how == "prefix":
+        monkeypatch.setattr(sched_mod, "_RANGE_LIMIT", 0)
+    got = SchedulePass().apply(s, _am(reorder))
+    calls = []
+
+    def whole(stream, pol, ranges):
+        calls.append(len(ranges))
+        return [gm.hazard_graph(stream, pol)] * len(ranges)
+
+    monkeypatch.setattr(sched_mod, "hazard_graph_within", whole)
+    want = SchedulePass().apply(s, _am(reorder))
+    assert got.report == want.report and got.stream == want.stream
+    assert calls, "no segment could reorder: the test tests nothing"
+
+
+def _am(reorder: str):
+    from drawopt.passmanager import AnalysisManager, PipelineContext
+    return AnalysisManager(PipelineContext("d3d12", reorder))
 
 
 @pytest.mark.parametrize("kind,seed", [("frame", 1), ("quads", 2), ("gpu-driven", 3), ("bundle", 4), ("frame", 5)])
