@@ -16,8 +16,9 @@ and the dependency graph (under the ``reorder`` policy) orders them: every edge
 between two draws of the segment whose reason is a hazard (``raw``, ``war``,
 ``waw``), observable ``order`` on a shared target, ``flush``, ``barrier`` or
 ``opaque`` is kept; ``state`` edges are not constraints, because the state each
-draw sees is re-created for it, so the pass builds the graph without them
-(:func:`drawopt.analysis.graph.hazard_graph`).
+draw sees is re-created for it, so the pass builds the graph without them, and only
+over the segments that can reorder (:func:`drawopt.analysis.graph.hazard_graph_within`:
+the whole graph's nodes and order there; every other draw is a part of its own).
 
 The order
 ---------

@@ -754,12 +754,14 @@ def _reach(nn: int, eu: list[int], ev: list[int]) -> list[set[int]]:
     return out
 
 
-def _same_within(s: Stream, pol: str, start: int, stop: int) -> None:
-    """hazard_graph_within of ``start .. stop-1``: the whole graph's nodes there, and the same order."""
+def _same_within(s: Stream, pol: str, start: int, stop: int, h=None) -> None:
+    """hazard_graph_within of ``start .. stop-1`` (or ``h``, its graph of that range among others):
+    the whole graph's nodes there, and the same order."""
     from drawopt.analysis.graph import hazard_graph, hazard_graph_within
     full = hazard_graph(s, pol)
-    [h] = hazard_graph_within(s, pol, [(start, stop)])
-    assert h.graph["start"] <= start and h.graph["stop"] == stop
+    if h is None:
+        [h] = hazard_graph_within(s, pol, [(start, stop)])
+    assert h.graph["start"] <= start and h.graph["stop"] >= stop
     nf, nh = node_of_command(full)[start:stop], node_of_command(h)[start:stop]
     assert (nh >= 0).all()
     assert np.array_equal(np.diff(nf) != 0, np.diff(nh) != 0), "different nodes"
@@ -793,10 +795,16 @@ def test_hazard_graph_within_is_the_graph_there(kind: str, little_context) -> No
     s = gen.generate(kind, 300, seed=3)
     ends = _action_ends(s)
     rng = np.random.default_rng(7)
+    from drawopt.analysis.graph import hazard_graph_within
     for pol in ("declared", "opaque"):
         for _ in range(6):
             stop = int(rng.choice(ends))
             _same_within(s, pol, int(rng.integers(0, stop)), stop)
+        # several ranges at once (the state events shared; a whole-prefix graph given to later ranges)
+        stops = sorted(int(x) for x in rng.choice(ends, 4))
+        ranges = [(int(rng.integers(0, b)), b) for b in stops]
+        for (a, b), h in zip(ranges, hazard_graph_within(s, pol, ranges)):
+            _same_within(s, pol, a, b, h)
 
 
 @pytest.mark.skipif(streams is None, reason="tests/strategies.py not available")
