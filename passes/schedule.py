@@ -674,8 +674,13 @@ def _runs(idx: list[int]) -> list[tuple[int, int]]:
 
 
 # ---------------------------------------------------------------------- ordering
-def sort_keys(stream: Stream, table: StateTable, facts: Any = None, pure: bool | None = None) -> np.ndarray:
+def sort_keys(stream: Stream, table: StateTable, facts: Any = None, pure: bool | None = None,
+              need: np.ndarray | None = None) -> np.ndarray:
     """Rank of every draw under the packed sort key (module docstring); ``int64[D]``, unique.
+
+    ``need`` (bool[D]): only the draws it selects are ranked (ranks ``0 .. k-1``, ordered among
+    themselves as without ``need``: values keep their rank of first appearance along the whole
+    stream); every other draw's rank is its index (then ranks are unique only within either set).
 
     Two steps run in ``drawopt._schedule`` when it is built (``pure``: force the pure twins,
     :func:`_key_columns_py` and :func:`_stable_rank_py`).
@@ -752,6 +757,16 @@ def sort_keys(stream: Stream, table: StateTable, facts: Any = None, pure: bool |
     ranks = [_first_seen_rank(col, fd, d) for col in columns() if (col != col[0]).any()]
     if not ranks:
         return np.arange(d, dtype=np.int64)
+    picked = None
+    if need is not None:  # the states of the draws ranked: their ranks sorted, no other state's
+        picked = np.flatnonzero(need)
+        wanted = np.zeros(rows.shape[0], bool)
+        wanted[ns[picked]] = True
+        keep = wanted[hd]
+        hd = hd[keep]
+        ranks = [r[keep] for r in ranks]
+        if not hd.size:
+            return np.arange(d, dtype=np.int64)
     # the states' dense rank under their key words (equal words, equal rank), then the draws
     # by their state's rank, stably (the draw index breaks ties): the draws' lexicographic order
     words = pack_columns(ranks)
@@ -761,7 +776,11 @@ def sort_keys(stream: Stream, table: StateTable, facts: Any = None, pure: bool |
     state_rank = np.zeros(rows.shape[0], np.int64)
     state_rank[hd[so]] = np.cumsum(step)
     nkeys = int(state_rank[hd[so[-1]]]) + 1
-    return stable_rank(state_rank[ns], nkeys)
+    if picked is None:
+        return stable_rank(state_rank[ns], nkeys)
+    out = np.arange(d, dtype=np.int64)
+    out[picked] = stable_rank(state_rank[ns[picked]], nkeys)
+    return out
 
 
 def _key_columns_py(rows: np.ndarray, sel: np.ndarray | None, cols: np.ndarray) -> np.ndarray:
@@ -1210,7 +1229,6 @@ class SchedulePass(Pass):
             report["parts"] = 0
             return PassResult.unchanged(stream, **report)
         facts = draw_facts(stream, table)
-        rank = sort_keys(stream, table, facts)
         if multi.any():
             # only the segments that are not chains can reorder: the graph of their commands, their
             # units and parts (every other draw is a part of its own: a chain's draws are cuts)
@@ -1234,6 +1252,9 @@ class SchedulePass(Pass):
             p_start, p_end = np.r_[0, pb], np.r_[pb, draws.size]
             big = p_end - p_start > 1
             report["parts"] = int(big.sum())
+            # the sort key orders the draws of a part among themselves: only those of parts of
+            # more than one draw are ranked
+            rank = sort_keys(stream, table, facts, need=np.repeat(big, p_end - p_start))
             # every part in rank order, in one sort (the part, then the rank, packed into one key:
             # ranks are unique and < D): the order of a part without internal edges
             grp = np.repeat(np.arange(p_start.shape[0], dtype=np.int64), p_end - p_start)

@@ -769,3 +769,22 @@ def test_passes_hand_the_state_of_their_output_to_the_pipeline() -> None:
     assert pm.analyses.computed == {"state": 1}  # the input's only
     assert_same_tables(pm.analyses.cached("state", pm.final), track(pm.final))
     assert verify(s, out).equivalent
+
+
+@pytest.mark.parametrize("kind", ["frame", "gpu-driven", "bundle"])
+def test_sort_keys_of_some_draws_order_them_as_the_whole_key(kind: str) -> None:
+    """``need``: the draws selected are ranked 0..k-1 in the order the key of every draw gives
+    them (first appearance still along the whole stream); the others keep their index."""
+    from drawopt.passes.schedule import sort_keys
+    s = generate(kind, 3000, seed=4)
+    t = track(s)
+    full = sort_keys(s, t)
+    d = full.shape[0]
+    rng = np.random.default_rng(3)
+    for frac in (0.0, 0.05, 0.5, 1.0):
+        need = rng.random(d) < frac
+        for pure in (False, True):
+            got = sort_keys(s, t, pure=pure, need=need)
+            assert np.array_equal(got[~need], np.flatnonzero(~need))
+            assert np.array_equal(np.argsort(got[need]), np.argsort(full[need]))
+            assert np.array_equal(np.sort(got[need]), np.arange(int(need.sum())))
