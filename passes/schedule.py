@@ -16,8 +16,9 @@ and the dependency graph (under the ``reorder`` policy) orders them: every edge
 between two draws of the segment whose reason is a hazard (``raw``, ``war``,
 ``waw``), observable ``order`` on a shared target, ``flush``, ``barrier`` or
 ``opaque`` is kept; ``state`` edges are not constraints, because the state each
-draw sees is re-created for it, so the pass builds the graph without them
-(:func:`drawopt.analysis.graph.hazard_graph`).
+draw sees is re-created for it, so the pass builds the graph without them, and only
+over the segments that can reorder (:func:`drawopt.analysis.graph.hazard_graph_within`:
+the whole graph's nodes and order there; every other draw is a part of its own).
 
 The order
 ---------
@@ -87,7 +88,7 @@ import numpy as np
 
 from drawopt._accel import load_cext
 from drawopt.analysis.costmodel import get_target
-from drawopt.analysis.graph import lex_order, pack_columns, segments_are_chains
+from drawopt.analysis.graph import hazard_graph_within, lex_order, ordered_chains, pack_columns
 from drawopt.analysis.lowerbound import draw_parts, segment_units
 from drawopt.analysis.mergeclass import call_classes, draw_facts, draw_segments, perdraw_params
 from drawopt.analysis.state import (
@@ -674,8 +675,13 @@ def _runs(idx: list[int]) -> list[tuple[int, int]]:
 
 
 # ---------------------------------------------------------------------- ordering
-def sort_keys(stream: Stream, table: StateTable, facts: Any = None, pure: bool | None = None) -> np.ndarray:
+def sort_keys(stream: Stream, table: StateTable, facts: Any = None, pure: bool | None = None,
+              need: np.ndarray | None = None) -> np.ndarray:
     """Rank of every draw under the packed sort key (module docstring); ``int64[D]``, unique.
+
+    ``need`` (bool[D]): only the draws it selects are ranked (ranks ``0 .. k-1``, ordered among
+    themselves as without ``need``: values keep their rank of first appearance along the whole
+    stream); every other draw's rank is its index (then ranks are unique only within either set).
 
     Two steps run in ``drawopt._schedule`` when it is built (``pure``: force the pure twins,
     :func:`_key_columns_py` and :func:`_stable_rank_py`).
@@ -752,6 +758,16 @@ def sort_keys(stream: Stream, table: StateTable, facts: Any = None, pure: bool |
     ranks = [_first_seen_rank(col, fd, d) for col in columns() if (col != col[0]).any()]
     if not ranks:
         return np.arange(d, dtype=np.int64)
+    picked = None
+    if need is not None:  # the states of the draws ranked: their ranks sorted, no other state's
+        picked = np.flatnonzero(need)
+        wanted = np.zeros(rows.shape[0], bool)
+        wanted[ns[picked]] = True
+        keep = wanted[hd]
+        hd = hd[keep]
+        ranks = [r[keep] for r in ranks]
+        if not hd.size:
+            return np.arange(d, dtype=np.int64)
     # the states' dense rank under their key words (equal words, equal rank), then the draws
     # by their state's rank, stably (the draw index breaks ties): the draws' lexicographic order
     words = pack_columns(ranks)
@@ -761,7 +777,11 @@ def sort_keys(stream: Stream, table: StateTable, facts: Any = None, pure: bool |
     state_rank = np.zeros(rows.shape[0], np.int64)
     state_rank[hd[so]] = np.cumsum(step)
     nkeys = int(state_rank[hd[so[-1]]]) + 1
-    return stable_rank(state_rank[ns], nkeys)
+    if picked is None:
+        return stable_rank(state_rank[ns], nkeys)
+    out = np.arange(d, dtype=np.int64)
+    out[picked] = stable_rank(state_rank[ns[picked]], nkeys)
+    return out
 
 
 def _key_columns_py(rows: np.ndarray, sel: np.ndarray | None, cols: np.ndarray) -> np.ndarray:
@@ -1203,30 +1223,39 @@ class SchedulePass(Pass):
         ends = np.r_[bounds, draws.size]
         multi = ends - starts > 1
         report["segments"] = int(multi.sum())
-        if multi.any() and segments_are_chains(stream, table, pipe, seg, am.reorder):
+        free = multi & ~ordered_chains(stream, table, pipe, seg, am.reorder)[starts] if multi.any() else multi
+        if multi.any() and not free.any():
             # every draw of every segment must stay after the previous one: nothing can move,
             # and no dependency graph is needed to find that out
             report["parts"] = 0
             return PassResult.unchanged(stream, **report)
         facts = draw_facts(stream, table)
-        rank = sort_keys(stream, table, facts)
         if multi.any():
-            graph = _build_graph(stream, am.reorder)
-            unit, edges = segment_units(graph, draws, seg)
-            # a cut (a unit nothing can move across) splits a segment into parts scheduled apart
-            part = draw_parts(unit, edges, seg)
+            # only the segments that are not chains can reorder: the graph of their commands, their
+            # units and parts (every other draw is a part of its own: a chain's draws are cuts)
+            tdraw, unit, edges = _free_units(stream, am.reorder, draws, seg, starts[free], ends[free])
+            tseg = seg[tdraw]
+            tpart = draw_parts(unit, edges, tseg)
+            new_part = np.ones(draws.size, bool)  # where a part starts
+            new_part[tdraw] = np.r_[True, (tpart[1:] != tpart[:-1]) | (tseg[1:] != tseg[:-1])]
+            part = np.cumsum(new_part) - 1
             sticky: list[np.ndarray] = []  # call classes, pipelines: found when a part needs them
             upart = np.zeros(int(unit.max()) + 1, np.int64)
-            upart[unit] = part
+            upart[unit] = part[tdraw]
             e_part = upart[edges[:, 0]]
             keep = e_part == upart[edges[:, 1]]
             edges, e_part = edges[keep], e_part[keep]
             eo = np.argsort(e_part, kind="stable")
             edges, e_part = edges[eo], e_part[eo]
+            gunit = np.full(draws.size, -1, np.int64)  # the unit of every draw of a free segment
+            gunit[tdraw] = unit
             pb = np.flatnonzero(np.diff(part)) + 1
             p_start, p_end = np.r_[0, pb], np.r_[pb, draws.size]
             big = p_end - p_start > 1
             report["parts"] = int(big.sum())
+            # the sort key orders the draws of a part among themselves: only those of parts of
+            # more than one draw are ranked
+            rank = sort_keys(stream, table, facts, need=np.repeat(big, p_end - p_start))
             # every part in rank order, in one sort (the part, then the rank, packed into one key:
             # ranks are unique and < D): the order of a part without internal edges
             grp = np.repeat(np.arange(p_start.shape[0], dtype=np.int64), p_end - p_start)
@@ -1236,7 +1265,7 @@ class SchedulePass(Pass):
             listed = np.flatnonzero(big & (hi_e > lo_e))  # the parts with edges: list-scheduled
             for a, b, le0, he0 in zip(p_start[listed].tolist(), p_end[listed].tolist(), lo_e[listed].tolist(),
                                       hi_e[listed].tolist()):
-                u = unit[a:b]
+                u = gunit[a:b]
                 uniq, uloc = np.unique(u, return_inverse=True)
                 le = np.searchsorted(uniq, edges[le0:he0])
                 if not sticky:
@@ -1278,12 +1307,43 @@ def _draw_pipes(stream: Stream, table: StateTable) -> tuple[np.ndarray, np.ndarr
     return pipe, pinned
 
 
-def _build_graph(stream: Stream, reorder: str) -> Any:
-    """The dependency graph without its ``state`` edges (:func:`drawopt.analysis.graph.hazard_graph`):
-    they are no constraints here (the restater re-creates every draw's state), and the
-    scheduling units and constraints are those of the full graph."""
-    from drawopt.analysis.graph import hazard_graph
-    return hazard_graph(stream, reorder=reorder)
+_RANGE_LIMIT = 16
+"""More command ranges of free segments than this: one graph of the prefix that holds them all."""
+
+
+def _free_units(stream: Stream, reorder: str, draws: np.ndarray, seg: np.ndarray, fa: np.ndarray,
+                fb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The scheduling units of the draws of the segments ``fa[i] .. fb[i]-1`` (draw indices) and the
+    constraints between them (:func:`drawopt.analysis.lowerbound.segment_units`), from the hazard
+    graph of their commands (:func:`drawopt.analysis.graph.hazard_graph_within`: the whole graph's
+    nodes there and the same order between them, which is all the units, the parts and the list
+    scheduler read; ``state`` edges are no constraints here, the restater re-creates every draw's
+    state). Returns ``(tdraw, unit, edges)``: the draws (sorted), their units, the constraints.
+
+    Segments close together share one range of commands (one graph); many ranges make one
+    range of the prefix that holds them all.
+    """
+    lo, hi = draws[fa], draws[fb - 1] + 1  # command ranges of the segments
+    gap = lo[1:] - hi[:-1]
+    join = np.r_[False, gap < np.maximum(hi[:-1] - lo[:-1], hi[1:] - lo[1:])]
+    first = np.flatnonzero(~join)
+    last = np.r_[first[1:], fa.shape[0]] - 1
+    if first.shape[0] > _RANGE_LIMIT:
+        first, last = first[:1], last[-1:]
+        ranges = [(0, int(hi[-1]))]
+    else:
+        ranges = list(zip(lo[first].tolist(), hi[last].tolist()))
+    graphs = hazard_graph_within(stream, reorder, ranges)
+    tdraw_l, unit_l, edge_l = [], [], []
+    nu = 0
+    for g, f, la in zip(graphs, first.tolist(), last.tolist()):
+        idx = np.concatenate([np.arange(a, b) for a, b in zip(fa[f:la + 1].tolist(), fb[f:la + 1].tolist())])
+        u, e = segment_units(g, draws[idx], seg[idx])
+        tdraw_l.append(idx)
+        unit_l.append(u + nu)
+        edge_l.append(e + nu)
+        nu += int(u.max()) + 1 if u.size else 0
+    return np.concatenate(tdraw_l), np.concatenate(unit_l), np.concatenate(edge_l).reshape(-1, 2)
 
 
 def _rebuild(stream: Stream, table: StateTable, draws: np.ndarray, new: np.ndarray, seg: np.ndarray,

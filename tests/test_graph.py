@@ -8,6 +8,7 @@ import networkx as nx
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from drawopt.analysis.graph import (
     EDGE_REASONS,
@@ -738,3 +739,113 @@ def test_spread_accesses_compiled_matches_pure(seed: int) -> None:
             for r, c in flat[int(counts[:j].sum()):int(counts[:j + 1].sum())]]
     want += [(int(s), int(r), 1) for s, r in zip(tail_seg, tail_res)]
     assert list(zip(*(x.tolist() for x in a))) == want
+
+
+# ---------------------------------------------------------------------- the graph of command ranges
+def _reach(nn: int, eu: list[int], ev: list[int]) -> list[set[int]]:
+    """Per node: the nodes a path of edges leads to (edges go forward: one backward sweep)."""
+    succ: list[list[int]] = [[] for _ in range(nn)]
+    for u, v in zip(eu, ev):
+        succ[u].append(v)
+    out: list[set[int]] = [set() for _ in range(nn)]
+    for u in range(nn - 1, -1, -1):
+        for v in succ[u]:
+            out[u] |= {v} | out[v]
+    return out
+
+
+def _same_within(s: Stream, pol: str, start: int, stop: int, h=None) -> None:
+    """hazard_graph_within of ``start .. stop-1`` (or ``h``, its graph of that range among others):
+    the whole graph's nodes there, and the same order."""
+    from drawopt.analysis.graph import hazard_graph, hazard_graph_within
+    full = hazard_graph(s, pol)
+    if h is None:
+        [h] = hazard_graph_within(s, pol, [(start, stop)])
+    assert h.graph["start"] <= start and h.graph["stop"] >= stop
+    nf, nh = node_of_command(full)[start:stop], node_of_command(h)[start:stop]
+    assert (nh >= 0).all()
+    assert np.array_equal(np.diff(nf) != 0, np.diff(nh) != 0), "different nodes"
+    rf = _reach(full.number_of_nodes(), full.eu.tolist(), full.ev.tolist())
+    rh = _reach(h.number_of_nodes(), h.eu.tolist(), h.ev.tolist())
+    # a node is named by the first command of the range it holds
+    name_f = {int(v): start + i for i, v in reversed(list(enumerate(nf.tolist())))}
+    name_h = {int(v): start + i for i, v in reversed(list(enumerate(nh.tolist())))}
+    pf = {(name_f[u], name_f[v]) for u in name_f for v in rf[u] if v in name_f}
+    ph = {(name_h[u], name_h[v]) for u in name_h for v in rh[u] if v in name_h}
+    assert pf == ph, "different order"
+
+
+def _action_ends(s: Stream) -> list[int]:
+    """The range ends ``hazard_graph_within`` takes: after an action, or the stream's end."""
+    return [int(i) + 1 for i in np.flatnonzero(s.cats() != int(Cat.STATE))] + [len(s)]
+
+
+@pytest.fixture
+def little_context(monkeypatch):
+    """Tiny context margins and fan-out cap, so that small streams exercise the context check
+    (every margin, the whole-prefix fallback, and groups larger than the cap)."""
+    import drawopt.analysis.graph as gm
+    monkeypatch.setattr(gm, "_CONTEXT_MARGINS", (0, 1, 3))
+    monkeypatch.setattr(gm, "_FAN_CAP", 2)
+
+
+@pytest.mark.parametrize("kind", ["frame", "gpu-driven", "bundle", "quads"])
+def test_hazard_graph_within_is_the_graph_there(kind: str, little_context) -> None:
+    gen = pytest.importorskip("drawopt.gen")
+    s = gen.generate(kind, 300, seed=3)
+    ends = _action_ends(s)
+    rng = np.random.default_rng(7)
+    from drawopt.analysis.graph import hazard_graph_within
+    for pol in ("declared", "opaque"):
+        for _ in range(6):
+            stop = int(rng.choice(ends))
+            _same_within(s, pol, int(rng.integers(0, stop)), stop)
+        # several ranges at once (the state events shared; a whole-prefix graph given to later ranges)
+        stops = sorted(int(x) for x in rng.choice(ends, 4))
+        ranges = [(int(rng.integers(0, b)), b) for b in stops]
+        for (a, b), h in zip(ranges, hazard_graph_within(s, pol, ranges)):
+            _same_within(s, pol, a, b, h)
+
+
+@pytest.mark.skipif(streams is None, reason="tests/strategies.py not available")
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(s=streams(max_commands=60) if streams is not None else None, data=st.data())
+def test_hazard_graph_within_on_random_streams(s: Stream, data) -> None:
+    import drawopt.analysis.graph as gm
+    if not len(s):
+        return
+    stop = data.draw(st.sampled_from(_action_ends(s)))
+    start = data.draw(st.integers(0, stop))
+    with pytest.MonkeyPatch.context() as mp:  # (as little_context: a fixture would outlive the examples)
+        mp.setattr(gm, "_CONTEXT_MARGINS", (0, 1, 3))
+        mp.setattr(gm, "_FAN_CAP", 2)
+        for pol in ("none", "declared", "opaque"):
+            _same_within(s, pol, start, stop)
+
+
+def test_hazard_graph_within_needs_the_context(monkeypatch) -> None:
+    """Three dispatches write the front end's data (one commuting group, larger than the cap), then
+    three order-independent indirect draws read it: the later two get their edge from the first
+    draw, which is a node of its own. A range from the first draw does not see the dispatches'
+    group (its graph would make the three draws one node): the context check fails there and the
+    range is widened (here to the whole prefix), giving the same nodes."""
+    import drawopt.analysis.graph as gm
+    from drawopt.analysis.graph import hazard_graph_within
+    monkeypatch.setattr(gm, "_CONTEXT_MARGINS", (0,))
+    monkeypatch.setattr(gm, "_FAN_CAP", 2)
+    g, s = G("SetPipelineState cs\n" + "Dispatch 1 1 1\n" * 3 + "SetPipelineState oi\n"
+             + "DrawInstancedIndirect args 0\n" * 3)
+    built = []
+    real = gm._Builder.arrays
+
+    def spy(self):
+        got = real(self)
+        built.append((self.start, self.inexact))
+        return got
+
+    monkeypatch.setattr(gm._Builder, "arrays", spy)
+    [h] = hazard_graph_within(s, "declared", [(4, len(s))])
+    assert built == [(4, True), (0, False)]  # from the first draw (a node starts there), then all
+    assert node_of_command(h)[4:].tolist() == [3, 3, 4, 4]
+    _same_within(s, "declared", 4, len(s))
+    assert hazard_graph_within(s, "declared", []) == []

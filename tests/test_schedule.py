@@ -267,13 +267,47 @@ def test_a_stream_that_cannot_reorder_builds_no_graph(monkeypatch) -> None:
     def boom(*a, **k):
         raise AssertionError("the dependency graph was built")
 
+    import drawopt.passes.schedule as sched_mod
     monkeypatch.setattr(graph_mod, "build_graph", boom)
     monkeypatch.setattr(graph_mod, "hazard_graph", boom)
+    monkeypatch.setattr(sched_mod, "hazard_graph_within", boom)
     out, rec = run(s, verify_each=False)
     assert out is s and rec.report == {"draws": 3000, "moved": 0, "segments": 1, "kept_order": 0, "parts": 0}
     # a stream that can reorder still needs the graph
     with pytest.raises(Exception, match="was built"):
         run(generate("frame", 300, seed=1), verify_each=False)
+
+
+@pytest.mark.parametrize("kind,seed", [("frame", 1), ("gpu-driven", 3), ("bundle", 4), ("frame", 5)])
+@pytest.mark.parametrize("reorder", ["declared", "opaque"])
+@pytest.mark.parametrize("how", ["margins", "prefix"])
+def test_the_graph_of_the_free_segments_schedules_as_the_whole_graph(kind: str, seed: int, reorder: str, how: str,
+                                                                     monkeypatch) -> None:
+    """The pass builds the graph of the segments that can reorder only (hazard_graph_within, with
+    context margins, or one range of the prefix when there are many); its output is the one the
+    whole stream's graph gives (the oracle: every range's graph replaced by the whole graph)."""
+    import drawopt.analysis.graph as gm
+    import drawopt.passes.schedule as sched_mod
+    s = generate(kind, 1500, seed=seed)
+    monkeypatch.setattr(gm, "_CONTEXT_MARGINS", (0, 2, 40))  # small margins: the context check decides
+    if how == "prefix":
+        monkeypatch.setattr(sched_mod, "_RANGE_LIMIT", 0)
+    got = SchedulePass().apply(s, _am(reorder))
+    calls = []
+
+    def whole(stream, pol, ranges):
+        calls.append(len(ranges))
+        return [gm.hazard_graph(stream, pol)] * len(ranges)
+
+    monkeypatch.setattr(sched_mod, "hazard_graph_within", whole)
+    want = SchedulePass().apply(s, _am(reorder))
+    assert got.report == want.report and got.stream == want.stream
+    assert calls, "no segment could reorder: the test tests nothing"
+
+
+def _am(reorder: str):
+    from drawopt.passmanager import AnalysisManager, PipelineContext
+    return AnalysisManager(PipelineContext("d3d12", reorder))
 
 
 @pytest.mark.parametrize("kind,seed", [("frame", 1), ("quads", 2), ("gpu-driven", 3), ("bundle", 4), ("frame", 5)])
@@ -735,3 +769,22 @@ def test_passes_hand_the_state_of_their_output_to_the_pipeline() -> None:
     assert pm.analyses.computed == {"state": 1}  # the input's only
     assert_same_tables(pm.analyses.cached("state", pm.final), track(pm.final))
     assert verify(s, out).equivalent
+
+
+@pytest.mark.parametrize("kind", ["frame", "gpu-driven", "bundle"])
+def test_sort_keys_of_some_draws_order_them_as_the_whole_key(kind: str) -> None:
+    """``need``: the draws selected are ranked 0..k-1 in the order the key of every draw gives
+    them (first appearance still along the whole stream); the others keep their index."""
+    from drawopt.passes.schedule import sort_keys
+    s = generate(kind, 3000, seed=4)
+    t = track(s)
+    full = sort_keys(s, t)
+    d = full.shape[0]
+    rng = np.random.default_rng(3)
+    for frac in (0.0, 0.05, 0.5, 1.0):
+        need = rng.random(d) < frac
+        for pure in (False, True):
+            got = sort_keys(s, t, pure=pure, need=need)
+            assert np.array_equal(got[~need], np.flatnonzero(~need))
+            assert np.array_equal(np.argsort(got[need]), np.argsort(full[need]))
+            assert np.array_equal(np.sort(got[need]), np.arange(int(need.sum())))

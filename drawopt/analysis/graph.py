@@ -60,7 +60,8 @@ without networkx, for passes that re-emit state.
 from __future__ import annotations
 
 __all__ = [
-    "build_graph", "hazard_graph", "HazardGraph", "node_of_command", "hazard_view", "commute_class",
+    "build_graph", "hazard_graph", "hazard_graph_within", "HazardGraph", "node_of_command", "hazard_view",
+    "commute_class",
     "ordered_chains", "segments_are_chains", "pack_columns", "lex_order", "graph_bytes",
     "EDGE_REASONS", "NODE_KINDS",
     "graph_summary", "to_dot", "to_json", "write_graph",
@@ -234,9 +235,15 @@ def _slot_name(slot: int) -> str:
 class _Builder:
     """Builds the graph with numpy; see the module docstring for what it means."""
 
-    def __init__(self, s: Stream, reorder: str, start: int, stop: int, state_edges: bool = True):
+    def __init__(self, s: Stream, reorder: str, start: int, stop: int, state_edges: bool = True,
+                 context_from: int | None = None):
         self.s, self.reorder, self.start, self.stop = s, reorder, start, stop
         self.with_state = state_edges
+        self.context_from = context_from
+        """For :func:`hazard_graph_within`: the first segment whose accesses must see the hazards the
+        whole stream's graph has (those before it are context); None: a plain range."""
+        self.inexact = False
+        """Set when the context before ``context_from`` does not settle those hazards (no graph then)."""
         self.decls = s.decls
         self.res_names: list[str] = []
         self._cmd_seg: np.ndarray | None = None
@@ -363,7 +370,9 @@ class _Builder:
         # pairs (ordered as the pairs) per slot, between (opcode, pipeline, render-target setter)
         # and the buffer arguments of the action
         bslots = [_S_IB, *self.vb_slots, *self.rg_slots, *self.rc_slots]
-        crank = np.append(self._binding_ranks(), -1)  # the last entry: no setter (index -1)
+        if not hasattr(self, "_crank"):
+            self._crank = np.append(self._binding_ranks(), -1)  # the last entry: no setter (index -1)
+        crank = self._crank
         buf = _IS_BUFFER_ARG_OP[aop]
         if acmd.size:
             head = np.stack([aop, pso, rts], axis=1)
@@ -393,6 +402,8 @@ class _Builder:
         written[flat[flat[:, 1] >= 1, 0]] = True
         written[bres] = True
         written[fe] |= bool(fl.size or bfe.size)
+        if self.context_from is not None:
+            written[:] = True  # (what was written before the range is not known: every access kept)
         kept = written[flat[:, 0]]
         cum = np.r_[0, np.cumsum(kept)]
         offs = np.cumsum(counts) - counts
@@ -660,15 +671,59 @@ class _Builder:
         return got
 
     # ------------------------------------------------------------------ edges
+    def _sorted_accesses(self) -> tuple[np.ndarray, ...]:
+        """The accesses ``(seg, res, cls, epoch)`` sorted by (epoch, resource, segment), stably."""
+        if getattr(self, "_sorted", None) is None:
+            seg, res, cls = self.acc_seg, self.acc_res, self.acc_cls
+            ep = self.epoch(self.seg_cmd_or_first(seg)) if self.opq.size else np.zeros(seg.size, np.int64)
+            # lex_order([ep, res, seg]) in two stable sorts: by segment (the accesses are a few runs of
+            # increasing segments: a merge), then by (epoch, resource), a radix sort where it fits 16 bits
+            o = np.argsort(seg, kind="stable")
+            key = ep[o] * (len(self.res_names) + 1) + res[o]
+            o = o[np.argsort(key.astype(np.uint16) if key.size and int(key.max()) < 1 << 16 else key, kind="stable")]
+            self._sorted = (seg[o], res[o], cls[o], ep[o])
+        return self._sorted
+
     def _hazard_edges(self) -> tuple[np.ndarray, ...]:
-        seg, res, cls = self.acc_seg, self.acc_res, self.acc_cls
-        ep = self.epoch(self.seg_cmd_or_first(seg)) if self.opq.size else np.zeros(seg.size, np.int64)
-        # lex_order([ep, res, seg]) in two stable sorts: by segment (the accesses are a few runs of
-        # increasing segments: a merge), then by (epoch, resource), a radix sort where it fits 16 bits
-        o = np.argsort(seg, kind="stable")
-        key = ep[o] * (len(self.res_names) + 1) + res[o]
-        o = o[np.argsort(key.astype(np.uint16) if key.size and int(key.max()) < 1 << 16 else key, kind="stable")]
-        return _hazard_pairs(seg[o], res[o], cls[o], ep[o], self.seg_kind)
+        seg, res, cls, ep = self._sorted_accesses()
+        return _hazard_pairs(seg, res, cls, ep, self.seg_kind)
+
+    def _context_exact(self, tseg: int) -> bool:
+        """Whether the hazard edges between segments ``>= tseg`` of this range are those of the graph
+        of the whole stream, whatever came before the range.
+
+        :func:`_hazard_pairs` links an access to the previous group of its (epoch, resource); what
+        the range cannot see is the part of its first group (per key) that lies before it, and the
+        group before that. The check fails where that could decide an edge between two segments
+        ``>= tseg``: (a) the key's first access here is at or after ``tseg`` and is not an ordered
+        write (class 1, which starts a group of its own: then its group is known); or (b) the second
+        group's members get their edges from the first group (all of it when it has at most
+        :data:`_FAN_CAP` members, else from the second group's first member), the first group's size
+        is not known here (at most :data:`_FAN_CAP` members seen), the second group has more than one
+        member and the first group or the second group's first member is at or after ``tseg``.
+        """
+        seg, res, cls, ep = self._sorted_accesses()
+        if not seg.size:
+            return True
+        key = ep * _BIG + res
+        n = seg.size
+        newkey = np.r_[True, key[1:] != key[:-1]]
+        newgrp = newkey | np.r_[True, cls[1:] != cls[:-1]] | (cls == 1)
+        gid = np.cumsum(newgrp) - 1
+        gstart = np.flatnonzero(newgrp)
+        gend = np.r_[gstart[1:], n]
+        kstart = np.flatnonzero(newkey)
+        kend = np.r_[kstart[1:], n]
+        live = seg[kend - 1] >= tseg  # keys accessed at or after tseg (segments are sorted within a key)
+        f = kstart[live]
+        g1 = gid[f]
+        e1 = gend[g1]  # (exclusive) end of the first group: the second group's first access
+        has2 = e1 < kend[live]
+        g2e = gend[np.minimum(g1 + 1, gstart.size - 1)]
+        ok = (cls[f] == 1) | ((seg[f] < tseg) & (
+            ~has2 | (e1 - f > _FAN_CAP) | (g2e - e1 == 1)
+            | ((seg[e1 - 1] < tseg) & (seg[np.minimum(e1, n - 1)] < tseg))))
+        return bool(ok.all())
 
     def seg_cmd_or_first(self, seg: np.ndarray) -> np.ndarray:
         return np.where(self.seg_kind[seg] == _K_STATE, self.seg_first[seg], self.seg_last[seg])
@@ -778,19 +833,39 @@ class _Builder:
         solo = np.isin(self.seg_kind, (_K_FLUSH, _K_BARRIER, _K_OPAQUE))
         return _assign_nodes(self.seg_kind, solo, mhp, wsig)
 
+    def _prepare(self) -> None:
+        """What does not depend on the range's start: the state events of every command before
+        ``stop``, the front end's buffers, the heaps' views."""
+        self.fe_bufs = _frontend_buffers(self.s)
+        self._heap_views = heap_views(self.decls)
+        self._table_cache: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
+        self._events()
+
+    _SHARED = ("fe_bufs", "_heap_views", "_table_cache", "set_cmd", "opq", "ev_slot", "ev_cmd", "vb_slots",
+               "rg_slots", "rc_slots")
+
+    def share(self, other: _Builder) -> None:
+        """Take ``other``'s :meth:`_prepare` d facts (a builder of the same stream and policy whose
+        ``stop`` is at least this one's: the events after ``stop`` change no setter before it)."""
+        if not hasattr(other, "ev_cmd"):
+            other._prepare()
+            other._crank = np.append(other._binding_ranks(), -1)
+        for name in (*self._SHARED, "_crank"):
+            setattr(self, name, getattr(other, name))
+
     def arrays(self) -> tuple[np.ndarray, ...] | None:
         """The graph as arrays: ``(nfirst, nlast, nkind, nact, eu, ev, er, eres, mask)`` (per node:
         first and last command, kind code, actions; per edge: ends, strongest reason code,
         its resource code, reason bit mask), or None for an empty range."""
-        s = self.s
-        self.fe_bufs = _frontend_buffers(s)
-        self._heap_views = heap_views(self.decls)
-        self._table_cache: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
-        self._events()
+        if not hasattr(self, "ev_cmd"):
+            self._prepare()
         self._segments()
         if self.nseg == 0:
             return None
         self._accesses()
+        if self.context_from is not None and not self._context_exact(self.context_from):
+            self.inexact = True
+            return None
         hu, hv, hr, hres = self._hazard_edges()
         ou, ov, orr, ores = self._opaque_edges()
         node = self._nodes(np.r_[hu, ou], np.r_[hv, ov])  # (state edges do not decide the nodes)
@@ -1475,6 +1550,84 @@ def hazard_graph(stream: Stream, reorder: str = "declared", start: int = 0, stop
     b = _Builder(stream, reorder, start, stop, state_edges=False)
     attrs = {"reorder": reorder, "start": start, "stop": stop, "commands": len(stream)}
     got = b.arrays()
+    if got is None:
+        z = np.zeros(0, np.int64)
+        return HazardGraph(attrs, z, z, z, z, z, z)
+    nfirst, nlast, nkind, _nact, eu, ev, er, eres, _mask = got
+    return HazardGraph(attrs, nfirst, nlast, nkind, eu, ev, er, eres, b.res_names)
+
+
+_CONTEXT_MARGINS = (1024, 16384)
+"""Segments of context :func:`hazard_graph_within` tries before its range, then the whole prefix."""
+
+
+def hazard_graph_within(stream: Stream, reorder: str, ranges: list[tuple[int, int]]) -> list[HazardGraph]:
+    """Per command range ``(start, stop)`` of ``ranges``: the hazard graph of those commands as the
+    whole stream's graph has it, built over the range and a little context before it (not over
+    the whole stream). A range ends with an action (``stop - 1`` is not a state command) or at
+    the stream's end: state commands at its end would belong to the next action's node.
+
+    Each result (a :class:`HazardGraph` of a range ``a .. b-1``, ``a <= start``, ``b >= stop``) agrees with
+    ``hazard_graph(stream, reorder)`` on the commands ``start .. stop-1``: they are split into the
+    same nodes (each node of one, cut to the range, is a node of the other), and one node of them
+    must precede another (by a path of edges) in one exactly when it must in the other. The edges
+    themselves may differ: the two-path reduction drops an edge of the whole graph where a middle
+    node outside the range passes the reduction's degree cap; only implied edges differ.
+
+    How: nodes and hazard edges depend on what came before a range only through the node that is
+    open where it starts and through the access groups of each resource that it continues
+    (:func:`_hazard_pairs`). The range is widened back to a certain node boundary (a change of
+    segment kind, or a flush, barrier or opaque command) and by some segments of context, and the
+    accesses there are checked to settle every hazard edge inside (:meth:`_Builder._context_exact`);
+    when they do not, more context is taken, up to the whole prefix (always exact; built once, up to
+    the last range's end, and given to that range and every later one that is not settled sooner). Node boundaries
+    compare write signatures (64-bit hashes of resource ids) as :func:`hazard_graph` does; the ids
+    are numbered within the range, so a hash collision could split differently (never seen).
+    The state events are found once, for all the ranges.
+
+    >>> from drawopt.gen import generate
+    >>> s = generate("quads", 6)
+    >>> [h] = hazard_graph_within(s, "declared", [(9, len(s))])
+    >>> h.graph["start"] <= 9, h.graph["stop"] >= len(s)
+    (True, True)
+    """
+    if not ranges:
+        return []
+    stops = [_check_range(stream, reorder, a, b) for a, b in ranges]
+    top = max(stops)
+    cats = stream.cats()[:top]
+    ns = np.flatnonzero(cats != int(Cat.STATE))  # the command ending each segment
+    kind = _KIND_TABLE[cats[ns]]
+    brk = np.r_[True, (kind[1:] != kind[:-1]) | np.isin(kind[1:], (_K_FLUSH, _K_BARRIER, _K_OPAQUE))]
+    first = None  # the builder whose state events the others share
+    prefix = None  # the graph of every command before ``top``, once some range needed it
+    out = []
+    for (start, _), stop in zip(ranges, stops):
+        j0 = int(np.searchsorted(ns, start))  # the segment holding ``start``
+        anchor = int(np.flatnonzero(brk[:j0 + 1])[-1]) if j0 < ns.size and start < stop else 0
+        h = prefix
+        for margin in (*_CONTEXT_MARGINS, None) if prefix is None else ():
+            j = 0 if margin is None or anchor <= margin else anchor - margin
+            a = int(ns[j - 1]) + 1 if j > 0 else 0
+            # the whole prefix: up to the last range's end, for every later range that needs it too
+            b = _Builder(stream, reorder, a, stop if j > 0 else top, state_edges=False,
+                         context_from=anchor - j if j > 0 else None)
+            if first is None:
+                first = _Builder(stream, reorder, 0, top, state_edges=False)
+            b.share(first)
+            got = b.arrays()
+            if not b.inexact:
+                h = _hazard_graph_of(b, got, {"reorder": reorder, "start": a, "stop": b.stop,
+                                              "commands": len(stream)})
+                if j == 0:
+                    prefix = h
+                break
+        out.append(h)
+    return out
+
+
+def _hazard_graph_of(b: _Builder, got: tuple[np.ndarray, ...] | None, attrs: dict[str, Any]) -> HazardGraph:
+    """The :class:`HazardGraph` of builder ``b``'s :meth:`_Builder.arrays` ``got``."""
     if got is None:
         z = np.zeros(0, np.int64)
         return HazardGraph(attrs, z, z, z, z, z, z)
