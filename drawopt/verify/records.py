@@ -932,20 +932,21 @@ class _Expander:
                     soff=w[:, 2])
 
     # ------------------------------------------------------------------ records
-    def _binding(self, pi: PipeInfo, acts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(buffer id, byte offset) bound at ``pi.perdraw`` for ``acts`` (-1: nothing bound)."""
+    def _binding(self, perdraw: int, acts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(buffer id, byte offset) bound at root parameter ``perdraw`` (a pipeline's
+        ``PipeInfo.perdraw``; -1: none) for ``acts`` (-1: nothing bound)."""
         s, st = self.s, self.st
         buf = np.full(acts.size, -1, np.int64)
         off = np.zeros(acts.size, np.int64)
-        if pi.perdraw < 0:
+        if perdraw < 0:
             return buf, off
-        c = cid_of(Col.VG, pi.perdraw)
+        c = cid_of(Col.VG, perdraw)
         ok = st.value(c)[acts] >= 0
         e = st.event_index(c)[acts[ok]]   # the root view's setting command, as an event
         ei = st.events(c)[0]
         buf[ok] = safe_ref(self.cmap, s.args[ei, RV_BUF])[e]
         off[ok] = s.args[ei, RV_OFF][e]
-        t = st.value(cid_of(Col.TG, pi.perdraw))[acts]
+        t = st.value(cid_of(Col.TG, perdraw))[acts]
         i = np.flatnonzero(~ok & (t >= 0))
         if i.size:
             # a table: the buffer the view in its first slot shows
@@ -964,6 +965,9 @@ class _Expander:
         array_form = np.zeros(sd["act"].size, bool)
         self.sd_buf = np.full(sd["act"].size, -1, np.int64)
         self.sd_off = np.zeros(sd["act"].size, np.int64)
+        # the binding of each pipeline form's sub-draws, read once per per-draw parameter (for the
+        # sub-draws of every form that has it): the binding depends on the parameter only
+        forms: dict[int, list[tuple[bool, np.ndarray]]] = {}   # perdraw -> (x contract, sub-draws)
         for p, sel_all in by_pipeline(sd_pipe, len(self.pipes)):
             if p < 0 or not self.pipes[p].has_perdraw:
                 continue
@@ -971,12 +975,15 @@ class _Expander:
             is_x = self.a_op[sd["act"][sel_all]] == _OP["DrawIndexedX"]
             for pi, sel in ((self.pipes[p].for_draws(True), sel_all[is_x]),
                             (self.pipes[p].for_draws(False), sel_all[~is_x])):
-                b, o = self._binding(pi, sd["act"][sel])
-                self.sd_buf[sel], self.sd_off[sel] = b, o
-                if pi.contract == "x":
+                forms.setdefault(pi.perdraw, []).append((pi.contract == "x", sel))
+        for perdraw, fs in forms.items():
+            sel = np.concatenate([x for _, x in fs])
+            self.sd_buf[sel], self.sd_off[sel] = self._binding(perdraw, sd["act"][sel])
+            for x_form, sel in fs:
+                if x_form:
                     array_form[sel] = self.a_op[sd["act"][sel]] == _OP["DrawIndexedX"]
                 else:
-                    array_form[sel] = b >= 0
+                    array_form[sel] = self.sd_buf[sel] >= 0
         # per-instance array reads of very many instances: one record naming the binding
         self.sd_bigarr = array_form & (sd["ninst"] > EXPAND_CAP)
         array_form &= ~self.sd_bigarr
@@ -996,6 +1003,10 @@ class _Expander:
         r_pipe = self.a_pipe[r_act]
         self.r_xslot = np.full(R, -1, np.int64)
         self.x = {k: [] for k in ("act", "slot", "low", "buf", "off", "rec", "imax", "imax_from")}
+        # an array-clause form's records are filled by what the form declares (_CONTRACT_FIELDS),
+        # the same for every pipeline declaring it alike: once per such group of pipelines (an x
+        # form records its draws in self.x, in pipeline order: one pipeline at a time)
+        alike: dict[tuple[object, ...], tuple[PipeInfo, list[np.ndarray]]] = {}
         for p, sel in by_pipeline(r_pipe, len(self.pipes)):
             if p < 0:
                 continue
@@ -1006,7 +1017,13 @@ class _Expander:
                 dsel = sel[drawlike[sel]]
                 is_x = is_x_rec[dsel]
                 self._contract(pi.for_draws(True), dsel[is_x], key, sd, r_act, inst, af, sub)
-                self._contract(pi.for_draws(False), dsel[~is_x], key, sd, r_act, inst, af, sub)
+                pa = pi.for_draws(False)
+                if pa.contract == "x":
+                    self._contract(pa, dsel[~is_x], key, sd, r_act, inst, af, sub)
+                else:
+                    alike.setdefault(tuple(getattr(pa, f) for f in _CONTRACT_FIELDS), (pa, []))[1].append(dsel[~is_x])
+        for pa, sels in alike.values():
+            self._contract(pa, np.concatenate(sels), key, sd, r_act, inst, af, sub)
         # the input assembler's vertex-window shift (see _vertex_windows): pipelines with a layout
         layout = np.array([not p.layout_none for p in self.pipes] + [True], bool)[r_pipe]
         shift = np.where(layout, self.vb_shift[r_act], 0)
@@ -1281,6 +1298,11 @@ def _record_rows(sd: dict[str, np.ndarray], per: np.ndarray, per_inst: np.ndarra
     key[:, F["svoff"]] = np.where(a_op[r_act] == _OP["DrawIndexedX"], base, 0)
     nomerge = (flags[a_cmd[r_act]] & FLAG_NOMERGE) != 0
     return key, r_act, rep(sd["ord"]), inst, sub, rep(array_form), nomerge
+
+
+_CONTRACT_FIELDS = ("contract", "layout_none", "lift", "lift_all")
+"""The fields of a pipeline form that :meth:`_Expander._contract` reads for an array clause
+(``rec_words`` follows ``lift``); its records' own columns give the rest."""
 
 
 def _range_max_query(vals: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
