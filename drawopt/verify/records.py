@@ -513,10 +513,11 @@ class _Expander:
                 depth[m] = canon.id(INHERITED_DEPTH + tag)
                 inh_t[m] = canon.id(INHERITED_TARGETS + tag)
         lab = np.zeros(n, np.int64)
-        pd = np.unique(np.stack([p[d], depth[d]]), axis=1) if d.size else np.zeros((2, 0), np.int64)
-        for pp, dd in pd.T.tolist():
-            if pp >= 0:
-                lab[d[(p[d] == pp) & (depth[d] == dd)]] = commute_label(self.pipes[pp], self.reorder, dd)
+        if d.size:   # the label of each (pipeline, depth target) pair drawn with, spread to its draws
+            span = int(depth[d].max()) + 2
+            pairs, at = np.unique((p[d] + 1) * span + depth[d] + 1, return_inverse=True)
+            lab[d] = np.array([commute_label(self.pipes[pp - 1], self.reorder, dd - 1) if pp > 0 else 0
+                               for pp, dd in zip((pairs // span).tolist(), (pairs % span).tolist())], np.int64)[at]
         ws.append((inh, inh_t[inh], lab[inh]))
         ws.append((owner[is_tgt], cmap[rts[is_tgt]], lab[owner[is_tgt]]))
         dw = np.array([x.depth_write for x in self.pipes] + [False], bool)[p]
