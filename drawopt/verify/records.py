@@ -28,6 +28,7 @@ __all__ = ["Records", "ReadSets", "expand", "KEY_FIELDS", "F", "KIND_NAMES", "MA
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -300,8 +301,9 @@ class Views:
         i = np.minimum(np.searchsorted(self.keys, k, "left"), self.keys.size - 1)
         return np.where(self.keys[i] == k, self.rids[i], -2)
 
-    def in_ranges(self, heap: np.ndarray, lo: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The views in slots ``lo[i] .. lo[i] + n - 1`` of ``heap[i]``, for every ``i``:
+    def in_ranges(self, heap: np.ndarray, lo: np.ndarray, n: int | np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                                                      np.ndarray]:
+        """The views in slots ``lo[i] .. lo[i] + n - 1`` (``n[i]``, an array) of ``heap[i]``, for every ``i``:
         ``(i, view kind, resource id)``, in order of ``i`` then slot."""
         a = np.searchsorted(self.keys, heap * _HEAP_SHIFT + lo, "left")
         b = np.searchsorted(self.keys, heap * _HEAP_SHIFT + lo + n, "left")
@@ -525,10 +527,11 @@ class _Expander:
                 depth[m] = canon.id(INHERITED_DEPTH + tag)
                 inh_t[m] = canon.id(INHERITED_TARGETS + tag)
         lab = np.zeros(n, np.int64)
-        pd = unique_columns(np.stack([p[d], depth[d]])) if d.size else np.zeros((2, 0), np.int64)
-        for pp, dd in pd.T.tolist():
-            if pp >= 0:
-                lab[d[(p[d] == pp) & (depth[d] == dd)]] = commute_label(self.pipes[pp], self.reorder, dd)
+        if d.size:   # the label of each (pipeline, depth target) pair drawn with, spread to its draws
+            span = int(depth[d].max()) + 2
+            pairs, at = np.unique((p[d] + 1) * span + depth[d] + 1, return_inverse=True)
+            lab[d] = np.array([commute_label(self.pipes[pp - 1], self.reorder, dd - 1) if pp > 0 else 0
+                               for pp, dd in zip((pairs // span).tolist(), (pairs % span).tolist())], np.int64)[at]
         ws.append((inh, inh_t[inh], lab[inh]))
         ws.append((owner[is_tgt], cmap[rts[is_tgt]], lab[owner[is_tgt]]))
         dw = np.array([x.depth_write for x in self.pipes] + [False], bool)[p]
@@ -552,41 +555,7 @@ class _Expander:
             k = fetch[st.value_at(c, acts[fetch]) >= 0]
             rs.append((k, cmap[s.args[st.source_at(c, acts[k]), VB_BUF]]))
         # the pipeline: declared writes and reads, UAVs and views reachable through its root arguments
-        for pp in unique(p[p >= 0]).tolist():
-            pi = self.pipes[pp]
-            sel = np.flatnonzero(p == pp)
-            uav_lab = 1 if (pi.oi and self.reorder != "none") else 0
-            for r in pi.writes:
-                ws.append((sel, np.full(sel.size, r, np.int64), uav_lab))
-            for r in pi.reads:
-                rs.append((sel, np.full(sel.size, r, np.int64)))
-            if not pi.params:
-                continue
-            root = decls[canon.name(pi.root_cid)] if pi.root_cid >= 0 else None
-            tfam = Col.TC if pi.compute else Col.TG
-            for q, kind, _count in pi.params:
-                if kind == "table":
-                    if root is None:
-                        continue
-                    href = st.value_at(cid_of(tfam, q), acts[sel])
-                    ok = href >= 0
-                    t, heap, slot = sel[ok], href[ok] >> 32, href[ok] & 0xFFFFFFFF
-                    for rkind, cnt in root.params[q].ranges:
-                        vi, vk, vr = self.views.in_ranges(heap, slot, cnt)
-                        keep = vr >= 0
-                        ti, vk, vr = t[vi[keep]], vk[keep], vr[keep]
-                        if rkind == "uav":
-                            u = vk == "uav"
-                            ws.append((ti[u], vr[u], uav_lab))
-                        rs.append((ti, vr))
-                        slot = slot + cnt
-                elif kind in ("cbv", "srv", "uav") and not pi.compute:
-                    c = cid_of(Col.VG, q)
-                    k = sel[st.value_at(c, acts[sel]) >= 0]
-                    r = cmap[s.args[st.source_at(c, acts[k]), RV_BUF]]
-                    if kind == "uav":
-                        ws.append((k, r, uav_lab))
-                    rs.append((k, r))
+        self._pipeline_accesses(acts, p, ws, rs)
         # one write per (action, resource) with its smallest label, sorted by (action, resource)
         nres = len(canon.names) + 2
         wi = np.concatenate([x[0] for x in ws]).astype(np.int64)
@@ -604,6 +573,82 @@ class _Expander:
             pos = np.minimum(np.searchsorted(wkey, rkey), wkey.size - 1)
             rkey = rkey[~((wkey[pos] == rkey) & (p[rkey // nres] >= 0))]
         return wkey // nres, wkey % nres - 1, wl, rkey // nres, rkey % nres - 1
+
+    def _pipeline_accesses(self, acts: np.ndarray, p: np.ndarray,
+                           ws: list[tuple[np.ndarray, np.ndarray, np.ndarray | int]],
+                           rs: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        """Append to ``ws`` / ``rs`` (see :meth:`_access_rows`) what the actions ``acts`` (pipeline
+        ``p``) access through their pipeline: its declared writes and reads, and the views
+        reachable through its root arguments (the views in each table range; a root view's
+        buffer; UAVs are also written).
+
+        Columnar over all the pipelines at once: per pipeline a list of *tasks* (a declared
+        resource, a table range, a root view) from its declaration, then one row per (action,
+        task of its pipeline), each state column read once for all the actions. The rows are
+        those of a loop over pipelines and tasks, in another order (the caller sorts them)."""
+        s, st, cmap, decls, canon = self.s, self.st, self.cmap, self.decls, self.canon
+        n, npp = acts.size, len(self.pipes)
+        lab = np.zeros(npp + 1, np.int64)   # a UAV write's label, per pipeline ([-1]: none)
+        decl_w: list[list[int]] = [[] for _ in range(npp + 1)]
+        decl_r: list[list[int]] = [[] for _ in range(npp + 1)]
+        tables: list[list[tuple[int, int, int, bool]]] = [[] for _ in range(npp + 1)]   # (column, first, n, uav)
+        views: list[list[tuple[int, bool]]] = [[] for _ in range(npp + 1)]               # (column, uav)
+        for pp in np.unique(p[p >= 0]).tolist():
+            pi = self.pipes[pp]
+            lab[pp] = 1 if (pi.oi and self.reorder != "none") else 0
+            decl_w[pp], decl_r[pp] = list(pi.writes), list(pi.reads)
+            if not pi.params:
+                continue
+            root = decls[canon.name(pi.root_cid)] if pi.root_cid >= 0 else None
+            tfam = Col.TC if pi.compute else Col.TG
+            for q, kind, _count in pi.params:
+                if kind == "table":
+                    if root is None:
+                        continue
+                    first = 0
+                    for rkind, cnt in root.params[q].ranges:
+                        tables[pp].append((cid_of(tfam, q), first, cnt, rkind == "uav"))
+                        first += cnt
+                elif kind in ("cbv", "srv", "uav") and not pi.compute:
+                    views[pp].append((cid_of(Col.VG, q), kind == "uav"))
+
+        def rows(tasks: list[list[Any]]) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+            """``(action, task)`` for every task of each action's pipeline, and the tasks."""
+            cnt = np.array([len(t) for t in tasks], np.int64)
+            flat = [x for t in tasks for x in t]
+            per = cnt[p]   # (p == -1: the last list, empty)
+            return np.repeat(np.arange(n, dtype=np.int64), per), ragged(np.cumsum(cnt)[p] - per, per), flat
+
+        for tasks, out in ((decl_w, ws), (decl_r, rs)):
+            a, t, flat = rows(tasks)
+            if a.size:
+                res = np.array(flat, np.int64)[t]
+                out.append((a, res, lab[p[a]]) if out is ws else (a, res))
+        a, t, flat = rows(tables)
+        if a.size:
+            cols = sorted({x[0] for x in flat})
+            ci = np.array([cols.index(x[0]) for x in flat], np.int64)[t]
+            t_first, t_n = (np.array([x[j] for x in flat], np.int64)[t] for j in (1, 2))
+            t_uav = np.array([x[3] for x in flat], bool)[t]
+            href = np.stack([st.value_at(c, acts) for c in cols])[ci, a]
+            ok = href >= 0
+            a, href, t_first, t_n, t_uav = a[ok], href[ok], t_first[ok], t_n[ok], t_uav[ok]
+            vi, vk, vr = self.views.in_ranges(href >> 32, (href & 0xFFFFFFFF) + t_first, t_n)
+            keep = vr >= 0
+            ti, vk, vr, vu = a[vi[keep]], vk[keep], vr[keep], t_uav[vi[keep]]
+            u = vu & (vk == "uav")
+            ws.append((ti[u], vr[u], lab[p[ti[u]]]))
+            rs.append((ti, vr))
+        a, t, flat = rows(views)
+        if a.size:
+            cols = sorted({x[0] for x in flat})
+            ci = np.array([cols.index(x[0]) for x in flat], np.int64)[t]
+            t_uav = np.array([x[1] for x in flat], bool)[t]
+            ok = np.stack([st.value_at(c, acts) for c in cols])[ci, a] >= 0
+            k, ci, t_uav = a[ok], ci[ok], t_uav[ok]
+            r = cmap[s.args[np.stack([st.source_at(c, acts) for c in cols])[ci, k], RV_BUF]]
+            ws.append((k[t_uav], r[t_uav], lab[p[k[t_uav]]]))
+            rs.append((k, r))
 
     # ------------------------------------------------------------------ buffers
     def decodable(self, buf: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -902,20 +947,21 @@ class _Expander:
                     soff=w[:, 2])
 
     # ------------------------------------------------------------------ records
-    def _binding(self, pi: PipeInfo, acts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(buffer id, byte offset) bound at ``pi.perdraw`` for ``acts`` (-1: nothing bound)."""
+    def _binding(self, perdraw: int, acts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(buffer id, byte offset) bound at root parameter ``perdraw`` (a pipeline's
+        ``PipeInfo.perdraw``; -1: none) for ``acts`` (-1: nothing bound)."""
         s, st = self.s, self.st
         buf = np.full(acts.size, -1, np.int64)
         off = np.zeros(acts.size, np.int64)
-        if pi.perdraw < 0:
+        if perdraw < 0:
             return buf, off
-        c = cid_of(Col.VG, pi.perdraw)
+        c = cid_of(Col.VG, perdraw)
         ok = st.value(c)[acts] >= 0
         e = st.event_index(c)[acts[ok]]   # the root view's setting command, as an event
         ei = st.events(c)[0]
         buf[ok] = safe_ref(self.cmap, s.args[ei, RV_BUF])[e]
         off[ok] = s.args[ei, RV_OFF][e]
-        t = st.value(cid_of(Col.TG, pi.perdraw))[acts]
+        t = st.value(cid_of(Col.TG, perdraw))[acts]
         i = np.flatnonzero(~ok & (t >= 0))
         if i.size:
             # a table: the buffer the view in its first slot shows
@@ -934,6 +980,9 @@ class _Expander:
         array_form = np.zeros(sd["act"].size, bool)
         self.sd_buf = np.full(sd["act"].size, -1, np.int64)
         self.sd_off = np.zeros(sd["act"].size, np.int64)
+        # the binding of each pipeline form's sub-draws, read once per per-draw parameter (for the
+        # sub-draws of every form that has it): the binding depends on the parameter only
+        forms: dict[int, list[tuple[bool, np.ndarray]]] = {}   # perdraw -> (x contract, sub-draws)
         for p, sel_all in by_pipeline(sd_pipe, len(self.pipes)):
             if p < 0 or not self.pipes[p].has_perdraw:
                 continue
@@ -941,12 +990,15 @@ class _Expander:
             is_x = self.a_op[sd["act"][sel_all]] == _OP["DrawIndexedX"]
             for pi, sel in ((self.pipes[p].for_draws(True), sel_all[is_x]),
                             (self.pipes[p].for_draws(False), sel_all[~is_x])):
-                b, o = self._binding(pi, sd["act"][sel])
-                self.sd_buf[sel], self.sd_off[sel] = b, o
-                if pi.contract == "x":
+                forms.setdefault(pi.perdraw, []).append((pi.contract == "x", sel))
+        for perdraw, fs in forms.items():
+            sel = np.concatenate([x for _, x in fs])
+            self.sd_buf[sel], self.sd_off[sel] = self._binding(perdraw, sd["act"][sel])
+            for x_form, sel in fs:
+                if x_form:
                     array_form[sel] = self.a_op[sd["act"][sel]] == _OP["DrawIndexedX"]
                 else:
-                    array_form[sel] = b >= 0
+                    array_form[sel] = self.sd_buf[sel] >= 0
         # per-instance array reads of very many instances: one record naming the binding
         self.sd_bigarr = array_form & (sd["ninst"] > EXPAND_CAP)
         array_form &= ~self.sd_bigarr
@@ -966,6 +1018,10 @@ class _Expander:
         r_pipe = self.a_pipe[r_act]
         self.r_xslot = np.full(R, -1, np.int64)
         self.x = {k: [] for k in ("act", "slot", "low", "buf", "off", "rec", "imax", "imax_from")}
+        # an array-clause form's records are filled by what the form declares (_CONTRACT_FIELDS),
+        # the same for every pipeline declaring it alike: once per such group of pipelines (an x
+        # form records its draws in self.x, in pipeline order: one pipeline at a time)
+        alike: dict[tuple[object, ...], tuple[PipeInfo, list[np.ndarray]]] = {}
         for p, sel in by_pipeline(r_pipe, len(self.pipes)):
             if p < 0:
                 continue
@@ -976,7 +1032,13 @@ class _Expander:
                 dsel = sel[drawlike[sel]]
                 is_x = is_x_rec[dsel]
                 self._contract(pi.for_draws(True), dsel[is_x], key, sd, r_act, inst, af, sub)
-                self._contract(pi.for_draws(False), dsel[~is_x], key, sd, r_act, inst, af, sub)
+                pa = pi.for_draws(False)
+                if pa.contract == "x":
+                    self._contract(pa, dsel[~is_x], key, sd, r_act, inst, af, sub)
+                else:
+                    alike.setdefault(tuple(getattr(pa, f) for f in _CONTRACT_FIELDS), (pa, []))[1].append(dsel[~is_x])
+        for pa, sels in alike.values():
+            self._contract(pa, np.concatenate(sels), key, sd, r_act, inst, af, sub)
         # the input assembler's vertex-window shift (see _vertex_windows): pipelines with a layout
         layout = np.array([not p.layout_none for p in self.pipes] + [True], bool)[r_pipe]
         shift = np.where(layout, self.vb_shift[r_act], 0)
@@ -1138,15 +1200,23 @@ class _Expander:
             m = np.flatnonzero((buf == b) & (fmt == f))
             isz = 4 if f == 1 else 2
             raw = self.data_bytes(b)
-            vals = np.zeros(d.size // isz, np.int64)
-            have = min(raw.size // isz, vals.size)
-            vals[:have] = raw[:have * isz].view("<u4" if f == 1 else "<u2")
+            # the buffer's indices: its CPU-written data, then zeros up to its declared size (which a
+            # stream may declare far larger than its data: the zeros are not allocated)
+            nvals = d.size // isz
+            have = min(raw.size // isz, nvals)
+            vals = raw[:have * isz].view("<u4" if f == 1 else "<u2").astype(np.int64)
             start, cnt = soff[m] // isz, np.maximum(count[m], 0)
-            ok = (soff[m] >= 0) & (soff[m] % isz == 0) & (start + cnt <= vals.size)
+            ok = (soff[m] >= 0) & (soff[m] % isz == 0) & (start + cnt <= nvals)
             out[m[ok & (cnt == 0)]] = -1
             q = np.flatnonzero(ok & (cnt > 0))
             if q.size:
-                out[m[q]] = _range_max_query(vals, start[q], start[q] + cnt[q])
+                # a range past the data also reads zeros, which no index value is below
+                lo, hi = start[q], start[q] + cnt[q]
+                mx = np.zeros(q.size, np.int64)
+                d_in = lo < have
+                if d_in.any():
+                    mx[d_in] = _range_max_query(vals, lo[d_in], np.minimum(hi[d_in], have))
+                out[m[q]] = mx
         return out
 
     # ------------------------------------------------------------------ front end
@@ -1244,6 +1314,11 @@ def _record_rows(sd: dict[str, np.ndarray], per: np.ndarray, per_inst: np.ndarra
     key[:, F["svoff"]] = np.where(a_op[r_act] == _OP["DrawIndexedX"], base, 0)
     nomerge = (flags[a_cmd[r_act]] & FLAG_NOMERGE) != 0
     return key, r_act, rep(sd["ord"]), inst, sub, rep(array_form), nomerge
+
+
+_CONTRACT_FIELDS = ("contract", "layout_none", "lift", "lift_all")
+"""The fields of a pipeline form that :meth:`_Expander._contract` reads for an array clause
+(``rec_words`` follows ``lift``); its records' own columns give the rest."""
 
 
 def _range_max_query(vals: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
