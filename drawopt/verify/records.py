@@ -34,7 +34,7 @@ import numpy as np
 
 from drawopt._accel import load_cext
 from drawopt.errors import UsageError
-from drawopt.ir.arrayset import unique, unique_columns
+from drawopt.ir.arrayset import unique
 from drawopt.ir.decls import Buffer, Decls, Pipeline, View
 from drawopt.ir.ops import (
     BY_NAME,
