@@ -194,11 +194,13 @@ class OptimizeResult:
 
     def explain(self, limit: int | None = None) -> Explanation:
         """Why adjacent draw calls of the output were left unmerged (:func:`drawopt.explain.explain`)."""
+        from drawopt.analysis.costmodel import get_target
         from drawopt.explain import explain
 
         an = self.analyses(self.stream)
+        keys = an.mdi_keys if get_target(self.target).mdi else None
         return explain(self.stream, self.target, self.reorder, limit=limit, table=an.table, facts=an.facts,
-                       classes=an.classes(self.target), graph=lambda: an.graph)
+                       classes=an.classes(self.target), graph=lambda: an.graph, keys=keys)
 
     def __repr__(self) -> str:
         return (f"OptimizeResult({len(self.input)} -> {len(self.stream)} commands, target={self.target}, "
@@ -243,6 +245,14 @@ class StreamAnalyses:
 
         return hazard_graph(self.stream, reorder=self.reorder)
 
+    @cached_property
+    def mdi_keys(self) -> np.ndarray:
+        """The draws' state keys under the mdi rule (``state_keys(facts, MDI.state_except)``), which
+        the mdi call classes and the explanation on an mdi target both compare."""
+        from drawopt.analysis.mergeclass import MDI, state_keys
+
+        return state_keys(self.facts, MDI.state_except)
+
     def classes(self, target: str) -> np.ndarray:
         """The call classes of the draws on ``target`` (:func:`drawopt.analysis.mergeclass.call_classes`)."""
         from drawopt.analysis.costmodel import get_target
@@ -251,7 +261,7 @@ class StreamAnalyses:
         mdi = bool(get_target(target).mdi)
         got = self._classes.get(mdi)
         if got is None:
-            got = self._classes[mdi] = call_classes(self.facts, mdi=mdi)
+            got = self._classes[mdi] = call_classes(self.facts, mdi=mdi, keys=self.mdi_keys if mdi else None)
         return got
 
 

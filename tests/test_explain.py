@@ -103,6 +103,19 @@ def test_the_hazard_graph_explains_as_the_full_graph_does(kind: str) -> None:
             assert explain(s, target, pol).to_json() == explain(s, target, pol, graph=build_graph(s, pol)).to_json()
 
 
+@pytest.mark.parametrize("kind", ["frame", "gpu-driven", "bundle"])
+def test_given_state_keys_explain_as_their_own(kind: str) -> None:
+    """``keys`` (the mdi state keys the report shares with the call classes) changes nothing."""
+    from drawopt.analysis.mergeclass import MDI, draw_facts, state_keys
+    from drawopt.analysis.state import track
+
+    s = generate(kind, 1500, seed=7)
+    facts = draw_facts(s, track(s))
+    keys = state_keys(facts, MDI.state_except)
+    for target in ("d3d12", "xbox-one"):
+        assert explain(s, target, facts=facts, keys=keys).to_json() == explain(s, target).to_json()
+
+
 def test_nomerge_and_kind_and_contract() -> None:
     b = base()
     b.DrawInstanced(3, 1, 0, 0)
