@@ -474,13 +474,21 @@ def _x_id_limit(stream: Stream, facts: DrawFacts, a: np.ndarray, b: np.ndarray) 
     """Consecutive DrawIndexedX of an x-contract pipeline where the first used the last draw id."""
     out = np.zeros(a.shape[0], bool)
     both = np.flatnonzero((facts.op[a] == _DX) & (facts.op[b] == _DX))
-    for i in both.tolist():
-        p = facts.pipeline(int(a[i]))
-        k = p.x_vertex_bits if p is not None else None
-        if k is None:
-            continue
-        slot = int(facts.args[a[i], Op.DrawIndexedX.col("index_offset")]) >> k
-        out[i] = slot == (1 << (32 - k)) - 1
+    if not both.size:
+        return out
+    # the vertex bits of each pipeline's x contract (-1: none), looked up per pipeline once
+    decls = facts.stream.decls
+    bits = np.full(len(decls) + 1, -1, np.int64)
+    for p in np.unique(facts.pipe[a[both]]).tolist():
+        d = decls[p] if p >= 0 else None
+        k = d.x_vertex_bits if isinstance(d, Pipeline) else None
+        if k is not None:
+            bits[p] = k
+    k = bits[facts.pipe[a[both]]]  # (pipe -1: the last entry, -1)
+    has = k >= 0
+    i, k = both[has], k[has]
+    slot = facts.args[a[i], Op.DrawIndexedX.col("index_offset")].astype(np.int64) >> k
+    out[i] = slot == (np.int64(1) << (32 - k)) - 1
     return out
 
 
