@@ -151,7 +151,8 @@ def _slot_label(k: int, pipe: Pipeline | None) -> str:
 
 def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *, limit: int | None = None,
             table: StateTable | None = None, graph: Any = None, use_graph: bool = True,
-            facts: DrawFacts | None = None, classes: np.ndarray | None = None) -> Explanation:
+            facts: DrawFacts | None = None, classes: np.ndarray | None = None,
+            keys: np.ndarray | None = None) -> Explanation:
     """Explain every adjacent pair of draw calls left unmerged (module docstring).
 
     Parameters
@@ -163,10 +164,12 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
         The reorder policy of the dependency graph (for data hazards).
     limit : int, optional
         Keep at most this many items (every pair is still counted).
-    table, graph, facts, classes : optional
+    table, graph, facts, classes, keys : optional
         Analyses already computed (``graph``: the hazard graph or ``build_graph``'s under
         ``reorder``, or a function that returns one, called only if it is needed;
-        ``classes``: :func:`~drawopt.analysis.mergeclass.call_classes` of ``facts`` on ``target``).
+        ``classes``: :func:`~drawopt.analysis.mergeclass.call_classes` of ``facts`` on ``target``;
+        ``keys``: on an mdi target, ``state_keys(facts, MDI.state_except)``, which ``call_classes``
+        compares too).
     use_graph : bool
         Look for data hazards in the dependency graph (building it costs time on
         large streams); without it, pairs with a data hazard are reported by their
@@ -182,13 +185,30 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
     m = d - 1
     a, b = np.arange(m), np.arange(1, d)
     cat = np.full(m, -1, np.int64)  # index into CATEGORIES
-    detail = np.full(m, "", dtype=object)
+    detail = np.zeros(m, np.int64)  # index into names: the detail strings, each once
+    names: list[str] = [""]
+    name_id: dict[str, int] = {"": 0}
+
+    def intern(x: str) -> int:
+        i = name_id.get(x)
+        if i is None:
+            i = name_id[x] = len(names)
+            names.append(x)
+        return i
+
     undecided = np.ones(m, bool)
 
-    def assign(mask: np.ndarray, category: str, det: np.ndarray | str) -> None:
+    def assign(mask: np.ndarray, category: str, det: np.ndarray | str, code: np.ndarray | None = None) -> None:
+        """The undecided pairs of ``mask`` get ``category`` and their detail: ``det`` (a string, or
+        one per pair), or with ``code`` the entry ``det[code[i]]`` of the table ``det``."""
         sel = undecided & mask
         cat[sel] = CATEGORIES.index(category)
-        detail[sel] = det[sel] if isinstance(det, np.ndarray) else det
+        if code is not None:
+            detail[sel] = np.array([intern(str(x)) for x in det.tolist()], np.int64)[code[sel]]
+        elif isinstance(det, np.ndarray):
+            detail[sel] = [intern(str(x)) for x in det[sel].tolist()]
+        else:
+            detail[sel] = intern(det)
         undecided[sel] = False
 
     cmd = facts.cmd
@@ -208,10 +228,10 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
     if has_fence.any():
         fidx = np.flatnonzero(fence)
         first_f = fidx[np.searchsorted(fidx, cmd[:-1] + 1)[has_fence]]
-        names = np.array([_fence_desc(stream, int(c)) for c in first_f], dtype=object)
-        det = np.full(m, "", dtype=object)
-        det[has_fence] = names
-        assign(has_fence, "hazard", det)
+        uf, finv = np.unique(first_f, return_inverse=True)  # each separating command described once
+        code = np.zeros(m, np.int64)
+        code[has_fence] = finv.reshape(-1)
+        assign(has_fence, "hazard", np.array([_fence_desc(stream, c) for c in uf.tolist()], dtype=object), code)
     # 2. pinned
     pin = facts.pinned[a] | facts.pinned[b]
     if pin.any():
@@ -221,12 +241,12 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
     # 3. call kinds
     cls = classes if classes is not None else call_classes(facts, mdi=bool(model.mdi))
     fam_a, fam_b = _family(facts, a), _family(facts, b)
-    assign(fam_a != fam_b, "kind", _KIND_PAIRS[fam_a * len(_KIND_NAMES) + fam_b])
+    assign(fam_a != fam_b, "kind", _KIND_PAIRS, fam_a * len(_KIND_NAMES) + fam_b)
     auto = np.isin(facts.op, _AUTO)
     assign(auto[a] | auto[b], "kind", "a GPU-written draw count (Auto) is never merged")
     # 4. state (under the broadest rule the target has)
     except_slots = MDI.state_except if model.mdi else ()
-    sk = state_keys(facts, except_slots)
+    sk = keys if keys is not None and model.mdi else state_keys(facts, except_slots)
     diff_state = sk[a] != sk[b]
     if diff_state.any():
         # the rows of the two sides, masked as each side's merge test masks them, compared once per
@@ -244,12 +264,8 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
         # contract: every differing slot is a root parameter of constants that a contract could lift
         contract = np.zeros(m, bool)
         contract[idx] = _liftable(facts, ra, rb)[kid]
-        det = np.full(m, "", dtype=object)
-        det[contract] = _SLOT_NAMES[first[contract]]
-        assign(contract, "contract", det)
-        det = np.full(m, "", dtype=object)
-        det[diff_state] = _SLOT_NAMES[first[diff_state]]  # (-1: the last entry, "state")
-        assign(diff_state, "state", det)
+        assign(contract, "contract", _SLOT_NAMES, first)
+        assign(diff_state, "state", _SLOT_NAMES, first)  # (-1: the last entry, "state")
     # DrawIndexedX pairs with equal state: packed unless something is between them or the target does not pack
     xx = is_x[a] & is_x[b]
     assign(xx & _x_id_limit(stream, facts, a, b), "limit",
@@ -303,16 +319,18 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
             why[i] = msg
         assign(short, "cost", why)
     # 8. nothing
-    assign(np.ones(m, bool), "mergeable", np.where(merge_inst, "merge-instances would merge them",
-                                                    "mdi would batch them (run the default pipeline)"))
+    assign(np.ones(m, bool), "mergeable", _MERGEABLE, (~merge_inst).astype(np.int64))
     # results
     keep = considered
     ex.pairs = int(np.count_nonzero(keep))
     per_cat = np.bincount(cat[keep], minlength=len(CATEGORIES)).tolist()
     ex.by_category = {c: v for c, v in zip(CATEGORIES, per_cat) if v}
     cnt: Counter[str] = Counter()  # keys in order of first appearance, as most_common's ties are
-    for (c, det), k in Counter(zip(cat[keep].tolist(), detail[keep].tolist())).items():
-        cnt[f"{CATEGORIES[c]}: {_detail_key(CATEGORIES[c], det)}"] += k
+    pair_key = cat[keep] * len(names) + detail[keep]  # (category, detail), counted in order of first appearance
+    ukey, ufirst, ucount = np.unique(pair_key, return_index=True, return_counts=True)
+    for key, k in zip(ukey[np.argsort(ufirst)].tolist(), ucount[np.argsort(ufirst)].tolist()):
+        c, det = CATEGORIES[key // len(names)], names[key % len(names)]
+        cnt[f"{c}: {_detail_key(c, det)}"] += k
     ex.by_detail = dict(cnt.most_common())
     items = np.flatnonzero(keep)
     if limit is not None:
@@ -320,7 +338,7 @@ def explain(stream: Stream, target: str = "d3d12", reorder: str = "declared", *,
     for i in items.tolist():
         c = CATEGORIES[int(cat[i])]
         ex.items.append(PairReason(int(cmd[i]), int(cmd[i + 1]), int(stream.line[cmd[i]]), int(stream.line[cmd[i + 1]]),
-                                   c, _message(stream, table, facts, i, c, str(detail[i]))))
+                                   c, _message(stream, table, facts, i, c, names[int(detail[i])])))
     return ex
 
 
@@ -361,25 +379,30 @@ _KIND_PAIRS = np.array([" and ".join(sorted((x, y))) + " cannot share a call" fo
 """The message of a pair of families ``a``, ``b``: entry ``a * 4 + b``."""
 _SLOT_NAMES = np.array([*SLOTS, "state"], dtype=object)
 """Slot names by index; index -1 (no differing slot) is "state"."""
+_MERGEABLE = np.array(["merge-instances would merge them", "mdi would batch them (run the default pipeline)"],
+                      dtype=object)
 
 
 def _masked_cols(facts: DrawFacts, except_slots: tuple[str, ...], draws: np.ndarray) -> np.ndarray:
     """bool[len(draws), NSLOTS]: the columns the merge test of each of ``draws`` ignores."""
     pipe = facts.pipe[draws]
-    out = np.zeros((draws.shape[0], NSLOTS), bool)
+    row = np.zeros(NSLOTS, bool)  # what every draw's test ignores
     for s in except_slots:
         if s in SLOT_INDEX:
-            out[:, SLOT_INDEX[s]] = True
+            row[SLOT_INDEX[s]] = True
     clauses = tuple(c for c in except_slots if c in ("x", "draw_data", "instance_data"))
     if "perdraw" in except_slots:
         clauses = ("x", "draw_data", "instance_data")
-    if clauses:
-        for p in unique(pipe):
-            decl = facts.stream.decls[int(p)] if p >= 0 else None
-            params = perdraw_params(decl if isinstance(decl, Pipeline) else None, clauses)
-            if params:
-                out[np.ix_(pipe == p, [ROOT0 + q for q in params if q < 16])] = True
-    return out
+    if not clauses:
+        return np.broadcast_to(row, (draws.shape[0], NSLOTS)).copy()
+    up, pinv = np.unique(pipe, return_inverse=True)  # one row per pipeline: its contract's parameters too
+    rows = np.tile(row, (up.shape[0], 1))
+    for j, p in enumerate(up.tolist()):
+        decl = facts.stream.decls[int(p)] if p >= 0 else None
+        params = perdraw_params(decl if isinstance(decl, Pipeline) else None, clauses)
+        if params:
+            rows[j, [ROOT0 + q for q in params if q < 16]] = True
+    return rows[pinv.reshape(-1)]
 
 
 def _liftable(facts: DrawFacts, ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
@@ -452,13 +475,21 @@ def _x_id_limit(stream: Stream, facts: DrawFacts, a: np.ndarray, b: np.ndarray) 
     """Consecutive DrawIndexedX of an x-contract pipeline where the first used the last draw id."""
     out = np.zeros(a.shape[0], bool)
     both = np.flatnonzero((facts.op[a] == _DX) & (facts.op[b] == _DX))
-    for i in both.tolist():
-        p = facts.pipeline(int(a[i]))
-        k = p.x_vertex_bits if p is not None else None
-        if k is None:
-            continue
-        slot = int(facts.args[a[i], Op.DrawIndexedX.col("index_offset")]) >> k
-        out[i] = slot == (1 << (32 - k)) - 1
+    if not both.size:
+        return out
+    # the vertex bits of each pipeline's x contract (-1: none), looked up per pipeline once
+    decls = facts.stream.decls
+    bits = np.full(len(decls) + 1, -1, np.int64)
+    for p in np.unique(facts.pipe[a[both]]).tolist():
+        d = decls[p] if p >= 0 else None
+        k = d.x_vertex_bits if isinstance(d, Pipeline) else None
+        if k is not None:
+            bits[p] = k
+    k = bits[facts.pipe[a[both]]]  # (pipe -1: the last entry, -1)
+    has = k >= 0
+    i, k = both[has], k[has]
+    slot = facts.args[a[i], Op.DrawIndexedX.col("index_offset")].astype(np.int64) >> k
+    out[i] = slot == (np.int64(1) << (32 - k)) - 1
     return out
 
 

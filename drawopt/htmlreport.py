@@ -32,9 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from drawopt.ir.ops import Cat
 from drawopt.ir.stream import Stream
-from drawopt.result import ROWS, SMALLER_IS_BETTER
+from drawopt.result import ROWS, SMALLER_IS_BETTER, state_run_lengths
 
 if TYPE_CHECKING:
     from drawopt.analysis.state import StateTable
@@ -57,15 +56,7 @@ def run_lengths(stream: Stream, table: StateTable | None = None) -> list[int]:
     """
     from drawopt.analysis.state import track
 
-    table = table if table is not None else track(stream)
-    d = table.draws.shape[0]
-    if d == 0:
-        return []
-    nonstate = np.concatenate([[0], np.cumsum(stream.cats() != int(Cat.STATE))])
-    c = table.draws
-    between = (nonstate[c[1:]] - nonstate[c[:-1] + 1]) > 0
-    brk = np.r_[True, (table.state[1:] != table.state[:-1]) | between]
-    return np.bincount(np.cumsum(brk) - 1).tolist()
+    return state_run_lengths(stream, table if table is not None else track(stream))
 
 
 def add_details(report: dict[str, Any], res: OptimizeResult) -> None:
@@ -81,8 +72,8 @@ def add_details(report: dict[str, Any], res: OptimizeResult) -> None:
     """
     ex = res.explain(limit=EXPLAIN_ITEMS)
     report["explain"] = ex.to_json()
-    report["run_lengths"] = {"before": _hist(run_lengths(res.input, res.analyses(res.input).table)),
-                             "after": _hist(run_lengths(res.stream, res.analyses(res.stream).table))}
+    report["run_lengths"] = {"before": _hist(res.analyses(res.input).run_lengths),
+                             "after": _hist(res.analyses(res.stream).run_lengths)}
 
 
 def _hist(lengths: list[int]) -> dict[str, int]:

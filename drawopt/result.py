@@ -18,7 +18,7 @@ its time) are counted while the passes run.
 from __future__ import annotations
 
 __all__ = ["optimize", "OptimizeResult", "OptimizeReport", "PassFigures", "ROWS", "SMALLER_IS_BETTER",
-           "StreamAnalyses", "verdict_line", "summary_table", "report_to_json"]
+           "StreamAnalyses", "state_run_lengths", "verdict_line", "summary_table", "report_to_json"]
 
 import copy
 import json
@@ -155,7 +155,8 @@ class OptimizeResult:
     def __init__(self, stream: Stream, input: Stream, *, target: str, reorder: str, pipeline: list[str],
                  passes: list[PassFigures], verified: bool | None = None,
                  state_of: Callable[[Stream], StateTable | None] | None = None,
-                 findings_of: Callable[[Stream], Mapping[str, int] | None] | None = None) -> None:
+                 findings_of: Callable[[Stream], Mapping[str, int] | None] | None = None,
+                 input_figures: dict[str, Any] | None = None, input_run_lengths: list[int] | None = None) -> None:
         self.stream = stream
         self.rejected = [p.rejected for p in passes if p.rejected]
         """Why passes were rolled back (one line each; empty when every pass's output was kept)."""
@@ -166,6 +167,7 @@ class OptimizeResult:
         self._passes = passes
         self.verified = verified
         self._state_of, self._findings_of = state_of, findings_of
+        self._input_figures, self._input_runs = input_figures, input_run_lengths
         self._analyses: dict[int, StreamAnalyses] = {}
         self.stage_seconds: dict[str, float] = {}
         """The pass manager's time outside the passes (:attr:`drawopt.passmanager.PassManager.stage_seconds`)."""
@@ -175,30 +177,37 @@ class OptimizeResult:
         figures, :meth:`explain` and the HTML report's run lengths compute each one once.
 
         Where the pass manager handed over its own (``state_of`` / ``findings_of``: its state
-        table and findings per rule of a stream, or None), they are used instead."""
+        table and findings per rule of a stream, or None), they are used instead; so are the
+        input's figures and run lengths when they were taken early (``input_figures`` /
+        ``input_run_lengths``: :func:`optimize`'s ``early_input``)."""
         got = self._analyses.get(id(stream))
         if got is None or got.stream is not stream:
             table = self._state_of(stream) if self._state_of is not None else None
             counts = self._findings_of(stream) if self._findings_of is not None else None
             got = self._analyses[id(stream)] = StreamAnalyses(stream, self.reorder, table=table,
                                                               finding_counts=counts)
+            if stream is self.input and self._input_runs is not None:
+                got.run_lengths = self._input_runs
         return got
 
     @cached_property
     def report(self) -> OptimizeReport:
         """The :class:`OptimizeReport` (the whole-stream figures are computed on first access)."""
-        before = stream_figures(self.input, self.target, self.reorder, analyses=self.analyses(self.input))
+        before = (copy.deepcopy(self._input_figures) if self._input_figures is not None else
+                  stream_figures(self.input, self.target, self.reorder, analyses=self.analyses(self.input)))
         after = (copy.deepcopy(before) if self.stream is self.input else
                  stream_figures(self.stream, self.target, self.reorder, analyses=self.analyses(self.stream)))
         return OptimizeReport(self.target, self.reorder, self.pipeline, before, after, self._passes, self.verified)
 
     def explain(self, limit: int | None = None) -> Explanation:
         """Why adjacent draw calls of the output were left unmerged (:func:`drawopt.explain.explain`)."""
+        from drawopt.analysis.costmodel import get_target
         from drawopt.explain import explain
 
         an = self.analyses(self.stream)
+        keys = an.mdi_keys if get_target(self.target).mdi else None
         return explain(self.stream, self.target, self.reorder, limit=limit, table=an.table, facts=an.facts,
-                       classes=an.classes(self.target), graph=lambda: an.graph)
+                       classes=an.classes(self.target), graph=lambda: an.graph, keys=keys)
 
     def __repr__(self) -> str:
         return (f"OptimizeResult({len(self.input)} -> {len(self.stream)} commands, target={self.target}, "
@@ -243,6 +252,19 @@ class StreamAnalyses:
 
         return hazard_graph(self.stream, reorder=self.reorder)
 
+    @cached_property
+    def run_lengths(self) -> list[int]:
+        """The lengths of the same-state runs of draw calls (:func:`state_run_lengths`)."""
+        return state_run_lengths(self.stream, self.table)
+
+    @cached_property
+    def mdi_keys(self) -> np.ndarray:
+        """The draws' state keys under the mdi rule (``state_keys(facts, MDI.state_except)``), which
+        the mdi call classes and the explanation on an mdi target both compare."""
+        from drawopt.analysis.mergeclass import MDI, state_keys
+
+        return state_keys(self.facts, MDI.state_except)
+
     def classes(self, target: str) -> np.ndarray:
         """The call classes of the draws on ``target`` (:func:`drawopt.analysis.mergeclass.call_classes`)."""
         from drawopt.analysis.costmodel import get_target
@@ -251,7 +273,7 @@ class StreamAnalyses:
         mdi = bool(get_target(target).mdi)
         got = self._classes.get(mdi)
         if got is None:
-            got = self._classes[mdi] = call_classes(self.facts, mdi=mdi)
+            got = self._classes[mdi] = call_classes(self.facts, mdi=mdi, keys=self.mdi_keys if mdi else None)
         return got
 
 
@@ -273,6 +295,30 @@ def stream_figures(stream: Stream, target: str, reorder: str, analyses: StreamAn
     figures.update(report_figures(stream, target, reorder, table=an.table, facts=an.facts,
                                   classes=an.classes(target), graph=lambda: an.graph))
     return figures
+
+
+def state_run_lengths(stream: Stream, table: StateTable) -> list[int]:
+    """Lengths of the runs of consecutive draw calls with one normalised state (only state commands
+    between), from the stream's state ``table`` (the HTML report's run-length plot).
+
+    >>> from drawopt.analysis.state import track
+    >>> from drawopt.gen import generate
+    >>> s = generate("quads", 4)
+    >>> state_run_lengths(s, track(s))
+    [1, 1, 1, 1]
+    """
+    import numpy as np
+
+    from drawopt.ir.ops import Cat
+
+    d = table.draws.shape[0]
+    if d == 0:
+        return []
+    nonstate = np.concatenate([[0], np.cumsum(stream.cats() != int(Cat.STATE))])
+    c = table.draws
+    between = (nonstate[c[1:]] - nonstate[c[:-1] + 1]) > 0
+    brk = np.r_[True, (table.state[1:] != table.state[:-1]) | between]
+    return np.bincount(np.cumsum(brk) - 1).tolist()
 
 
 def _n(k: int, one: str, many: str) -> str:
@@ -400,23 +446,42 @@ def _pass_names() -> list[str]:
     return list(PASSES)
 
 
-def optimize_result(stream: Stream, pm: Any, target: str, reorder: str) -> OptimizeResult:
-    """Run the pass manager ``pm`` over ``stream``, counting calls and state changes after each pass."""
+def optimize_result(stream: Stream, pm: Any, target: str, reorder: str, early_input: bool = False) -> OptimizeResult:
+    """Run the pass manager ``pm`` over ``stream``, counting calls and state changes after each pass.
+
+    ``early_input``: take the input's report figures and run lengths before the first pass, from
+    the pass manager's state table of the input (it releases that table once the passes have left
+    the input, and the report would track the input again)."""
+    import time
+
     from drawopt.stats import call_counts
 
     counts: list[dict[str, int]] = []
-    user_cb = pm.on_pass
+    early: dict[str, Any] = {}
+    user_cb, user_start = pm.on_pass, pm.on_start
 
     def on_pass(p: Any, res: Any) -> None:
         counts.append(call_counts(res.stream))
         if user_cb:
             user_cb(p, res)
 
-    pm.on_pass = on_pass
+    def on_start(p: Any) -> None:
+        table = pm.analyses.cached("state", stream) if early_input and not early else None
+        if table is not None:  # (the first pass of the first run: the input's table is the manager's)
+            t0 = time.perf_counter()
+            an = StreamAnalyses(stream, reorder, table=table,
+                                finding_counts=pm.analyses.cached("finding_counts", stream))
+            early["figures"] = stream_figures(stream, target, reorder, analyses=an)
+            early["run_lengths"] = an.run_lengths
+            early["seconds"] = time.perf_counter() - t0
+        if user_start:
+            user_start(p)
+
+    pm.on_pass, pm.on_start = on_pass, on_start
     try:
         out = pm.run(stream)
     finally:
-        pm.on_pass = user_cb
+        pm.on_pass, pm.on_start = user_cb, user_start
     counts = counts[len(counts) - len(pm.records):]   # a re-run (the final verify failed) reported twice
     figures = [PassFigures(str(p), r.seconds, r.modified, c["commands"], c["draw_calls"], c["state_changes"],
                            r.verified, r.report, r.rejected) for p, r, c in zip(pm.passes, pm.records, counts)]
@@ -430,9 +495,12 @@ def optimize_result(stream: Stream, pm: Any, target: str, reorder: str) -> Optim
 
     res = OptimizeResult(out, stream, target=target, reorder=reorder, pipeline=[str(p) for p in pm.passes],
                          passes=figures, verified=_verified(pm, out is stream), state_of=state_of,
-                         findings_of=findings_of)
+                         findings_of=findings_of, input_figures=early.get("figures"),
+                         input_run_lengths=early.get("run_lengths"))
     res.rejected = [r.rejected for r in pm.records if r.rejected]  # with the pipeline's own, if it kept the input
     res.stage_seconds = dict(pm.stage_seconds)
+    if "seconds" in early:
+        res.stage_seconds["report"] = early["seconds"]
     return res
 
 
@@ -454,7 +522,8 @@ def _verified(pm: Any, unchanged: bool) -> bool | None:
 def optimize(stream: Stream, passes: str | list[Pass] | None = None, *, target: str = "d3d12",
              reorder: str = "declared", verify_each: bool = False, verify: bool = True,
              on_start: Callable[[Pass], None] | None = None,
-             on_pass: Callable[[Pass, PassResult], None] | None = None, **options: Any) -> OptimizeResult:
+             on_pass: Callable[[Pass, PassResult], None] | None = None, early_input: bool = False,
+             **options: Any) -> OptimizeResult:
     """Run a pass pipeline over ``stream``; the result holds the optimized stream and a report.
 
     ``passes``: a pipeline string, a list of passes, or None for the default
@@ -463,7 +532,10 @@ def optimize(stream: Stream, passes: str | list[Pass] | None = None, *, target: 
     :class:`~drawopt.errors.UsageError`. ``verify`` (default on) checks the output
     against the input at the end and drops the passes that broke it; no pass may add
     a finding (module docstring). ``on_start(pass)`` / ``on_pass(pass, result)`` are
-    called before / after each pass (the CLI's progress line).
+    called before / after each pass (the CLI's progress line). ``early_input``: for a
+    caller that will read the report, take the input's figures before the first pass,
+    from the pass manager's state table of the input, instead of tracking the input
+    again for the report (their time is ``stage_seconds["report"]``).
 
     >>> import drawopt
     >>> from drawopt.gen import generate
@@ -480,4 +552,4 @@ def optimize(stream: Stream, passes: str | list[Pass] | None = None, *, target: 
     pipeline = check_optimize_args(passes, target, reorder, options)
     pm = PassManager(pipeline, verify_each=verify_each, reorder=reorder, target=target, verify=verify,
                      on_start=on_start, on_pass=on_pass)
-    return optimize_result(stream, pm, target, reorder)
+    return optimize_result(stream, pm, target, reorder, early_input=early_input)

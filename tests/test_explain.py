@@ -103,6 +103,19 @@ def test_the_hazard_graph_explains_as_the_full_graph_does(kind: str) -> None:
             assert explain(s, target, pol).to_json() == explain(s, target, pol, graph=build_graph(s, pol)).to_json()
 
 
+@pytest.mark.parametrize("kind", ["frame", "gpu-driven", "bundle"])
+def test_given_state_keys_explain_as_their_own(kind: str) -> None:
+    """``keys`` (the mdi state keys the report shares with the call classes) changes nothing."""
+    from drawopt.analysis.mergeclass import MDI, draw_facts, state_keys
+    from drawopt.analysis.state import track
+
+    s = generate(kind, 1500, seed=7)
+    facts = draw_facts(s, track(s))
+    keys = state_keys(facts, MDI.state_except)
+    for target in ("d3d12", "xbox-one"):
+        assert explain(s, target, facts=facts, keys=keys).to_json() == explain(s, target).to_json()
+
+
 def test_nomerge_and_kind_and_contract() -> None:
     b = base()
     b.DrawInstanced(3, 1, 0, 0)
@@ -215,3 +228,26 @@ def test_folded_vertex_buffer_windows_are_described_by_their_bindings() -> None:
     ex = explain(s, "d3d12")
     msgs = [it.reason for it in ex.items if it.category == "state" and "vertex_buffers" in it.reason]
     assert msgs == ["vertex_buffers differs: 0 nodata 0 12 vs 0 gpuverts 0 12"]
+
+
+def test_a_full_drawindexedx_run_is_a_limit() -> None:
+    """The draw-id bits (``x(vertex_bits=K)``): a DrawIndexedX whose index offset holds the last
+    draw id ends its packed run; one of a pipeline without the contract never does."""
+    x = StreamBuilder()
+    x.buffer("ib", 1 << 16)
+    x.target("rt", 64, 64)
+    x.pipeline("z", vs="pull", contract="x(vertex_bits=16)")
+    x.pipeline("w", vs="pull")
+    x.OMSetRenderTargets("rt")
+    x.SetPipelineState("z")
+    x.DrawIndexedX("ib", 0, "R16_UINT", 36, 0xFFFF << 16)  # draw id 65535: the last
+    x.DrawIndexedX("ib", 72, "R16_UINT", 36, 0)
+    x.DrawIndexedX("ib", 72, "R16_UINT", 36, 0xFFFE << 16)
+    x.DrawIndexedX("ib", 72, "R16_UINT", 36, 0)
+    x.SetPipelineState("w")
+    x.DrawIndexedX("ib", 0, "R16_UINT", 36, 0xFFFF << 16)
+    x.DrawIndexedX("ib", 72, "R16_UINT", 36, 0)
+    ex = explain(x.build(), "xbox-series")  # (it runs them unpacked: every pair is listed)
+    got = [(it.a, it.category) for it in ex.items]
+    assert got == [(2, "limit"), (3, "cost"), (4, "cost"), (5, "state"), (7, "cost")], got
+    assert ex.items[0].reason == "the DrawIndexedX draw-id bits are used up (a packed run is full)"

@@ -89,3 +89,50 @@ def test_an_unchanged_stream_has_equal_before_and_after() -> None:
     rep = OptimizeResult(s, s, target="d3d12", reorder="declared", pipeline=[], passes=[]).report
     assert rep.before == rep.after and rep.before is not rep.after
     assert rep.before["by_command"] is not rep.after["by_command"]
+
+
+def test_the_mdi_state_keys_are_computed_once_per_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mdi call classes (report figures) and the explanation of the output compare the same
+    state keys: the report computes them once per stream (they were computed twice for the output)."""
+    import drawopt.analysis.mergeclass as mc
+    import drawopt.explain as explain_mod
+
+    res = optimize(generate("frame", 600, seed=3))
+    calls: Counter[int] = Counter()
+    real = mc.state_keys
+
+    def counting(facts, except_slots=()):
+        if except_slots == mc.MDI.state_except:
+            calls[id(facts.stream)] += 1
+        return real(facts, except_slots)
+
+    monkeypatch.setattr(mc, "state_keys", counting)
+    monkeypatch.setattr(explain_mod, "state_keys", counting)
+    report = res.report.to_json()
+    add_details(report, res)
+    assert calls == {id(res.input): 1, id(res.stream): 1}, calls
+
+
+@pytest.mark.parametrize("target", ["d3d12", "xbox-one"])
+def test_early_input_figures_are_the_reports_and_track_nothing_again(monkeypatch: pytest.MonkeyPatch,
+                                                                    target: str) -> None:
+    """``early_input`` (the CLI) takes the input's figures and run lengths from the pass manager's
+    table before the first pass: the report tracks no stream again (the output's table is handed
+    over too), and its figures and details are the lazy report's."""
+    s = generate("frame", 600, seed=3)
+    lazy = optimize(s, target=target)
+    want = lazy.report.to_json()
+    add_details(want, lazy)
+    res = optimize(s, target=target, early_input=True)
+    assert res.stage_seconds["report"] >= 0.0
+    tracked = _counting(monkeypatch, state_mod, "track")
+    got = res.report.to_json()
+    add_details(got, res)
+    assert tracked == {}, tracked
+    for j in (want, got):
+        j.pop("total_seconds")
+        for p in j["passes"]:
+            p.pop("seconds")
+    assert got == want
+    empty = optimize(s, passes="", target=target, early_input=True)  # no pass: nothing taken early
+    assert "report" not in empty.stage_seconds and empty.report.before == lazy.report.before

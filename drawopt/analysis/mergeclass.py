@@ -497,7 +497,7 @@ def _cpu_args(stream: Stream, facts: DrawFacts) -> np.ndarray:
     return out
 
 
-def call_classes(facts: DrawFacts, mdi: bool = True) -> np.ndarray:
+def call_classes(facts: DrawFacts, mdi: bool = True, keys: np.ndarray | None = None) -> np.ndarray:
     """Per draw, its *call class*: draws that some pass could turn into one API call.
 
     Two draws share a class when ``mdi`` (the target has multi-draw-indirect and
@@ -508,7 +508,8 @@ def call_classes(facts: DrawFacts, mdi: bool = True) -> np.ndarray:
     ``mdi``, the classes of ``instances`` and ``ranges`` apply (same normalised
     state and draw command). ``DrawIndexedX`` calls, ``Auto`` variants, pinned
     draws and draws without a pipeline are alone in their class. Ids are in
-    first-appearance order.
+    first-appearance order. ``keys``: ``state_keys(facts, MDI.state_except)`` if already known
+    (read only with ``mdi``).
     """
     n = len(facts)
     if n == 0:
@@ -526,7 +527,7 @@ def call_classes(facts: DrawFacts, mdi: bool = True) -> np.ndarray:
         kind = facts.op.copy()
         buf[:] = np.where(_IS_DIRECT[facts.op], -1, np.arange(n))  # indirect: alone
     uniq = np.where(alone, np.arange(n) + 1, 0)
-    state = state_keys(facts, MDI.state_except) if mdi else facts.nstate
+    state = (keys if keys is not None else state_keys(facts, MDI.state_except)) if mdi else facts.nstate
     # a lifted (draw_data) batch needs every member CPU-known: GPU-written indirect draws keep their state
     state = np.where(gpu_ind, -1 - facts.nstate, state)
     key = np.stack([state, kind, buf, uniq], axis=1)
