@@ -69,16 +69,21 @@ def values_ok(op, args, var_off, var_len, pool, lo, hi, mask, hcol, hmask, vlo, 
     cdef bint bad = False
     cdef const int8_t* kp
     cdef const int64_t* hp
+    cdef const int64_t* row
+    cdef const int64_t* rlo
+    cdef const int64_t* rhi
+    cdef const int64_t* rm
     if a.shape[0] != n or off.shape[0] != n or ln.shape[0] != n or tlo.shape[1] != ncol \
             or thi.shape[1] != ncol or tm.shape[1] != ncol or kd.shape[0] < 1 or kd.shape[0] < ndecl \
-            or hs.shape[0] < ndecl:
+            or hs.shape[0] < ndecl or ncol < 1:
         raise ValueError("op/args/var_off/var_len and the tables must have matching shapes")
     kp, hp = &kd[0], &hs[0]
     with nogil:
         for i in range(n):
             c = o[i]
+            row, rlo, rhi, rm = &a[i, 0], &tlo[c, 0], &thi[c, 0], &tm[c, 0]
             for j in range(ncol):
-                bad |= _bad(a[i, j], tlo[c, j], thi[c, j], tm[c, j], kp, ndecl)
+                bad |= _bad(row[j], rlo[j], rhi[j], rm[j], kp, ndecl)
             h = hc[c]
             if h >= 0:
                 bad |= _bad_heapref(a[i, h], hm[c], kp, hp, ndecl)

@@ -6,21 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_stream_check import error
 
 import drawopt.ir.stream as stream_mod
 from drawopt._accel import load_cext
 from drawopt.gen import generate
-from drawopt.ir.stream import _KIND_CODE, Stream, StreamCheckError, _stream_tables, _values_ok_py
+from drawopt.ir.stream import _KIND_CODE, Stream, _stream_tables, _values_ok_py
 
 KERN = load_cext("_streamcheck", False)
-
-
-def error(s: Stream) -> tuple[str, int, int] | None:
-    try:
-        s.check()
-    except StreamCheckError as e:
-        return str(e), e.cmd, e.arg
-    return None
 
 
 def mutants(seed: int, count: int) -> list[Stream]:
