@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 
-from drawopt._accel import load_cext
 from drawopt.ir import codec
 from drawopt.ir.decls import Buffer, Decl, Decls, Depth, Heap, Pipeline, RootParam, RootSig, Target, Texture, View
 from drawopt.ir.ops import BY_CODE, BY_NAME, INDEX_SIZE, MAX_OPCODE, NARGS, OPS, Cat, OpSpec
@@ -271,13 +270,15 @@ def _check(s: Stream) -> None:
     n = len(s)
     if n == 0:
         return
-    bad = (s.op > MAX_OPCODE) | ~_KNOWN[np.minimum(s.op, MAX_OPCODE)]
+    known = np.zeros(MAX_OPCODE + 1, bool)
+    known[[o.code for o in OPS]] = True
+    bad = (s.op > MAX_OPCODE) | ~known[np.minimum(s.op, MAX_OPCODE)]
     if bad.any():
         i = int(np.argmax(bad))
         raise StreamCheckError(f"unknown opcode {int(s.op[i])}", i)
     # compare without adding, so a hostile var_off near 2^63 cannot wrap
     outside = (s.var_len < 0) | (s.var_off < 0) | (s.var_off > s.pool.shape[0] - s.var_len.astype(np.int64))
-    if outside.any():
+    if outside.any():  # (the one owner of this rule: the .npz reader reports this message)
         i = int(np.argmax(outside))
         raise StreamCheckError(f"variadic arguments [{int(s.var_off[i])}, +{int(s.var_len[i])}) outside the pool "
                                f"of {s.pool.shape[0]} values", i)
@@ -290,14 +291,6 @@ def _check(s: Stream) -> None:
     counts = np.bincount(s.op, minlength=MAX_OPCODE + 1)
     ends = np.cumsum(counts)
     starts = ends - counts
-    if _values_ok(s, kinds):
-        # every value and tail length is valid (the loop below would raise nothing before a rule):
-        # only the rules remain, in the same order, on the argument columns they read
-        for sp in _RULE_OPS:
-            where = order[starts[sp.code]:ends[sp.code]]
-            if where.size:
-                _RULES[sp.name](s, sp, where, _Rows(s.args, where))
-        return
     pool = _compact_pool(s)
     elem_op = np.repeat(s.op, s.var_len) if pool is not None else None
     for sp in OPS:
@@ -362,148 +355,6 @@ def _ragged_locator(where: np.ndarray, lens: np.ndarray, nfixed: int):
 
 
 _KIND_CODE = {"buffer": 1, "texture": 2, "target": 3, "depth": 4, "heap": 5, "view": 6, "rootsig": 7, "pipeline": 8}
-_KNOWN = np.zeros(MAX_OPCODE + 1, bool)
-_KNOWN[[o.code for o in OPS]] = True
-
-
-class _Rows:
-    """The argument rows of the commands ``where``, gathered one column at a time when a rule
-    reads it (``rows[:, j]``; a rule reads two or three of the six)."""
-
-    def __init__(self, args: np.ndarray, where: np.ndarray) -> None:
-        self.args, self.where = args, where
-        self.shape = (int(where.shape[0]), args.shape[1])
-        self._cols: dict[int, np.ndarray] = {}
-
-    def __getitem__(self, key: tuple[slice, int]) -> np.ndarray:
-        j = key[1]
-        col = self._cols.get(j)
-        if col is None:
-            col = self._cols[j] = self.args[self.where, j]
-        return col
-
-
-# the value checks of _check_values as tables, per (opcode, column): bounds, and the declaration
-# kinds a reference may name (every kind where it names none); a heap reference, which splits
-# into a declaration and a slot, apart
-_ALL_KINDS = (1 << (max(_KIND_CODE.values()) + 1)) - 1
-_I64 = np.iinfo(np.int64)
-
-
-def _kind_mask(kinds: Sequence[str]) -> int:
-    return sum(1 << _KIND_CODE[k] for k in kinds)
-
-
-def _value_tables() -> dict[str, np.ndarray]:
-    """The vocabulary's value checks (:func:`_check_values`) as tables (:func:`_stream_tables`
-    puts in each stream's counts): per ``[opcode, column]`` ``lo``/``hi``/``mask`` (an unused
-    column must be 0; ``str``/``ref`` columns are marked in ``is_str``/``is_ref``), per opcode
-    ``hcol``/``hmask`` (its heap reference column), ``vlo``/``vhi``/``vmask``/``vheap``/``vstr``/
-    ``vref`` for its variadic values and ``vmin``/``vmax`` for its tail length."""
-    k = MAX_OPCODE + 1
-    t = {"lo": np.zeros((k, NARGS), np.int64), "hi": np.zeros((k, NARGS), np.int64),
-         "mask": np.full((k, NARGS), _ALL_KINDS, np.int64), "is_str": np.zeros((k, NARGS), bool),
-         "is_ref": np.zeros((k, NARGS), bool), "hcol": np.full(k, -1, np.int64), "hmask": np.zeros(k, np.int64),
-         "vlo": np.zeros(k, np.int64), "vhi": np.zeros(k, np.int64), "vmask": np.full(k, _ALL_KINDS, np.int64),
-         "vheap": np.zeros(k, np.int8), "vstr": np.zeros(k, bool), "vref": np.zeros(k, bool),
-         "vmin": np.zeros(k, np.int64), "vmax": np.zeros(k, np.int64)}
-    for sp in OPS:
-        c = sp.code
-        for j, a in enumerate((*sp.args, sp.var)):
-            if a is None:
-                continue
-            var = j == len(sp.args)
-            lo, hi, mask, is_str, is_ref = 0, 0, _ALL_KINDS, False, False
-            if a.kind in _LIMITS:
-                lo, hi = _LIMITS[a.kind]
-            elif a.kind == "enum":
-                hi = len(a.values) - 1
-            elif a.kind == "str":
-                is_str = True
-            elif a.kind == "ref":
-                is_ref, mask = True, _kind_mask(a.ref)
-            elif a.kind == "heapref":
-                lo, hi = int(_I64.min), int(_I64.max)
-                if var:
-                    t["vheap"][c] = 1
-                    mask = _kind_mask(("heap",))
-                else:
-                    assert t["hcol"][c] < 0, sp.name  # one heap reference per command
-                    t["hcol"][c], t["hmask"][c] = j, _kind_mask(("heap",))
-            else:  # pragma: no cover - the vocabulary's kinds
-                raise AssertionError(f"argument kind {a.kind} has no check")
-            if var:
-                t["vlo"][c], t["vhi"][c], t["vmask"][c], t["vstr"][c], t["vref"][c] = lo, hi, mask, is_str, is_ref
-                t["vmin"][c], t["vmax"][c] = sp.var_min, sp.var_max
-            else:
-                t["lo"][c, j], t["hi"][c, j], t["mask"][c, j] = lo, hi, mask
-                t["is_str"][c, j], t["is_ref"][c, j] = is_str, is_ref
-    return t
-
-
-_TABLES = _value_tables()
-
-
-def _stream_tables(nstr: int, ndecl: int) -> tuple[np.ndarray, ...]:
-    """:data:`_TABLES` with the bounds of string and declaration references put in (``nstr``
-    strings, ``ndecl`` declarations), in :func:`drawopt._streamcheck.values_ok`'s order:
-    ``lo, hi, mask, hcol, hmask, vlo, vhi, vmask, vheap, vmin, vmax``."""
-    t = _TABLES
-    hi, vhi = t["hi"].copy(), t["vhi"].copy()
-    hi[t["is_str"]], vhi[t["vstr"]] = nstr - 1, nstr - 1
-    hi[t["is_ref"]], vhi[t["vref"]] = ndecl - 1, ndecl - 1
-    return (t["lo"], hi, t["mask"], t["hcol"], t["hmask"], t["vlo"], vhi, t["vmask"], t["vheap"], t["vmin"],
-            t["vmax"])
-
-
-def _values_ok(s: Stream, kinds: np.ndarray) -> bool:
-    """Whether every argument and variadic value of ``s`` passes :func:`_check_values` and every
-    tail length is one its opcode takes (the opcodes known, the tails inside the pool; ``kinds``:
-    the declarations' kind codes). The compiled pass (``drawopt._streamcheck``) or its pure twin
-    :func:`_values_ok_py`."""
-    hsizes = np.array([getattr(d, "size", 0) for d in s.decls.items] or [0], dtype=np.int64)
-    kern = load_cext("_streamcheck")
-    fn = kern.values_ok if kern is not None else _values_ok_py
-    return bool(fn(s.op, s.args, s.var_off, s.var_len, s.pool, *_stream_tables(len(s.strings), len(s.decls)),
-                   kinds, hsizes, len(s.decls)))
-
-
-def _bad_py(v: np.ndarray, lo: np.ndarray | int, hi: np.ndarray | int, mask: np.ndarray | int,
-            kinds: np.ndarray, ndecl: int) -> np.ndarray:
-    di = np.where((v >= 0) & (v < ndecl), v, 0)
-    return (v < lo) | (v > hi) | (((mask >> kinds[di].astype(np.int64)) & 1) == 0)
-
-
-def _bad_heapref_py(v: np.ndarray, mask: np.ndarray | int, kinds: np.ndarray, hsizes: np.ndarray,
-                    ndecl: int) -> np.ndarray:
-    di = v >> 32
-    inside = (di >= 0) & (di < ndecl)
-    d = np.where(inside, di, 0)
-    return ~inside | (((mask >> kinds[d].astype(np.int64)) & 1) == 0) | ((v & 0xFFFFFFFF) >= hsizes[d])
-
-
-def _values_ok_py(op: np.ndarray, args: np.ndarray, var_off: np.ndarray, var_len: np.ndarray, pool: np.ndarray,
-                  lo: np.ndarray, hi: np.ndarray, mask: np.ndarray, hcol: np.ndarray, hmask: np.ndarray,
-                  vlo: np.ndarray, vhi: np.ndarray, vmask: np.ndarray, vheap: np.ndarray, vmin: np.ndarray,
-                  vmax: np.ndarray, kinds: np.ndarray, hsizes: np.ndarray, ndecl: int) -> bool:
-    """The pure twin of ``drawopt._streamcheck.values_ok`` (same arguments, same answer), a column
-    at a time (``kinds`` holds at least one entry)."""
-    lens = var_len.astype(np.int64)
-    if ((lens < vmin[op]) | (lens > vmax[op])).any():
-        return False
-    for j in range(args.shape[1]):
-        if _bad_py(args[:, j], lo[op, j], hi[op, j], mask[op, j], kinds, ndecl).any():
-            return False
-    h = hcol[op]
-    rows = np.flatnonzero(h >= 0)
-    if rows.size and _bad_heapref_py(args[rows, h[rows]], hmask[op[rows]], kinds, hsizes, ndecl).any():
-        return False
-    vop = np.repeat(op, var_len)
-    vals = pool[ragged_index(var_off, var_len)]
-    heap = vheap[vop] != 0
-    if _bad_py(vals[~heap], vlo[vop[~heap]], vhi[vop[~heap]], vmask[vop[~heap]], kinds, ndecl).any():
-        return False
-    return not _bad_heapref_py(vals[heap], vmask[vop[heap]], kinds, hsizes, ndecl).any()
 
 
 def _check_values(sp: OpSpec, a, vals, locate, s: Stream, kinds, ndecl) -> None:
@@ -691,8 +542,6 @@ _RULES = {
     "SetDescriptorHeaps": _heaps_rule,
     "CopyBufferRegion": _copy_rule,
 }
-_RULE_OPS = tuple(sp for sp in OPS if sp.name in _RULES)
-"""The opcodes with a rule, in the order :func:`_check` runs them (:data:`OPS` order)."""
 
 
 # ---------------------------------------------------------------------- building
