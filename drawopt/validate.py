@@ -594,14 +594,14 @@ _RULE_FUNCS: tuple[tuple[str, Callable[[_Ctx], _Hits]], ...] = (
 """Each rule's id and function, in :data:`RULES` order."""
 
 
-def findings(stream: Stream, state: StateTable | None = None) -> list[Finding]:
+def findings(stream: Stream, state: StateTable | Scan | None = None) -> list[Finding]:
     """All findings of ``stream``, ordered by command then rule.
 
     Parameters
     ----------
     stream : Stream
-    state : StateTable, optional
-        The stream's state table (reused if it carries its scan).
+    state : StateTable or Scan, optional
+        The stream's scan, or its state table (reused if it carries its scan).
 
     Returns
     -------
@@ -615,7 +615,7 @@ def findings(stream: Stream, state: StateTable | None = None) -> list[Finding]:
     return out
 
 
-def finding_counts(stream: Stream, state: StateTable | None = None) -> Counter[str]:
+def finding_counts(stream: Stream, state: StateTable | Scan | None = None) -> Counter[str]:
     """Findings per rule of ``stream``: ``Counter(f.rule for f in findings(stream, state))``, without
     building the findings (no :class:`Finding` objects, no messages; the rules decide as for
     :func:`findings`). Rules with no finding are absent. The pass manager's post-condition.
@@ -633,5 +633,7 @@ def finding_counts(stream: Stream, state: StateTable | None = None) -> Counter[s
     return counts
 
 
-def _ctx(stream: Stream, state: StateTable | None) -> _Ctx:
+def _ctx(stream: Stream, state: StateTable | Scan | None) -> _Ctx:
+    if isinstance(state, Scan):
+        return _Ctx(stream, state)
     return _Ctx(stream, state.scan if state is not None and state.scan is not None else scan(stream))

@@ -82,15 +82,20 @@ def test_corrupt_member_error_is_the_same_with_reader_threads(member: str, monke
     assert one.startswith("x.npz:1:1: error: corrupt .npz archive") and _error(data, 2, monkeypatch) == one
 
 
-def test_tails_outside_the_pool_are_reported_before_a_corrupt_args_member(monkeypatch) -> None:
-    """The reader checks the tails against the pool before it reads args (threads or not)."""
+def test_tails_outside_the_pool_are_reported_by_the_stream_check(monkeypatch) -> None:
+    """Stream.check owns the rule (the reader has no copy of it): the error names the command's
+    line and the tail, threads or not; a corrupt args member beside it is met first (the reader
+    reads every member before it checks the stream)."""
     arrays = _members(generate("frame", 3000, seed=1))
     arrays["var_off"] = arrays["var_off"].copy()
     arrays["var_off"][5] = arrays["pool"].shape[0] + 10
-    data = _corrupt(npz.write_archive(arrays), "args.npy")
+    m = arrays["pool"].shape[0]
+    data = npz.write_archive(arrays)
     for threads in (1, 2):
-        assert "variadic arguments" in _error(data, threads, monkeypatch)
-        assert _error(data, threads, monkeypatch).startswith("x.npz:6:1: error:")
+        assert _error(data, threads, monkeypatch) == (
+            f"x.npz:6:1: error: variadic arguments [{m + 10}, +{int(arrays['var_len'][5])}) outside the pool "
+            f"of {m} values")
+        assert "corrupt .npz archive" in _error(_corrupt(data, "args.npy"), threads, monkeypatch)
 
 
 def test_threaded_read_gives_the_stream(monkeypatch) -> None:

@@ -84,3 +84,15 @@ def test_first_error_in_opcode_order_wins() -> None:
     first = c if ops.index(int(s.op[c])) < ops.index(int(s.op[d])) else d
     assert got is not None and got[1] == first
     assert error(relaid(bad)) == got
+
+
+def test_tails_outside_the_pool_name_the_tail_and_the_pool() -> None:
+    """Stream.check owns the rule (the .npz reader has no copy since issue 13): its message says
+    which tail and how large the pool is, as the reader's did."""
+    s = generate("frame", 300, seed=1)
+    off = s.var_off.copy()
+    i = int(np.flatnonzero(s.var_len > 0)[3])
+    off[i] = s.pool.shape[0] - 1
+    bad = Stream(s.header, s.decls, s.op, s.args, off, s.var_len, s.pool, s.flags, s.line, s.strings)
+    assert error(bad) == (f"variadic arguments [{s.pool.shape[0] - 1}, +{int(s.var_len[i])}) outside the pool of "
+                          f"{s.pool.shape[0]} values", i, -1)

@@ -278,8 +278,10 @@ def _check(s: Stream) -> None:
         raise StreamCheckError(f"unknown opcode {int(s.op[i])}", i)
     # compare without adding, so a hostile var_off near 2^63 cannot wrap
     outside = (s.var_len < 0) | (s.var_off < 0) | (s.var_off > s.pool.shape[0] - s.var_len.astype(np.int64))
-    if outside.any():
-        raise StreamCheckError("variadic arguments outside the pool", int(np.argmax(outside)))
+    if outside.any():  # (the one owner of this rule: the .npz reader reports this message)
+        i = int(np.argmax(outside))
+        raise StreamCheckError(f"variadic arguments [{int(s.var_off[i])}, +{int(s.var_len[i])}) outside the pool "
+                               f"of {s.pool.shape[0]} values", i)
     if (s.flags & ~np.uint8(sum(FLAG_NAMES.values()))).any():
         raise StreamCheckError("unknown flag bits", int(np.argmax(s.flags & ~np.uint8(1))))
     kinds = np.array([_KIND_CODE[d.kind] for d in s.decls.items] or [0], dtype=np.int8)
