@@ -9,7 +9,8 @@ terminal, one progress line per pass on stderr); ``-q`` prints nothing but
 errors; ``--json`` prints the figures as JSON instead. ``--time-passes`` prints
 the time of every stage (load, each pass, the post-condition's finding counts,
 verify, report, save: :mod:`drawopt.cli.timing`) on stderr, or with ``--json``
-adds them to the JSON as ``time_passes``. ``--report R.json`` /
+adds them to the JSON as ``time_passes``; with ``-q`` the table alone (as LLVM's
+``opt -disable-output -time-passes``). ``--report R.json`` /
 ``--report R.html`` writes the full report (``drawopt report`` turns the JSON
 into the page later). Ctrl-C exits 130 and leaves no output file.
 """
@@ -61,7 +62,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "and the total on stderr (with --json: in the JSON)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("-v", "--verbose", action="store_true", help="also print the before/after table and each pass")
-    g.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    g.add_argument("-q", "--quiet", action="store_true",
+                   help="print nothing but errors (and the --time-passes table, if asked for)")
 
 
 def print_passes(out: TextIO) -> None:
@@ -141,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
             formats.write_text_atomic(args.report, page if page is not None else report_to_json(report) + "\n")
     if not args.quiet:
         _print(args, res, name, sys.stderr if args.output == "-" else sys.stdout, clock)
+    if args.time_passes and (args.quiet or not args.json):  # asked for: -q drops the verdict, not this
+        sys.stderr.write(clock.table([(p.name, p.seconds) for p in res.report.passes]) + "\n")
     return 0
 
 
@@ -162,5 +166,3 @@ def _print(args: argparse.Namespace, res: OptimizeResult, name: str, out: TextIO
         for p in rep.passes:
             out.write(f"{p.name[:33]:<34}{p.draw_calls:>10,}{p.state_changes:>15,}{p.commands:>10,}"
                       f"{'' if p.modified else '  (no change)'}\n")
-    if args.time_passes:
-        sys.stderr.write(clock.table([(p.name, p.seconds) for p in rep.passes]) + "\n")
