@@ -593,7 +593,7 @@ class _Expander:
         decl_r: list[list[int]] = [[] for _ in range(npp + 1)]
         tables: list[list[tuple[int, int, int, bool]]] = [[] for _ in range(npp + 1)]   # (column, first, n, uav)
         views: list[list[tuple[int, bool]]] = [[] for _ in range(npp + 1)]               # (column, uav)
-        for pp in np.unique(p[p >= 0]).tolist():
+        for pp in unique(p[p >= 0]).tolist():
             pi = self.pipes[pp]
             lab[pp] = 1 if (pi.oi and self.reorder != "none") else 0
             decl_w[pp], decl_r[pp] = list(pi.writes), list(pi.reads)
