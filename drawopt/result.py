@@ -466,9 +466,11 @@ def optimize_result(stream: Stream, pm: Any, target: str, reorder: str, early_in
             user_cb(p, res)
 
     def on_start(p: Any) -> None:
-        table = pm.analyses.cached("state", stream) if early_input and not early else None
-        if table is not None:  # (the first pass of the first run: the input's table is the manager's)
+        if early_input and not early:  # the first pass of the first run: the input is the manager's
             t0 = time.perf_counter()
+            # (its post-condition counted the input on the scan alone: the table reuses that scan,
+            # and the passes' manager keeps it until they move on)
+            table = pm.analyses.get("state", stream)
             an = StreamAnalyses(stream, reorder, table=table,
                                 finding_counts=pm.analyses.cached("finding_counts", stream))
             early["figures"] = stream_figures(stream, target, reorder, analyses=an)
