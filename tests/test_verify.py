@@ -252,7 +252,7 @@ def test_undefined_state_may_become_anything_in_a_list_but_not_in_a_bundle() -> 
     b = PRE + "SetPipelineState a\nSetGraphicsRoot32BitConstants 1 2 5 6\nDrawInstanced 3 1 0 0\n"
     assert V(a, b).equivalent                      # root constants never set: undefined, refinable
     r = V(a, b, kind="bundle")                     # a bundle inherits them from its caller
-    assert not r.equivalent and "root constant 1[0] never set != 0x5" in r.reason
+    assert not r.equivalent and "root constant 1[0] never set (the caller's value) != 0x5" in r.reason
     assert not V(b, a).equivalent                  # defined -> undefined is never allowed
 
 

@@ -41,7 +41,7 @@ from drawopt._accel import load_cext
 from drawopt.ir.arrayset import unique
 from drawopt.ir.ops import BY_NAME, Op
 from drawopt.verify._hash import hash_cols
-from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET
+from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, STALE_BASE, X_RESET
 from drawopt.verify.records import KD_DRAW, KD_INDEXED, KEY_FIELDS, F, Records, norm, ragged
 from drawopt.verify.slots import Col, StateAt, cid_of, col_name, op_index, track
 
@@ -531,8 +531,9 @@ def refines(A: Records, B: Records, aa: np.ndarray, ab: np.ndarray) -> np.ndarra
         cols = A.observed.get(key, A.state.cols)
         for c in cols:
             raw = A.state.value(c)[aa[sel]]
-            va = norm(raw)
-            vb = norm(B.state.value(c)[ab[sel]])
+            bundle = A.stream.header.kind == "bundle"
+            va = norm(raw, bundle)
+            vb = norm(B.state.value(c)[ab[sel]], bundle)
             ok[sel] &= (va == vb) | np.isin(raw, free)
     return ok
 
@@ -954,7 +955,7 @@ class _Explain:
         src = int((st if st is not None else R.state).source(col)[a])
         at = R.where(src) if src >= 0 else ""
         if v == NEVER:
-            return "never set"
+            return "never set (the caller's value)" if R.stream.header.kind == "bundle" else "never set"
         if v == RS_RESET:
             return f"undefined (the root signature changed at {at})"
         if v == HEAP_RESET:
@@ -963,6 +964,8 @@ class _Explain:
             return f"undefined (the root argument was set as another kind at {at})"
         if v == X_RESET:
             return f"undefined (DrawIndexedX at {at} leaves the index buffer undefined; IASetIndexBuffer needed)"
+        if v <= STALE_BASE:
+            return f"as set before the bundle's first root signature at {at}, or undefined (unless it is the caller's)"
         if v <= OPQ_BASE:
             return f"unknown (after the Opaque command at {at})"
         return str(v)
@@ -998,8 +1001,7 @@ class _Explain:
         free = _free_values(A)
         for c in dict.fromkeys(cols):
             va, vb = int(A.state.value(c)[aa]), int(B.state.value(c)[ab])
-            na = NEVER if -16 < va < 0 else va
-            nb = NEVER if -16 < vb < 0 else vb
+            na, nb = (int(x) for x in norm(np.array([va, vb]), A.stream.header.kind == "bundle"))
             if na != nb and (B is A or va not in free):
                 diffs.append((0 if (nb == NEVER and na != NEVER) else 1, c))
         if not diffs:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "Canon", "Clause", "PipeInfo", "pipe_info", "NEVER", "RS_RESET", "HEAP_RESET", "X_RESET", "KIND_RESET", "OPQ_BASE",
+    "STALE_BASE",
     "is_undefined", "commute_label", "VERTS_PER_PRIM", "STAGE_CLASS",
 ]
 
@@ -31,6 +32,11 @@ KIND_RESET = -6
 """State value: the root argument was set as another kind (a table replaces constants...)."""
 OPQ_BASE = -16
 """State after the k-th ``Opaque`` command is ``OPQ_BASE - k`` (unknown, but the same in both streams)."""
+STALE_BASE = -(1 << 40)
+"""State value in a bundle: a root argument the bundle set before its first root signature, which
+then holds it only if the caller's root signature is the same (else it is undefined):
+``STALE_BASE - canon.id("~C:V")`` for column C and value V, so equal in both streams only when
+both set V there before their first root signature (below every ``OPQ_BASE - k``)."""
 
 STAGE_CLASS = {"cs": 0, "vs": 1, "hs": 1, "ds": 1, "gs": 1, "ps": 2}
 """Writer stage classes of the flush rules: CS, VS (pre-raster stages), PS."""

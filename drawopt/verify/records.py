@@ -132,13 +132,18 @@ FE_ARGS, FE_COUNT, FE_INDEX = 0, 1, 2
 FE_NAMES = ("indirect args", "draw count", "index data")
 
 
-def norm(v: np.ndarray) -> np.ndarray:
-    """State values with every "undefined" sentinel folded into :data:`NEVER`."""
-    return np.where((v < 0) & (v > OPQ_BASE), NEVER, v)
+def norm(v: np.ndarray, bundle: bool = False) -> np.ndarray:
+    """State values with every "undefined" sentinel folded into :data:`NEVER`, in a list.
+
+    In a bundle "never set" is the caller's value, not undefined: a value lost to a root
+    signature, heap or kind change there is a difference from it, so nothing folds."""
+    return v if bundle else np.where((v < 0) & (v > OPQ_BASE), NEVER, v)
 
 
 _NORM = (OPQ_BASE, 0, NEVER)
 """:func:`norm` as a ``fold=`` of :func:`hash_cols` (applied to its ``(array, idx)`` columns)."""
+_NO_FOLD = (0, 0, NEVER)
+"""The ``fold=`` of a bundle: nothing lies strictly between 0 and 0."""
 
 
 def set_rows(inv: np.ndarray, off: np.ndarray, cnt: np.ndarray, *vals: np.ndarray,
@@ -335,6 +340,8 @@ def expand(s: Stream, canon: Canon, universe: list[int], reorder: str = "declare
 class _Expander:
     def __init__(self, s: Stream, canon: Canon, universe: list[int], reorder: str):
         self.s, self.canon, self.universe, self.reorder = s, canon, universe, reorder
+        self.bundle = s.header.kind == "bundle"
+        self.fold = _NO_FOLD if self.bundle else _NORM   # the undefined sentinels fold in a list only
         self.decls = s.decls
         self.cmap = canon.map_decls(s.decls)
         cats = s.cats()
@@ -435,7 +442,7 @@ class _Expander:
             cols = _observed_cols(self.pipes[p], universe, gfx_fixed, cmp_fixed)
             self.observed[p] = cols
             groups.append((self.pipes[p].cid, cols, sel))
-        self.a_state = st.hashes(groups, self.vb_override, (OPQ_BASE, 0, NEVER))
+        self.a_state = st.hashes(groups, self.vb_override, self.fold)
 
     # ------------------------------------------------------------------ accesses
     def _accesses(self) -> None:
@@ -1062,23 +1069,23 @@ class _Expander:
     def _lift_native(self, pi: PipeInfo, acts: np.ndarray) -> tuple[list[Column], list[np.ndarray]]:
         """The lift items of ``pi`` as the root arguments hold them at ``acts``, and the
         identity parts a lifted table (its heap) or root view (its buffer) keeps, as
-        :func:`hash_cols` columns to hash with ``fold=`` :data:`_NORM` (a root constant is
+        :func:`hash_cols` columns to hash with ``fold=`` ``self.fold`` (a root constant is
         ``(its column, acts)``: read, and normalised (:func:`norm`), by the hash only)."""
-        st, s = self.st, self.s
+        st, s, bundle = self.st, self.s, self.bundle
         items, ident = [], []
         for q, k, kind in pi.lift_all:
             if kind == "table":
                 v = st.value(cid_of(Col.TG, q))[acts]
-                items.append(np.where(v >= 0, v & 0xFFFFFFFF, norm(v)) if k == 0 else np.full(acts.size, NEVER))
-                ident.append(np.where(v >= 0, v >> 32, norm(v)))
+                items.append(np.where(v >= 0, v & 0xFFFFFFFF, norm(v, bundle)) if k == 0 else np.full(acts.size, NEVER))
+                ident.append(np.where(v >= 0, v >> 32, norm(v, bundle)))
             elif kind in ("cbv", "srv", "uav"):
                 c = cid_of(Col.VG, q)
                 v, src = st.value(c)[acts], st.source(c)[acts]
                 ok = v >= 0
                 off = np.where(ok, s.args[np.maximum(src, 0), RV_OFF], 0)
                 word = (off >> (32 * k)) & 0xFFFFFFFF if k in (0, 1) else np.zeros(acts.size, np.int64)
-                items.append(np.where(ok, word, norm(v)))
-                ident.append(np.where(ok, safe_ref(self.cmap, s.args[np.maximum(src, 0), RV_BUF]), norm(v)))
+                items.append(np.where(ok, word, norm(v, bundle)))
+                ident.append(np.where(ok, safe_ref(self.cmap, s.args[np.maximum(src, 0), RV_BUF]), norm(v, bundle)))
             else:
                 items.append((st.value(cid_of(Col.CG, q * 64 + k)), acts))
         return items, ident
@@ -1103,7 +1110,7 @@ class _Expander:
         if native.size:
             an = r_act[native]
             items, ident = self._lift_native(pi, an)
-            key[:, F["lift"]][native] = hash_cols([nitems, *items, *ident], native.size, fold=_NORM)
+            key[:, F["lift"]][native] = hash_cols([nitems, *items, *ident], native.size, fold=self.fold)
             big = self.sd_bigarr[sub[native]]
             if big.any():
                 nb = native[big]
@@ -1139,7 +1146,7 @@ class _Expander:
         nat, ident = self._lift_native(pi, ak)
         col = {it: j for j, it in enumerate(pi.lift)}
         vals = [w[:, 2 + col[it]] if it in col else nat[j] for j, it in enumerate(pi.lift_all)]
-        lift = hash_cols([nitems, *vals, *ident], k.size, fold=_NORM)
+        lift = hash_cols([nitems, *vals, *ident], k.size, fold=self.fold)
         lift = np.where(dec, lift, hash_cols([UNKNOWN, b, addr, *ident], k.size))
         rec0 = np.where(w[:, 0] >= 2**31, w[:, 0] - 2**32, w[:, 0])
         if pi.contract == "x" and pi.base == "vertex":

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from enum import IntEnum
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ from drawopt.ir.decls import RootSig
 from drawopt.ir.ops import BY_NAME, OPS, Op, shared_col
 from drawopt.ir.stream import Stream, ragged_index
 from drawopt.verify._hash import SEED, hash_cols, hash_cols_at
-from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, X_RESET, Canon
+from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, STALE_BASE, X_RESET, Canon
 
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
 _MASK63 = np.int64(0x7FFFFFFFFFFFFFFF)
@@ -282,16 +283,15 @@ def _inherited_root_columns(streams: list[Stream], cols: set[int]) -> set[int]:
     kind, makes the caller's value undefined: in a draw of the bundle or at its end that is a
     difference, so those columns must be tracked too. They are every root argument of every
     declared root signature (tables, constant words 0..N-1, views; both sides), and all 64
-    constant words of a parameter set as a table or view that no declared root signature has.
+    constant words of a parameter set as a table or view (the caller's root signature, which
+    the bundle inherits, need not be one the stream declares).
     """
     out: set[int] = set()
-    declared: set[int] = set()
     for s in streams:
         for d in s.decls:
             if not isinstance(d, RootSig):
                 continue
             for q, prm in enumerate(d.params):
-                declared.add(q)
                 if prm.kind == "table":
                     out |= {cid_of(Col.TG, q), cid_of(Col.TC, q)}
                 elif prm.kind == "constants":
@@ -300,7 +300,7 @@ def _inherited_root_columns(streams: list[Stream], cols: set[int]) -> set[int]:
                     out.add(cid_of(Col.VG, q))
     for c in cols:
         fam, q = Col(c >> 20), c & 0xFFFFF
-        if fam in (Col.TG, Col.TC, Col.VG) and q not in declared:
+        if fam in (Col.TG, Col.TC, Col.VG):
             cf = Col.CC if fam == Col.TC else Col.CG
             out |= {cid_of(cf, q * 64 + w) for w in range(64)}
     return out
@@ -558,6 +558,8 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
         si, sv = setters[cid_of(fam)]
         ch = _changes(np.r_[si, opq], np.r_[sv, opq_val], si, in_list)
         reset_family(fams, ch, RS_RESET)
+    if not in_list:
+        _stale_before_first_rootsig(setters, universe, opq, canon, resets)
     si, sv = setters[cid_of(Col.HEAPS)]
     reset_family((Col.TG, Col.TC), _changes(np.r_[si, opq], np.r_[sv, opq_val], si, in_list), HEAP_RESET)
     resets.setdefault(cid_of(Col.IB), []).append((ops.of(_OP["DrawIndexedX"]), X_RESET))
@@ -596,6 +598,34 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
             parts_v.append(np.full(at.size, code, np.int64))
         events[c] = _merge_events([(i, v) for i, v in zip(parts_i, parts_v) if i.size])
     return StateAt(queries, list(universe), events, {cid_of(Col.AF): header_af})
+
+
+def _stale_before_first_rootsig(setters: dict[int, tuple[np.ndarray, np.ndarray]], universe: list[int],
+                                opq: np.ndarray, canon: Canon, resets: dict[int, list[tuple[np.ndarray, Any]]]) -> None:
+    """In a bundle: the root arguments set before the first root signature of their side.
+
+    That root signature is not a change when it is the caller's (D3D12: a bundle that changes
+    inherited bindings sets the caller's root signature first), but if it differs every binding
+    goes stale, the bundle's own earlier ones too: such a value becomes "V, or undefined"
+    (:data:`~drawopt.verify.model.STALE_BASE`), which only the same set in the same place matches.
+    After an Opaque command the first set is a change already (``_changes``).
+    """
+    for fam, fams in ((Col.RSG, (Col.TG, Col.CG, Col.VG)), (Col.RSC, (Col.TC, Col.CC))):
+        si = setters[cid_of(fam)][0]
+        if not si.size:
+            continue
+        first = int(si.min())
+        if opq.size and int(opq.min()) < first:
+            continue
+        for c in universe:
+            if Col(c >> 20) not in fams or c not in setters:
+                continue
+            ei, ev = setters[c]
+            before = np.flatnonzero(ei < first)
+            if before.size:
+                v = int(ev[before[np.argmax(ei[before])]])
+                resets.setdefault(c, []).append((np.array([first], np.int64),
+                                                 np.array([STALE_BASE - canon.id(f"~{c}:{v}")], np.int64)))
 
 
 def _merge_events(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
