@@ -1,18 +1,22 @@
-"""Sequential loops of the ``mdi`` pass (``drawopt._mdi``).
+"""Sequential loops and fused per-draw gathers of the ``mdi`` pass (``drawopt._mdi``).
 
 The model lives in :mod:`drawopt.passes.mdi`; this module only runs its three
-greedy loops. ``greedy``, ``indirect_groups`` and ``layout`` are the public
-wrappers (they fix dtypes and contiguity and allocate the outputs); the ``_``
-functions are the typed kernels, run without the GIL. The pure-Python twins are
-``drawopt.passes.mdi._greedy_py``, ``_indirect_groups_py`` and ``_layout_py``; the
-tests check that both give identical arrays.
+greedy loops (``greedy``, ``indirect_groups``, ``layout``) and three fused chains
+of numpy operations that were its hottest per-draw work (``varying_columns`` and
+``key_rows``: the batching keys of draws under a per-draw contract;
+``perdraw_records``: writing the per-draw array's records). The public functions
+are the wrappers (they fix dtypes and contiguity, check bounds and allocate the
+outputs); the ``_`` functions are the typed kernels, run without the GIL. The
+pure-Python twins are ``drawopt.passes.mdi._greedy_py``, ``_indirect_groups_py``,
+``_layout_py``, ``_varying_columns_py``, ``_key_rows_py`` and ``_perdraw_records_py``;
+the tests check that both give identical arrays.
 """
 
 import numpy as np
 
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t
 
-__all__ = ["greedy", "indirect_groups", "layout"]
+__all__ = ["greedy", "indirect_groups", "key_rows", "layout", "perdraw_records", "varying_columns"]
 
 
 def greedy(values, new_run, limit):
@@ -219,3 +223,148 @@ cdef Py_ssize_t _layout(const int64_t[::1] zone, const int64_t[::1] stride, cons
         t = _close(ns, nbytes, t, align, first, offset)
     total[0] = t
     return ns
+
+
+def varying_columns(rows):
+    """Columns of the int64 matrix ``rows`` where some row differs from the first
+    (``np.flatnonzero((rows != rows[:1]).any(axis=0))``).
+
+    Returns
+    -------
+    cols : int64[c]
+        Increasing column indices.
+    """
+    cdef const int64_t[:, ::1] r = np.ascontiguousarray(rows, dtype=np.int64)
+    cdef Py_ssize_t k = r.shape[1]
+    diff = np.zeros(k, dtype=np.uint8)
+    cdef uint8_t[::1] d = diff
+    if r.shape[0]:
+        with nogil:
+            _varying(r, d)
+    return np.flatnonzero(diff).astype(np.int64)
+
+
+cdef void _varying(const int64_t[:, ::1] r, uint8_t[::1] d) noexcept nogil:
+    cdef Py_ssize_t i, j, n = r.shape[0], k = r.shape[1]
+    cdef Py_ssize_t left = k
+    for i in range(1, n):
+        for j in range(k):
+            d[j] |= r[i, j] != r[0, j]
+        if (i & 63) == 0:   # every column already varies: nothing more to learn
+            left = 0
+            for j in range(k):
+                left += not d[j]
+            if left == 0:
+                return
+
+
+def key_rows(rows, sidx, keep, int64_t mask_col, int64_t masked, nat, extra):
+    """Key rows of draws: row ``sidx[i]`` of ``rows`` restricted to columns ``keep``
+    (column ``mask_col`` of that set to ``masked`` where ``nat[i]``; -1: none), then
+    the row ``extra[i]``.
+
+    Parameters
+    ----------
+    rows : int64[s, NSLOTS]
+    sidx : int64[m]
+        Row of ``rows`` of each key row.
+    keep : int64[k]
+    nat : uint8[m]
+    extra : int64[m, e]
+
+    Returns
+    -------
+    out : int64[m, k + e]
+    """
+    cdef const int64_t[:, ::1] r = np.ascontiguousarray(rows, dtype=np.int64)
+    cdef const int64_t[::1] si = np.ascontiguousarray(sidx, dtype=np.int64)
+    cdef const int64_t[::1] kp = np.ascontiguousarray(keep, dtype=np.int64)
+    cdef const uint8_t[::1] nt = np.ascontiguousarray(nat, dtype=np.uint8)
+    cdef const int64_t[:, ::1] ex = np.ascontiguousarray(extra, dtype=np.int64)
+    cdef Py_ssize_t m = si.shape[0], k = kp.shape[0], e = ex.shape[1]
+    if nt.shape[0] != m or ex.shape[0] != m:
+        raise ValueError("key_rows: sidx, nat and extra must have one length")
+    if m and (np.min(sidx) < 0 or np.max(sidx) >= r.shape[0]):
+        raise ValueError("key_rows: row index out of range")
+    if k and (np.min(keep) < 0 or np.max(keep) >= r.shape[1]):
+        raise ValueError("key_rows: column index out of range")
+    if mask_col >= k:
+        raise ValueError("key_rows: mask column out of range")
+    out = np.empty((m, k + e), dtype=np.int64)
+    cdef int64_t[:, ::1] o = out
+    with nogil:
+        _key_rows(r, si, kp, mask_col, masked, nt, ex, o)
+    return out
+
+
+cdef void _key_rows(const int64_t[:, ::1] r, const int64_t[::1] si, const int64_t[::1] kp, int64_t mask_col,
+                    int64_t masked, const uint8_t[::1] nt, const int64_t[:, ::1] ex,
+                    int64_t[:, ::1] o) noexcept nogil:
+    cdef Py_ssize_t i, j, m = si.shape[0], k = kp.shape[0], e = ex.shape[1]
+    cdef int64_t s
+    for i in range(m):
+        s = si[i]
+        for j in range(k):
+            o[i, j] = r[s, kp[j]]
+        if mask_col >= 0 and nt[i]:
+            o[i, mask_col] = masked
+        for j in range(e):
+            o[i, k + j] = ex[i, j]
+
+
+def perdraw_records(data, base, ninst, words, bv, seen, lift, row):
+    """Write the per-draw array's records into ``data`` (uint32, in place): member ``m``
+    has ``ninst[m]`` records of ``words[m]`` words from word ``base[m]``; record ``i``
+    holds ``bv[m]``, ``seen[m] + i`` and ``lift[row[m], :words[m] - 2]`` (each as its
+    low 32 bits).
+
+    Parameters
+    ----------
+    data : uint32[N]
+    base, ninst, words, bv, seen, row : int64[m]
+    lift : int64[D, W]
+    """
+    cdef uint32_t[::1] d = data
+    cdef const int64_t[::1] b = np.ascontiguousarray(base, dtype=np.int64)
+    cdef const int64_t[::1] ni = np.ascontiguousarray(ninst, dtype=np.int64)
+    cdef const int64_t[::1] w = np.ascontiguousarray(words, dtype=np.int64)
+    cdef const int64_t[::1] v = np.ascontiguousarray(bv, dtype=np.int64)
+    cdef const int64_t[::1] sn = np.ascontiguousarray(seen, dtype=np.int64)
+    cdef const int64_t[:, ::1] lv = np.ascontiguousarray(lift, dtype=np.int64)
+    cdef const int64_t[::1] rw = np.ascontiguousarray(row, dtype=np.int64)
+    cdef Py_ssize_t m = b.shape[0]
+    if ni.shape[0] != m or w.shape[0] != m or v.shape[0] != m or sn.shape[0] != m or rw.shape[0] != m:
+        raise ValueError("perdraw_records: all member columns must have one length")
+    cdef Py_ssize_t bad
+    with nogil:
+        bad = _perdraw_records(d, b, ni, w, v, sn, lv, rw)
+    if bad >= 0:
+        raise ValueError(f"perdraw_records: member {bad} writes outside the array")
+
+
+cdef Py_ssize_t _perdraw_records(uint32_t[::1] d, const int64_t[::1] b, const int64_t[::1] ni,
+                                 const int64_t[::1] w, const int64_t[::1] v, const int64_t[::1] sn,
+                                 const int64_t[:, ::1] lv, const int64_t[::1] rw) noexcept nogil:
+    """Returns -1, or the first member whose records fall outside ``d`` (nothing written
+    for it or after it)."""
+    cdef Py_ssize_t m, i, j, p, n = d.shape[0], mm = b.shape[0]
+    cdef int64_t nw, cnt, r
+    cdef uint32_t bvw
+    for m in range(mm):
+        nw = w[m]
+        cnt = ni[m]
+        r = rw[m]
+        if cnt <= 0:
+            continue
+        if nw < 2 or b[m] < 0 or b[m] + cnt * nw > n or (nw > 2 and (r < 0 or r >= lv.shape[0]
+                                                                      or nw - 2 > lv.shape[1])):
+            return m
+        bvw = <uint32_t>v[m]   # the low 32 bits (conversion to unsigned is modular)
+        p = b[m]
+        for i in range(cnt):
+            d[p] = bvw
+            d[p + 1] = <uint32_t>(sn[m] + i)
+            for j in range(nw - 2):
+                d[p + 2 + j] = <uint32_t>lv[r, j]
+            p += nw
+    return -1

@@ -360,8 +360,54 @@ class _ValueSplit:
 def _kernels(pure: bool | None) -> Any:
     """The compiled kernels (``drawopt._mdi``) or their pure-Python twins below."""
     mod = load_cext("_mdi", pure)
-    return mod if mod is not None else SimpleNamespace(greedy=_greedy_py, indirect_groups=_indirect_groups_py,
-                                                        layout=_layout_py)
+    return mod if mod is not None else SimpleNamespace(
+        greedy=_greedy_py, indirect_groups=_indirect_groups_py, layout=_layout_py,
+        varying_columns=_varying_columns_py, key_rows=_key_rows_py, perdraw_records=_perdraw_records_py)
+
+
+def _varying_columns_py(rows: np.ndarray) -> np.ndarray:
+    """Columns of ``rows`` where some row differs from the first (increasing)."""
+    return np.flatnonzero((rows != rows[:1]).any(axis=0))
+
+
+def _key_rows_py(rows: np.ndarray, sidx: np.ndarray, keep: np.ndarray, mask_col: int, masked: int,
+                 nat: np.ndarray, extra: np.ndarray) -> np.ndarray:
+    """Key rows of draws: row ``sidx[i]`` of ``rows`` at columns ``keep`` (column
+    ``mask_col`` of those set to ``masked`` where ``nat[i]``; -1: none), then ``extra[i]``.
+
+    >>> _key_rows_py(np.array([[1, 2, 3], [4, 5, 6]]), np.array([1, 0]), np.array([0, 2]), 1, -2,
+    ...              np.array([True, False]), np.array([[7], [8]])).tolist()
+    [[4, -2, 7], [1, 3, 8]]
+    """
+    out = rows.take(sidx, axis=0)[:, keep]   # whole rows, then the columns: faster than one 2-d gather
+    if mask_col >= 0:
+        out[nat.astype(bool), mask_col] = masked
+    return np.concatenate([out, extra], axis=1).astype(np.int64, copy=False)
+
+
+def _perdraw_records_py(data: np.ndarray, base: np.ndarray, ninst: np.ndarray, words: np.ndarray, bv: np.ndarray,
+                        seen: np.ndarray, lift: np.ndarray, row: np.ndarray) -> None:
+    """Write the per-draw array's records into ``data`` (in place): member ``m`` has
+    ``ninst[m]`` records of ``words[m]`` words from word ``base[m]``; record ``i`` holds
+    ``bv[m]``, ``seen[m] + i`` and ``lift[row[m], :words[m] - 2]`` (low 32 bits each).
+
+    >>> d = np.zeros(8, np.uint32)
+    >>> _perdraw_records_py(d, np.array([0, 6]), np.array([2, 1]), np.array([3, 2]), np.array([-1, 5]),
+    ...                     np.array([10, 0]), np.array([[9], [0]]), np.array([0, 1]))
+    >>> d.tolist()
+    [4294967295, 10, 9, 4294967295, 11, 9, 5, 0]
+    """
+    owner = np.repeat(np.arange(base.size), ninst)
+    inst = np.arange(owner.size) - np.repeat(np.cumsum(ninst) - ninst, ninst)
+    mw = words[owner]
+    rpos = base[owner] + inst * mw
+    data[rpos] = bv[owner] & _M32
+    data[rpos + 1] = (seen[owner] + inst) & _M32
+    for w in unique(words).tolist():
+        if w == 2:
+            continue
+        r = np.flatnonzero(mw == w)
+        data[rpos[r, None] + np.arange(2, w)] = lift[row[owner[r]], :w - 2] & _M32   # one record per instance
 
 
 def _greedy_py(values: np.ndarray, new_run: np.ndarray, limit: np.ndarray) -> np.ndarray:
@@ -569,7 +615,7 @@ def plan_mdi(stream: Stream, table: StateTable, *, target: str | TargetModel = "
     limit = model.mdi_max_count if max_count <= 0 else min(max_count, model.mdi_max_count)
     limit = max(1, int(limit))
     contracts = draw_data_contracts(stream.decls)
-    dr = _draw_columns(stream, table, lift and stream.header.kind == "list", contracts)
+    dr = _draw_columns(stream, table, lift and stream.header.kind == "list", contracts, kern)
     min_direct = {k: max(int(min_batch), mdi_min_batch(model, indexed=(k == _DIRECT_IDX)), 2)
                   for k in (_DIRECT, _DIRECT_IDX)}
     between_ok = _only_state_between(stream, draws)
@@ -778,22 +824,11 @@ def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: _Users, sin
     before -= np.repeat(before[mstart], nd)
     mw = words[user_of]
     mbase = sec_off[sec[user_of]] // 4 + (idx[user_of] + before) * mw
-    owner = np.repeat(np.arange(members.size), ninst)
-    inst = np.arange(owner.size) - np.repeat(np.cumsum(ninst) - ninst, ninst)
     indexed = dr.op[members] == _DII
-    bv = np.where(indexed, dr.args[members, _DII_BV] & _M32, 0)[owner]
-    seen = np.where(indexed, dr.args[members, _DII_SI], dr.args[members, _DI_SI])[owner] + inst
-    rpos = mbase[owner] + inst * mw[owner]
-    data[rpos] = bv
-    data[rpos + 1] = seen & _M32
-    for w in unique(words).tolist():
-        if w == 2:
-            continue
-        m = np.flatnonzero(mw == w)
-        assert dr.has_nat[members[m]].all()
-        r = np.flatnonzero(np.repeat(mw == w, ninst))
-        lv = dr.lift_vals[np.repeat(members[m], ninst[m]), :w - 2] & _M32   # one record per instance
-        data[rpos[r, None] + np.arange(2, w)] = lv
+    bv = np.where(indexed, dr.args[members, _DII_BV], 0)
+    seen = np.where(indexed, dr.args[members, _DII_SI], dr.args[members, _DI_SI])
+    assert dr.has_nat[members[mw > 2]].all()   # the lift items: read natively
+    kern.perdraw_records(data, mbase, ninst, mw, bv, seen, dr.lift_vals, members)
     plan.perdraw_words = [data]
     # lifted batches: each member's args record starts at its batch's first record + the
     # instances before it; single draws: StartInstanceLocation renumbered, pinned ones kept
@@ -808,8 +843,9 @@ def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: _Users, sin
 
 
 def _draw_columns(stream: Stream, table: StateTable, lift: bool,
-                  all_contracts: dict[int, DrawDataContract | None]) -> _Draws:
-    """The per-draw columns of :class:`_Draws`; ``all_contracts``: :func:`draw_data_contracts`."""
+                  all_contracts: dict[int, DrawDataContract | None], kern: Any) -> _Draws:
+    """The per-draw columns of :class:`_Draws`; ``all_contracts``: :func:`draw_data_contracts`;
+    ``kern``: :func:`_kernels`."""
     decls = stream.decls
     op = stream.op
     draws = np.asarray(table.draws, np.int64)
@@ -852,7 +888,7 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool,
         groups.setdefault((c.perdraw, c.items, c.kinds), []).append(i)
     direct = ((kind == _DIRECT) | (kind == _DIRECT_IDX)) & ~cpu_ind
     split = _ValueSplit(stream, sc) if groups and sc is not None else None
-    varying = np.flatnonzero((table.rows != table.rows[:1]).any(axis=0)) if split else np.zeros(0, np.int64)
+    varying = kern.varying_columns(table.rows) if split else np.zeros(0, np.int64)
     next_key = int(state.max()) + 1 if state.size else 0
     for pipes in groups.values() if split else ():
         c = contracts[pipes[0]]
@@ -886,11 +922,9 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool,
         # the key: the state with the lifted parameters masked (and P where nothing is bound),
         # the rest of each lifted parameter, the pipeline and whether the draw is native
         keep = varying[~np.isin(varying, [ROOT0 + q for q in c.params])]
-        rows = table.rows[state[cand][:, None], keep[None, :]]
-        if ROOT0 + c.perdraw in keep:
-            rows[nat, np.searchsorted(keep, ROOT0 + c.perdraw)] = MASKED
-        rows = np.concatenate([rows, *(r[sel] for r in rests), pipe[cand, None], nat[:, None]], axis=1)
-        ids, _ = intern_rows(rows)
+        mask_col = int(np.searchsorted(keep, ROOT0 + c.perdraw)) if ROOT0 + c.perdraw in keep else -1
+        extra = np.concatenate([*(r[sel] for r in rests), pipe[cand, None], nat[:, None]], axis=1)
+        ids, _ = intern_rows(kern.key_rows(table.rows, state[cand], keep, mask_col, MASKED, nat, extra))
         key[cand] = next_key + ids
         next_key += int(ids.max()) + 1
         has_lift[cand[nat]] = True
