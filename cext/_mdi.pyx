@@ -1,14 +1,16 @@
 """Sequential loops and fused per-draw gathers of the ``mdi`` pass (``drawopt._mdi``).
 
 The model lives in :mod:`drawopt.passes.mdi`; this module only runs its three
-greedy loops (``greedy``, ``indirect_groups``, ``layout``) and three fused chains
+greedy loops (``greedy``, ``indirect_groups``, ``layout``) and four fused chains
 of numpy operations that were its hottest per-draw work (``varying_columns`` and
-``key_rows``: the batching keys of draws under a per-draw contract;
-``perdraw_records``: writing the per-draw array's records). The public functions
-are the wrappers (they fix dtypes and contiguity, check bounds and allocate the
+``key_rows``: the batching keys of draws under a per-draw contract, ``key_rows`` also
+their raw slot values; ``chain_words``: their lifted root-constant words;
+``perdraw_records``: writing the per-draw array's records). The public functions are
+the wrappers (they fix dtypes and contiguity, check bounds and allocate the
 outputs); the ``_`` functions are the typed kernels, run without the GIL. The
 pure-Python twins are ``drawopt.passes.mdi._greedy_py``, ``_indirect_groups_py``,
-``_layout_py``, ``_varying_columns_py``, ``_key_rows_py`` and ``_perdraw_records_py``;
+``_layout_py``, ``_varying_columns_py``, ``_key_rows_py``, ``_chain_words_py`` and
+``_perdraw_records_py``;
 the tests check that both give identical arrays.
 """
 
@@ -16,7 +18,7 @@ import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 
-__all__ = ["greedy", "indirect_groups", "key_rows", "layout", "perdraw_records", "varying_columns"]
+__all__ = ["chain_words", "greedy", "indirect_groups", "key_rows", "layout", "perdraw_records", "varying_columns"]
 
 
 def greedy(values, new_run, limit):
@@ -368,3 +370,76 @@ cdef Py_ssize_t _perdraw_records(uint32_t[::1] d, const int64_t[::1] b, const in
                 d[p + 2 + j] = <uint32_t>lv[r, j]
             p += nw
     return -1
+
+
+def chain_words(vids, row_of, partial, filled, ks, other):
+    """Root-constant words of values ``vids`` from their chain (``row_of``: row of
+    ``filled`` of each value id, -1: none), split into the words ``ks`` and ``other``.
+
+    Value ``i`` is ``ok`` when ``vids[i] >= 0``, it has a row, it is not a partial
+    update (``partial``) and its words ``ks`` are all defined (>= 0). A value without a
+    row reads row 0 (its words are not used).
+
+    Parameters
+    ----------
+    vids : int64[m]
+    row_of : int64[values + 1]
+    partial : bool[values + 1]
+    filled : int64[rows, W]
+    ks, other : int64[k], int64[r]
+        Word columns (each < W).
+
+    Returns
+    -------
+    ok : bool[m]
+    lifted : int64[m, k]
+    rest : int64[m, r]
+    """
+    cdef const int64_t[::1] v = np.ascontiguousarray(vids, dtype=np.int64)
+    cdef const int64_t[::1] ro = np.ascontiguousarray(row_of, dtype=np.int64)
+    cdef const uint8_t[::1] pa = np.ascontiguousarray(partial, dtype=np.bool_).view(np.uint8)
+    cdef const int64_t[:, ::1] f = np.ascontiguousarray(filled, dtype=np.int64)
+    cdef const int64_t[::1] kk = np.ascontiguousarray(ks, dtype=np.int64)
+    cdef const int64_t[::1] oo = np.ascontiguousarray(other, dtype=np.int64)
+    cdef Py_ssize_t m = v.shape[0], k = kk.shape[0], r = oo.shape[0]
+    if m and (np.max(vids) >= ro.shape[0] or pa.shape[0] < ro.shape[0] or f.shape[0] == 0):
+        raise ValueError("chain_words: value id out of range")
+    if (k and (np.min(ks) < 0 or np.max(ks) >= f.shape[1])) or (r and (np.min(other) < 0 or
+                                                                      np.max(other) >= f.shape[1])):
+        raise ValueError("chain_words: word column out of range")
+    if m and np.max(row_of) >= f.shape[0]:
+        raise ValueError("chain_words: row out of range")
+    ok = np.empty(m, dtype=np.bool_)
+    lifted = np.empty((m, k), dtype=np.int64)
+    rest = np.empty((m, r), dtype=np.int64)
+    cdef uint8_t[::1] o = ok.view(np.uint8)
+    cdef int64_t[:, ::1] lv = lifted
+    cdef int64_t[:, ::1] rv = rest
+    with nogil:
+        _chain_words(v, ro, pa, f, kk, oo, o, lv, rv)
+    return ok, lifted, rest
+
+
+cdef void _chain_words(const int64_t[::1] v, const int64_t[::1] ro, const uint8_t[::1] pa,
+                       const int64_t[:, ::1] f, const int64_t[::1] kk, const int64_t[::1] oo,
+                       uint8_t[::1] ok, int64_t[:, ::1] lv, int64_t[:, ::1] rv) noexcept nogil:
+    cdef Py_ssize_t i, j, m = v.shape[0], k = kk.shape[0], r = oo.shape[0]
+    cdef int64_t vid, row, w
+    cdef bint good
+    for i in range(m):
+        vid = v[i]
+        good = vid >= 0
+        if vid < 0:
+            vid = 0
+        row = ro[vid] if good else -1
+        good = good and row >= 0 and not pa[vid]
+        if row < 0:
+            row = 0
+        for j in range(k):
+            w = f[row, kk[j]]
+            lv[i, j] = w
+            if w < 0:
+                good = False
+        for j in range(r):
+            rv[i, j] = f[row, oo[j]]
+        ok[i] = good

@@ -1,13 +1,13 @@
 """Type stubs of the compiled ``drawopt._mdi`` kernels (cext/_mdi.pyx).
 
 Pure-Python twins: ``drawopt.passes.mdi._greedy_py``, ``_indirect_groups_py``, ``_layout_py``,
-``_varying_columns_py``, ``_key_rows_py``, ``_perdraw_records_py``.
+``_varying_columns_py``, ``_key_rows_py``, ``_chain_words_py``, ``_perdraw_records_py``.
 """
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["greedy", "indirect_groups", "key_rows", "layout", "perdraw_records", "varying_columns"]
+__all__ = ["chain_words", "greedy", "indirect_groups", "key_rows", "layout", "perdraw_records", "varying_columns"]
 
 def greedy(values: npt.ArrayLike, new_run: npt.ArrayLike, limit: npt.ArrayLike) -> npt.NDArray[np.int64]:
     """Group of each element: consecutive elements of one run summing to at most their limit."""
@@ -63,4 +63,15 @@ def perdraw_records(
     row: npt.ArrayLike,
 ) -> None:
     """Write each member's per-instance records (base vertex, instance seen, lift words) into ``data``."""
+    ...
+
+def chain_words(
+    vids: npt.ArrayLike,
+    row_of: npt.ArrayLike,
+    partial: npt.ArrayLike,
+    filled: npt.ArrayLike,
+    ks: npt.ArrayLike,
+    other: npt.ArrayLike,
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(ok, words ks, words other)`` of root-constant values from their chain's filled words."""
     ...

@@ -111,10 +111,13 @@ constants differ have different state ids and stay apart.
 
 Implementation: columnar throughout (no Python object per draw or per command; the
 plan is arrays, :class:`MdiPlan`). The three sequential loops -- greedy record groups,
-progressions of indirect draws, the per-draw array's section layout -- run in the
-Cython kernel ``drawopt._mdi`` (``cext/_mdi.pyx``); their pure-Python twins
-(``_greedy_py``, ``_indirect_groups_py``, ``_layout_py``; ``DRAWOPT_PURE=1``) give
-identical results and the tests compare the two.
+progressions of indirect draws, the per-draw array's section layout -- and the hottest
+per-draw gathers -- the state columns that vary, the key rows of draws under a per-draw
+contract, the per-instance records of the per-draw array -- run in the Cython kernel
+``drawopt._mdi`` (``cext/_mdi.pyx``); their pure-Python twins (``_greedy_py``,
+``_indirect_groups_py``, ``_layout_py``, ``_varying_columns_py``, ``_key_rows_py``,
+``_perdraw_records_py``; ``DRAWOPT_PURE=1``) give identical results and the tests
+(tests/test_mdi.py, tests/test_mdi_kernels.py) compare the two.
 """
 
 from __future__ import annotations
@@ -298,8 +301,9 @@ class _ValueSplit:
     (:attr:`drawopt.analysis.state.Scan.chains`), the other kinds from the command that set
     the value (equal value ids are equal arguments)."""
 
-    def __init__(self, stream: Stream, sc: Any) -> None:
+    def __init__(self, stream: Stream, sc: Any, kern: Any = None) -> None:
         self.stream, self.sc = stream, sc
+        self.kern = kern if kern is not None else _kernels(None)
         self.source = np.full(sc.values.next + 1, -1, np.int64)   # per value id: a command that sets it
         setc = np.flatnonzero(sc.cval >= 0)
         self.source[sc.cval[setc]] = setc
@@ -337,12 +341,8 @@ class _ValueSplit:
             if chain is None or max(ks) >= chain[1].shape[1]:
                 return none
             row_of, filled = chain
-            r = np.where(ok, row_of[v], -1)
-            ok &= (r >= 0) & ~self.partial[v]
-            words = filled[np.maximum(r, 0)]
-            lifted = words[:, ks]
-            ok &= (lifted >= 0).all(axis=1)
-            return ok, lifted, words[:, [n for n in range(filled.shape[1]) if n not in ks]]
+            return self.kern.chain_words(vids, row_of, self.partial, filled, np.asarray(ks, np.int64),
+                                         np.array([n for n in range(filled.shape[1]) if n not in ks], np.int64))
         c = self.source[v]
         ok &= (c >= 0) & (self.stream.op[np.maximum(c, 0)] == _VIEW_OP[kind])
         a = self.stream.args[np.maximum(c, 0)]
@@ -362,7 +362,29 @@ def _kernels(pure: bool | None) -> Any:
     mod = load_cext("_mdi", pure)
     return mod if mod is not None else SimpleNamespace(
         greedy=_greedy_py, indirect_groups=_indirect_groups_py, layout=_layout_py,
-        varying_columns=_varying_columns_py, key_rows=_key_rows_py, perdraw_records=_perdraw_records_py)
+        varying_columns=_varying_columns_py, key_rows=_key_rows_py, perdraw_records=_perdraw_records_py,
+        chain_words=_chain_words_py)
+
+
+def _chain_words_py(vids: np.ndarray, row_of: np.ndarray, partial: np.ndarray, filled: np.ndarray,
+                    ks: np.ndarray, other: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Root-constant words of values ``vids`` from their chain (``row_of``: row of
+    ``filled`` of each value id, -1: none), split into words ``ks`` and ``other``:
+    ``(ok, lifted, rest)``; ``ok`` where the value has a row, is not a partial update and
+    its words ``ks`` are defined (>= 0). A value without a row reads row 0 (unused).
+
+    >>> _chain_words_py(np.array([1, -1, 0]), np.array([-1, 0, -1]), np.zeros(3, bool),
+    ...                 np.array([[5, -1, 7]]), np.array([0, 2]), np.array([1]))[0].tolist()
+    [True, False, False]
+    """
+    ok = vids >= 0
+    v = np.maximum(vids, 0)
+    r = np.where(ok, row_of[v], -1)
+    ok &= (r >= 0) & ~partial[v]
+    words = filled[np.maximum(r, 0)]
+    lifted = words[:, ks]
+    ok &= (lifted >= 0).all(axis=1)
+    return ok, lifted, words[:, other]
 
 
 def _varying_columns_py(rows: np.ndarray) -> np.ndarray:
@@ -887,7 +909,7 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool,
     for i, c in contracts.items():
         groups.setdefault((c.perdraw, c.items, c.kinds), []).append(i)
     direct = ((kind == _DIRECT) | (kind == _DIRECT_IDX)) & ~cpu_ind
-    split = _ValueSplit(stream, sc) if groups and sc is not None else None
+    split = _ValueSplit(stream, sc, kern) if groups and sc is not None else None
     varying = kern.varying_columns(table.rows) if split else np.zeros(0, np.int64)
     next_key = int(state.max()) + 1 if state.size else 0
     for pipes in groups.values() if split else ():
@@ -898,7 +920,7 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool,
         mine = np.flatnonzero(of_group[pipe] & direct)
         if not mine.size:
             continue
-        raw = _raw_slots(table, mine, [ROOT0 + c.perdraw, *(ROOT0 + q for q in c.params)])
+        raw = _raw_slots(table, mine, [ROOT0 + c.perdraw, *(ROOT0 + q for q in c.params)], kern)
         native = (raw[:, 0] == UNDEFINED) & lift   # nothing bound at P: the shader reads the root arguments
         arrayf = raw[:, 0] >= 0       # a buffer is bound at P: the draws already read their records
         # the lifted words, and the rest of each lifted parameter (which must stay equal)
@@ -992,11 +1014,14 @@ def _observes(table: StateTable, slot: int) -> np.ndarray:
     return table.rows[:, slot][table.state] != MASKED
 
 
-def _raw_slots(table: StateTable, pos: np.ndarray, slots: list[int]) -> np.ndarray:
+def _raw_slots(table: StateTable, pos: np.ndarray, slots: list[int], kern: Any = None) -> np.ndarray:
     """Raw value ids (:meth:`drawopt.analysis.state.Scan.values_of`) of ``slots`` at draw
     positions ``pos``: the normalised row where the draw observes the slot (the two agree
-    there), the scan's value where it does not."""
-    v = table.rows[:, slots][table.state[pos]]
+    there), the scan's value where it does not. ``kern``: :func:`_kernels` (default: as
+    ``DRAWOPT_PURE`` says)."""
+    kern = kern if kern is not None else _kernels(None)
+    v = kern.key_rows(table.rows, np.asarray(table.state)[pos], np.asarray(slots, np.int64), -1, MASKED,
+                      np.zeros(pos.size, bool), np.zeros((pos.size, 0), np.int64))
     hid = np.flatnonzero((v == MASKED).any(axis=1))
     if hid.size:
         sc = table.scan

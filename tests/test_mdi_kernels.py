@@ -1,5 +1,5 @@
 """The fused per-draw kernels of the mdi pass (``drawopt._mdi``: ``varying_columns``,
-``key_rows``, ``perdraw_records``) against their pure twins in :mod:`drawopt.passes.mdi`,
+``key_rows``, ``chain_words``, ``perdraw_records``) against their pure twins in :mod:`drawopt.passes.mdi`,
 on random inputs and on the plans of the generated kinds (issue 13)."""
 
 from __future__ import annotations
@@ -71,6 +71,32 @@ def test_key_rows_rejects_out_of_range() -> None:
         fast.key_rows(rows, np.array([0]), np.array([4]), -1, MASKED, nat, extra)
     with pytest.raises(ValueError):
         fast.key_rows(rows, np.array([0]), np.array([0]), 1, MASKED, nat, extra)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_chain_words_match(seed: int) -> None:
+    fast, pure = _kernels()
+    rng = np.random.default_rng(seed)
+    nv, rows, w = int(rng.integers(1, 80)), int(rng.integers(1, 40)), int(rng.integers(1, 6))
+    row_of = np.where(rng.random(nv + 1) < 0.3, -1, rng.integers(0, rows, nv + 1))
+    partial = rng.random(nv + 1) < 0.2
+    filled = np.where(rng.random((rows, w)) < 0.2, rng.choice([-1, -3], (rows, w)), rng.integers(0, 1 << 40, (rows, w)))
+    m = int(rng.integers(0, 300))
+    vids = np.where(rng.random(m) < 0.15, rng.choice([-1, -2], m), rng.integers(0, nv + 1, m))
+    ks = np.sort(rng.choice(w, size=int(rng.integers(1, w + 1)), replace=False)).astype(np.int64)
+    other = np.array([n for n in range(w) if n not in ks], np.int64)
+    a = fast.chain_words(vids, row_of, partial, filled, ks, other)
+    b = pure.chain_words(vids, row_of, partial, filled, ks, other)
+    assert all(x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_raw_slots_pure_and_compiled_agree() -> None:
+    s = generate("frame", 2000, seed=3)
+    t = track(s)
+    pos = np.arange(0, len(t.draws), 3)
+    slots = [int(x) for x in range(0, t.rows.shape[1], 4)]
+    assert np.array_equal(mdi._raw_slots(t, pos, slots, mdi._kernels(False)),
+                          mdi._raw_slots(t, pos, slots, mdi._kernels(True)))
 
 
 def _records_case(rng: np.random.Generator):
