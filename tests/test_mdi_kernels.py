@@ -6,16 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_mdi import _compiled as _kernels  # (compiled, pure) kernels; fails where drawopt._mdi is not built
 
 from drawopt.analysis.state import MASKED, track
 from drawopt.gen import generate
 from drawopt.passes import mdi
-
-
-def _kernels():
-    fast, pure = mdi._kernels(False), mdi._kernels(True)
-    assert fast.key_rows is not mdi._key_rows_py, "drawopt._mdi is not built"
-    return fast, pure
 
 
 @pytest.mark.parametrize("seed", range(8))
