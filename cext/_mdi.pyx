@@ -1,16 +1,17 @@
 """Sequential loops and fused per-draw gathers of the ``mdi`` pass (``drawopt._mdi``).
 
 The model lives in :mod:`drawopt.passes.mdi`; this module only runs its three
-greedy loops (``greedy``, ``indirect_groups``, ``layout``) and four fused chains
+greedy loops (``greedy``, ``indirect_groups``, ``layout``) and five fused chains
 of numpy operations that were its hottest per-draw work (``varying_columns`` and
 ``key_rows``: the batching keys of draws under a per-draw contract, ``key_rows`` also
 their raw slot values; ``chain_words``: their lifted root-constant words;
-``perdraw_records``: writing the per-draw array's records). The public functions are
+``perdraw_records``: writing the per-draw array's records; ``run_facts``: the per-run
+facts of the lift decision). The public functions are
 the wrappers (they fix dtypes and contiguity, check bounds and allocate the
 outputs); the ``_`` functions are the typed kernels, run without the GIL. The
 pure-Python twins are ``drawopt.passes.mdi._greedy_py``, ``_indirect_groups_py``,
-``_layout_py``, ``_varying_columns_py``, ``_key_rows_py``, ``_chain_words_py`` and
-``_perdraw_records_py``;
+``_layout_py``, ``_varying_columns_py``, ``_key_rows_py``, ``_chain_words_py``,
+``_perdraw_records_py`` and ``_run_facts_py``;
 the tests check that both give identical arrays.
 """
 
@@ -18,7 +19,8 @@ import numpy as np
 
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 
-__all__ = ["chain_words", "greedy", "indirect_groups", "key_rows", "layout", "perdraw_records", "varying_columns"]
+__all__ = ["chain_words", "greedy", "indirect_groups", "key_rows", "layout", "perdraw_records", "run_facts",
+           "varying_columns"]
 
 
 def greedy(values, new_run, limit):
@@ -443,3 +445,105 @@ cdef void _chain_words(const int64_t[::1] v, const int64_t[::1] ro, const uint8_
         for j in range(r):
             rv[i, j] = f[row, oo[j]]
         ok[i] = good
+
+
+def run_facts(op, args, pipe, first, length, kind, state, has_lift, eligible, has_nat, pinned, decl_pd, decl_cap,
+              int64_t di, int64_t dii, int64_t col_inst, int64_t col_si_di, int64_t col_si_dii,
+              int64_t min_di, int64_t min_dii, int64_t max_lifted, int64_t max_restore):
+    """Per-draw and per-run facts of the lift decision (``drawopt.passes.mdi._lifted_runs``).
+
+    A draw of opcode ``di`` / ``dii`` is direct: its instances are ``args[:, col_inst]``
+    (else 0) and its StartInstanceLocation the low 32 bits of ``args[:, col_si_di]`` /
+    ``args[:, col_si_dii]``; its pipeline ``pipe`` gives its per-draw parameter
+    ``decl_pd`` (-1: none) and the records one binding addresses ``decl_cap`` (0 without a
+    parameter); it fits when its instances are at most that.
+
+    Returns
+    -------
+    draw_pd : int64[n]
+    restorable : bool[n]
+        A draw with ``has_nat``, direct, that fits (pinned: whose StartInstanceLocation +
+        instances is at most ``max_restore`` and the cap).
+    run_pd : int64[R]
+        The parameter of a run whose first draw has ``has_lift`` and ``eligible``, whose
+        instances sum to at most ``max_lifted`` and whose draws all fit; else -1.
+    beneficial : bool[R]
+        A run of kind 1 (2) of at least ``min_di`` (``min_dii``) draws whose state changes
+        somewhere after its first draw.
+    """
+    cdef const int64_t[::1] o = np.ascontiguousarray(op, dtype=np.int64)
+    cdef const int64_t[:, ::1] a = np.ascontiguousarray(args, dtype=np.int64)
+    cdef const int64_t[::1] pp = np.ascontiguousarray(pipe, dtype=np.int64)
+    cdef const int64_t[::1] fi = np.ascontiguousarray(first, dtype=np.int64)
+    cdef const int64_t[::1] ln = np.ascontiguousarray(length, dtype=np.int64)
+    cdef const int64_t[::1] kd = np.ascontiguousarray(kind, dtype=np.int64)
+    cdef const int64_t[::1] st = np.ascontiguousarray(state, dtype=np.int64)
+    cdef const uint8_t[::1] hl = np.ascontiguousarray(has_lift, dtype=np.uint8)
+    cdef const uint8_t[::1] el = np.ascontiguousarray(eligible, dtype=np.uint8)
+    cdef const uint8_t[::1] hn = np.ascontiguousarray(has_nat, dtype=np.uint8)
+    cdef const uint8_t[::1] pn = np.ascontiguousarray(pinned, dtype=np.uint8)
+    cdef const int64_t[::1] dpd = np.ascontiguousarray(decl_pd, dtype=np.int64)
+    cdef const int64_t[::1] dcap = np.ascontiguousarray(decl_cap, dtype=np.int64)
+    cdef Py_ssize_t n = o.shape[0], nr = fi.shape[0]
+    if (a.shape[0] != n or pp.shape[0] != n or kd.shape[0] != n or st.shape[0] != n or hl.shape[0] != n
+            or el.shape[0] != n or hn.shape[0] != n or pn.shape[0] != n or ln.shape[0] != nr):
+        raise ValueError("run_facts: per-draw columns must have one length, first and length another")
+    if n and (np.min(pipe) < -dpd.shape[0] or np.max(pipe) >= dpd.shape[0] or dcap.shape[0] != dpd.shape[0]):
+        raise ValueError("run_facts: pipeline index out of range")
+    if max(col_inst, col_si_di, col_si_dii) >= a.shape[1] or min(col_inst, col_si_di, col_si_dii) < 0:
+        raise ValueError("run_facts: argument column out of range")
+    fa, la = np.asarray(first, np.int64), np.asarray(length, np.int64)
+    if (n and not nr) or (nr and (fa[0] != 0 or fa[-1] + la[-1] != n or np.min(la) < 1
+                                  or not np.array_equal(fa[1:], fa[:-1] + la[:-1]))):
+        raise ValueError("run_facts: the runs must cover the draws, in order")
+    draw_pd = np.empty(n, dtype=np.int64)
+    restorable = np.zeros(n, dtype=np.bool_)
+    run_pd = np.empty(nr, dtype=np.int64)
+    beneficial = np.zeros(nr, dtype=np.bool_)
+    cdef int64_t[::1] dp = draw_pd
+    cdef uint8_t[::1] rs = restorable.view(np.uint8)
+    cdef int64_t[::1] rp = run_pd
+    cdef uint8_t[::1] bf = beneficial.view(np.uint8)
+    with nogil:
+        _run_facts(o, a, pp, fi, ln, kd, st, hl, el, hn, pn, dpd, dcap, di, dii, col_inst, col_si_di, col_si_dii,
+                   min_di, min_dii, max_lifted, max_restore, dp, rs, rp, bf)
+    return draw_pd, restorable, run_pd, beneficial
+
+
+cdef void _run_facts(const int64_t[::1] o, const int64_t[:, ::1] a, const int64_t[::1] pp, const int64_t[::1] fi,
+                     const int64_t[::1] ln, const int64_t[::1] kd, const int64_t[::1] st, const uint8_t[::1] hl,
+                     const uint8_t[::1] el, const uint8_t[::1] hn, const uint8_t[::1] pn, const int64_t[::1] dpd,
+                     const int64_t[::1] dcap, int64_t di, int64_t dii, int64_t col_inst, int64_t col_si_di,
+                     int64_t col_si_dii, int64_t min_di, int64_t min_dii, int64_t max_lifted, int64_t max_restore,
+                     int64_t[::1] dp, uint8_t[::1] rs, int64_t[::1] rp, uint8_t[::1] bf) noexcept nogil:
+    cdef Py_ssize_t r, i, f, e, nr = fi.shape[0], nd = dpd.shape[0]
+    cdef int64_t inst, cap, pdv, reach, total, p
+    cdef bint direct, allfit, differs
+    for r in range(nr):
+        f = fi[r]
+        e = f + ln[r]
+        total = 0
+        allfit = True
+        differs = False
+        for i in range(f, e):
+            direct = o[i] == di or o[i] == dii
+            inst = a[i, col_inst] if direct else 0
+            p = pp[i]
+            if p < 0:
+                p += nd
+            pdv = dpd[p]
+            cap = dcap[p] if pdv >= 0 else 0
+            dp[i] = pdv
+            total += inst
+            if inst > cap:
+                allfit = False
+            if i > f and st[i] != st[i - 1]:
+                differs = True
+            if hn[i] and direct:
+                if pn[i]:
+                    reach = <int64_t><uint32_t>(a[i, col_si_dii] if o[i] == dii else a[i, col_si_di]) + inst
+                    rs[i] = reach <= max_restore and reach <= cap
+                else:
+                    rs[i] = inst <= cap
+        rp[r] = dp[f] if (hl[f] and el[f] and total <= max_lifted and allfit) else -1
+        bf[r] = ((kd[f] == 1 and ln[r] >= min_di) or (kd[f] == 2 and ln[r] >= min_dii)) and differs

@@ -113,11 +113,13 @@ Implementation: columnar throughout (no Python object per draw or per command; t
 plan is arrays, :class:`MdiPlan`). The three sequential loops -- greedy record groups,
 progressions of indirect draws, the per-draw array's section layout -- and the hottest
 per-draw gathers -- the state columns that vary, the key rows of draws under a per-draw
-contract, the per-instance records of the per-draw array -- run in the Cython kernel
+contract and their lifted root-constant words, the per-run facts of the lift decision,
+the per-instance records of the per-draw array -- run in the Cython kernel
 ``drawopt._mdi`` (``cext/_mdi.pyx``); their pure-Python twins (``_greedy_py``,
 ``_indirect_groups_py``, ``_layout_py``, ``_varying_columns_py``, ``_key_rows_py``,
-``_perdraw_records_py``; ``DRAWOPT_PURE=1``) give identical results and the tests
-(tests/test_mdi.py, tests/test_mdi_kernels.py) compare the two.
+``_chain_words_py``, ``_run_facts_py``, ``_perdraw_records_py``; ``DRAWOPT_PURE=1``) give
+identical results and the tests (tests/test_mdi.py, tests/test_mdi_kernels.py) compare
+the two.
 """
 
 from __future__ import annotations
@@ -363,7 +365,44 @@ def _kernels(pure: bool | None) -> Any:
     return mod if mod is not None else SimpleNamespace(
         greedy=_greedy_py, indirect_groups=_indirect_groups_py, layout=_layout_py,
         varying_columns=_varying_columns_py, key_rows=_key_rows_py, perdraw_records=_perdraw_records_py,
-        chain_words=_chain_words_py)
+        chain_words=_chain_words_py, run_facts=_run_facts_py)
+
+
+def _run_facts_py(op: np.ndarray, args: np.ndarray, pipe: np.ndarray, first: np.ndarray, length: np.ndarray,
+                  kind: np.ndarray, state: np.ndarray, has_lift: np.ndarray, eligible: np.ndarray,
+                  has_nat: np.ndarray, pinned: np.ndarray, decl_pd: np.ndarray, decl_cap: np.ndarray, di: int,
+                  dii: int, col_inst: int, col_si_di: int, col_si_dii: int, min_di: int, min_dii: int,
+                  max_lifted: int, max_restore: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-draw and per-run facts of the lift decision (:func:`_lifted_runs`; runs
+    ``first``/``length`` cover the draws in order): ``(draw_pd, restorable, run_pd,
+    beneficial)`` -- each draw's per-draw parameter (-1: none); whether a single draw reading
+    its lift items natively can read the array (direct, its instances fit one binding;
+    pinned: StartInstanceLocation + instances at most ``max_restore`` and the cap); each
+    run's parameter where it may be lifted (its first draw lifts, its instances sum to at
+    most ``max_lifted``, every draw fits; else -1); whether the run is long enough for its
+    kind (1: ``min_di``, 2: ``min_dii``) and its state changes after its first draw."""
+    n = op.shape[0]
+    direct = (op == di) | (op == dii)
+    inst = np.where(direct, args[:, col_inst], 0)
+    sil = np.where(op == dii, args[:, col_si_dii], args[:, col_si_di]) & _M32
+    run_inst = np.add.reduceat(inst, first) if first.size else np.zeros(0, np.int64)
+    draw_pd = decl_pd[pipe]
+    cap = np.where(draw_pd >= 0, decl_cap[pipe], 0)   # records one binding of the array may address
+    fits = inst <= cap
+    run_fits = np.minimum.reduceat(fits.astype(np.int8), first) == 1 if first.size else np.zeros(0, bool)
+    liftable_run = has_lift[first] & eligible[first] & (run_inst <= max_lifted) & run_fits
+    restorable = np.zeros(n, bool)
+    nw = np.flatnonzero(has_nat)
+    if nw.size:
+        reach = sil[nw] + inst[nw]
+        restorable[nw] = direct[nw] & np.where(pinned[nw], (reach <= max_restore) & (reach <= cap[nw]), fits[nw])
+    run_pd = np.where(liftable_run, draw_pd[first], -1)
+    beneficial = ((kind[first] == _DIRECT) & (length >= min_di)) | ((kind[first] == _DIRECT_IDX) & (length >= min_dii))
+    if n:
+        same = np.r_[True, state[1:] == state[:-1]]
+        differs = np.add.reduceat((~same).astype(np.int64), first) - (~same[first]).astype(np.int64) > 0
+        beneficial &= differs   # same state everywhere: nothing to lift (an ordinary batch)
+    return draw_pd, restorable, run_pd, beneficial
 
 
 def _chain_words_py(vids: np.ndarray, row_of: np.ndarray, partial: np.ndarray, filled: np.ndarray,
@@ -643,7 +682,7 @@ def plan_mdi(stream: Stream, table: StateTable, *, target: str | TargetModel = "
     between_ok = _only_state_between(stream, draws)
 
     runs = _runs(dr, between_ok)
-    lifted = _lifted_runs(stream, table, dr, runs, min_direct, contracts)
+    lifted = _lifted_runs(stream, table, dr, runs, min_direct, contracts, kern)
     singles = np.zeros(0, np.int64)
     zone_of = np.full(dr.cmd.size, -1, np.int64)
     if lifted is not None:
@@ -1032,14 +1071,14 @@ def _raw_slots(table: StateTable, pos: np.ndarray, slots: list[int], kern: Any =
 
 
 def _lifted_runs(stream: Stream, table: StateTable, dr: _Draws, runs: tuple[np.ndarray, np.ndarray],
-                 min_direct: dict[int, int], contracts: dict[int, DrawDataContract | None]
+                 min_direct: dict[int, int], contracts: dict[int, DrawDataContract | None], kern: Any
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """Decide each stretch's zone: which runs are lifted and which single draws read the
     stretch's array (renumbered, or restored when pinned) (the module docstring, 2).
 
     Returns the keys to batch with (runs not lifted fall back to their state ids), the
     first draw position of each lifted run, the zone's single draws, and per draw
-    position its zone (-1: none; one id per parameter and stretch).
+    position its zone (-1: none; one id per parameter and stretch). ``kern``: :func:`_kernels`.
     """
     if not dr.has_lift.any():
         return None
@@ -1047,33 +1086,14 @@ def _lifted_runs(stream: Stream, table: StateTable, dr: _Draws, runs: tuple[np.n
     op, args = stream.op, stream.args
     n = dr.cmd.size
     run_of = np.repeat(np.arange(first.size), length)
-    direct = (dr.op == _DI) | (dr.op == _DII)
-    inst = np.where(direct, dr.args[:, COL_INSTANCES], 0)
-    sil = np.where(dr.op == _DII, dr.args[:, _DII_SI], dr.args[:, _DI_SI]) & _M32
-    run_inst = np.add.reduceat(inst, first) if first.size else np.zeros(0, np.int64)
-    cc = _contract_columns(stream.decls, contracts)
-    draw_pd = cc["pd"][dr.pipe]
-    cap = np.where(draw_pd >= 0, cc["cap"][dr.pipe], 0)   # records one binding of the array may address
-    fits = inst <= cap
     in_lift = dr.has_lift
-    run_fits = np.minimum.reduceat(fits.astype(np.int8), first) == 1 if first.size else np.zeros(0, bool)
-    liftable_run = in_lift[first] & dr.eligible[first] & (run_inst <= MAX_LIFTED_RECORDS) & run_fits
+    cc = _contract_columns(stream.decls, contracts)
     # single draws that can read the array: renumbered (StartInstanceLocation rewritten) or,
     # when pinned, restored (bound at an offset where record StartInstanceLocation + i is theirs)
-    restorable = np.zeros(n, bool)
-    nw = np.flatnonzero(dr.has_nat)
-    if nw.size:
-        reach = sil[nw] + inst[nw]
-        restorable[nw] = direct[nw] & np.where(dr.pinned[nw], (reach <= MAX_RESTORE_RECORDS) & (reach <= cap[nw]),
-                                               fits[nw])
-    run_pd = np.where(liftable_run, draw_pd[first], -1)
-    beneficial = np.zeros(first.size, bool)
-    for k, m in min_direct.items():
-        beneficial |= (dr.kind[first] == k) & (length >= m)
-    if n:
-        same = np.r_[True, dr.state[1:] == dr.state[:-1]]
-        differs = np.add.reduceat((~same).astype(np.int64), first) - (~same[first]).astype(np.int64) > 0
-        beneficial &= differs   # same state everywhere: nothing to lift (an ordinary batch)
+    draw_pd, restorable, run_pd, beneficial = kern.run_facts(
+        dr.op, dr.args, dr.pipe, first, length, dr.kind, dr.state, in_lift, dr.eligible, dr.has_nat, dr.pinned,
+        cc["pd"], cc["cap"], _DI, _DII, COL_INSTANCES, _DI_SI, _DII_SI, min_direct[_DIRECT], min_direct[_DIRECT_IDX],
+        MAX_LIFTED_RECORDS, MAX_RESTORE_RECORDS)
     key = dr.key.copy()
     lifted_run = np.zeros(first.size, bool)
     zone_of = np.full(n, -1, np.int64)

@@ -146,3 +146,36 @@ def test_lifted_plans_agree(kind: str) -> None:
     assert a.sinst.tolist() == b.sinst.tolist()
     assert [w.tolist() for w in a.perdraw_words] == [w.tolist() for w in b.perdraw_words]
     assert [w.tolist() for w in a.args_words] == [w.tolist() for w in b.args_words]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_run_facts_match(seed: int) -> None:
+    fast, pure = _kernels()
+    rng = np.random.default_rng(seed)
+    n, nd = int(rng.integers(0, 300)), int(rng.integers(1, 8))
+    cuts = np.sort(rng.choice(np.arange(1, n), size=min(n - 1, int(rng.integers(0, n + 1))), replace=False)) \
+        if n > 1 else np.zeros(0, np.int64)
+    first = np.r_[0, cuts].astype(np.int64) if n else np.zeros(0, np.int64)
+    length = np.diff(np.r_[first, n]).astype(np.int64)
+    op = rng.choice([mdi._DI, mdi._DII, mdi._I, mdi._M, 5], n)
+    args = rng.integers(0, 40, (n, 8))
+    args[:, mdi._DII_SI] = np.where(rng.random(n) < 0.1, rng.integers(-5, 0, n), args[:, mdi._DII_SI])
+    pipe = rng.integers(-1, nd, n)
+    kind = rng.integers(0, 5, n).astype(np.int8)
+    state = np.cumsum(rng.random(n) < 0.3)
+    flags = [rng.random(n) < q for q in (0.7, 0.8, 0.5, 0.3)]
+    decl_pd = np.where(rng.random(nd + 1) < 0.3, -1, rng.integers(0, 4, nd + 1))
+    decl_cap = rng.integers(0, 40, nd + 1)
+    consts = (mdi._DI, mdi._DII, mdi.COL_INSTANCES, mdi._DI_SI, mdi._DII_SI, int(rng.integers(1, 4)),
+              int(rng.integers(1, 4)), int(rng.integers(0, 80)), int(rng.integers(0, 50)))
+    a = fast.run_facts(op, args, pipe, first, length, kind, state, *flags, decl_pd, decl_cap, *consts)
+    b = pure.run_facts(op, args, pipe, first, length, kind, state, *flags, decl_pd, decl_cap, *consts)
+    assert all(x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_run_facts_rejects_runs_not_covering_the_draws() -> None:
+    fast, _ = _kernels()
+    z = np.zeros(3, np.int64)
+    with pytest.raises(ValueError):
+        fast.run_facts(z, np.zeros((3, 8), np.int64), z, np.array([0, 2]), np.array([1, 1]), z, z, z, z, z, z,
+                       np.array([-1]), np.array([0]), 1, 2, 1, 3, 4, 2, 2, 10, 10)
