@@ -111,10 +111,15 @@ constants differ have different state ids and stay apart.
 
 Implementation: columnar throughout (no Python object per draw or per command; the
 plan is arrays, :class:`MdiPlan`). The three sequential loops -- greedy record groups,
-progressions of indirect draws, the per-draw array's section layout -- run in the
-Cython kernel ``drawopt._mdi`` (``cext/_mdi.pyx``); their pure-Python twins
-(``_greedy_py``, ``_indirect_groups_py``, ``_layout_py``; ``DRAWOPT_PURE=1``) give
-identical results and the tests compare the two.
+progressions of indirect draws, the per-draw array's section layout -- and the hottest
+per-draw gathers -- the state columns that vary, the key rows of draws under a per-draw
+contract and their lifted root-constant words, the per-run facts of the lift decision,
+the per-instance records of the per-draw array -- run in the Cython kernel
+``drawopt._mdi`` (``cext/_mdi.pyx``); their pure-Python twins (``_greedy_py``,
+``_indirect_groups_py``, ``_layout_py``, ``_varying_columns_py``, ``_key_rows_py``,
+``_chain_words_py``, ``_run_facts_py``, ``_perdraw_records_py``; ``DRAWOPT_PURE=1``) give
+identical results and the tests (tests/test_mdi.py, tests/test_mdi_kernels.py) compare
+the two.
 """
 
 from __future__ import annotations
@@ -298,8 +303,9 @@ class _ValueSplit:
     (:attr:`drawopt.analysis.state.Scan.chains`), the other kinds from the command that set
     the value (equal value ids are equal arguments)."""
 
-    def __init__(self, stream: Stream, sc: Any) -> None:
+    def __init__(self, stream: Stream, sc: Any, kern: Any = None) -> None:
         self.stream, self.sc = stream, sc
+        self.kern = kern if kern is not None else _kernels(None)
         self.source = np.full(sc.values.next + 1, -1, np.int64)   # per value id: a command that sets it
         setc = np.flatnonzero(sc.cval >= 0)
         self.source[sc.cval[setc]] = setc
@@ -337,12 +343,8 @@ class _ValueSplit:
             if chain is None or max(ks) >= chain[1].shape[1]:
                 return none
             row_of, filled = chain
-            r = np.where(ok, row_of[v], -1)
-            ok &= (r >= 0) & ~self.partial[v]
-            words = filled[np.maximum(r, 0)]
-            lifted = words[:, ks]
-            ok &= (lifted >= 0).all(axis=1)
-            return ok, lifted, words[:, [n for n in range(filled.shape[1]) if n not in ks]]
+            return self.kern.chain_words(vids, row_of, self.partial, filled, np.asarray(ks, np.int64),
+                                         np.array([n for n in range(filled.shape[1]) if n not in ks], np.int64))
         c = self.source[v]
         ok &= (c >= 0) & (self.stream.op[np.maximum(c, 0)] == _VIEW_OP[kind])
         a = self.stream.args[np.maximum(c, 0)]
@@ -360,8 +362,113 @@ class _ValueSplit:
 def _kernels(pure: bool | None) -> Any:
     """The compiled kernels (``drawopt._mdi``) or their pure-Python twins below."""
     mod = load_cext("_mdi", pure)
-    return mod if mod is not None else SimpleNamespace(greedy=_greedy_py, indirect_groups=_indirect_groups_py,
-                                                        layout=_layout_py)
+    return mod if mod is not None else SimpleNamespace(
+        greedy=_greedy_py, indirect_groups=_indirect_groups_py, layout=_layout_py,
+        varying_columns=_varying_columns_py, key_rows=_key_rows_py, perdraw_records=_perdraw_records_py,
+        chain_words=_chain_words_py, run_facts=_run_facts_py)
+
+
+def _run_facts_py(op: np.ndarray, args: np.ndarray, pipe: np.ndarray, first: np.ndarray, length: np.ndarray,
+                  kind: np.ndarray, state: np.ndarray, has_lift: np.ndarray, eligible: np.ndarray,
+                  has_nat: np.ndarray, pinned: np.ndarray, decl_pd: np.ndarray, decl_cap: np.ndarray, di: int,
+                  dii: int, col_inst: int, col_si_di: int, col_si_dii: int, min_di: int, min_dii: int,
+                  max_lifted: int, max_restore: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-draw and per-run facts of the lift decision (:func:`_lifted_runs`; runs
+    ``first``/``length`` cover the draws in order): ``(draw_pd, restorable, run_pd,
+    beneficial)`` -- each draw's per-draw parameter (-1: none); whether a single draw reading
+    its lift items natively can read the array (direct, its instances fit one binding;
+    pinned: StartInstanceLocation + instances at most ``max_restore`` and the cap); each
+    run's parameter where it may be lifted (its first draw lifts, its instances sum to at
+    most ``max_lifted``, every draw fits; else -1); whether the run is long enough for its
+    kind (1: ``min_di``, 2: ``min_dii``) and its state changes after its first draw."""
+    n = op.shape[0]
+    direct = (op == di) | (op == dii)
+    inst = np.where(direct, args[:, col_inst], 0)
+    sil = np.where(op == dii, args[:, col_si_dii], args[:, col_si_di]) & _M32
+    run_inst = np.add.reduceat(inst, first) if first.size else np.zeros(0, np.int64)
+    draw_pd = decl_pd[pipe]
+    cap = np.where(draw_pd >= 0, decl_cap[pipe], 0)   # records one binding of the array may address
+    fits = inst <= cap
+    run_fits = np.minimum.reduceat(fits.astype(np.int8), first) == 1 if first.size else np.zeros(0, bool)
+    liftable_run = has_lift[first] & eligible[first] & (run_inst <= max_lifted) & run_fits
+    restorable = np.zeros(n, bool)
+    nw = np.flatnonzero(has_nat)
+    if nw.size:
+        reach = sil[nw] + inst[nw]
+        restorable[nw] = direct[nw] & np.where(pinned[nw], (reach <= max_restore) & (reach <= cap[nw]), fits[nw])
+    run_pd = np.where(liftable_run, draw_pd[first], -1)
+    beneficial = ((kind[first] == _DIRECT) & (length >= min_di)) | ((kind[first] == _DIRECT_IDX) & (length >= min_dii))
+    if n:
+        same = np.r_[True, state[1:] == state[:-1]]
+        differs = np.add.reduceat((~same).astype(np.int64), first) - (~same[first]).astype(np.int64) > 0
+        beneficial &= differs   # same state everywhere: nothing to lift (an ordinary batch)
+    return draw_pd, restorable, run_pd, beneficial
+
+
+def _chain_words_py(vids: np.ndarray, row_of: np.ndarray, partial: np.ndarray, filled: np.ndarray,
+                    ks: np.ndarray, other: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Root-constant words of values ``vids`` from their chain (``row_of``: row of
+    ``filled`` of each value id, -1: none), split into words ``ks`` and ``other``:
+    ``(ok, lifted, rest)``; ``ok`` where the value has a row, is not a partial update and
+    its words ``ks`` are defined (>= 0). A value without a row reads row 0 (unused).
+
+    >>> _chain_words_py(np.array([1, -1, 0]), np.array([-1, 0, -1]), np.zeros(3, bool),
+    ...                 np.array([[5, -1, 7]]), np.array([0, 2]), np.array([1]))[0].tolist()
+    [True, False, False]
+    """
+    ok = vids >= 0
+    v = np.maximum(vids, 0)
+    r = np.where(ok, row_of[v], -1)
+    ok &= (r >= 0) & ~partial[v]
+    words = filled[np.maximum(r, 0)]
+    lifted = words[:, ks]
+    ok &= (lifted >= 0).all(axis=1)
+    return ok, lifted, words[:, other]
+
+
+def _varying_columns_py(rows: np.ndarray) -> np.ndarray:
+    """Columns of ``rows`` where some row differs from the first (increasing)."""
+    return np.flatnonzero((rows != rows[:1]).any(axis=0))
+
+
+def _key_rows_py(rows: np.ndarray, sidx: np.ndarray, keep: np.ndarray, mask_col: int, masked: int,
+                 nat: np.ndarray, extra: np.ndarray) -> np.ndarray:
+    """Key rows of draws: row ``sidx[i]`` of ``rows`` at columns ``keep`` (column
+    ``mask_col`` of those set to ``masked`` where ``nat[i]``; -1: none), then ``extra[i]``.
+
+    >>> _key_rows_py(np.array([[1, 2, 3], [4, 5, 6]]), np.array([1, 0]), np.array([0, 2]), 1, -2,
+    ...              np.array([True, False]), np.array([[7], [8]])).tolist()
+    [[4, -2, 7], [1, 3, 8]]
+    """
+    out = rows.take(sidx, axis=0)[:, keep]   # whole rows, then the columns: faster than one 2-d gather
+    if mask_col >= 0:
+        out[nat.astype(bool), mask_col] = masked
+    return np.concatenate([out, extra], axis=1).astype(np.int64, copy=False)
+
+
+def _perdraw_records_py(data: np.ndarray, base: np.ndarray, ninst: np.ndarray, words: np.ndarray, bv: np.ndarray,
+                        seen: np.ndarray, lift: np.ndarray, row: np.ndarray) -> None:
+    """Write the per-draw array's records into ``data`` (in place): member ``m`` has
+    ``ninst[m]`` records of ``words[m]`` words from word ``base[m]``; record ``i`` holds
+    ``bv[m]``, ``seen[m] + i`` and ``lift[row[m], :words[m] - 2]`` (low 32 bits each).
+
+    >>> d = np.zeros(8, np.uint32)
+    >>> _perdraw_records_py(d, np.array([0, 6]), np.array([2, 1]), np.array([3, 2]), np.array([-1, 5]),
+    ...                     np.array([10, 0]), np.array([[9], [0]]), np.array([0, 1]))
+    >>> d.tolist()
+    [4294967295, 10, 9, 4294967295, 11, 9, 5, 0]
+    """
+    owner = np.repeat(np.arange(base.size), ninst)
+    inst = np.arange(owner.size) - np.repeat(np.cumsum(ninst) - ninst, ninst)
+    mw = words[owner]
+    rpos = base[owner] + inst * mw
+    data[rpos] = bv[owner] & _M32
+    data[rpos + 1] = (seen[owner] + inst) & _M32
+    for w in unique(words).tolist():
+        if w == 2:
+            continue
+        r = np.flatnonzero(mw == w)
+        data[rpos[r, None] + np.arange(2, w)] = lift[row[owner[r]], :w - 2] & _M32   # one record per instance
 
 
 def _greedy_py(values: np.ndarray, new_run: np.ndarray, limit: np.ndarray) -> np.ndarray:
@@ -569,13 +676,13 @@ def plan_mdi(stream: Stream, table: StateTable, *, target: str | TargetModel = "
     limit = model.mdi_max_count if max_count <= 0 else min(max_count, model.mdi_max_count)
     limit = max(1, int(limit))
     contracts = draw_data_contracts(stream.decls)
-    dr = _draw_columns(stream, table, lift and stream.header.kind == "list", contracts)
+    dr = _draw_columns(stream, table, lift and stream.header.kind == "list", contracts, kern)
     min_direct = {k: max(int(min_batch), mdi_min_batch(model, indexed=(k == _DIRECT_IDX)), 2)
                   for k in (_DIRECT, _DIRECT_IDX)}
     between_ok = _only_state_between(stream, draws)
 
     runs = _runs(dr, between_ok)
-    lifted = _lifted_runs(stream, table, dr, runs, min_direct, contracts)
+    lifted = _lifted_runs(stream, table, dr, runs, min_direct, contracts, kern)
     singles = np.zeros(0, np.int64)
     zone_of = np.full(dr.cmd.size, -1, np.int64)
     if lifted is not None:
@@ -778,22 +885,11 @@ def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: _Users, sin
     before -= np.repeat(before[mstart], nd)
     mw = words[user_of]
     mbase = sec_off[sec[user_of]] // 4 + (idx[user_of] + before) * mw
-    owner = np.repeat(np.arange(members.size), ninst)
-    inst = np.arange(owner.size) - np.repeat(np.cumsum(ninst) - ninst, ninst)
     indexed = dr.op[members] == _DII
-    bv = np.where(indexed, dr.args[members, _DII_BV] & _M32, 0)[owner]
-    seen = np.where(indexed, dr.args[members, _DII_SI], dr.args[members, _DI_SI])[owner] + inst
-    rpos = mbase[owner] + inst * mw[owner]
-    data[rpos] = bv
-    data[rpos + 1] = seen & _M32
-    for w in unique(words).tolist():
-        if w == 2:
-            continue
-        m = np.flatnonzero(mw == w)
-        assert dr.has_nat[members[m]].all()
-        r = np.flatnonzero(np.repeat(mw == w, ninst))
-        lv = dr.lift_vals[np.repeat(members[m], ninst[m]), :w - 2] & _M32   # one record per instance
-        data[rpos[r, None] + np.arange(2, w)] = lv
+    bv = np.where(indexed, dr.args[members, _DII_BV], 0)
+    seen = np.where(indexed, dr.args[members, _DII_SI], dr.args[members, _DI_SI])
+    assert dr.has_nat[members[mw > 2]].all()   # the lift items: read natively
+    kern.perdraw_records(data, mbase, ninst, mw, bv, seen, dr.lift_vals, members)
     plan.perdraw_words = [data]
     # lifted batches: each member's args record starts at its batch's first record + the
     # instances before it; single draws: StartInstanceLocation renumbered, pinned ones kept
@@ -808,8 +904,9 @@ def _emit_sections(stream: Stream, dr: _Draws, plan: MdiPlan, users: _Users, sin
 
 
 def _draw_columns(stream: Stream, table: StateTable, lift: bool,
-                  all_contracts: dict[int, DrawDataContract | None]) -> _Draws:
-    """The per-draw columns of :class:`_Draws`; ``all_contracts``: :func:`draw_data_contracts`."""
+                  all_contracts: dict[int, DrawDataContract | None], kern: Any) -> _Draws:
+    """The per-draw columns of :class:`_Draws`; ``all_contracts``: :func:`draw_data_contracts`;
+    ``kern``: :func:`_kernels`."""
     decls = stream.decls
     op = stream.op
     draws = np.asarray(table.draws, np.int64)
@@ -851,8 +948,8 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool,
     for i, c in contracts.items():
         groups.setdefault((c.perdraw, c.items, c.kinds), []).append(i)
     direct = ((kind == _DIRECT) | (kind == _DIRECT_IDX)) & ~cpu_ind
-    split = _ValueSplit(stream, sc) if groups and sc is not None else None
-    varying = np.flatnonzero((table.rows != table.rows[:1]).any(axis=0)) if split else np.zeros(0, np.int64)
+    split = _ValueSplit(stream, sc, kern) if groups and sc is not None else None
+    varying = kern.varying_columns(table.rows) if split else np.zeros(0, np.int64)
     next_key = int(state.max()) + 1 if state.size else 0
     for pipes in groups.values() if split else ():
         c = contracts[pipes[0]]
@@ -862,7 +959,7 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool,
         mine = np.flatnonzero(of_group[pipe] & direct)
         if not mine.size:
             continue
-        raw = _raw_slots(table, mine, [ROOT0 + c.perdraw, *(ROOT0 + q for q in c.params)])
+        raw = _raw_slots(table, mine, [ROOT0 + c.perdraw, *(ROOT0 + q for q in c.params)], kern)
         native = (raw[:, 0] == UNDEFINED) & lift   # nothing bound at P: the shader reads the root arguments
         arrayf = raw[:, 0] >= 0       # a buffer is bound at P: the draws already read their records
         # the lifted words, and the rest of each lifted parameter (which must stay equal)
@@ -886,11 +983,9 @@ def _draw_columns(stream: Stream, table: StateTable, lift: bool,
         # the key: the state with the lifted parameters masked (and P where nothing is bound),
         # the rest of each lifted parameter, the pipeline and whether the draw is native
         keep = varying[~np.isin(varying, [ROOT0 + q for q in c.params])]
-        rows = table.rows[state[cand][:, None], keep[None, :]]
-        if ROOT0 + c.perdraw in keep:
-            rows[nat, np.searchsorted(keep, ROOT0 + c.perdraw)] = MASKED
-        rows = np.concatenate([rows, *(r[sel] for r in rests), pipe[cand, None], nat[:, None]], axis=1)
-        ids, _ = intern_rows(rows)
+        mask_col = int(np.searchsorted(keep, ROOT0 + c.perdraw)) if ROOT0 + c.perdraw in keep else -1
+        extra = np.concatenate([*(r[sel] for r in rests), pipe[cand, None], nat[:, None]], axis=1)
+        ids, _ = intern_rows(kern.key_rows(table.rows, state[cand], keep, mask_col, MASKED, nat, extra))
         key[cand] = next_key + ids
         next_key += int(ids.max()) + 1
         has_lift[cand[nat]] = True
@@ -958,11 +1053,14 @@ def _observes(table: StateTable, slot: int) -> np.ndarray:
     return table.rows[:, slot][table.state] != MASKED
 
 
-def _raw_slots(table: StateTable, pos: np.ndarray, slots: list[int]) -> np.ndarray:
+def _raw_slots(table: StateTable, pos: np.ndarray, slots: list[int], kern: Any = None) -> np.ndarray:
     """Raw value ids (:meth:`drawopt.analysis.state.Scan.values_of`) of ``slots`` at draw
     positions ``pos``: the normalised row where the draw observes the slot (the two agree
-    there), the scan's value where it does not."""
-    v = table.rows[:, slots][table.state[pos]]
+    there), the scan's value where it does not. ``kern``: :func:`_kernels` (default: as
+    ``DRAWOPT_PURE`` says)."""
+    kern = kern if kern is not None else _kernels(None)
+    v = kern.key_rows(table.rows, np.asarray(table.state)[pos], np.asarray(slots, np.int64), -1, MASKED,
+                      np.zeros(pos.size, bool), np.zeros((pos.size, 0), np.int64))
     hid = np.flatnonzero((v == MASKED).any(axis=1))
     if hid.size:
         sc = table.scan
@@ -973,14 +1071,14 @@ def _raw_slots(table: StateTable, pos: np.ndarray, slots: list[int]) -> np.ndarr
 
 
 def _lifted_runs(stream: Stream, table: StateTable, dr: _Draws, runs: tuple[np.ndarray, np.ndarray],
-                 min_direct: dict[int, int], contracts: dict[int, DrawDataContract | None]
+                 min_direct: dict[int, int], contracts: dict[int, DrawDataContract | None], kern: Any
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """Decide each stretch's zone: which runs are lifted and which single draws read the
     stretch's array (renumbered, or restored when pinned) (the module docstring, 2).
 
     Returns the keys to batch with (runs not lifted fall back to their state ids), the
     first draw position of each lifted run, the zone's single draws, and per draw
-    position its zone (-1: none; one id per parameter and stretch).
+    position its zone (-1: none; one id per parameter and stretch). ``kern``: :func:`_kernels`.
     """
     if not dr.has_lift.any():
         return None
@@ -988,33 +1086,14 @@ def _lifted_runs(stream: Stream, table: StateTable, dr: _Draws, runs: tuple[np.n
     op, args = stream.op, stream.args
     n = dr.cmd.size
     run_of = np.repeat(np.arange(first.size), length)
-    direct = (dr.op == _DI) | (dr.op == _DII)
-    inst = np.where(direct, dr.args[:, COL_INSTANCES], 0)
-    sil = np.where(dr.op == _DII, dr.args[:, _DII_SI], dr.args[:, _DI_SI]) & _M32
-    run_inst = np.add.reduceat(inst, first) if first.size else np.zeros(0, np.int64)
-    cc = _contract_columns(stream.decls, contracts)
-    draw_pd = cc["pd"][dr.pipe]
-    cap = np.where(draw_pd >= 0, cc["cap"][dr.pipe], 0)   # records one binding of the array may address
-    fits = inst <= cap
     in_lift = dr.has_lift
-    run_fits = np.minimum.reduceat(fits.astype(np.int8), first) == 1 if first.size else np.zeros(0, bool)
-    liftable_run = in_lift[first] & dr.eligible[first] & (run_inst <= MAX_LIFTED_RECORDS) & run_fits
+    cc = _contract_columns(stream.decls, contracts)
     # single draws that can read the array: renumbered (StartInstanceLocation rewritten) or,
     # when pinned, restored (bound at an offset where record StartInstanceLocation + i is theirs)
-    restorable = np.zeros(n, bool)
-    nw = np.flatnonzero(dr.has_nat)
-    if nw.size:
-        reach = sil[nw] + inst[nw]
-        restorable[nw] = direct[nw] & np.where(dr.pinned[nw], (reach <= MAX_RESTORE_RECORDS) & (reach <= cap[nw]),
-                                               fits[nw])
-    run_pd = np.where(liftable_run, draw_pd[first], -1)
-    beneficial = np.zeros(first.size, bool)
-    for k, m in min_direct.items():
-        beneficial |= (dr.kind[first] == k) & (length >= m)
-    if n:
-        same = np.r_[True, dr.state[1:] == dr.state[:-1]]
-        differs = np.add.reduceat((~same).astype(np.int64), first) - (~same[first]).astype(np.int64) > 0
-        beneficial &= differs   # same state everywhere: nothing to lift (an ordinary batch)
+    draw_pd, restorable, run_pd, beneficial = kern.run_facts(
+        dr.op, dr.args, dr.pipe, first, length, dr.kind, dr.state, in_lift, dr.eligible, dr.has_nat, dr.pinned,
+        cc["pd"], cc["cap"], _DI, _DII, COL_INSTANCES, _DI_SI, _DII_SI, min_direct[_DIRECT], min_direct[_DIRECT_IDX],
+        MAX_LIFTED_RECORDS, MAX_RESTORE_RECORDS)
     key = dr.key.copy()
     lifted_run = np.zeros(first.size, bool)
     zone_of = np.full(n, -1, np.int64)
