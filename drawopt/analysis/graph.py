@@ -79,7 +79,7 @@ from drawopt.analysis.access import declared_writes, heap_views, table_access
 from drawopt.analysis.state import RTS, StateTable, intern_rows
 from drawopt.errors import UsageError
 from drawopt.ir.decls import Buffer, Pipeline
-from drawopt.ir.ops import BARRIER_STATES, BY_CODE, BY_NAME, COL_PIPELINE, Cat, Op, shared_col
+from drawopt.ir.ops import BARRIER_STATES, BY_CODE, BY_NAME, COL_PIPELINE, NARGS, Cat, Op, shared_col
 from drawopt.ir.stream import Stream, ragged_index
 
 if TYPE_CHECKING:  # networkx is imported where a graph is built or written (0.3 s, not on optimize's path)
@@ -378,8 +378,10 @@ class _Builder:
             head = np.stack([aop, pso, rts], axis=1)
             tail = np.zeros((acmd.size, args.shape[1]), np.int64)  # the arguments of the actions that read buffers
             tail[buf] = args[acmd[buf]]
+            # signatures that differ only in arguments no access reads (an indirect draw's offsets
+            # and counts: every MDI call its own signature) share their accesses: one class each
             first, inv = _action_signatures(self.ev_cmd, self.ev_slot, np.array(bslots, np.int64), acmd, self.opq,
-                                            crank, head, tail)
+                                            crank, head, tail, tail_keep=_TAIL_KEEP[aop, :tail.shape[1]])
         else:
             first, inv = _unique_rows(np.zeros((0, 1), np.int64))
         # the bindings of the distinct signatures
@@ -921,24 +923,53 @@ class _Builder:
 
 def _action_signatures(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.ndarray, act_cmd: np.ndarray,
                        opq: np.ndarray, crank: np.ndarray, head: np.ndarray, tail: np.ndarray,
-                       pure: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+                       pure: bool | None = None, tail_keep: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The distinct signatures of the actions ``act_cmd`` (non-decreasing) as :func:`_unique_rows`
     gives them: the first action of each distinct signature in lexicographic order, and each
     action's rank. An action's signature is the row ``head[a]``, then per slot of ``slots`` the
     ``crank`` of the command that last set it before the action in its Opaque epoch
     (``crank[-1]``: none; :func:`_act_setter_events`), then ``tail[a]``.
 
+    With ``tail_keep`` (bool[A, T]: the tail columns that matter for each action), signatures
+    equal but in the columns of ``tail`` that their first action does not keep form one class:
+    then the first action of each class, classes in order of their first signature (in
+    lexicographic order), and each action's class (:func:`_merge_tails`).
+
     ``drawopt._graph.action_signatures`` interns the rows as it forms them (no column per slot
     for every action); :func:`_action_signatures_py` is its twin.
     """
     kernel = getattr(load_cext("_graph", pure), "action_signatures", None)  # (None: an older extension)
     if kernel is None or (act_cmd.shape[0] > 1 and not bool((np.diff(act_cmd) >= 0).all())):
-        return _action_signatures_py(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail, pure)
+        first, inv = _action_signatures_py(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail, pure)
+        if tail_keep is None:
+            return first, inv
+        # the rows of the distinct signatures, from their first actions
+        o = np.argsort(act_cmd[first], kind="stable")
+        cols = np.empty((slots.shape[0], first.shape[0]), np.int64)
+        cols[:, o] = crank[_act_setter_events(ev_cmd, ev_slot, slots, act_cmd[first[o]], opq, pure)[1]]
+        rows = np.concatenate([head[first], cols.T, tail[first]], axis=1)
+        return _merge_tails(first, inv, rows, tail_keep[first])
     ids, first, rows = kernel(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail)
-    order = np.lexsort(rows.T[::-1])
+    order = lex_order(list(rows.T))  # (distinct rows: np.lexsort(rows.T[::-1]), in as few words as fit)
     rank = np.empty(order.size, np.int64)
     rank[order] = np.arange(order.size)
-    return first[order], rank[ids]
+    first, inv = first[order], rank[ids]
+    if tail_keep is None:
+        return first, inv
+    return _merge_tails(first, inv, rows[order], tail_keep[first])
+
+
+def _merge_tails(first: np.ndarray, inv: np.ndarray, rows: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Classes of the signatures ``rows`` (distinct, sorted; ``first``: their first actions, ``inv``:
+    each action's) equal but in their last ``keep.shape[1]`` columns where ``keep`` is False:
+    ``(first action of each class, each action's class)``, classes in order of their first row."""
+    t = keep.shape[1]
+    if not t or keep.all():
+        return first, inv
+    red = rows.copy()
+    red[:, rows.shape[1] - t:] *= keep
+    cid, cfirst = intern_rows(red)  # (ids in order of first appearance: of each class's first row)
+    return first[cfirst], cid[inv]
 
 
 def _action_signatures_py(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.ndarray, act_cmd: np.ndarray,
@@ -1383,6 +1414,11 @@ _IS_INDEXED_NATIVE[sorted(_INDEXED_NATIVE)] = True
 _VARYING = frozenset({_OP[n] for n in ("CopyBufferRegion", "DrawIndexedX", *_INDIRECT)})
 _IS_BUFFER_ARG_OP = np.zeros(_CAT_TABLE.shape[0], bool)
 _IS_BUFFER_ARG_OP[sorted(_VARYING)] = True
+_TAIL_KEEP = np.zeros((_CAT_TABLE.shape[0], NARGS), bool)
+"""Per opcode, the argument columns :meth:`_Builder._signature_accesses` reads of an action (its buffers)."""
+for _n, _c in (("CopyBufferRegion", "dst"), ("CopyBufferRegion", "src"), ("DrawIndexedX", "buffer"),
+               *((n, c) for n in _INDIRECT for c in ("args_buffer", "count_buffer") if c in BY_NAME[n].fields)):
+    _TAIL_KEEP[_OP[_n], BY_NAME[_n].col(_c)] = True
 _FE_READ_COLS = tuple((BY_NAME[n].code, BY_NAME[n].col(c)) for n in _INDIRECT for c in ("args_buffer", "count_buffer")
                       if c in BY_NAME[n].fields) + ((_OP["IASetIndexBuffer"], Op.IASetIndexBuffer.col("buffer")),
                                                     (_OP["DrawIndexedX"], Op.DrawIndexedX.col("buffer")))
