@@ -930,10 +930,11 @@ def _action_signatures(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.ndarra
     ``crank`` of the command that last set it before the action in its Opaque epoch
     (``crank[-1]``: none; :func:`_act_setter_events`), then ``tail[a]``.
 
-    With ``tail_keep`` (bool[A, T]: the tail columns that matter for each action), signatures
-    equal but in the columns of ``tail`` that their first action does not keep form one class:
-    then the first action of each class, classes in order of their first signature (in
-    lexicographic order), and each action's class (:func:`_merge_tails`).
+    With ``tail_keep`` (bool[A, T]: the tail columns that matter for each action; equal for
+    equal ``head`` rows), signatures equal but in the columns of ``tail`` that their actions do
+    not keep form one class: then the first action of each class's first signature, classes in
+    order of their first signature (in lexicographic order), and each action's class
+    (:func:`_merge_tails`; the kernel's path sorts only each class's least signature).
 
     ``drawopt._graph.action_signatures`` interns the rows as it forms them (no column per slot
     for every action); :func:`_action_signatures_py` is its twin.
@@ -950,13 +951,24 @@ def _action_signatures(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.ndarra
         rows = np.concatenate([head[first], cols.T, tail[first]], axis=1)
         return _merge_tails(first, inv, rows, tail_keep[first])
     ids, first, rows = kernel(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail)
-    order = lex_order(list(rows.T))  # (distinct rows: np.lexsort(rows.T[::-1]), in as few words as fit)
+    t = tail.shape[1]
+    if tail_keep is not None and t and not tail_keep.all():
+        # the classes first (as _merge_tails, of the rows in first-appearance order), then each
+        # class's least row: its signatures differ only in tail columns; the classes in the order
+        # of those rows (fewer rows to sort than the signatures)
+        red = rows.copy()
+        red[:, rows.shape[1] - t:] *= tail_keep[first]
+        cid, _ = intern_rows(red)
+        by = lex_order([cid, *rows[:, rows.shape[1] - t:].T])  # signatures by class, then tail
+        lead = by[np.r_[True, cid[by][1:] != cid[by][:-1]]]  # per class (by id): its least signature
+        corder = np.lexsort(rows[lead].T[::-1])
+        crank_ = np.empty(corder.size, np.int64)
+        crank_[corder] = np.arange(corder.size)
+        return first[lead[corder]], crank_[cid[ids]]
+    order = np.lexsort(rows.T[::-1])
     rank = np.empty(order.size, np.int64)
     rank[order] = np.arange(order.size)
-    first, inv = first[order], rank[ids]
-    if tail_keep is None:
-        return first, inv
-    return _merge_tails(first, inv, rows[order], tail_keep[first])
+    return first[order], rank[ids]
 
 
 def _merge_tails(first: np.ndarray, inv: np.ndarray, rows: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, ...]:
