@@ -215,6 +215,11 @@ _KIND_OF_CAT = {int(Cat.DRAW): _K_DRAWS, int(Cat.DISPATCH): _K_DISPATCH, int(Cat
 _KIND_TABLE = np.full(256, _K_STATE, np.int64)
 for _c, _k in _KIND_OF_CAT.items():
     _KIND_TABLE[_c] = _k
+_IS_ACTION_KIND = np.zeros(len(NODE_KINDS), bool)
+_IS_ACTION_KIND[[_K_DRAWS, _K_DISPATCH, _K_COPY]] = True
+_IS_SOLO_KIND = np.zeros(len(NODE_KINDS), bool)
+_IS_SOLO_KIND[[_K_FLUSH, _K_BARRIER, _K_OPAQUE]] = True
+"""Segment kinds that are actions; that are nodes of their own (flush, barrier, opaque)."""
 _R_CODE = {r: i for i, r in enumerate(EDGE_REASONS)}
 _BIG_BITS = np.int64(40)
 _BIG = np.int64(1) << _BIG_BITS
@@ -355,7 +360,7 @@ class _Builder:
     def _accesses(self) -> None:
         s, decls = self.s, self.decls
         args = s.args
-        act_mask = np.isin(self.seg_kind, (_K_DRAWS, _K_DISPATCH, _K_COPY))
+        act_mask = _IS_ACTION_KIND[self.seg_kind]
         aseg = np.flatnonzero(act_mask)
         acmd = self.seg_cmd[aseg] if aseg.size else np.zeros(0, np.int64)
         aop = s.op[acmd].astype(np.int64)
@@ -641,8 +646,10 @@ class _Builder:
         rows, res, cls = np.concatenate(rows_l), np.concatenate(res_l), np.concatenate(cls_l)
         # resource ids in order of first access
         order = lex_order([rows, np.concatenate(hi_l), np.concatenate(lo_l)])
-        ures, ufirst = np.unique(res[order], return_index=True)
-        enc = ures[np.argsort(ufirst, kind="stable")]
+        pos = np.full(nd + 3, order.size, np.int64)  # each resource key's first access (keys < nd + 3)
+        np.minimum.at(pos, res[order], np.arange(order.size, dtype=np.int64))
+        seen = np.flatnonzero(pos < order.size)
+        enc = seen[np.argsort(pos[seen], kind="stable")]
         virtual = {fe_key: _FE_VIRTUAL, inh_key: _INHERITED, inh_d_key: _INHERITED_DEPTH}
         for x in enc.tolist():
             self.rid(virtual[x] if x >= nd else decls.items[x].name)
@@ -828,11 +835,11 @@ class _Builder:
             np.maximum.at(mhp, hv, hu)
         wsig = np.zeros(self.nseg, np.uint64)
         w = self.acc_cls >= 1
-        with np.errstate(over="ignore"):
-            mixed = (self.acc_res[w].astype(np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
-            mixed ^= mixed >> np.uint64(29)
-            np.add.at(wsig, self.acc_seg[w], mixed)
-        solo = np.isin(self.seg_kind, (_K_FLUSH, _K_BARRIER, _K_OPAQUE))
+        with np.errstate(over="ignore"):  # each resource's share, (id + 1) * K ^ >> 29, looked up
+            tab = (np.arange(len(self.res_names), dtype=np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+            tab ^= tab >> np.uint64(29)
+            np.add.at(wsig, self.acc_seg[w], tab[self.acc_res[w]])
+        solo = _IS_SOLO_KIND[self.seg_kind]
         return _assign_nodes(self.seg_kind, solo, mhp, wsig)
 
     def _prepare(self) -> None:
@@ -898,7 +905,7 @@ class _Builder:
         np.maximum.at(nlast, node, self.seg_last)
         nkind = np.zeros(nn, np.int64)
         nkind[node] = self.seg_kind
-        nact = np.bincount(node[np.isin(self.seg_kind, (_K_DRAWS, _K_DISPATCH, _K_COPY))], minlength=nn)
+        nact = np.bincount(node[_IS_ACTION_KIND[self.seg_kind]], minlength=nn)
         return nfirst, nlast, nkind, nact, eu, ev, er, eres, mask
 
     def build(self) -> nx.DiGraph:
@@ -1646,7 +1653,7 @@ def hazard_graph_within(stream: Stream, reorder: str, ranges: list[tuple[int, in
     cats = stream.cats()[:top]
     ns = np.flatnonzero(cats != int(Cat.STATE))  # the command ending each segment
     kind = _KIND_TABLE[cats[ns]]
-    brk = np.r_[True, (kind[1:] != kind[:-1]) | np.isin(kind[1:], (_K_FLUSH, _K_BARRIER, _K_OPAQUE))]
+    brk = np.r_[True, (kind[1:] != kind[:-1]) | _IS_SOLO_KIND[kind[1:]]]
     first = None  # the builder whose state events the others share
     prefix = None  # the graph of every command before ``top``, once some range needed it
     out = []
