@@ -941,7 +941,7 @@ def _action_signatures(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.ndarra
     equal ``head`` rows), signatures equal but in the columns of ``tail`` that their actions do
     not keep form one class: then the first action of each class's first signature, classes in
     order of their first signature (in lexicographic order), and each action's class
-    (:func:`_merge_tails`; the kernel's path sorts only each class's least signature).
+    (:func:`_merge_tails`; the kernel interns the classes, not the signatures).
 
     ``drawopt._graph.action_signatures`` interns the rows as it forms them (no column per slot
     for every action); :func:`_action_signatures_py` is its twin.
@@ -957,21 +957,29 @@ def _action_signatures(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.ndarra
         cols[:, o] = crank[_act_setter_events(ev_cmd, ev_slot, slots, act_cmd[first[o]], opq, pure)[1]]
         rows = np.concatenate([head[first], cols.T, tail[first]], axis=1)
         return _merge_tails(first, inv, rows, tail_keep[first])
-    ids, first, rows = kernel(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail)
     t = tail.shape[1]
     if tail_keep is not None and t and not tail_keep.all():
-        # the classes first (as _merge_tails, of the rows in first-appearance order), then each
-        # class's least row: its signatures differ only in tail columns; the classes in the order
-        # of those rows (fewer rows to sort than the signatures)
-        red = rows.copy()
-        red[:, rows.shape[1] - t:] *= tail_keep[first]
-        cid, _ = intern_rows(red)
-        by = lex_order([cid, *rows[:, rows.shape[1] - t:].T])  # signatures by class, then tail
-        lead = by[np.r_[True, cid[by][1:] != cid[by][:-1]]]  # per class (by id): its least signature
-        corder = np.lexsort(rows[lead].T[::-1])
+        # the kernel interns the classes themselves (the unkept columns zeroed: few rows, whatever
+        # the offsets); each class's least signature has its least full tail, and its first action
+        # is the first of the class with that tail (a stable sort, over the classes whose members'
+        # tails differ from their class's row only); the classes in the order of those signatures
+        red_tail = np.where(tail_keep, tail, 0)
+        ids, lead, rows = kernel(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, red_tail)
+        varies = (red_tail != tail).any(axis=1)
+        if varies.any():
+            cv = np.zeros(lead.size, bool)
+            cv[ids[varies]] = True
+            sel = np.flatnonzero(cv[ids])  # the actions of the classes some of whose tails vary
+            by = sel[lex_order([ids[sel], *tail[sel].T])]  # by class, then full tail, then action
+            g = ids[by]
+            top = np.r_[True, g[1:] != g[:-1]]
+            lead[g[top]] = by[top]
+        rows[:, rows.shape[1] - t:] = tail[lead]
+        corder = np.lexsort(rows.T[::-1])
         crank_ = np.empty(corder.size, np.int64)
         crank_[corder] = np.arange(corder.size)
-        return first[lead[corder]], crank_[cid[ids]]
+        return lead[corder], crank_[ids]
+    ids, first, rows = kernel(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail)
     order = np.lexsort(rows.T[::-1])
     rank = np.empty(order.size, np.int64)
     rank[order] = np.arange(order.size)
