@@ -849,3 +849,102 @@ def test_hazard_graph_within_needs_the_context(monkeypatch) -> None:
     assert node_of_command(h)[4:].tolist() == [3, 3, 4, 4]
     _same_within(s, "declared", 4, len(s))
     assert hazard_graph_within(s, "declared", []) == []
+
+
+# ---------------------------------------------------------------------- access classes (signatures merged)
+def _hazard_key(h) -> tuple:
+    return (h.first.tolist(), h.last.tolist(), h.kind.tolist(), h.eu.tolist(), h.ev.tolist(), h.reason.tolist(),
+            [h.resource(i) for i in range(h.number_of_edges())], h.graph)
+
+
+def _graphs_with_and_without_classes(s: Stream, pol: str, mp: pytest.MonkeyPatch) -> tuple[tuple, tuple]:
+    """(build_graph, hazard_graph) keys with the access classes and with one class per signature
+    (``_merge_tails`` the identity: every distinct argument row its own, as before the classes)."""
+    import drawopt.analysis.graph as gm
+    from drawopt.analysis.graph import hazard_graph
+    new = (_graph_key(build_graph(s, pol)), _hazard_key(hazard_graph(s, pol)))
+    with mp.context() as m:
+        m.setattr(gm, "_merge_tails", lambda first, inv, rows, keep: (first, inv))
+        old = (_graph_key(build_graph(s, pol)), _hazard_key(hazard_graph(s, pol)))
+    return new, old
+
+
+@pytest.mark.parametrize("kind", ["frame", "gpu-driven", "bundle", "quads"])
+def test_access_classes_give_the_graph_of_full_signatures(kind: str, monkeypatch) -> None:
+    """Signatures equal but in arguments no access reads (an indirect draw's offsets and counts) share
+    one access list: the graph (nodes, edges, reasons, resources: the numbering of the resources
+    decides which resource an edge names) is the one of one access list per signature, compiled and
+    pure; on gpu-driven streams (indirect draws at many offsets) the classes are fewer."""
+    gen = pytest.importorskip("drawopt.gen")
+    import drawopt.analysis.graph as gm
+    s = gen.generate(kind, 1500, seed=11)
+    merged = []
+    real = gm._merge_tails
+
+    def spy(first, inv, rows, keep):
+        got = real(first, inv, rows, keep)
+        merged.append((first.size, got[0].size))
+        return got
+
+    monkeypatch.setattr(gm, "_merge_tails", spy)
+    for pure in ("0", "1"):
+        monkeypatch.setenv("DRAWOPT_PURE", pure)
+        for pol in ("none", "declared", "opaque"):
+            new, old = _graphs_with_and_without_classes(s, pol, monkeypatch)
+            assert new == old
+    if kind == "gpu-driven":
+        assert any(after < before for before, after in merged)
+
+
+@pytest.mark.skipif(streams is None, reason="tests/strategies.py not available")
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(streams(max_commands=60) if streams is not None else None)
+def test_access_classes_on_random_streams(s: Stream) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        for pol in ("none", "declared", "opaque"):
+            new, old = _graphs_with_and_without_classes(s, pol, mp)
+            assert new == old
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_action_signature_classes_compiled_matches_pure(seed: int) -> None:
+    """``_action_signatures`` with ``tail_keep``: the same classes from the kernel's rows and from the
+    twin's (rebuilt from the first actions); each class's actions are those whose signatures agree in
+    the kept columns, classes in order of their first signature."""
+    from drawopt.analysis.graph import _action_signatures
+    _compiled_graph_module()
+    rng = np.random.default_rng(seed)
+    n, m, na = 2000, 1500, 40000 if seed == 0 else 2500
+    ev_slot, ev_cmd = rng.integers(0, 8, m), rng.integers(0, n, m)
+    o = np.lexsort((ev_cmd, ev_slot))
+    ev_slot, ev_cmd = ev_slot[o], ev_cmd[o]
+    act = np.sort(rng.integers(0, n, na))
+    opq = np.unique(rng.integers(0, n, 2))
+    opq = opq[~np.isin(opq, ev_cmd)]
+    slots = np.array([0, 3, 5], np.int64)
+    crank = np.append(rng.integers(0, 3, n), -1)
+    head = rng.integers(0, 3, (na, 2))
+    # seed 0: more distinct signatures than the kernel's first store (2^14), few classes; odd seeds:
+    # negative arguments (a zeroed column is then not the least); seed 2: no unkept column set
+    tail = rng.integers(-2 if seed % 2 else 0, 4, (na, 3))
+    keep = np.stack([head[:, 0] != 1, np.ones(na, bool), head[:, 0] == 2], axis=1)  # (by "opcode", as _TAIL_KEEP)
+    if seed == 0:
+        tail[~keep] = rng.integers(0, 1 << 40, int((~keep).sum()))
+    if seed == 2:
+        tail[~keep] = 0
+    full = _action_signatures(ev_cmd, ev_slot, slots, act, opq, crank, head, tail, pure=False)
+    a = _action_signatures(ev_cmd, ev_slot, slots, act, opq, crank, head, tail, pure=False, tail_keep=keep)
+    b = _action_signatures(ev_cmd, ev_slot, slots, act, opq, crank, head, tail, pure=True, tail_keep=keep)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    first, cls = a
+    assert (first.size < full[0].size) == (seed != 2)
+    assert (full[0].size > 1 << 14) == (seed == 0) and (seed != 0 or first.size < 1 << 14)
+    # a class: the signatures equal once their first action's unkept columns are zeroed
+    masked = np.where(keep, tail, 0)
+    pairs = {tuple(r) for r in np.c_[full[1], cls].tolist()}
+    assert len(dict(pairs)) == len(pairs)  # a signature lies in one class
+    for j, f in enumerate(first.tolist()):
+        members = np.flatnonzero(cls == j)
+        assert full[1][f] == full[1][members].min()  # the first action of the class's first signature
+        assert (masked[members] == masked[f]).all() and (head[members] == head[f]).all()
+    assert (np.diff(full[1][first]) > 0).all()  # in order of their first signature

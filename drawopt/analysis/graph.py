@@ -79,7 +79,7 @@ from drawopt.analysis.access import declared_writes, heap_views, table_access
 from drawopt.analysis.state import RTS, StateTable, intern_rows
 from drawopt.errors import UsageError
 from drawopt.ir.decls import Buffer, Pipeline
-from drawopt.ir.ops import BARRIER_STATES, BY_CODE, BY_NAME, COL_PIPELINE, Cat, Op, shared_col
+from drawopt.ir.ops import BARRIER_STATES, BY_CODE, BY_NAME, COL_PIPELINE, NARGS, Cat, Op, shared_col
 from drawopt.ir.stream import Stream, ragged_index
 
 if TYPE_CHECKING:  # networkx is imported where a graph is built or written (0.3 s, not on optimize's path)
@@ -215,6 +215,11 @@ _KIND_OF_CAT = {int(Cat.DRAW): _K_DRAWS, int(Cat.DISPATCH): _K_DISPATCH, int(Cat
 _KIND_TABLE = np.full(256, _K_STATE, np.int64)
 for _c, _k in _KIND_OF_CAT.items():
     _KIND_TABLE[_c] = _k
+_IS_ACTION_KIND = np.zeros(len(NODE_KINDS), bool)
+_IS_ACTION_KIND[[_K_DRAWS, _K_DISPATCH, _K_COPY]] = True
+_IS_SOLO_KIND = np.zeros(len(NODE_KINDS), bool)
+_IS_SOLO_KIND[[_K_FLUSH, _K_BARRIER, _K_OPAQUE]] = True
+"""Segment kinds that are actions; that are nodes of their own (flush, barrier, opaque)."""
 _R_CODE = {r: i for i, r in enumerate(EDGE_REASONS)}
 _BIG_BITS = np.int64(40)
 _BIG = np.int64(1) << _BIG_BITS
@@ -355,7 +360,7 @@ class _Builder:
     def _accesses(self) -> None:
         s, decls = self.s, self.decls
         args = s.args
-        act_mask = np.isin(self.seg_kind, (_K_DRAWS, _K_DISPATCH, _K_COPY))
+        act_mask = _IS_ACTION_KIND[self.seg_kind]
         aseg = np.flatnonzero(act_mask)
         acmd = self.seg_cmd[aseg] if aseg.size else np.zeros(0, np.int64)
         aop = s.op[acmd].astype(np.int64)
@@ -378,8 +383,10 @@ class _Builder:
             head = np.stack([aop, pso, rts], axis=1)
             tail = np.zeros((acmd.size, args.shape[1]), np.int64)  # the arguments of the actions that read buffers
             tail[buf] = args[acmd[buf]]
+            # signatures that differ only in arguments no access reads (an indirect draw's offsets
+            # and counts: every MDI call its own signature) share their accesses: one class each
             first, inv = _action_signatures(self.ev_cmd, self.ev_slot, np.array(bslots, np.int64), acmd, self.opq,
-                                            crank, head, tail)
+                                            crank, head, tail, tail_keep=_TAIL_KEEP[aop, :tail.shape[1]])
         else:
             first, inv = _unique_rows(np.zeros((0, 1), np.int64))
         # the bindings of the distinct signatures
@@ -639,8 +646,10 @@ class _Builder:
         rows, res, cls = np.concatenate(rows_l), np.concatenate(res_l), np.concatenate(cls_l)
         # resource ids in order of first access
         order = lex_order([rows, np.concatenate(hi_l), np.concatenate(lo_l)])
-        ures, ufirst = np.unique(res[order], return_index=True)
-        enc = ures[np.argsort(ufirst, kind="stable")]
+        pos = np.full(nd + 3, order.size, np.int64)  # each resource key's first access (keys < nd + 3)
+        np.minimum.at(pos, res[order], np.arange(order.size, dtype=np.int64))
+        seen = np.flatnonzero(pos < order.size)
+        enc = seen[np.argsort(pos[seen], kind="stable")]
         virtual = {fe_key: _FE_VIRTUAL, inh_key: _INHERITED, inh_d_key: _INHERITED_DEPTH}
         for x in enc.tolist():
             self.rid(virtual[x] if x >= nd else decls.items[x].name)
@@ -826,11 +835,11 @@ class _Builder:
             np.maximum.at(mhp, hv, hu)
         wsig = np.zeros(self.nseg, np.uint64)
         w = self.acc_cls >= 1
-        with np.errstate(over="ignore"):
-            mixed = (self.acc_res[w].astype(np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
-            mixed ^= mixed >> np.uint64(29)
-            np.add.at(wsig, self.acc_seg[w], mixed)
-        solo = np.isin(self.seg_kind, (_K_FLUSH, _K_BARRIER, _K_OPAQUE))
+        with np.errstate(over="ignore"):  # each resource's share, (id + 1) * K ^ >> 29, looked up
+            tab = (np.arange(len(self.res_names), dtype=np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+            tab ^= tab >> np.uint64(29)
+            np.add.at(wsig, self.acc_seg[w], tab[self.acc_res[w]])
+        solo = _IS_SOLO_KIND[self.seg_kind]
         return _assign_nodes(self.seg_kind, solo, mhp, wsig)
 
     def _prepare(self) -> None:
@@ -896,7 +905,7 @@ class _Builder:
         np.maximum.at(nlast, node, self.seg_last)
         nkind = np.zeros(nn, np.int64)
         nkind[node] = self.seg_kind
-        nact = np.bincount(node[np.isin(self.seg_kind, (_K_DRAWS, _K_DISPATCH, _K_COPY))], minlength=nn)
+        nact = np.bincount(node[_IS_ACTION_KIND[self.seg_kind]], minlength=nn)
         return nfirst, nlast, nkind, nact, eu, ev, er, eres, mask
 
     def build(self) -> nx.DiGraph:
@@ -921,24 +930,73 @@ class _Builder:
 
 def _action_signatures(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.ndarray, act_cmd: np.ndarray,
                        opq: np.ndarray, crank: np.ndarray, head: np.ndarray, tail: np.ndarray,
-                       pure: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+                       pure: bool | None = None, tail_keep: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The distinct signatures of the actions ``act_cmd`` (non-decreasing) as :func:`_unique_rows`
     gives them: the first action of each distinct signature in lexicographic order, and each
     action's rank. An action's signature is the row ``head[a]``, then per slot of ``slots`` the
     ``crank`` of the command that last set it before the action in its Opaque epoch
     (``crank[-1]``: none; :func:`_act_setter_events`), then ``tail[a]``.
 
+    With ``tail_keep`` (bool[A, T]: the tail columns that matter for each action; equal for
+    equal ``head`` rows), signatures equal but in the columns of ``tail`` that their actions do
+    not keep form one class: then the first action of each class's first signature, classes in
+    order of their first signature (in lexicographic order), and each action's class
+    (:func:`_merge_tails`; the kernel interns the classes, not the signatures).
+
     ``drawopt._graph.action_signatures`` interns the rows as it forms them (no column per slot
     for every action); :func:`_action_signatures_py` is its twin.
     """
     kernel = getattr(load_cext("_graph", pure), "action_signatures", None)  # (None: an older extension)
     if kernel is None or (act_cmd.shape[0] > 1 and not bool((np.diff(act_cmd) >= 0).all())):
-        return _action_signatures_py(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail, pure)
+        first, inv = _action_signatures_py(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail, pure)
+        if tail_keep is None:
+            return first, inv
+        # the rows of the distinct signatures, from their first actions
+        o = np.argsort(act_cmd[first], kind="stable")
+        cols = np.empty((slots.shape[0], first.shape[0]), np.int64)
+        cols[:, o] = crank[_act_setter_events(ev_cmd, ev_slot, slots, act_cmd[first[o]], opq, pure)[1]]
+        rows = np.concatenate([head[first], cols.T, tail[first]], axis=1)
+        return _merge_tails(first, inv, rows, tail_keep[first])
+    t = tail.shape[1]
+    if tail_keep is not None and t and not tail_keep.all():
+        # the kernel interns the classes themselves (the unkept columns zeroed: few rows, whatever
+        # the offsets); each class's least signature has its least full tail, and its first action
+        # is the first of the class with that tail (a stable sort, over the classes whose members'
+        # tails differ from their class's row only); the classes in the order of those signatures
+        red_tail = np.where(tail_keep, tail, 0)
+        ids, lead, rows = kernel(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, red_tail)
+        varies = (red_tail != tail).any(axis=1)
+        if varies.any():
+            cv = np.zeros(lead.size, bool)
+            cv[ids[varies]] = True
+            sel = np.flatnonzero(cv[ids])  # the actions of the classes some of whose tails vary
+            by = sel[lex_order([ids[sel], *tail[sel].T])]  # by class, then full tail, then action
+            g = ids[by]
+            top = np.r_[True, g[1:] != g[:-1]]
+            lead[g[top]] = by[top]
+        rows[:, rows.shape[1] - t:] = tail[lead]
+        corder = np.lexsort(rows.T[::-1])
+        crank_ = np.empty(corder.size, np.int64)
+        crank_[corder] = np.arange(corder.size)
+        return lead[corder], crank_[ids]
     ids, first, rows = kernel(ev_cmd, ev_slot, slots, act_cmd, opq, crank, head, tail)
     order = np.lexsort(rows.T[::-1])
     rank = np.empty(order.size, np.int64)
     rank[order] = np.arange(order.size)
     return first[order], rank[ids]
+
+
+def _merge_tails(first: np.ndarray, inv: np.ndarray, rows: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Classes of the signatures ``rows`` (distinct, sorted; ``first``: their first actions, ``inv``:
+    each action's) equal but in their last ``keep.shape[1]`` columns where ``keep`` is False:
+    ``(first action of each class, each action's class)``, classes in order of their first row."""
+    t = keep.shape[1]
+    if not t or keep.all():
+        return first, inv
+    red = rows.copy()
+    red[:, rows.shape[1] - t:] *= keep
+    cid, cfirst = intern_rows(red)  # (ids in order of first appearance: of each class's first row)
+    return first[cfirst], cid[inv]
 
 
 def _action_signatures_py(ev_cmd: np.ndarray, ev_slot: np.ndarray, slots: np.ndarray, act_cmd: np.ndarray,
@@ -1383,6 +1441,11 @@ _IS_INDEXED_NATIVE[sorted(_INDEXED_NATIVE)] = True
 _VARYING = frozenset({_OP[n] for n in ("CopyBufferRegion", "DrawIndexedX", *_INDIRECT)})
 _IS_BUFFER_ARG_OP = np.zeros(_CAT_TABLE.shape[0], bool)
 _IS_BUFFER_ARG_OP[sorted(_VARYING)] = True
+_TAIL_KEEP = np.zeros((_CAT_TABLE.shape[0], NARGS), bool)
+"""Per opcode, the argument columns :meth:`_Builder._signature_accesses` reads of an action (its buffers)."""
+for _n, _c in (("CopyBufferRegion", "dst"), ("CopyBufferRegion", "src"), ("DrawIndexedX", "buffer"),
+               *((n, c) for n in _INDIRECT for c in ("args_buffer", "count_buffer") if c in BY_NAME[n].fields)):
+    _TAIL_KEEP[_OP[_n], BY_NAME[_n].col(_c)] = True
 _FE_READ_COLS = tuple((BY_NAME[n].code, BY_NAME[n].col(c)) for n in _INDIRECT for c in ("args_buffer", "count_buffer")
                       if c in BY_NAME[n].fields) + ((_OP["IASetIndexBuffer"], Op.IASetIndexBuffer.col("buffer")),
                                                     (_OP["DrawIndexedX"], Op.DrawIndexedX.col("buffer")))
@@ -1598,7 +1661,7 @@ def hazard_graph_within(stream: Stream, reorder: str, ranges: list[tuple[int, in
     cats = stream.cats()[:top]
     ns = np.flatnonzero(cats != int(Cat.STATE))  # the command ending each segment
     kind = _KIND_TABLE[cats[ns]]
-    brk = np.r_[True, (kind[1:] != kind[:-1]) | np.isin(kind[1:], (_K_FLUSH, _K_BARRIER, _K_OPAQUE))]
+    brk = np.r_[True, (kind[1:] != kind[:-1]) | _IS_SOLO_KIND[kind[1:]]]
     first = None  # the builder whose state events the others share
     prefix = None  # the graph of every command before ``top``, once some range needed it
     out = []
