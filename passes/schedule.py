@@ -103,6 +103,7 @@ from drawopt.analysis.state import (
     OBS_DISPATCH,
     OBS_DRAW,
     OBS_END,
+    OBS_OPAQUE,
     PIPELINE,
     ROOT0,
     SLOTS,
@@ -1017,23 +1018,28 @@ def _unknown_resets(sc: Scan) -> bool:
 
 
 def _exit_state_diff(sa: Any, sb: Any) -> str | None:
-    """The first slot a bundle's end observer (:data:`drawopt.analysis.state.OBS_END`) sees differently
-    in scans ``sa`` (input) and ``sb`` (output), values decoded; None for a list or when equal."""
-    ea, eb = np.flatnonzero(sa.obs_kind == OBS_END), np.flatnonzero(sb.obs_kind == OBS_END)
-    if ea.shape[0] != eb.shape[0]:
-        return f"{ea.shape[0]} end-of-bundle observers before, {eb.shape[0]} after"
-    if not ea.shape[0]:
-        return None
-    ra, rb = sa.normalised(ea)[0], sb.normalised(eb)[0]
-    for k in range(NSLOTS):
-        x, y = sa.values.decode(int(ra[k])), sb.values.decode(int(rb[k]))
-        if x != y:
-            return f"end of bundle: {SLOTS[k]} {x!r} became {y!r}"
-        # an unknown slot may still hold what the bundle set before a root signature or heaps change
-        # from the caller's made it unknown: that set is observed too (drawopt.analysis.state)
-        x, y = (_held(sc, int(e[0]), k) for sc, e in ((sa, ea), (sb, eb)))
-        if x != y:
-            return f"end of bundle: {SLOTS[k]} may still hold {x!r}, became {y!r}"
+    """The first slot an observer that does not move -- an ``Opaque`` command (it may read any
+    state) or a bundle's end (:data:`drawopt.analysis.state.OBS_END`) -- sees differently in scans
+    ``sa`` (input) and ``sb`` (output), the k-th of each kind against the k-th, values decoded
+    (and what an unknown slot may still hold, :func:`_held`); None when all agree."""
+    for kind, what in ((OBS_OPAQUE, "Opaque command"), (OBS_END, "end of bundle")):
+        ea, eb = np.flatnonzero(sa.obs_kind == kind), np.flatnonzero(sb.obs_kind == kind)
+        if ea.shape[0] != eb.shape[0]:
+            return f"{ea.shape[0]} {what} observers before, {eb.shape[0]} after"
+        if not ea.shape[0]:
+            continue
+        na, nb = sa.normalised(ea), sb.normalised(eb)
+        for j in range(ea.shape[0]):
+            at = f"{what} #{j}" if kind == OBS_OPAQUE else what
+            for k in range(NSLOTS):
+                x, y = sa.values.decode(int(na[j, k])), sb.values.decode(int(nb[j, k]))
+                if x != y:
+                    return f"{at}: {SLOTS[k]} {x!r} became {y!r}"
+                # an unknown slot may still hold what was set before a root signature or heaps change
+                # from an unknown one made it unknown: that set is observed too (drawopt.analysis.state)
+                x, y = _held(sa, int(ea[j]), k), _held(sb, int(eb[j]), k)
+                if x != y:
+                    return f"{at}: {SLOTS[k]} may still hold {x!r}, became {y!r}"
     return None
 
 

@@ -788,3 +788,34 @@ def test_sort_keys_of_some_draws_order_them_as_the_whole_key(kind: str) -> None:
             assert np.array_equal(got[~need], np.flatnonzero(~need))
             assert np.array_equal(np.argsort(got[need]), np.argsort(full[need]))
             assert np.array_equal(np.sort(got[need]), np.arange(int(need.sum())))
+
+
+HELD_AT_OPAQUE = """drawopt 1 context=graphics kind=bundle fast_semantics=off auto_gpu_flush=off
+buffer   buf   size=256
+rootsig  rs5   constants(1) cbv
+pipeline oi    vs=v ps=p contract=order_independent
+pipeline oj    vs=v ps=q contract=order_independent
+
+SetGraphicsRootConstantBufferView 1 buf 0
+SetGraphicsRootSignature rs5
+SetPipelineState oi
+DrawInstanced 3 1 0 0
+SetPipelineState oj
+DrawInstanced 3 1 0 0
+SetPipelineState oi
+DrawInstanced 3 1 0 0
+Opaque x
+"""
+
+
+def test_a_value_an_opaque_command_may_still_see_is_not_dropped() -> None:
+    """A bundle's root view set before its first root signature may still hold there (if that is the
+    caller's), and the Opaque command may read it. The restated output dropped the set (no draw reads
+    it): the verifier rejects that (state at Opaque commands, test_verify_held_state), and now the
+    pass's self-check does too, so the pass keeps its input (found by test_optimize_props)."""
+    from drawopt.ir import formats
+
+    s = formats.loads(HELD_AT_OPAQUE)
+    res = SchedulePass().apply(s, _am("declared"))
+    assert "self-check failed (Opaque command #0: root1 may still hold" in res.report["fallback"]
+    assert verify(s, res.stream).equivalent
