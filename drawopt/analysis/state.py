@@ -1690,7 +1690,7 @@ def retrack(table: StateTable, keep: np.ndarray, stream: Stream | None = None) -
     command indices renumbered, the values and chains the same; a draw's state id is its input's,
     renumbered in order of first appearance only where a dropped draw was the first of its state
     (:func:`_first_ids`), and the pack classes with it. Otherwise: :func:`track` of :func:`rescan`.
-    The result equals :func:`track`'s in every field (tests/test_state.py compares them).
+    The result equals :func:`track`'s in every field (tests/test_handoff.py compares them).
 
     >>> from drawopt.gen import generate
     >>> s = generate("frame", 50, seed=1)
