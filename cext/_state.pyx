@@ -19,8 +19,9 @@ column, interned without building the full matrix; twin ``_intern_observers_py``
 lines), ``chain_values`` (the values a merge slot's chains leave, interned as the walk
 goes; twin: ``fill_chains`` rows interned, in ``_resolve``), ``command_values`` (kernel
 code, slot and interned value key of every command, one pass; twin ``_command_values_py``)
-and ``diff_state_rows`` (two state tables' rows compared through value maps; twin
-``_diff_state_rows_py``).
+``diff_state_rows`` (two state tables' rows compared through value maps; twin
+``_diff_state_rows_py``) and ``renumber_rows`` (setter rows with their commands renumbered
+after a removal; twin ``_renumber_rows_py``).
 
 Kernel codes (one per command, see ``drawopt.analysis.state``): 0 none, 1 set a slot,
 2 SetDescriptorHeaps, 3 SetGraphicsRootSignature, 4 SetComputeRootSignature,
@@ -48,7 +49,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t
 
 __all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers",
            "observed_setters", "const_writes", "chain_values", "command_values",
-           "diff_state_rows"]
+           "diff_state_rows", "renumber_rows"]
 
 cdef enum:
     K_NONE = 0
@@ -1263,4 +1264,43 @@ def diff_state_rows(rows_a, ia, rows_b, ib, map_a, map_b, int64_t ask_code):
             ov[i] = bits
     if bad:
         raise IndexError("a value id is outside its map")
+    return out
+
+
+def renumber_rows(setter, sel, lut):
+    """Rows ``sel`` of an ``int32[O, n_slots]`` setter matrix with each command index ``c >= 0``
+    replaced by ``lut[c]`` (negative entries kept): ``int32[k, n_slots]``, one pass over the rows
+    (identical to ``drawopt.analysis.state._renumber_rows_py``; ``state.retrack`` renumbers the
+    commands a removal keeps)."""
+    cdef const int32_t[:, ::1] st = np.ascontiguousarray(setter, dtype=np.int32)
+    cdef const int64_t[::1] ix = np.ascontiguousarray(sel, dtype=np.int64)
+    cdef const int32_t[::1] lu = np.ascontiguousarray(lut, dtype=np.int32)
+    cdef Py_ssize_t i, j, k = ix.shape[0], ns = st.shape[1], no = st.shape[0], nl = lu.shape[0]
+    cdef int32_t c
+    for i in range(k):
+        if ix[i] < 0 or ix[i] >= no:
+            raise IndexError(f"row index out of range at {i}")
+    out = np.empty((k, ns), dtype=np.int32)
+    if k == 0 or ns == 0:
+        return out
+    cdef int32_t[:, ::1] o = out
+    cdef bint bad = False
+    cdef const int32_t* src
+    cdef int32_t* dst
+    with nogil:
+        for i in range(k):
+            src = &st[ix[i], 0]
+            dst = &o[i, 0]
+            for j in range(ns):
+                c = src[j]
+                if c >= 0:
+                    if c >= nl:
+                        bad = True
+                        break
+                    c = lu[c]
+                dst[j] = c
+            if bad:
+                break
+    if bad:
+        raise IndexError("a command index is outside lut")
     return out

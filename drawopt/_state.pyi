@@ -5,7 +5,7 @@ import numpy.typing as npt
 
 __all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers",
            "observed_setters", "const_writes", "chain_values", "command_values",
-           "diff_state_rows"]
+           "diff_state_rows", "renumber_rows"]
 
 def scan(
     code: npt.ArrayLike,
@@ -131,4 +131,13 @@ def diff_state_rows(
 ) -> npt.NDArray[np.int64]:
     """Per pair ``(ia[i], ib[i])``: the bitmask of slots whose mapped values differ (or ask);
     see ``drawopt.analysis.state._diff_state_rows_py``."""
+    ...
+
+def renumber_rows(
+    setter: npt.ArrayLike,
+    sel: npt.ArrayLike,
+    lut: npt.ArrayLike,
+) -> npt.NDArray[np.int32]:
+    """Rows ``sel`` of ``setter`` with each command ``c >= 0`` replaced by ``lut[c]``; see
+    ``drawopt.analysis.state._renumber_rows_py``."""
     ...

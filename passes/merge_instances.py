@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from drawopt.analysis.mergeclass import INSTANCES, RANGES, DrawFacts, adjacent_links, draw_facts
-from drawopt.analysis.state import CRS, GFX_RS, HEAPS, StateTable
+from drawopt.analysis.state import CRS, GFX_RS, HEAPS, StateTable, retrack
 from drawopt.ir import arrayset
 from drawopt.ir.ops import BY_NAME, COL_DRAW_COUNT, COL_INSTANCES, U32_MAX, Cat, Op, shared_col
 from drawopt.ir.stream import Stream
@@ -207,6 +207,7 @@ class MergeInstancesPass(Pass):
         n = len(stream)
         keep = np.ones(n, bool)
         cmd = facts.cmd
+        del facts  # (its columns are not needed past here: less at the pass's peak, the table's derivation)
         # members after the head go
         lens = plan.last - plan.head
         offs = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
@@ -232,4 +233,7 @@ class MergeInstancesPass(Pass):
         out.args[pos, col] = plan.total
         report["draws_removed"] = int(members.size)
         report["state_commands_removed"] = dropped_state
+        # the output keeps commands of the input, only draws' counts changed: its state table follows
+        # from the input's (state.retrack) instead of a full scan by the next pass
+        am.put("state", out, retrack(table, idx, out))
         return PassResult(out, True, frozenset(), report)

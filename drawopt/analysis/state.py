@@ -79,7 +79,7 @@ from __future__ import annotations
 
 __all__ = [
     "SLOTS", "NSLOTS", "UNDEFINED", "MASKED", "UNKNOWN", "SLOT_INDEX", "StateTable", "Scan",
-    "track", "scan", "rescan", "compare_effective_state", "intern_rows", "describe_value",
+    "track", "scan", "rescan", "retrack", "compare_effective_state", "intern_rows", "describe_value",
     "OBS_DRAW", "OBS_DISPATCH", "OBS_OPAQUE", "OBS_END", "ArrayMasks", "array_masks", "diff_state_rows",
 ]
 
@@ -1677,6 +1677,134 @@ def track(stream: Stream, pure: bool | None = None, sc: Scan | None = None) -> S
         dispatch_setter=sc.setter[xsel],
         scan=sc,
     )
+
+
+def retrack(table: StateTable, keep: np.ndarray, stream: Stream | None = None) -> StateTable:
+    """``track(table.scan.stream.take(keep), pure)`` from ``table``: the state table of a stream that
+    keeps the commands ``keep`` (increasing) of ``table``'s stream. ``stream``: that take, if made
+    already; its draws' fixed arguments may differ from the input's (no scan reads them: a draw only
+    observes, merge-instances rewrites the counts of the draws it keeps).
+
+    Where only draws other than ``DrawIndexedX`` (which resets the index buffer) go, every kept
+    command sees what it saw: the scan's facts are the input's at the kept commands and observers,
+    command indices renumbered, the values and chains the same; a draw's state id is its input's,
+    renumbered in order of first appearance only where a dropped draw was the first of its state
+    (:func:`_first_ids`), and the pack classes with it. Otherwise: :func:`track` of :func:`rescan`.
+    The result equals :func:`track`'s in every field (tests/test_handoff.py compares them).
+
+    >>> from drawopt.gen import generate
+    >>> s = generate("frame", 50, seed=1)
+    >>> t = track(s)
+    >>> keep = np.setdiff1d(np.arange(len(s)), t.draws[1::3])
+    >>> a, b = retrack(t, keep), track(s.take(keep))
+    >>> bool(np.array_equal(a.state, b.state) and np.array_equal(a.setter, b.setter))
+    True
+    """
+    sc = table.scan
+    keep = np.asarray(keep, np.int64).reshape(-1)
+    if sc is None:
+        raise ValueError("the state table has no scan")
+    old = sc.stream
+    s = old.take(keep) if stream is None else stream
+    n_old = len(old)
+    if s.decls is not old.decls or s.header.kind != old.header.kind or len(s) != keep.shape[0] \
+            or sc._decl is None or (keep.size and (keep[0] < 0 or keep[-1] >= n_old)) \
+            or (keep.size > 1 and not (np.diff(keep) > 0).all()) or not np.array_equal(s.op, old.op[keep]):
+        return track(s, sc.pure)  # not a removal of commands of table's stream
+    kept = np.zeros(n_old, bool)
+    kept[keep] = True
+    if (sc.kcode[~kept] != K_DRAW).any():
+        return track(s, sc.pure, sc=rescan(sc, keep, s))
+    return _drop_draws(table, sc, s, keep, kept)
+
+
+def _drop_draws(table: StateTable, sc: Scan, s: Stream, keep: np.ndarray, kept: np.ndarray) -> StateTable:
+    """:func:`retrack` where only plain draws go (its docstring)."""
+    n_old = kept.shape[0]
+    lut = np.full(n_old + 1, -1, np.int64)  # old command -> new one; index -1 (none, end of bundle) stays -1
+    lut[keep] = np.arange(keep.shape[0], dtype=np.int64)
+    ko = np.flatnonzero((lut[sc.obs] >= 0) | (sc.obs < 0))  # the observers kept (-1: the end of a bundle)
+    setter = _renumber_rows(sc.setter, ko, lut.astype(np.int32), sc.pure)
+    prev = sc.prev[keep]
+    prev = np.where(prev >= 0, lut[np.maximum(prev, 0)], prev)
+    chains = {k: _replace_cmds(ch, lut[ch.cmds]) for k, ch in sc.chains.items()}
+    new = Scan(s, sc.kcode[keep], sc.slot[keep], sc.cval[keep], prev, lut[sc.obs[ko]], sc.obs_kind[ko], setter,
+               sc.unknown[ko], sc.pipe[ko], sc.epoch[ko], sc.init_val, _fresh_values(sc.values), chains, sc.heap_type,
+               sc._draw_mask, sc._disp_mask, sc._pidx[ko], sc._arr,
+               sc._binds_buf[keep] if sc._binds_buf is not None else None, sc.vb_table, sc.pure, sc._decl,
+               sc._blocks)
+    bits = sc.__dict__.get("_read_bits_")
+    if bits is not None:  # a function of each observer's command, pipeline and setters: the same
+        new.__dict__["_read_bits_"] = bits[ko]
+    dk = kept[table.draws]
+    state = table.state[dk]
+    pack = table.pack[dk]
+    nd_old = int(table.state.max()) + 1 if table.state.size else 0
+    rows = table.rows
+    nd = nd_old
+    # a dropped draw that was the first of its state: the states are numbered anew (first appearance)
+    run = np.maximum.accumulate(table.state) if table.state.size else table.state
+    firsts = np.ones(table.state.shape[0], bool)
+    firsts[1:] = run[1:] > run[:-1]
+    if (firsts & ~dk).any():
+        state, was = _first_ids(state, sc.pure)
+        pack = _first_ids(pack, sc.pure)[0]
+        nd = was.shape[0]
+        rows = np.concatenate([rows[was], rows[nd_old:]])
+    dsel = np.flatnonzero(new.obs_kind == OBS_DRAW)
+    xsel = np.flatnonzero(new.obs_kind == OBS_DISPATCH)
+    all_draws = dsel.shape[0] == new.obs.shape[0]
+    return StateTable(
+        draws=new.obs[dsel],
+        state=state.astype(np.int32, copy=False),
+        pack=pack.astype(np.int32, copy=False),
+        rows=rows,
+        setter=new.setter if all_draws else new.setter[dsel],
+        dispatches=new.obs[xsel],
+        dispatch_state=(table.dispatch_state.astype(np.int64) - nd_old + nd).astype(np.int32),
+        dispatch_setter=new.setter[xsel],
+        scan=new,
+    )
+
+
+def _renumber_rows(setter: np.ndarray, sel: np.ndarray, lut: np.ndarray, pure: bool | None) -> np.ndarray:
+    """Rows ``sel`` of ``setter`` (int32) with each command ``c >= 0`` replaced by ``lut[c]``
+    (``drawopt._state.renumber_rows``; pure twin :func:`_renumber_rows_py`)."""
+    mod = load_cext("_state", pure)
+    if mod is not None:
+        return mod.renumber_rows(setter, sel, lut)
+    return _renumber_rows_py(setter, sel, lut)
+
+
+def _renumber_rows_py(setter: np.ndarray, sel: np.ndarray, lut: np.ndarray) -> np.ndarray:
+    """Pure-numpy twin of ``drawopt._state.renumber_rows``, in chunks (no full-size temporaries)."""
+    out = np.empty((sel.shape[0], setter.shape[1]), np.int32)
+    lut = np.asarray(lut, np.int32)
+    for lo in range(0, sel.shape[0], _CHUNK):
+        st = setter[sel[lo:lo + _CHUNK]]
+        out[lo:lo + st.shape[0]] = np.where(st >= 0, lut[np.maximum(st, 0)], st)
+    return out
+
+
+def _replace_cmds(ch: _Chains, cmds: np.ndarray) -> _Chains:
+    """``ch`` with its commands renumbered (the words and starts are the same; the matrices that
+    consumers of ``ch`` computed are left behind, as a fresh scan has none)."""
+    return _Chains(ch.slot, cmds, ch.start, ch.init, ch.owner, ch.col, ch.wv, ch.width, pure=ch.pure,
+                   base=ch.base, rows=ch.rows)
+
+
+def _fresh_values(values: _Values) -> _Values:
+    """The registry ``values`` without the decoded values its consumers cached."""
+    out = _Values()
+    out.starts, out.decoders, out.next, out.partial = list(values.starts), list(values.decoders), values.next, \
+        list(values.partial)
+    return out
+
+
+def _first_ids(ids: np.ndarray, pure: bool | None) -> tuple[np.ndarray, np.ndarray]:
+    """``ids`` numbered anew in order of first appearance: ``(new ids, the old id of each new one)``."""
+    new, first = intern_rows(np.asarray(ids, np.int64), pure=pure)
+    return new, np.asarray(ids, np.int64)[first]
 
 
 # ---------------------------------------------------------------------- comparison
