@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -135,13 +136,14 @@ def _kc_prefix(key: np.ndarray) -> np.ndarray:
 
 
 def _kc(key: np.ndarray, first: np.ndarray, count: np.ndarray, ninst: np.ndarray, hz: np.ndarray,
-        act: np.ndarray, prefix: np.ndarray) -> np.ndarray:
+        act: np.ndarray, prefix: np.ndarray, then: list[np.ndarray] | None = None) -> Any:
     """The key hash of entries without the state and the index source: the :data:`_KC_PREFIX`
     fields of the first record (``prefix``: :func:`_kc_prefix`), then the merged count, the
     first record's instance, the merged InstanceCount, the first record's SV_InstanceID, and
-    the hazards of its action."""
+    the hazards of its action. ``then``: also ``hash_cols([kc, *then])`` in the same pass
+    (``(kc, that)``; the key hash ``kh`` from the state and source hashes)."""
     return hash_cols([count, (key[:, F["inst"]], first), ninst, (key[:, F["rel"]], first), (hz.view(np.int64), act)],
-                     first.size, init=(prefix, first))
+                     first.size, init=(prefix, first), then=then)
 
 
 def _src_of_records(key: np.ndarray) -> np.ndarray:
@@ -247,9 +249,9 @@ def _before(e_res: np.ndarray, e_act: np.ndarray, res: np.ndarray, act: np.ndarr
             pure: bool | None = None) -> np.ndarray:
     """For each ``(res[i], act[i])``: how many entries of resource ``res[i]`` have an action
     before ``act[i]``. ``e_res`` ascending; ``e_act`` ascending within a resource (else
-    ``sort``: they are sorted first). Compiled: ``drawopt._verify.count_below``, the same
-    counts for any order of ``e_act`` within a resource (no sort, no assumption on the order:
-    a running maximum and minimum bound the positions to look at one by one).
+    ``sort``: they are sorted first). Compiled, where ``sort``: ``drawopt._verify.count_below``,
+    the same counts for any order of ``e_act`` within a resource (no sort, no assumption on the
+    order: a running maximum and minimum bound the positions to look at one by one).
 
     >>> e_res, e_act = np.array([0, 0, 0, 1]), np.array([5, 2, 9, 4])
     >>> _before(e_res, e_act, np.array([0, 0, 1]), np.array([6, 2, 5]), sort=True).tolist()
@@ -258,7 +260,7 @@ def _before(e_res: np.ndarray, e_act: np.ndarray, res: np.ndarray, act: np.ndarr
     out = np.zeros(res.size, np.int64)
     if not res.size:
         return out
-    k = load_cext("_verify", pure)
+    k = load_cext("_verify", pure) if sort else None
     if k is not None:
         return k.count_below(*(np.ascontiguousarray(x, np.int64) for x in (e_res, e_act, res, act)))
     rs = unique(res)
@@ -484,9 +486,8 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     can_cnt = _before(res, f_act, rr, ra, sort=True)
     hz = _mix_sum(ra, nA, rr, can_cnt, rd_bar) + wpart
     # ------------------------------------------------------------ key hash and groups
-    kc = _kc(key, first, count, ninst, hz, f_act, _kc_prefix(key))
     src = _src_of_records(key)[first]
-    kh = hash_cols([kc, sh, src], m)
+    kc, kh = _kc(key, first, count, ninst, hz, f_act, _kc_prefix(key), then=[sh, src])
     # multiset groups (the raw commuting groups; a merged run never spans two of them unless
     # both are unlabelled singletons, which then stay separate groups): sort by key hash inside
     # the group (stable: keeps order for ties)
