@@ -194,10 +194,22 @@ def fill_at(const int64_t[::1] ev_at, const int64_t[::1] ev_val, const int64_t[:
     return out
 
 
+cdef inline Py_ssize_t _lower(const int64_t* a, Py_ssize_t lo, Py_ssize_t hi, int64_t x) noexcept nogil:
+    """The first ``p`` in ``[lo, hi)`` with ``a[p] >= x`` (``a[lo:hi]`` ascending), else ``hi``."""
+    cdef Py_ssize_t mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 cdef inline Py_ssize_t _lower_from(const int64_t[::1] a, int64_t x, Py_ssize_t h) noexcept nogil:
     """The first ``p`` with ``a[p] >= x`` (``a`` ascending), searched by galloping from the
     hint ``h`` (consecutive queries are near each other: O(log distance), not O(log n))."""
-    cdef Py_ssize_t n = a.shape[0], lo, hi, mid, step = 1
+    cdef Py_ssize_t n = a.shape[0], lo, hi, step = 1
     if h > n:
         h = n
     if h < n and a[h] < x:
@@ -212,13 +224,7 @@ cdef inline Py_ssize_t _lower_from(const int64_t[::1] a, int64_t x, Py_ssize_t h
             hi -= step
             step <<= 1
         lo = max(hi - step, 0)
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    return _lower(&a[0], lo, hi, x) if lo < hi else lo
 
 
 cdef inline bint _read_between(const int64_t[::1] rk, int64_t res, int64_t lo, int64_t hi,
@@ -824,18 +830,6 @@ def count_before(const int64_t[::1] keys, const int64_t[::1] res, const int64_t[
     return out_a
 
 
-cdef inline Py_ssize_t _lower(const int64_t* a, Py_ssize_t lo, Py_ssize_t hi, int64_t x) noexcept nogil:
-    """The first ``p`` in ``[lo, hi)`` with ``a[p] >= x`` (``a[lo:hi]`` ascending), else ``hi``."""
-    cdef Py_ssize_t mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
 def count_below(const int64_t[::1] e_res, const int64_t[::1] e_act, const int64_t[::1] res,
                 const int64_t[::1] act):
     """For each ``i``: how many ``j`` with ``e_res[j] == res[i]`` have ``e_act[j] < act[i]``
@@ -880,36 +874,6 @@ def count_below(const int64_t[::1] e_res, const int64_t[::1] e_act, const int64_
                 while j >= lo:
                     smin[j] = e_act[j] if e_act[j] < smin[j + 1] else smin[j + 1]
                     j -= 1
-            x = act[i]
-            p = _lower(&pmax[0], lo, hi, x)
-            q = _lower(&smin[0], p, hi, x)
-            c = p - lo
-            for j in range(p, q):
-                if e_act[j] < x:
-                    c += 1
-            out[i] = c
-    return out_a
-    pmax_a = np.empty(n, np.int64)
-    smin_a = np.empty(n, np.int64)
-    cdef int64_t[::1] out = out_a, pmax = pmax_a, smin = smin_a
-    with nogil:
-        for j in range(n):
-            if j == 0 or e_res[j] != e_res[j - 1] or e_act[j] > pmax[j - 1]:
-                pmax[j] = e_act[j]
-            else:
-                pmax[j] = pmax[j - 1]
-        j = n - 1
-        while j >= 0:
-            if j == n - 1 or e_res[j] != e_res[j + 1] or e_act[j] < smin[j + 1]:
-                smin[j] = e_act[j]
-            else:
-                smin[j] = smin[j + 1]
-            j -= 1
-        for i in range(nq):
-            lo = _lower(&e_res[0], 0, n, res[i])
-            hi = n
-            if res[i] < top:
-                hi = _lower(&e_res[0], lo, n, res[i] + 1)
             x = act[i]
             p = _lower(&pmax[0], lo, hi, x)
             q = _lower(&smin[0], p, hi, x)
