@@ -31,121 +31,62 @@ cdef inline uint64_t _mix(uint64_t h, uint64_t c) noexcept nogil:
     return z ^ (z >> 31)
 
 
-cdef void _fold_block(uint64_t* hb, Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t k, const uint8_t[::1] kinds,
-                      const int64_t** vp, const int64_t** ip, const int64_t* vlen, const uint64_t[::1] scalars,
-                      int64_t lo, int64_t hi, int64_t to, int* bad) noexcept nogil:
-    """Fold the ``k`` columns into the hashes ``hb[0:i1 - i0]`` of the rows ``[i0, i1)``."""
-    cdef Py_ssize_t c, i
-    cdef int64_t x, j, m
-    cdef uint64_t sc
-    cdef const int64_t* v
-    cdef const int64_t* ix
-    cdef uint8_t kd
-    for c in range(k):
-        kd = kinds[c]
-        v = vp[c]
-        if kd == 0:
-            for i in range(i0, i1):
-                hb[i - i0] = _mix(hb[i - i0], <uint64_t>v[i])
-        elif kd == 1:
-            ix = ip[c]
-            m = vlen[c]
-            for i in range(i0, i1):
-                j = ix[i]
-                if j < 0 or j >= m:
-                    bad[0] = 1
-                    x = 0
-                else:
-                    x = v[j]
-                    if lo < x < hi:
-                        x = to
-                hb[i - i0] = _mix(hb[i - i0], <uint64_t>x)
-        else:
-            sc = scalars[c]
-            for i in range(i0, i1):
-                hb[i - i0] = _mix(hb[i - i0], sc)
-
-
-cdef int _columns(Py_ssize_t n, list vals, list idxs, const uint8_t[::1] kinds, const int64_t** vp,
-                  const int64_t** ip, int64_t* vlen, list keep) except -1:
-    """Fill the column pointers (``keep`` holds the memoryviews alive)."""
-    cdef Py_ssize_t k = kinds.shape[0], c
-    cdef const int64_t[::1] mv
-    for c in range(k):
-        vp[c] = NULL
-        ip[c] = NULL
-        vlen[c] = 0
-    for c in range(k):
-        if kinds[c] == 2:
-            continue
-        if kinds[c] > 2:
-            raise ValueError("hash_columns: bad column kind")
-        mv = vals[c]
-        keep.append(mv)
-        vlen[c] = mv.shape[0]
-        if mv.shape[0]:
-            vp[c] = &mv[0]
-        if kinds[c] == 0:
-            if mv.shape[0] != n:
-                raise ValueError("hash_columns: length mismatch")
-        else:
-            mv = idxs[c]
-            keep.append(mv)
-            if mv.shape[0] != n:
-                raise ValueError("hash_columns: length mismatch")
-            if n:
-                ip[c] = &mv[0]
-    return 0
-
-
 def hash_columns(Py_ssize_t n, uint64_t seed, list vals, list idxs, const uint8_t[::1] kinds,
-                 const uint64_t[::1] scalars, int64_t lo, int64_t hi, int64_t to, init=None, then=None):
+                 const uint64_t[::1] scalars, int64_t lo, int64_t hi, int64_t to, init=None):
     """One hash per row, all columns folded in one pass: ``h = seed`` (``init[i]`` if given), then for each column
     ``c`` in order ``h = fmix64(h * G + x)``, ``x`` being ``vals[c][i]`` (kind 0),
     ``vals[c][idxs[c][i]]`` read as ``to`` where ``lo < x < hi`` (kind 1) or ``scalars[c]``
-    (kind 2). Twin: the pure path of ``drawopt.verify._hash.hash_cols``.
-
-    ``then = (vals2, idxs2, kinds2, scalars2)``: also the hashes of a second set of columns
-    whose first column is the first hashes (from ``seed``), in the same pass; returns both."""
-    cdef Py_ssize_t k = kinds.shape[0], k2 = 0, i, i0, i1, blk = _BLOCK
+    (kind 2). Twin: the pure path of ``drawopt.verify._hash.hash_cols``."""
+    cdef Py_ssize_t k = kinds.shape[0], c, i, i0, i1, blk = _BLOCK
+    cdef int64_t x, j, m
+    cdef uint64_t sc
     cdef uint64_t hb[_BLOCK]
-    cdef uint64_t hb2[_BLOCK]
+    cdef const int64_t* v
+    cdef const int64_t* ix
+    cdef uint8_t kd
     cdef int bad = 0
     cdef const int64_t[::1] h0
-    cdef bint has_init = init is not None, has_then = then is not None
-    cdef const uint8_t[::1] kinds2 = kinds
-    cdef const uint64_t[::1] scalars2 = scalars
-    cdef list keep = []
+    cdef bint has_init = init is not None
     if len(vals) != k or len(idxs) != k or scalars.shape[0] != k:
         raise ValueError("hash_columns: length mismatch")
-    if has_then:
-        vals2, idxs2, kinds2, scalars2 = then
-        k2 = kinds2.shape[0]
-        if len(vals2) != k2 or len(idxs2) != k2 or scalars2.shape[0] != k2:
-            raise ValueError("hash_columns: length mismatch")
     out = np.empty(n, np.uint64)
-    out2 = np.empty(n if has_then else 0, np.uint64)
     if n == 0:
-        return (out, out2) if has_then else out
+        return out
     cdef uint64_t[::1] o = out
-    cdef uint64_t[::1] o2 = out2
     if has_init:
         h0 = init
         if h0.shape[0] != n:
             raise ValueError("hash_columns: init length mismatch")
     else:
         h0 = np.zeros(1, np.int64)
-    cdef Py_ssize_t kk = k + k2
-    cdef const int64_t** vp = <const int64_t**>malloc(kk * sizeof(int64_t*) + 1)
-    cdef const int64_t** ip = <const int64_t**>malloc(kk * sizeof(int64_t*) + 1)
-    cdef int64_t* vlen = <int64_t*>malloc(kk * sizeof(int64_t) + 1)
+    cdef const int64_t** vp = <const int64_t**>malloc(k * sizeof(int64_t*) + 1)
+    cdef const int64_t** ip = <const int64_t**>malloc(k * sizeof(int64_t*) + 1)
+    cdef int64_t* vlen = <int64_t*>malloc(k * sizeof(int64_t) + 1)
+    cdef const int64_t[::1] mv
     if vp == NULL or ip == NULL or vlen == NULL:
         free(vp); free(ip); free(vlen)
         raise MemoryError()
     try:
-        _columns(n, vals, idxs, kinds, vp, ip, vlen, keep)
-        if has_then:
-            _columns(n, vals2, idxs2, kinds2, vp + k, ip + k, vlen + k, keep)
+        for c in range(k):
+            vp[c] = NULL
+            ip[c] = NULL
+            vlen[c] = 0
+            if kinds[c] == 2:
+                continue
+            if kinds[c] > 2:
+                raise ValueError("hash_columns: bad column kind")
+            mv = vals[c]
+            vlen[c] = mv.shape[0]
+            if mv.shape[0]:
+                vp[c] = &mv[0]
+            if kinds[c] == 0:
+                if mv.shape[0] != n:
+                    raise ValueError("hash_columns: length mismatch")
+            else:
+                mv = idxs[c]
+                if mv.shape[0] != n:
+                    raise ValueError("hash_columns: length mismatch")
+                ip[c] = &mv[0]
         with nogil:
             # column by column over blocks of rows: the hashes of a block stay in L1 and the
             # rows of a column are independent (pipelined), instead of one long chain per row
@@ -158,15 +99,31 @@ def hash_columns(Py_ssize_t n, uint64_t seed, list vals, list idxs, const uint8_
                 else:
                     for i in range(i0, i1):
                         hb[i - i0] = seed
-                _fold_block(hb, i0, i1, k, kinds, vp, ip, vlen, scalars, lo, hi, to, &bad)
+                for c in range(k):
+                    kd = kinds[c]
+                    v = vp[c]
+                    if kd == 0:
+                        for i in range(i0, i1):
+                            hb[i - i0] = _mix(hb[i - i0], <uint64_t>v[i])
+                    elif kd == 1:
+                        ix = ip[c]
+                        m = vlen[c]
+                        for i in range(i0, i1):
+                            j = ix[i]
+                            if j < 0 or j >= m:
+                                bad = 1
+                                x = 0
+                            else:
+                                x = v[j]
+                                if lo < x < hi:
+                                    x = to
+                            hb[i - i0] = _mix(hb[i - i0], <uint64_t>x)
+                    else:
+                        sc = scalars[c]
+                        for i in range(i0, i1):
+                            hb[i - i0] = _mix(hb[i - i0], sc)
                 for i in range(i0, i1):
                     o[i] = hb[i - i0]
-                if has_then:
-                    for i in range(i0, i1):
-                        hb2[i - i0] = _mix(seed, hb[i - i0])
-                    _fold_block(hb2, i0, i1, k2, kinds2, vp + k, ip + k, vlen + k, scalars2, lo, hi, to, &bad)
-                    for i in range(i0, i1):
-                        o2[i] = hb2[i - i0]
                 i0 = i1
     finally:
         free(vp)
@@ -174,7 +131,7 @@ def hash_columns(Py_ssize_t n, uint64_t seed, list vals, list idxs, const uint8_
         free(vlen)
     if bad:
         raise IndexError("hash_columns: index out of range")
-    return (out, out2) if has_then else out
+    return out
 
 
 def fill_at(const int64_t[::1] ev_at, const int64_t[::1] ev_val, const int64_t[::1] q, int64_t before):

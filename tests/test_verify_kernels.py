@@ -52,25 +52,6 @@ def test_hash_cols_reads_gathered_columns_in_place() -> None:
 
 @needs_cext
 @pytest.mark.parametrize("fold", [None, (-16, 0, -1)])
-def test_hash_cols_then_compiled_equals_pure(fold) -> None:
-    """``then``: the second hashes (of the first ones and more columns) in the same pass equal
-    a second ``hash_cols`` call, on both paths; the first hashes are unchanged."""
-    rng = np.random.default_rng(23)
-    for n in (0, 1, 255, 256, 257, 1000):
-        v, i = rng.integers(-40, 40, 60), rng.integers(0, 60, n)
-        cols = [rng.integers(-2**63, 2**63 - 1, n), (v, i), 3]
-        then = [(v, rng.integers(0, 60, n)), rng.integers(0, 2**64 - 1, n, dtype=np.uint64), -5]
-        init = rng.integers(-9, 9, n)
-        for pure in (True, False):
-            h1, h2 = hash_cols(cols, n, pure=pure, fold=fold, init=init, then=then)
-            assert np.array_equal(h1, hash_cols(cols, n, pure=pure, fold=fold, init=init))
-            assert np.array_equal(h2, hash_cols([h1, *then], n, pure=pure, fold=fold))
-        assert all(np.array_equal(x, y) for x, y in zip(hash_cols(cols, n, pure=True, fold=fold, then=then),
-                                                        hash_cols(cols, n, pure=False, fold=fold, then=then)))
-
-
-@needs_cext
-@pytest.mark.parametrize("fold", [None, (-16, 0, -1)])
 def test_hash_cols_at_compiled_equals_pure(fold) -> None:
     rng = np.random.default_rng(1)
     v = rng.integers(-20, 20, 300)

@@ -53,15 +53,13 @@ Column = np.ndarray | int | tuple[np.ndarray, np.ndarray]
 
 
 def hash_cols(cols: Sequence[Column], n: int, seed: int = SEED, pure: bool | None = None,
-              fold: tuple[int, int, int] | None = None, init: Column | None = None,
-              then: Sequence[Column] | None = None) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+              fold: tuple[int, int, int] | None = None, init: Column | None = None) -> np.ndarray:
     """One ``int64`` hash per row of the columns ``cols`` (each length ``n`` or a scalar;
     ``(array, idx)`` is ``array[idx]``, read without gathering it first; ``fold = (lo, hi,
     to)``: values of such a column strictly between ``lo`` and ``hi`` read as ``to``).
     ``init``: per-row hashes to go on from (instead of ``seed``): ``hash_cols(b, n,
     init=hash_cols(a, n))`` is ``hash_cols(a + b, n)``, so a prefix shared by many rows is
-    hashed once (an array, or ``(array, idx)``). ``then``: also ``hash_cols([h, *then], n,
-    seed, fold=fold)`` of these hashes ``h``, in the same pass: returns ``(h, that)``.
+    hashed once (an array, or ``(array, idx)``).
 
     ``pure``: force (True) or forbid (False) the pure-numpy path; default: the
     compiled kernel unless ``DRAWOPT_PURE=1`` or it is not built. Both give identical hashes.
@@ -73,18 +71,29 @@ def hash_cols(cols: Sequence[Column], n: int, seed: int = SEED, pure: bool | Non
     True
     >>> bool((hash_cols([7], 3, init=hash_cols([np.array([1, 2, 1])], 3)) == h).all())
     True
-    >>> h1, h2 = hash_cols([np.array([1, 2, 1]), 7], 3, then=[5])
-    >>> bool((h1 == h).all()), bool((h2 == hash_cols([h, 5], 3)).all())
-    (True, True)
     """
     lo, hi, to = fold if fold is not None else (0, 0, 0)
     k = load_cext("_verify", pure)
     if k is not None:
+        vals: list[np.ndarray | None] = []
+        idxs: list[np.ndarray | None] = []
+        kinds = np.zeros(len(cols), np.uint8)
+        scalars = np.zeros(len(cols), np.uint64)
+        for j, c in enumerate(cols):
+            if isinstance(c, tuple):
+                vals.append(np.ascontiguousarray(_as_i64(c[0])))
+                idxs.append(np.ascontiguousarray(c[1], np.int64))
+                kinds[j] = 1
+            elif isinstance(c, np.ndarray) and c.ndim:
+                vals.append(np.ascontiguousarray(_as_i64(c)))
+                idxs.append(None)
+            else:
+                vals.append(None)
+                idxs.append(None)
+                kinds[j] = 2
+                scalars[j] = int(c) & _M64
         h0 = None if init is None else np.ascontiguousarray(_as_i64(_gather(init)))
-        if then is None:
-            return k.hash_columns(n, seed & _M64, *_marshal(cols), lo, hi, to, h0).view(np.int64)
-        h1, h2 = k.hash_columns(n, seed & _M64, *_marshal(cols), lo, hi, to, h0, _marshal(then))
-        return h1.view(np.int64), h2.view(np.int64)
+        return k.hash_columns(n, seed & _M64, vals, idxs, kinds, scalars, lo, hi, to, h0).view(np.int64)
     if init is None:
         h = np.full(n, seed & _M64, np.uint64)
     else:
@@ -98,32 +107,7 @@ def hash_cols(cols: Sequence[Column], n: int, seed: int = SEED, pure: bool | Non
                 x = _as_i64(c[0])[c[1]]
                 c = np.where((x > lo) & (x < hi), to, x) if fold is not None else x
             _fold(h, c, t)
-    if then is None:
-        return h.view(np.int64)
-    return h.view(np.int64), hash_cols([h.view(np.int64), *then], n, seed, True, fold)
-
-
-def _marshal(cols: Sequence[Column]) -> tuple[list[np.ndarray | None], list[np.ndarray | None], np.ndarray,
-                                              np.ndarray]:
-    """The columns as ``drawopt._verify.hash_columns`` takes them: values, indices, kinds, scalars."""
-    vals: list[np.ndarray | None] = []
-    idxs: list[np.ndarray | None] = []
-    kinds = np.zeros(len(cols), np.uint8)
-    scalars = np.zeros(len(cols), np.uint64)
-    for j, c in enumerate(cols):
-        if isinstance(c, tuple):
-            vals.append(np.ascontiguousarray(_as_i64(c[0])))
-            idxs.append(np.ascontiguousarray(c[1], np.int64))
-            kinds[j] = 1
-        elif isinstance(c, np.ndarray) and c.ndim:
-            vals.append(np.ascontiguousarray(_as_i64(c)))
-            idxs.append(None)
-        else:
-            vals.append(None)
-            idxs.append(None)
-            kinds[j] = 2
-            scalars[j] = int(c) & _M64
-    return vals, idxs, kinds, scalars
+    return h.view(np.int64)
 
 
 def _gather(c: Column) -> np.ndarray:

@@ -34,7 +34,6 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 
@@ -136,14 +135,13 @@ def _kc_prefix(key: np.ndarray) -> np.ndarray:
 
 
 def _kc(key: np.ndarray, first: np.ndarray, count: np.ndarray, ninst: np.ndarray, hz: np.ndarray,
-        act: np.ndarray, prefix: np.ndarray, then: list[np.ndarray] | None = None) -> Any:
+        act: np.ndarray, prefix: np.ndarray) -> np.ndarray:
     """The key hash of entries without the state and the index source: the :data:`_KC_PREFIX`
     fields of the first record (``prefix``: :func:`_kc_prefix`), then the merged count, the
     first record's instance, the merged InstanceCount, the first record's SV_InstanceID, and
-    the hazards of its action. ``then``: also ``hash_cols([kc, *then])`` in the same pass
-    (``(kc, that)``; the key hash ``kh`` from the state and source hashes)."""
+    the hazards of its action."""
     return hash_cols([count, (key[:, F["inst"]], first), ninst, (key[:, F["rel"]], first), (hz.view(np.int64), act)],
-                     first.size, init=(prefix, first), then=then)
+                     first.size, init=(prefix, first))
 
 
 def _src_of_records(key: np.ndarray) -> np.ndarray:
@@ -486,8 +484,9 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     can_cnt = _before(res, f_act, rr, ra, sort=True)
     hz = _mix_sum(ra, nA, rr, can_cnt, rd_bar) + wpart
     # ------------------------------------------------------------ key hash and groups
+    kc = _kc(key, first, count, ninst, hz, f_act, _kc_prefix(key))
     src = _src_of_records(key)[first]
-    kc, kh = _kc(key, first, count, ninst, hz, f_act, _kc_prefix(key), then=[sh, src])
+    kh = hash_cols([kc, sh, src], m)
     # multiset groups (the raw commuting groups; a merged run never spans two of them unless
     # both are unlabelled singletons, which then stay separate groups): sort by key hash inside
     # the group (stable: keeps order for ties)
