@@ -12,7 +12,8 @@ from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 
 __all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "write_entries", "by_opcode", "record_rows",
-           "set_rows", "count_before", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
+           "set_rows", "count_before", "count_below", "hash_sum", "fill_at", "group_ids", "merge_runs", "state_hashes",
+           "const_events"]
 
 cdef uint64_t _G = 0x9E3779B97F4A7C15ULL
 cdef uint64_t _C1 = 0xBF58476D1CE4E5B9ULL
@@ -150,10 +151,22 @@ def fill_at(const int64_t[::1] ev_at, const int64_t[::1] ev_val, const int64_t[:
     return out
 
 
+cdef inline Py_ssize_t _lower(const int64_t* a, Py_ssize_t lo, Py_ssize_t hi, int64_t x) noexcept nogil:
+    """The first ``p`` in ``[lo, hi)`` with ``a[p] >= x`` (``a[lo:hi]`` ascending), else ``hi``."""
+    cdef Py_ssize_t mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 cdef inline Py_ssize_t _lower_from(const int64_t[::1] a, int64_t x, Py_ssize_t h) noexcept nogil:
     """The first ``p`` with ``a[p] >= x`` (``a`` ascending), searched by galloping from the
     hint ``h`` (consecutive queries are near each other: O(log distance), not O(log n))."""
-    cdef Py_ssize_t n = a.shape[0], lo, hi, mid, step = 1
+    cdef Py_ssize_t n = a.shape[0], lo, hi, step = 1
     if h > n:
         h = n
     if h < n and a[h] < x:
@@ -168,13 +181,7 @@ cdef inline Py_ssize_t _lower_from(const int64_t[::1] a, int64_t x, Py_ssize_t h
             hi -= step
             step <<= 1
         lo = max(hi - step, 0)
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    return _lower(&a[0], lo, hi, x) if lo < hi else lo
 
 
 cdef inline bint _read_between(const int64_t[::1] rk, int64_t res, int64_t lo, int64_t hi,
@@ -777,4 +784,115 @@ def count_before(const int64_t[::1] keys, const int64_t[::1] res, const int64_t[
         for i in range(n):
             base = res[i] * (<int64_t>1 << 40)
             out[i] = _lower_from(keys, base + a_cmd[act[i]], 0) - _lower_from(keys, base, 0)
+    return out_a
+
+
+def count_below(const int64_t[::1] e_res, const int64_t[::1] e_act, const int64_t[::1] res,
+                const int64_t[::1] act):
+    """For each ``i``: how many ``j`` with ``e_res[j] == res[i]`` have ``e_act[j] < act[i]``
+    (``e_res`` ascending; ``e_act`` in any order within a resource). Twin: the pure path of
+    ``drawopt.verify.compare._before`` (a sort of each resource's ``e_act``, then a search).
+
+    Exact for any order: with ``pmax`` the running maximum and ``smin`` the running minimum
+    from the end of a resource's ``e_act`` (both ascending), every position before the first
+    ``p`` with ``pmax[p] >= act[i]`` is below ``act[i]`` and none from the first ``q`` with
+    ``smin[q] >= act[i]`` on is (so ``p <= q``): the count is ``p`` plus the ones below among
+    ``[p, q)``, counted one by one. That window is short where ``e_act`` is sorted up to
+    permutations inside short runs (the canonical order: groups in stream order)."""
+    cdef Py_ssize_t n = e_res.shape[0], nq = res.shape[0], i, j, lo, hi, p, q
+    cdef int64_t x, c, top = 0x7FFFFFFFFFFFFFFF
+    if e_act.shape[0] != n or act.shape[0] != nq:
+        raise ValueError("count_below: length mismatch")
+    for j in range(1, n):
+        if e_res[j] < e_res[j - 1]:
+            raise ValueError("count_below: e_res must not decrease")
+    out_a = np.zeros(nq, np.int64)
+    if n == 0 or nq == 0:
+        return out_a
+    pmax_a = np.empty(n, np.int64)
+    smin_a = np.empty(n, np.int64)
+    built_a = np.zeros(n, np.uint8)
+    cdef int64_t[::1] out = out_a, pmax = pmax_a, smin = smin_a
+    cdef uint8_t[::1] built = built_a
+    with nogil:
+        for i in range(nq):
+            lo = _lower(&e_res[0], 0, n, res[i])
+            hi = n
+            if res[i] < top:
+                hi = _lower(&e_res[0], lo, n, res[i] + 1)
+            if lo < hi and not built[lo]:
+                # the running bounds of this resource's entries only (the queried ones)
+                built[lo] = 1
+                pmax[lo] = e_act[lo]
+                for j in range(lo + 1, hi):
+                    pmax[j] = e_act[j] if e_act[j] > pmax[j - 1] else pmax[j - 1]
+                smin[hi - 1] = e_act[hi - 1]
+                j = hi - 2
+                while j >= lo:
+                    smin[j] = e_act[j] if e_act[j] < smin[j + 1] else smin[j + 1]
+                    j -= 1
+            x = act[i]
+            p = _lower(&pmax[0], lo, hi, x)
+            q = _lower(&smin[0], p, hi, x)
+            c = p - lo
+            for j in range(p, q):
+                if e_act[j] < x:
+                    c += 1
+            out[i] = c
+    return out_a
+
+
+def hash_sum(const int64_t[::1] idx, Py_ssize_t nbins, uint64_t seed, list vals, const uint8_t[::1] kinds,
+             const uint64_t[::1] scalars):
+    """Wrapping per-bin sums of row hashes: ``out[idx[i]] += h[i]``, ``h`` the row hashes of
+    ``hash_columns`` over the columns ``vals`` (kind 0: an array; kind 2: ``scalars[c]``), without
+    the hash array (twin: ``drawopt.verify.compare._mix_sum``'s pure path)."""
+    cdef Py_ssize_t n = idx.shape[0], k = kinds.shape[0], c, i, i0, i1, blk = _BLOCK
+    cdef uint64_t hb[_BLOCK]
+    cdef uint64_t sc
+    cdef const int64_t* v
+    cdef const int64_t[::1] mv
+    if len(vals) != k or scalars.shape[0] != k:
+        raise ValueError("hash_sum: length mismatch")
+    for i in range(n):
+        if not (0 <= idx[i] < nbins):
+            raise IndexError("hash_sum: index out of range")
+    out_a = np.zeros(nbins, np.uint64)
+    if n == 0:
+        return out_a
+    cdef uint64_t[::1] out = out_a
+    cdef const int64_t** vp = <const int64_t**>malloc(k * sizeof(int64_t*) + 1)
+    if vp == NULL:
+        raise MemoryError()
+    try:
+        for c in range(k):
+            vp[c] = NULL
+            if kinds[c] == 2:
+                continue
+            if kinds[c] != 0:
+                raise ValueError("hash_sum: bad column kind")
+            mv = vals[c]
+            if mv.shape[0] != n:
+                raise ValueError("hash_sum: length mismatch")
+            vp[c] = &mv[0]
+        with nogil:
+            i0 = 0
+            while i0 < n:
+                i1 = min(i0 + blk, n)
+                for i in range(i0, i1):
+                    hb[i - i0] = seed
+                for c in range(k):
+                    v = vp[c]
+                    if kinds[c] == 0:
+                        for i in range(i0, i1):
+                            hb[i - i0] = _mix(hb[i - i0], <uint64_t>v[i])
+                    else:
+                        sc = scalars[c]
+                        for i in range(i0, i1):
+                            hb[i - i0] = _mix(hb[i - i0], sc)
+                for i in range(i0, i1):
+                    out[idx[i]] += hb[i - i0]
+                i0 = i1
+    finally:
+        free(vp)
     return out_a

@@ -4,7 +4,8 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = ["hash_columns", "factorize", "group_sort", "buffer_words", "write_entries", "by_opcode", "record_rows",
-           "set_rows", "count_before", "fill_at", "group_ids", "merge_runs", "state_hashes", "const_events"]
+           "set_rows", "count_before", "count_below", "hash_sum", "fill_at", "group_ids", "merge_runs", "state_hashes",
+           "const_events"]
 
 def hash_columns(n: int, seed: int, vals: list[npt.NDArray[np.int64] | None],
                  idxs: list[npt.NDArray[np.int64] | None], kinds: npt.NDArray[np.uint8],
@@ -92,4 +93,15 @@ def set_rows(inv: npt.NDArray[np.int64], off: npt.NDArray[np.int64], cnt: npt.ND
 def count_before(keys: npt.NDArray[np.int64], res: npt.NDArray[np.int64], act: npt.NDArray[np.int64],
                  a_cmd: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Barriers on each access's resource before its command; see ``drawopt.verify.compare._barriers_before``."""
+    ...
+
+def count_below(e_res: npt.NDArray[np.int64], e_act: npt.NDArray[np.int64], res: npt.NDArray[np.int64],
+                act: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """How many entries of each query's resource have an action below the query's (``e_act`` in
+    any order within a resource); see ``drawopt.verify.compare._before``."""
+    ...
+
+def hash_sum(idx: npt.NDArray[np.int64], nbins: int, seed: int, vals: list[npt.NDArray[np.int64] | None],
+             kinds: npt.NDArray[np.uint8], scalars: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """Wrapping per-bin sums of the row hashes of the columns; see ``drawopt.verify.compare._mix_sum``."""
     ...

@@ -194,6 +194,48 @@ def test_barriers_before_compiled_equals_pure() -> None:
         assert np.array_equal(a, _barriers_before(keys, res, act, a_cmd, pure=True))
 
 
+@needs_cext
+@pytest.mark.parametrize("order", ["random", "sorted", "blocks"])
+def test_before_compiled_equals_pure(order: str) -> None:
+    """``count_below`` gives the sorted search's counts for any order of the actions within a
+    resource: arbitrary, sorted, and sorted up to permutations inside runs (the canonical order,
+    where the running bounds leave a window to count one by one)."""
+    from drawopt.verify.compare import _before
+
+    rng = np.random.default_rng(17)
+    for _ in range(300):
+        n, nq = int(rng.integers(0, 80)), int(rng.integers(0, 50))
+        e_res, e_act = np.sort(rng.integers(-3, 4, n)), rng.integers(-5, 40, n)
+        if order != "random":
+            e_act = np.sort(e_act)
+        if order == "blocks":
+            for lo in range(0, n, 5):
+                e_act[lo:lo + 5] = rng.permutation(e_act[lo:lo + 5])
+        res, act = rng.integers(-4, 5, nq), rng.integers(-7, 42, nq)
+        a = _before(e_res, e_act, res, act, sort=True, pure=False)
+        assert np.array_equal(a, _before(e_res, e_act, res, act, sort=True, pure=True))
+        if order == "sorted":
+            assert np.array_equal(a, _before(e_res, e_act, res, act, pure=True))
+
+
+@needs_cext
+def test_mix_sum_compiled_equals_pure() -> None:
+    """``hash_sum``: the per-bin wrapping sums of the row hashes, for sorted and unsorted bins,
+    scalar columns and every integer dtype the hashes take."""
+    from drawopt.verify.compare import _mix_sum
+
+    rng = np.random.default_rng(19)
+    for t in range(100):
+        n, nb = int(rng.integers(0, 700)), int(rng.integers(1, 30))
+        idx = rng.integers(0, nb, n)
+        if t % 2:
+            idx = np.sort(idx)
+        cols = [rng.integers(-2**62, 2**62, n), -1, rng.integers(0, 2**63, n, dtype=np.uint64),
+                rng.integers(-3, 3, n).astype(np.int32), np.int64(7)]
+        a, b = _mix_sum(idx, nb, *cols, pure=False), _mix_sum(idx, nb, *cols, pure=True)
+        assert a.dtype == b.dtype == np.uint64 and np.array_equal(a, b)
+
+
 # --------------------------------------------------------------------------- state columns
 @needs_cext
 def test_fill_at_compiled_equals_pure() -> None:

@@ -40,7 +40,7 @@ import numpy as np
 from drawopt._accel import load_cext
 from drawopt.ir.arrayset import unique
 from drawopt.ir.ops import BY_NAME, Op
-from drawopt.verify._hash import hash_cols
+from drawopt.verify._hash import SEED, hash_cols
 from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, STALE_BASE, X_RESET
 from drawopt.verify.records import KD_DRAW, KD_INDEXED, KEY_FIELDS, F, Records, norm, ragged
 from drawopt.verify.slots import Col, StateAt, cid_of, col_name, op_index, track
@@ -154,6 +154,32 @@ def _mix(first: np.ndarray, *cols: np.ndarray | int) -> np.ndarray:
     return hash_cols([first, *cols], first.size).view(np.uint64)
 
 
+def _mix_sum(idx: np.ndarray, n: int, first: np.ndarray, *cols: np.ndarray | int,
+             pure: bool | None = None) -> np.ndarray:
+    """``_sum_by(idx, _mix(first, *cols), n)``: the wrapping sums per index of the row hashes
+    (compiled: ``drawopt._verify.hash_sum``, one pass, no hash array; the sums wrap, so the
+    order of the additions does not matter).
+
+    >>> i, r = np.array([0, 2, 0]), np.array([4, 5, 6])
+    >>> bool((_mix_sum(i, 3, r, -1) == _sum_by(i, _mix(r, -1), 3)).all())
+    True
+    """
+    k = load_cext("_verify", pure)
+    if k is None:
+        return _sum_by(idx, _mix(first, *cols), n)
+    vals: list[np.ndarray | None] = []
+    kinds = np.zeros(len(cols) + 1, np.uint8)
+    scalars = np.zeros(len(cols) + 1, np.uint64)
+    for j, c in enumerate((first, *cols)):
+        if isinstance(c, np.ndarray) and c.ndim:
+            vals.append(np.ascontiguousarray(c.view(np.int64) if c.dtype == np.uint64 else c, np.int64))
+        else:
+            vals.append(None)
+            kinds[j] = 2
+            scalars[j] = int(c) & 0xFFFFFFFFFFFFFFFF
+    return k.hash_sum(np.ascontiguousarray(idx, np.int64), n, SEED & 0xFFFFFFFFFFFFFFFF, vals, kinds, scalars)
+
+
 def _barriers(R: Records, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted keys ``resource << 40 | command`` of the ResourceBarrier commands ``b``, and the commands."""
     s = R.stream
@@ -217,13 +243,24 @@ def _res_order(res: np.ndarray) -> np.ndarray:
     return np.argsort(res.astype(np.uint16) if small else res, kind="stable")
 
 
-def _before(e_res: np.ndarray, e_act: np.ndarray, res: np.ndarray, act: np.ndarray, sort: bool = False) -> np.ndarray:
+def _before(e_res: np.ndarray, e_act: np.ndarray, res: np.ndarray, act: np.ndarray, sort: bool = False,
+            pure: bool | None = None) -> np.ndarray:
     """For each ``(res[i], act[i])``: how many entries of resource ``res[i]`` have an action
     before ``act[i]``. ``e_res`` ascending; ``e_act`` ascending within a resource (else
-    ``sort``: they are sorted first)."""
+    ``sort``: they are sorted first). Compiled, where ``sort``: ``drawopt._verify.count_below``,
+    the same counts for any order of ``e_act`` within a resource (no sort, no assumption on the
+    order: a running maximum and minimum bound the positions to look at one by one).
+
+    >>> e_res, e_act = np.array([0, 0, 0, 1]), np.array([5, 2, 9, 4])
+    >>> _before(e_res, e_act, np.array([0, 0, 1]), np.array([6, 2, 5]), sort=True).tolist()
+    [2, 0, 1]
+    """
     out = np.zeros(res.size, np.int64)
     if not res.size:
         return out
+    k = load_cext("_verify", pure) if sort else None
+    if k is not None:
+        return k.count_below(*(np.ascontiguousarray(x, np.int64) for x in (e_res, e_act, res, act)))
     rs = unique(res)
     lo, hi = np.searchsorted(e_res, rs, "left"), np.searchsorted(e_res, rs, "right")
     for r, a, b in zip(rs.tolist(), lo.tolist(), hi.tolist()):
@@ -364,7 +401,7 @@ def _entries(R: Records, pure: bool | None = None) -> tuple[np.ndarray, np.ndarr
     wo = _res_order(R.w_res)
     k = load_cext("_verify", pure)
     if k is not None:
-        return k.write_entries(wo.astype(np.int64), *(np.ascontiguousarray(x, np.int64) for x in (
+        return k.write_entries(np.ascontiguousarray(wo, np.int64), *(np.ascontiguousarray(x, np.int64) for x in (
             R.w_res, R.w_lab, R.w_act, R.a_first, R.a_nrec)))
     w_act = R.w_act[wo]
     wrep = R.a_nrec[w_act]
@@ -413,8 +450,8 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     raw_cnt = _before(e_res, e_act, rr, ra)
     rd_bar = _barriers_before(bar_keys, rr, ra, R.a_cmd)
     w_bar = _barriers_before(bar_keys, R.w_res, R.w_act, R.a_cmd)
-    wpart = _sum_by(R.w_act, _mix(R.w_res, -1, w_bar), nA)
-    hz_raw = _sum_by(ra, _mix(rr, raw_cnt, rd_bar), nA) + wpart
+    wpart = _mix_sum(R.w_act, nA, R.w_res, -1, w_bar)
+    hz_raw = _mix_sum(ra, nA, rr, raw_cnt, rd_bar) + wpart
     # ------------------------------------------------------------ commuting groups of raw records
     n = e_rec.size
     # a read of the resource in [prev action, this action] (inclusive) separates them
@@ -445,7 +482,7 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     f_act = R.r_act[first]
     # entries are in canonical order inside a group: count them in stream order
     can_cnt = _before(res, f_act, rr, ra, sort=True)
-    hz = _sum_by(ra, _mix(rr, can_cnt, rd_bar), nA) + wpart
+    hz = _mix_sum(ra, nA, rr, can_cnt, rd_bar) + wpart
     # ------------------------------------------------------------ key hash and groups
     kc = _kc(key, first, count, ninst, hz, f_act, _kc_prefix(key))
     src = _src_of_records(key)[first]
