@@ -26,6 +26,10 @@ that found the last two bugs below:
   binding stale). The verifier took the first root signature as no change, so moving a table set
   above it was accepted; now such a value is "as set, or undefined", which only the same set in
   the same place matches (the state oracle calls it unknown).
+* **Verifier bug (fixed):** the same after an Opaque command: a root signature (or heaps) set
+  after one was taken as a change, making every binding undefined, so a table added after it
+  was accepted at the bundle's end; it keeps the unknown values (found by sp-canon's run of the
+  property below).
 * **Verifier bug (fixed):** a draw whose pipeline is unknown (after an Opaque command) was
   treated like one with no pipeline, observing no root argument: dropping the table set
   before it was accepted. It may be any pipeline, so it observes every root argument.
@@ -86,7 +90,11 @@ WRONG = {
     "a table set moved above the bundle's first root signature": (
         _s(BUNDLE, "SetGraphicsRootSignature A\nSetGraphicsRootDescriptorTable 0 h0[0]\n", SIGS_T),
         _s(BUNDLE, "SetGraphicsRootDescriptorTable 0 h0[0]\nSetGraphicsRootSignature A\n", SIGS_T),
-        "bundle exit state: descriptor table 0 h0[0] != as set before the bundle's first root signature at line"),
+        "bundle exit state: descriptor table 0 h0[0] != as set before line"),
+    "a table set after an Opaque command's unknown root signature": (
+        _s(BUNDLE, "Opaque ClearState\nSetGraphicsRootSignature A\n", SIGS_T),
+        _s(BUNDLE, "Opaque ClearState\nSetGraphicsRootSignature A\nSetGraphicsRootDescriptorTable 0 h0[0]\n", SIGS_T),
+        "bundle exit state: descriptor table 0 unknown (after the Opaque command at line"),
     "root signature away and back before a draw of the bundle": (
         _s(BUNDLE, "SetGraphicsRootSignature A\nSetPipelineState p\nDrawInstanced 3 1 0 0\n", SIGS),
         _s(BUNDLE, "SetGraphicsRootSignature A\nSetGraphicsRootSignature B\nSetGraphicsRootSignature A\n"

@@ -1002,7 +1002,7 @@ class _Explain:
         if v == X_RESET:
             return f"undefined (DrawIndexedX at {at} leaves the index buffer undefined; IASetIndexBuffer needed)"
         if v <= STALE_BASE:
-            return f"as set before the bundle's first root signature at {at}, or undefined (unless it is the caller's)"
+            return f"as set before {at}, or undefined (unless the root signature or heaps it sets are the unknown ones)"
         if v <= OPQ_BASE:
             return f"unknown (after the Opaque command at {at})"
         return str(v)

@@ -33,8 +33,9 @@ KIND_RESET = -6
 OPQ_BASE = -16
 """State after the k-th ``Opaque`` command is ``OPQ_BASE - k`` (unknown, but the same in both streams)."""
 STALE_BASE = -(1 << 40)
-"""State value in a bundle: a root argument the bundle set before its first root signature, which
-then holds it only if the caller's root signature is the same (else it is undefined):
+"""State value: a root argument set before a root signature (a table: descriptor heaps) whose
+previous one is unknown (a bundle's first, or the first after an Opaque command), which then
+holds it only if that is the same (else it is undefined):
 ``STALE_BASE - canon.id("~C:V")`` for column C and value V, so equal in both streams only when
 both set V there before their first root signature (below every ``OPQ_BASE - k``)."""
 

@@ -481,11 +481,13 @@ def _changes(ev_idx: np.ndarray, ev_val: np.ndarray, setters: np.ndarray, from_n
 
     ``from_never``: whether a first value (after "never set") counts as a change; in a
     bundle it does not, since the caller's value, which the bundle inherits, may be the same.
+    A value after an Opaque command's unknown one is no known change either (it may be the
+    same): :func:`_stale_after_unknown` says what it does to the values set since.
     """
     order = np.argsort(ev_idx, kind="stable")
     i, v = ev_idx[order], ev_val[order]
     prev = np.r_[NEVER, v[:-1]]
-    ch = i[(v != prev) & (from_never | (prev != NEVER))]
+    ch = i[(v != prev) & (from_never | (prev != NEVER)) & (prev > OPQ_BASE)]
     return intersect1d(ch, setters)
 
 
@@ -558,8 +560,7 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
         si, sv = setters[cid_of(fam)]
         ch = _changes(np.r_[si, opq], np.r_[sv, opq_val], si, in_list)
         reset_family(fams, ch, RS_RESET)
-    if not in_list:
-        _stale_before_first_rootsig(setters, universe, opq, canon, resets)
+    _stale_after_unknown(setters, universe, opq, canon, resets, not in_list)
     si, sv = setters[cid_of(Col.HEAPS)]
     reset_family((Col.TG, Col.TC), _changes(np.r_[si, opq], np.r_[sv, opq_val], si, in_list), HEAP_RESET)
     resets.setdefault(cid_of(Col.IB), []).append((ops.of(_OP["DrawIndexedX"]), X_RESET))
@@ -600,32 +601,43 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
     return StateAt(queries, list(universe), events, {cid_of(Col.AF): header_af})
 
 
-def _stale_before_first_rootsig(setters: dict[int, tuple[np.ndarray, np.ndarray]], universe: list[int],
-                                opq: np.ndarray, canon: Canon, resets: dict[int, list[tuple[np.ndarray, Any]]]) -> None:
-    """In a bundle: the root arguments set before the first root signature of their side.
+def _stale_after_unknown(setters: dict[int, tuple[np.ndarray, np.ndarray]], universe: list[int], opq: np.ndarray,
+                         canon: Canon, resets: dict[int, list[tuple[np.ndarray, Any]]], bundle: bool) -> None:
+    """Root arguments set before a root signature (tables: descriptor heaps) whose previous value
+    is unknown: a bundle's first root signature (the caller's is inherited), or the first root
+    signature or heaps after an Opaque command.
 
-    That root signature is not a change when it is the caller's (D3D12: a bundle that changes
-    inherited bindings sets the caller's root signature first), but if it differs every binding
-    goes stale, the bundle's own earlier ones too: such a value becomes "V, or undefined"
-    (:data:`~drawopt.verify.model.STALE_BASE`), which only the same set in the same place matches.
-    After an Opaque command the first set is a change already (``_changes``).
+    Such a set is no known change (``_changes``): it keeps the bindings if it is the same as the
+    unknown one, and makes them all stale if not, those set since the unknown point too (D3D12: a
+    bundle that changes inherited bindings sets the caller's root signature first; a different
+    one, as in a list, makes every binding stale). A value set since then becomes "V, or undefined"
+    (:data:`~drawopt.verify.model.STALE_BASE`), which only the same set before the same change
+    matches; the others keep the unknown or inherited value. A bundle's first heaps must be the
+    caller's, so they keep its tables.
     """
-    for fam, fams in ((Col.RSG, (Col.TG, Col.CG, Col.VG)), (Col.RSC, (Col.TC, Col.CC))):
-        si = setters[cid_of(fam)][0]
+    pts = np.sort(opq)
+    for fam, fams, at_start in ((Col.RSG, (Col.TG, Col.CG, Col.VG), bundle), (Col.RSC, (Col.TC, Col.CC), bundle),
+                                (Col.HEAPS, (Col.TG, Col.TC), False)):
+        si = np.sort(setters[cid_of(fam)][0])
         if not si.size:
             continue
-        first = int(si.min())
-        if opq.size and int(opq.min()) < first:
-            continue
-        for c in universe:
-            if Col(c >> 20) not in fams or c not in setters:
+        for u in ([-1] if at_start else []) + pts.tolist():
+            j = int(np.searchsorted(si, u, "right"))
+            if j == si.size:
                 continue
-            ei, ev = setters[c]
-            before = np.flatnonzero(ei < first)
-            if before.size:
-                v = int(ev[before[np.argmax(ei[before])]])
-                resets.setdefault(c, []).append((np.array([first], np.int64),
-                                                 np.array([STALE_BASE - canon.id(f"~{c}:{v}")], np.int64)))
+            f = int(si[j])   # the first set after the unknown point, unless another Opaque comes first
+            k = int(np.searchsorted(pts, u, "right"))
+            if k < pts.size and int(pts[k]) < f:
+                continue
+            for c in universe:
+                if Col(c >> 20) not in fams or c not in setters:
+                    continue
+                ei, ev = setters[c]
+                since = np.flatnonzero((ei > u) & (ei < f))
+                if since.size:
+                    v = int(ev[since[np.argmax(ei[since])]])
+                    resets.setdefault(c, []).append((np.array([f], np.int64),
+                                                     np.array([STALE_BASE - canon.id(f"~{c}:{v}")], np.int64)))
 
 
 def _merge_events(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
