@@ -493,7 +493,7 @@ def run_facts(op, args, pipe, first, length, kind, state, has_lift, eligible, ha
     if max(col_inst, col_si_di, col_si_dii) >= a.shape[1] or min(col_inst, col_si_di, col_si_dii) < 0:
         raise ValueError("run_facts: argument column out of range")
     fa, la = np.asarray(first, np.int64), np.asarray(length, np.int64)
-    if (n and not nr) or (nr and (fa[0] != 0 or fa[-1] + la[-1] != n or np.min(la) < 1
+    if (n and not nr) or (nr and (fa[0] != 0 or fa[nr - 1] + la[nr - 1] != n or np.min(la) < 1
                                   or not np.array_equal(fa[1:], fa[:-1] + la[:-1]))):
         raise ValueError("run_facts: the runs must cover the draws, in order")
     draw_pd = np.empty(n, dtype=np.int64)
