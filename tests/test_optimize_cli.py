@@ -183,9 +183,12 @@ def big_frame(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_ctrl_c_exits_130_with_no_output(tmp_path: Path, big_frame: Path) -> None:
     out_file, rep = tmp_path / "o.npz", tmp_path / "r.json"
+    # (SIGINT at its default in the child: a shell's background job, `cmd &` without job control,
+    # ignores it, and Python then installs no KeyboardInterrupt handler: not what this tests)
     proc = subprocess.Popen([sys.executable, "-m", "drawopt", "optimize", str(big_frame), "-o", str(out_file),
                              "--report", str(rep), "-v", "--verify-each"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=_env())
+                            stderr=subprocess.PIPE, env=_env(),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stderr is not None
     first = proc.stderr.readline()  # the first pass finished: the run is under way
     assert first.startswith(b"optimize [1/"), first
