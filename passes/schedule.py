@@ -941,8 +941,8 @@ def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: State
     other pair is decoded and compared (``decode_all``: every pair, the reference
     the tests compare with). The first difference (slot order, then draw order) is
     reported. A bundle's final state is handed to its caller (whose draws after
-    ExecuteBundle observe it), so every slot of it is compared too, after the draws
-    (:func:`_exit_state_diff`). ``after_table``: the state table of ``after``, if known
+    ExecuteBundle observe it), and an Opaque command may read any state, so every slot
+    of those is compared too, after the draws (:func:`_fixed_observer_diff`). ``after_table``: the state table of ``after``, if known
     (else tracked, from ``after_scan`` if given).
     """
     ta = table if table is not None else track(before)
@@ -982,7 +982,7 @@ def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: State
     held = _held_diff(ta, tb, perm)
     if held is not None:
         return held
-    return _exit_state_diff(ta.scan, sb)
+    return _fixed_observer_diff(ta.scan, sb)
 
 
 def _held_diff(ta: StateTable, tb: StateTable, perm: np.ndarray) -> str | None:
@@ -1017,7 +1017,7 @@ def _unknown_resets(sc: Scan) -> bool:
     return bool(isin(sc.slot[ch], (GFX_RS, CRS, HEAPS)).any())
 
 
-def _exit_state_diff(sa: Any, sb: Any) -> str | None:
+def _fixed_observer_diff(sa: Any, sb: Any) -> str | None:
     """The first slot an observer that does not move -- an ``Opaque`` command (it may read any
     state) or a bundle's end (:data:`drawopt.analysis.state.OBS_END`) -- sees differently in scans
     ``sa`` (input) and ``sb`` (output), the k-th of each kind against the k-th, values decoded

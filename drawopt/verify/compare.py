@@ -563,12 +563,12 @@ def refines(A: Records, B: Records, aa: np.ndarray, ab: np.ndarray) -> np.ndarra
     ok = np.ones(aa.size, bool)
     pa = A.a_observer[aa]
     free = _free_values(A)
+    bundle = A.stream.header.kind == "bundle"
     for key in np.unique(pa).tolist():
         sel = np.flatnonzero(pa == key)
         cols = A.observed.get(key, A.state.cols)
         for c in cols:
             raw = A.state.value(c)[aa[sel]]
-            bundle = A.stream.header.kind == "bundle"
             va = norm(raw, bundle)
             vb = norm(B.state.value(c)[ab[sel]], bundle)
             ok[sel] &= (va == vb) | np.isin(raw, free)
