@@ -563,7 +563,7 @@ def refines(A: Records, B: Records, aa: np.ndarray, ab: np.ndarray) -> np.ndarra
     ok = np.ones(aa.size, bool)
     pa = A.a_observer[aa]
     free = _free_values(A)
-    bundle = A.stream.header.kind == "bundle"
+    bundle = A.bundle
     for key in np.unique(pa).tolist():
         sel = np.flatnonzero(pa == key)
         cols = A.observed.get(key, A.state.cols)
@@ -625,7 +625,7 @@ def _held_state_diff(A: Records, B: Records, sa: StateAt, sb: StateAt, what: Cal
     k, c = first
     x = _Explain(A, B, None, None)  # type: ignore[arg-type]  # only its value formatting is used
     va, vb = x._value(A, k, c, sa), x._value(B, k, c, sb)
-    never = "never set (the caller's value)" if A.stream.header.kind == "bundle" else "never set"
+    never = A.never_text
     if int(sa.value(c)[k]) == NEVER:
         va = never
     if int(sb.value(c)[k]) == NEVER:
@@ -992,7 +992,7 @@ class _Explain:
         src = int((st if st is not None else R.state).source(col)[a])
         at = R.where(src) if src >= 0 else ""
         if v == NEVER:
-            return "never set (the caller's value)" if R.stream.header.kind == "bundle" else "never set"
+            return R.never_text
         if v == RS_RESET:
             return f"undefined (the root signature changed at {at})"
         if v == HEAP_RESET:
@@ -1038,7 +1038,7 @@ class _Explain:
         free = _free_values(A)
         for c in dict.fromkeys(cols):
             va, vb = int(A.state.value(c)[aa]), int(B.state.value(c)[ab])
-            na, nb = (int(x) for x in norm(np.array([va, vb]), A.stream.header.kind == "bundle"))
+            na, nb = (int(x) for x in norm(np.array([va, vb]), A.bundle))
             if na != nb and (B is A or va not in free):
                 diffs.append((0 if (nb == NEVER and na != NEVER) else 1, c))
         if not diffs:

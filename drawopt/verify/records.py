@@ -239,9 +239,22 @@ class Records:
     ``fail_pos``, ``fail_vertex`` (fetched), ``fail_want`` (the vertex a non-indexed
     draw would fetch there; -1 when the contents are out of range)."""
     exit: StateAt | None = None
-    a_observer: np.ndarray | None = None
     """For a bundle: every state column at its end (one query), the state it hands back to
     the caller, whose draws after ExecuteBundle observe it. None for a list."""
+    a_observer: np.ndarray | None = None
+    """Per action: the key of ``observed`` that lists the state columns it observes: its
+    pipeline's index, or for an action without a usable pipeline -1 (draw) / -2 (dispatch),
+    -3 / -4 when the pipeline is unknown (after an Opaque command: every root argument)."""
+
+    @property
+    def bundle(self) -> bool:
+        """Whether these are a bundle's records (its unset state is the caller's)."""
+        return self.stream.header.kind == "bundle"
+
+    @property
+    def never_text(self) -> str:
+        """How a value never set in this stream reads in a message."""
+        return "never set (the caller's value)" if self.bundle else "never set"
 
     @cached_property
     def rd_act(self) -> np.ndarray:
@@ -1269,7 +1282,7 @@ class _Expander:
             reads=self.reads, fe_act=self.fe_act, fe_res=self.fe_res,
             fe_kind=self.fe_kind, observed=self.observed, x=self.x, weld=self.weld,
             exit=(track(self.s, self.canon, self.cmap, self.universe, np.array([len(self.s)], np.int64))
-                  if self.s.header.kind == "bundle" else None),
+                  if self.bundle else None),
             a_observer=self.a_observer)
 
 
