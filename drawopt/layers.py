@@ -20,7 +20,7 @@ from pathlib import Path
 LAYERS: tuple[tuple[str, int, tuple[str, ...]], ...] = (
     ("base", 0, ("drawopt.errors", "drawopt._accel", "drawopt._state", "drawopt._graph", "drawopt._schedule",
                  "drawopt._packx", "drawopt._glexec", "drawopt._mdi", "drawopt._text", "drawopt._verify",
-                 "drawopt._dedupe", "drawopt._flush", "drawopt.__version__", "drawopt.layers")),
+                 "drawopt._dedupe", "drawopt._flush", "drawopt.__version__", "drawopt.layers", "drawopt.background")),
     ("ir", 1, ("drawopt.ir",)),
     ("verify", 2, ("drawopt.verify",)),
     ("analysis", 2, ("drawopt.analysis",)),

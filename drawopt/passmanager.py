@@ -413,6 +413,10 @@ class PassManager:
         :data:`RELEASED`)."""
         self.verified: bool | None = None
         """True when the output was verified against the input, None when not checked."""
+        self.on_output: Callable[[Stream], None] | None = None
+        """Called with the passes' output once it is known to add no finding, before the final
+        verify (which may still send the run back to check each pass, making another output):
+        the report starts the output's figures there, beside the verifier."""
         self.stage_seconds: dict[str, float] = {}
         """The last run's time outside the passes (``--time-passes``): ``findings`` (the post-condition's
         finding counts, with the state tracking they need) and ``verify`` (the translation validator)."""
@@ -431,9 +435,12 @@ class PassManager:
             out = self._checked_run(source)
         else:
             out = self._run_passes(source, verify_each=False, check_each=False)
+            adds = out is not source and self._adds_findings(source, out)
+            if out is not source and not adds and self.on_output is not None:
+                self.on_output(out)
             if out is source:
                 self.verified = True
-            elif self._adds_findings(source, out) or (
+            elif adds or (
                     self.verify and self._timed("verify", verify_streams, source, out, self.reorder) is not None):
                 # some pass broke a post-condition: today's per-pass checks find and roll it back
                 first = self.records

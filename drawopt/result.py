@@ -156,7 +156,8 @@ class OptimizeResult:
                  passes: list[PassFigures], verified: bool | None = None,
                  state_of: Callable[[Stream], StateTable | None] | None = None,
                  findings_of: Callable[[Stream], Mapping[str, int] | None] | None = None,
-                 input_figures: dict[str, Any] | None = None, input_run_lengths: list[int] | None = None) -> None:
+                 input_figures: dict[str, Any] | None = None, input_run_lengths: list[int] | None = None,
+                 output_figures: dict[str, Any] | None = None, output_analyses: StreamAnalyses | None = None) -> None:
         self.stream = stream
         self.rejected = [p.rejected for p in passes if p.rejected]
         """Why passes were rolled back (one line each; empty when every pass's output was kept)."""
@@ -168,7 +169,10 @@ class OptimizeResult:
         self.verified = verified
         self._state_of, self._findings_of = state_of, findings_of
         self._input_figures, self._input_runs = input_figures, input_run_lengths
+        self._output_figures = output_figures
         self._analyses: dict[int, StreamAnalyses] = {}
+        if output_analyses is not None:  # (of the stream before its header recorded the provenance: the same commands)
+            self._analyses[id(stream)] = output_analyses
         self.stage_seconds: dict[str, float] = {}
         """The pass manager's time outside the passes (:attr:`drawopt.passmanager.PassManager.stage_seconds`)."""
 
@@ -179,9 +183,10 @@ class OptimizeResult:
         Where the pass manager handed over its own (``state_of`` / ``findings_of``: its state
         table and findings per rule of a stream, or None), they are used instead; so are the
         input's figures and run lengths when they were taken early (``input_figures`` /
-        ``input_run_lengths``: :func:`optimize`'s ``early_input``)."""
+        ``input_run_lengths``: :func:`optimize`'s ``early_input``), and the output's figures and
+        analyses (``output_figures`` / ``output_analyses``, taken beside the final verify)."""
         got = self._analyses.get(id(stream))
-        if got is None or got.stream is not stream:
+        if got is None or (got.stream is not stream and stream is not self.stream):
             table = self._state_of(stream) if self._state_of is not None else None
             counts = self._findings_of(stream) if self._findings_of is not None else None
             got = self._analyses[id(stream)] = StreamAnalyses(stream, self.reorder, table=table,
@@ -196,6 +201,7 @@ class OptimizeResult:
         before = (copy.deepcopy(self._input_figures) if self._input_figures is not None else
                   stream_figures(self.input, self.target, self.reorder, analyses=self.analyses(self.input)))
         after = (copy.deepcopy(before) if self.stream is self.input else
+                 copy.deepcopy(self._output_figures) if self._output_figures is not None else
                  stream_figures(self.stream, self.target, self.reorder, analyses=self.analyses(self.stream)))
         return OptimizeReport(self.target, self.reorder, self.pipeline, before, after, self._passes, self.verified)
 
@@ -451,14 +457,15 @@ def optimize_result(stream: Stream, pm: Any, target: str, reorder: str, early_in
 
     ``early_input``: take the input's report figures and run lengths before the first pass, from
     the pass manager's state table of the input (it releases that table once the passes have left
-    the input, and the report would track the input again)."""
-    import time
-
+    the input, and the report would track the input again), and the output's once the passes
+    have made it, from the manager's table of it, beside the final verify. Both run in a thread
+    where a second core is free (:mod:`drawopt.background`): the input's beside the passes."""
+    from drawopt.background import start
     from drawopt.stats import call_counts
 
     counts: list[dict[str, int]] = []
     early: dict[str, Any] = {}
-    user_cb, user_start = pm.on_pass, pm.on_start
+    user_cb, user_start, user_output = pm.on_pass, pm.on_start, pm.on_output
 
     def on_pass(p: Any, res: Any) -> None:
         counts.append(call_counts(res.stream))
@@ -466,24 +473,38 @@ def optimize_result(stream: Stream, pm: Any, target: str, reorder: str, early_in
             user_cb(p, res)
 
     def on_start(p: Any) -> None:
-        if early_input and not early:  # the first pass of the first run: the input is the manager's
-            t0 = time.perf_counter()
+        if early_input and "input" not in early:  # the first pass of the first run: the input is the manager's
             # (its post-condition counted the input on the scan alone: the table reuses that scan,
             # and the passes' manager keeps it until they move on)
             table = pm.analyses.get("state", stream)
             an = StreamAnalyses(stream, reorder, table=table,
                                 finding_counts=pm.analyses.cached("finding_counts", stream))
-            early["figures"] = stream_figures(stream, target, reorder, analyses=an)
-            early["run_lengths"] = an.run_lengths
-            early["seconds"] = time.perf_counter() - t0
+            early["input"] = start(_figures_and_runs, an, target)
+        elif "input" in early and not early.get("joined"):
+            # the input's figures overlap the first pass only: beside the next ones (schedule's
+            # peak) their hazard graph would raise the run's peak memory by a fifth at 1M draws
+            early["input"].wait()
+            early["joined"] = True
         if user_start:
             user_start(p)
 
-    pm.on_pass, pm.on_start = on_pass, on_start
+    def on_output(out: Stream) -> None:
+        if early_input:  # its table and finding counts are the manager's (the post-condition's)
+            an = StreamAnalyses(out, reorder, table=pm.analyses.cached("state", out),
+                                finding_counts=pm.analyses.cached("finding_counts", out))
+            early["output"] = (out, an, start(_figures_and_runs, an, target))
+        if user_output:
+            user_output(out)
+
+    pm.on_pass, pm.on_start, pm.on_output = on_pass, on_start, on_output
     try:
         out = pm.run(stream)
     finally:
-        pm.on_pass, pm.on_start = user_cb, user_start
+        pm.on_pass, pm.on_start, pm.on_output = user_cb, user_start, user_output
+        jobs = [early["input"]] if "input" in early else []
+        jobs += [early["output"][2]] if "output" in early else []
+        for job in jobs:  # (no thread outlives the run, even one that failed)
+            job.wait()
     counts = counts[len(counts) - len(pm.records):]   # a re-run (the final verify failed) reported twice
     figures = [PassFigures(str(p), r.seconds, r.modified, c["commands"], c["draw_calls"], c["state_changes"],
                            r.verified, r.report, r.rejected) for p, r, c in zip(pm.passes, pm.records, counts)]
@@ -495,15 +516,31 @@ def optimize_result(stream: Stream, pm: Any, target: str, reorder: str, early_in
     def findings_of(s: Stream) -> Any:
         return am.cached("finding_counts", final if s is out else s)
 
+    input_figures = input_runs = None
+    report_seconds = 0.0
+    if "input" in early:
+        input_figures, input_runs = early["input"].result()
+        report_seconds += early["input"].waited
+    output_an = output_figures = None
+    if "output" in early and early["output"][0] is final and out is not stream:
+        output_an = early["output"][1]
+        output_figures = early["output"][2].result()[0]  # (the run lengths stay on output_an)
+        report_seconds += early["output"][2].waited
     res = OptimizeResult(out, stream, target=target, reorder=reorder, pipeline=[str(p) for p in pm.passes],
                          passes=figures, verified=_verified(pm, out is stream), state_of=state_of,
-                         findings_of=findings_of, input_figures=early.get("figures"),
-                         input_run_lengths=early.get("run_lengths"))
+                         findings_of=findings_of, input_figures=input_figures, input_run_lengths=input_runs,
+                         output_figures=output_figures, output_analyses=output_an)
     res.rejected = [r.rejected for r in pm.records if r.rejected]  # with the pipeline's own, if it kept the input
     res.stage_seconds = dict(pm.stage_seconds)
-    if "seconds" in early:
-        res.stage_seconds["report"] = early["seconds"]
+    if early:  # the time the run waited for the figures, beyond what they overlapped
+        res.stage_seconds["report"] = report_seconds
     return res
+
+
+def _figures_and_runs(an: StreamAnalyses, target: str) -> tuple[dict[str, Any], list[int]]:
+    """:func:`stream_figures` of ``an.stream`` from ``an`` and its run lengths (one job of
+    :func:`optimize_result`)."""
+    return stream_figures(an.stream, target, an.reorder, analyses=an), an.run_lengths
 
 
 def _verified(pm: Any, unchanged: bool) -> bool | None:

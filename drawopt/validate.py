@@ -399,7 +399,8 @@ def index_range_violations(stream: Stream, cmds: np.ndarray, setters: np.ndarray
     with (the one in force, or, for a pass, one it would put in force). Checked: each
     ``DrawIndexedInstanced``, and each record of a ``DrawIndexedInstancedIndirect`` or
     ``MultiDrawIndexedInstancedIndirect`` whose args are CPU-known at the draw (records
-    past the args data read zeros: nothing drawn); other commands are ignored.
+    past the args data read zeros); a draw or record of no instance reads no index; other commands
+    are ignored.
     ``writes``: the stream's :func:`~drawopt.analysis.access.gpu_writes` or its scan, if
     known. Vectorised: no Python loop per draw or record.
 
@@ -421,6 +422,7 @@ def index_range_violations(stream: Stream, cmds: np.ndarray, setters: np.ndarray
     d = kind == 1
     rcmd, rset, rrec = [cmds[d]], [setters[d]], [np.full(int(d.sum()), -1, np.int64)]
     rcount, rstart = [args[cmds[d], _DII.col("index_count")]], [args[cmds[d], _DII.col("start_index")]]
+    rinst = [args[cmds[d], _DII.col("instance_count")]]
     ind = kind >= 2
     ic, ist, multi = cmds[ind], setters[ind], kind[ind] == 3
     abuf = np.where(multi, args[ic, _MDII.col("args_buffer")], args[ic, _DIII.col("args_buffer")])
@@ -439,28 +441,33 @@ def index_range_violations(stream: Stream, cmds: np.ndarray, setters: np.ndarray
         pool = data[0] if len(data) == 1 else np.concatenate(data)
         nw = words[ui]
         # records past the data read zeros (nothing drawn); a zero stride repeats one record
-        fit = np.where(stride != 0, np.maximum(0, (nw * 4 - off - 12) // np.where(stride != 0, stride, 1) + 1), 1)
+        fit = np.where(stride != 0, np.maximum(0, (nw * 4 - off - 1) // np.where(stride != 0, stride, 1) + 1), 1)
         nrec = np.minimum(count, fit)
         row = np.repeat(np.arange(ic.size), nrec)
         k = np.arange(row.size, dtype=np.int64) - np.repeat(np.cumsum(nrec) - nrec, nrec)
         w0 = (off[row] + k * stride[row]) // 4
-        inside = w0 + 3 <= nw[row]
+        inside = w0 < nw[row]   # (a record's words past the data read zeros)
         row, k, w0 = row[inside], k[inside], w0[inside]
-        g = base[ui[row]] + w0
+        g, have = base[ui[row]] + w0, nw[row] - w0
+
+        def word(j: int) -> np.ndarray:
+            return np.where(have > j, pool[np.where(have > j, g + j, g)].astype(np.int64), 0)
         rcmd.append(ic[row])
         rset.append(ist[row])
         rrec.append(k)
-        rcount.append(pool[g].astype(np.int64))
-        rstart.append(pool[g + 2].astype(np.int64))
+        rcount.append(word(0))
+        rinst.append(word(1))
+        rstart.append(word(2))
     rc, rs, rec = np.concatenate(rcmd), np.concatenate(rset), np.concatenate(rrec)
     count, start = np.concatenate(rcount).astype(np.int64), np.concatenate(rstart).astype(np.int64)
+    inst = np.concatenate(rinst).astype(np.int64)
     sizes = np.array([d.size if isinstance(d, Buffer) else 0 for d in s.decls.items] + [0], np.int64)
     isz = np.where(args[rs, _SET_IB.col("format")] == 0, INDEX_SIZE[0], INDEX_SIZE[1])
     buf = args[rs, _SET_IB.col("buffer")]
     off = args[rs, _SET_IB.col("offset")]
     span = (start + count) * isz
     # compared as the room left after the offset: offset + span may pass 2^63 (a buffer that large)
-    bad = (count > 0) & (span > sizes[buf] - off)
+    bad = (count > 0) & (inst != 0) & (span > sizes[buf] - off)   # (no instance: no index read)
     end = off[bad].astype(np.uint64) + span[bad].astype(np.uint64)
     return IndexReads(rc[bad], rs[bad], rec[bad], count[bad], start[bad], buf[bad], end, sizes[buf[bad]])
 

@@ -942,8 +942,9 @@ def check_restated(before: Stream, after: Stream, perm: np.ndarray, table: State
     the tests compare with). The first difference (slot order, then draw order) is
     reported. A bundle's final state is handed to its caller (whose draws after
     ExecuteBundle observe it), and an Opaque command may read any state, so every slot
-    of those is compared too, after the draws (:func:`_fixed_observer_diff`). ``after_table``: the state table of ``after``, if known
-    (else tracked, from ``after_scan`` if given).
+    of those is compared too, after the draws (:func:`_fixed_observer_diff`).
+    ``after_table``: the state table of ``after``, if known (else tracked, from
+    ``after_scan`` if given).
     """
     ta = table if table is not None else track(before)
     assert ta.scan is not None

@@ -113,12 +113,15 @@ def test_the_mdi_state_keys_are_computed_once_per_stream(monkeypatch: pytest.Mon
     assert calls == {id(res.input): 1, id(res.stream): 1}, calls
 
 
+@pytest.mark.parametrize("threads", ["1", "2"])
 @pytest.mark.parametrize("target", ["d3d12", "xbox-one"])
 def test_early_input_figures_are_the_reports_and_track_nothing_again(monkeypatch: pytest.MonkeyPatch,
-                                                                    target: str) -> None:
+                                                                    target: str, threads: str) -> None:
     """``early_input`` (the CLI) takes the input's figures and run lengths from the pass manager's
-    table before the first pass: the report tracks no stream again (the output's table is handed
-    over too), and its figures and details are the lazy report's."""
+    table before the first pass, and the output's beside the final verify (in threads, or not:
+    ``DRAWOPT_THREADS``): the report tracks no stream again and builds no hazard graph (the
+    output's table is handed over too), and its figures and details are the lazy report's."""
+    monkeypatch.setenv("DRAWOPT_THREADS", threads)
     s = generate("frame", 600, seed=3)
     lazy = optimize(s, target=target)
     want = lazy.report.to_json()
@@ -126,9 +129,10 @@ def test_early_input_figures_are_the_reports_and_track_nothing_again(monkeypatch
     res = optimize(s, target=target, early_input=True)
     assert res.stage_seconds["report"] >= 0.0
     tracked = _counting(monkeypatch, state_mod, "track")
+    graphs = _counting(monkeypatch, graph_mod, "hazard_graph")
     got = res.report.to_json()
     add_details(got, res)
-    assert tracked == {}, tracked
+    assert tracked == {} and graphs == {}, (tracked, graphs)
     for j in (want, got):
         j.pop("total_seconds")
         for p in j["passes"]:
@@ -136,3 +140,26 @@ def test_early_input_figures_are_the_reports_and_track_nothing_again(monkeypatch
     assert got == want
     empty = optimize(s, passes="", target=target, early_input=True)  # no pass: nothing taken early
     assert "report" not in empty.stage_seconds and empty.report.before == lazy.report.before
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_early_output_figures_of_an_output_that_failed_verify_are_not_reported(
+        monkeypatch: pytest.MonkeyPatch, threads: str) -> None:
+    """A pass the verifier rejects (it adds no finding): the output's figures taken beside the
+    final verify are of a stream the re-run replaces, and the report is the re-run output's."""
+    from test_passmanager import S, SwapBlendedPass
+
+    from drawopt.passmanager import parse_pipeline
+
+    monkeypatch.setenv("DRAWOPT_THREADS", threads)
+    passes = [*parse_pipeline("dedupe-state"), SwapBlendedPass(), *parse_pipeline("dedupe-state,schedule")]
+    lazy = optimize(S(), passes)
+    res = optimize(S(), passes, early_input=True)
+    assert res.rejected and res.verified
+    want, got = lazy.report.to_json(), res.report.to_json()
+    for j in (want, got):
+        j.pop("total_seconds")
+        for p in j["passes"]:
+            p.pop("seconds")
+    assert got == want
+    assert got["after"] == optimize(res.stream, passes="").report.before  # the figures of the stream kept

@@ -148,3 +148,49 @@ SetGraphicsRoot32BitConstants 0 1 9
     assert [r.rejected for r in pm.records if r.rejected] == []
     r = verify(s, out, reorder="declared")
     assert r.equivalent, r.reason
+
+
+def test_mdi_folds_an_indirect_draw_of_no_instance_without_a_finding() -> None:
+    """mdi folds an indirect draw over CPU args (its index count past the index buffer, no instance)
+    and a direct draw into one multi-draw over new CPU args. validate's index-range rule read the
+    record's index count but not its instance count, so the folded record was an added finding
+    and the pass was rolled back (an indirect record shorter than its 20 bytes was skipped)."""
+    text = """drawopt 1 context=graphics kind=list fast_semantics=off auto_gpu_flush=off
+buffer ib size=20
+buffer args size=20 cpu
+data args 1664959567
+target rt 64x64 R8G8B8A8_UNORM
+pipeline p vs=pull ps=f
+OMSetRenderTargets rt
+SetPipelineState p
+IASetPrimitiveTopology TRIANGLELIST
+IASetIndexBuffer ib R16_UINT 0
+DrawIndexedInstancedIndirect args 0
+DrawIndexedInstanced 3 1 0 0 0
+"""
+    s, out, pm = _run(text, "mdi", target="gl")
+    assert [r.rejected for r in pm.records if r.rejected] == []
+    assert "MultiDrawIndexedInstancedIndirect" in [c.name for c in out.commands()]
+    r = verify(s, out)
+    assert r.equivalent, r.reason
+
+
+def test_dedupe_drops_a_table_a_root_view_replaced_after_an_opaque_command() -> None:
+    """After an Opaque command, a table set, then a root view on the same parameter, then heaps:
+    dedupe-state drops the dead table set; the verifier took the heaps change to bring the table
+    back ("descriptor table 0 as set before line 12, or undefined ... != undefined") and the
+    pass was rolled back."""
+    text = HEAD + """heap h CBV_SRV_UAV 1
+view h[0] srv ib
+SetPipelineState p
+Opaque ClearState
+SetGraphicsRootDescriptorTable 0 h[0]
+SetGraphicsRootConstantBufferView 0 ib 0
+SetDescriptorHeaps h
+DrawInstanced 3 1 0 0
+Opaque ClearState
+"""
+    s, out, pm = _run(text, "dedupe-state")
+    assert len(out) == len(s) - 1
+    r = verify(s, out)
+    assert r.equivalent, r.reason

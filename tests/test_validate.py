@@ -522,3 +522,29 @@ DrawIndexedInstancedIndirect args 20
     # GPU-written args are not known: nothing to check
     s2 = formats.loads(text.replace("data     args     36 1 0 0 0 36 1 108 0 0\n", ""))
     assert only(s2, "index-range") == []
+
+
+def test_index_range_skips_draws_of_no_instance_and_reads_zeros_past_the_args_data():
+    """A draw or CPU-written record of no instance reads no index (mdi folds an indirect draw whose
+    args draw nothing into a multi-draw: found by the pipeline property, 2026-12-03); a record's
+    words past the args data read zeros, so a record whose start index is past the data still
+    draws its count from index 0."""
+    head = """drawopt 1 context=graphics kind=list fast_semantics=off auto_gpu_flush=on
+buffer   ib       size=20
+buffer   args     size=40 cpu
+buffer   part     size=40 cpu
+data     args     1000000 0 0 0 0 1000000 1 0 0 0
+data     part     1000000 1
+IASetIndexBuffer ib R16_UINT 0
+"""
+    quiet = formats.loads(head + "DrawIndexedInstanced 1000000 0 0 0 0\nDrawIndexedInstancedIndirect args 0\n"
+                                 "MultiDrawIndexedInstancedIndirect 1 args 0 20\n")
+    assert only(quiet, "index-range") == []
+    loud = formats.loads(head + "DrawIndexedInstanced 1000000 1 0 0 0\nMultiDrawIndexedInstancedIndirect 2 args 0 20\n"
+                                "DrawIndexedInstancedIndirect part 0\nMultiDrawIndexedInstancedIndirect 2 part 0 20\n")
+    f = only(loud, "index-range")
+    assert [(x.cmd, x.message.split(" reads")[0]) for x in f] == [
+        (1, "DrawIndexedInstanced"),
+        (2, "MultiDrawIndexedInstancedIndirect (draw 1 of its CPU-written args)"),
+        (3, "DrawIndexedInstancedIndirect (its CPU-written args)"),
+        (4, "MultiDrawIndexedInstancedIndirect (draw 0 of its CPU-written args)")], f

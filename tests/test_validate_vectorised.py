@@ -65,7 +65,7 @@ def _index_range_reference(s: Stream) -> list[Finding]:
         if st_ < 0 or (int(sc.unknown[o]) >> IB) & 1:
             continue
         if name == "DrawIndexedInstanced":
-            records = [(-1, a[0], a[2])]
+            records = [(-1, a[0], a[2], a[1])]
         elif name in ("DrawIndexedInstancedIndirect", "MultiDrawIndexedInstancedIndirect"):
             multi = name.startswith("Multi")
             b = a[1] if multi else a[0]
@@ -79,19 +79,19 @@ def _index_range_reference(s: Stream) -> list[Finding]:
             records = []
             for k in range(count):
                 byte = off + k * stride
-                if stride and byte + 12 > 4 * len(words):
+                if byte >= 4 * len(words):
                     break                      # records past the data read zeros: nothing drawn
-                if byte // 4 + 3 <= len(words):
-                    records.append((k, words[byte // 4], words[byte // 4 + 2]))
+                w = words[byte // 4:byte // 4 + 3] + [0, 0, 0]   # (the words past the data: zeros)
+                records.append((k, w[0], w[2], w[1]))
                 if not stride:
                     break                      # a zero stride repeats one record
         else:
             continue
         ib, fmt, ib_off = (int(x) for x in s.args[st_, :3])
         size = decls[ib].size
-        for k, count, start in records:
+        for k, count, start, instances in records:
             end = ib_off + (start + count) * (2 if fmt == 0 else 4)
-            if count > 0 and end > size:
+            if count > 0 and instances != 0 and end > size:   # (no instance drawn: no index read)
                 what = (f"{name} (its CPU-written args)" if name == "DrawIndexedInstancedIndirect"
                         else name if k < 0 else f"{name} (draw {k} of its CPU-written args)")
                 out.append(Finding("index-range", i, int(s.line[i]),

@@ -33,6 +33,12 @@ that found the last two bugs below:
 * **Verifier bug (fixed):** a draw whose pipeline is unknown (after an Opaque command) was
   treated like one with no pipeline, observing no root argument: dropping the table set
   before it was accepted. It may be any pipeline, so it observes every root argument.
+* **Verifier bug (fixed, a false rejection):** after an Opaque command, a table set and then
+  replaced by a root view of the same parameter, before the first heaps: the heaps change made
+  the table "as set, or undefined" again, as if the view had not replaced it, so dedupe-state's
+  removal of the dead table set was rejected (the pass manager rolled it back). The heaps change
+  now leaves a binding reset since its set as reset. Found by the pipeline property of
+  tests/test_optimize_props.py under the dev profile (random examples), 2026-12-03.
 """
 
 from __future__ import annotations
@@ -63,6 +69,7 @@ rootsig  B     constants(2)
 pipeline p     vs=v ps=p root=A
 """
 SIGS_T = "rootsig  A     table(srv,1)\n"
+VIEW = "buffer   b0    size=256\n"
 
 
 def _s(header: str, body: str, sigs: str = "") -> Stream:
@@ -95,6 +102,20 @@ WRONG = {
         _s(BUNDLE, "Opaque ClearState\nSetGraphicsRootSignature A\n", SIGS_T),
         _s(BUNDLE, "Opaque ClearState\nSetGraphicsRootSignature A\nSetGraphicsRootDescriptorTable 0 h0[0]\n", SIGS_T),
         "bundle exit state: descriptor table 0 unknown (after the Opaque command at line"),
+    "a root view dropped after a table set after an Opaque command": (
+        _s(LIST, "Opaque ClearState\nSetGraphicsRootDescriptorTable 0 h0[0]\n"
+                 "SetGraphicsRootConstantBufferView 0 b0 0\nSetDescriptorHeaps h0\nOpaque ClearState\n", VIEW),
+        _s(LIST, "Opaque ClearState\nSetGraphicsRootDescriptorTable 0 h0[0]\nSetDescriptorHeaps h0\n"
+                 "Opaque ClearState\n", VIEW),
+        "state at Opaque #1 (line 13): root view 0 0 b0 0 != undefined (the root argument was set as another "
+        "kind at line 10"),
+    "a root view moved above the table set after an Opaque command": (
+        _s(LIST, "Opaque ClearState\nSetGraphicsRootDescriptorTable 0 h0[0]\n"
+                 "SetGraphicsRootConstantBufferView 0 b0 0\nSetDescriptorHeaps h0\nOpaque ClearState\n", VIEW),
+        _s(LIST, "Opaque ClearState\nSetGraphicsRootConstantBufferView 0 b0 0\n"
+                 "SetGraphicsRootDescriptorTable 0 h0[0]\nSetDescriptorHeaps h0\nOpaque ClearState\n", VIEW),
+        "state at Opaque #1 (line 13): root view 0 0 b0 0 != undefined (the root argument was set as another "
+        "kind at line 11"),
     "root signature away and back before a draw of the bundle": (
         _s(BUNDLE, "SetGraphicsRootSignature A\nSetPipelineState p\nDrawInstanced 3 1 0 0\n", SIGS),
         _s(BUNDLE, "SetGraphicsRootSignature A\nSetGraphicsRootSignature B\nSetGraphicsRootSignature A\n"
@@ -150,6 +171,21 @@ def test_dedupe_drops_a_table_set_whose_only_effect_is_to_make_words_undefined(c
     back = verify(out, s)   # defined words becoming undefined is a difference
     assert not back.equivalent and "!= undefined (the root argument was set as another kind" in back.reason
     assert compare_effective_state(out, s, refine=True) is not None
+
+
+def test_a_table_a_root_view_replaced_is_not_held_at_the_next_heaps_change() -> None:
+    """After an Opaque command (heaps unknown), a table set that a root view of the same parameter
+    replaces before the first heaps is dead: dedupe-state drops it, and the verifier and the state
+    oracle accept that (the wrong rewrites around it are in ``WRONG``)."""
+    s = _s(LIST, "SetGraphicsRootSignature A\nOpaque ClearState\nSetGraphicsRootDescriptorTable 0 h0[0]\n"
+                 "SetGraphicsRootConstantBufferView 0 b0 0\nSetDescriptorHeaps h0\nDrawInstanced 3 1 0 0\n"
+                 "Opaque ClearState\n", VIEW + SIGS_T)
+    out = DedupeStatePass().apply(s, AnalysisManager()).stream
+    names = [c.name for c in out.commands()]
+    assert "SetGraphicsRootDescriptorTable" not in names and "SetGraphicsRootConstantBufferView" in names, names
+    res = verify(s, out)
+    assert res.equivalent, res.reason
+    assert compare_effective_state(s, out, refine=True) is None
 
 
 @pytest.mark.parametrize(("x", "y", "ok"), [

@@ -691,6 +691,8 @@ class _Builder:
             key = ep[o] * (len(self.res_names) + 1) + res[o]
             o = o[np.argsort(key.astype(np.uint16) if key.size and int(key.max()) < 1 << 16 else key, kind="stable")]
             self._sorted = (seg[o], res[o], cls[o], ep[o])
+            # (the sorted copy is all that reads them from here: :meth:`_nodes` sums over the accesses)
+            self.acc_seg = self.acc_res = self.acc_cls = None
         return self._sorted
 
     def _hazard_edges(self) -> tuple[np.ndarray, ...]:
@@ -834,11 +836,12 @@ class _Builder:
         if hu.size:
             np.maximum.at(mhp, hv, hu)
         wsig = np.zeros(self.nseg, np.uint64)
-        w = self.acc_cls >= 1
+        seg, res, cls, _ = self._sorted_accesses()  # (a sum over the accesses: their order does not matter)
+        w = cls >= 1
         with np.errstate(over="ignore"):  # each resource's share, (id + 1) * K ^ >> 29, looked up
             tab = (np.arange(len(self.res_names), dtype=np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
             tab ^= tab >> np.uint64(29)
-            np.add.at(wsig, self.acc_seg[w], tab[self.acc_res[w]])
+            np.add.at(wsig, seg[w], tab[res[w]])
         solo = _IS_SOLO_KIND[self.seg_kind]
         return _assign_nodes(self.seg_kind, solo, mhp, wsig)
 
@@ -878,14 +881,19 @@ class _Builder:
         hu, hv, hr, hres = self._hazard_edges()
         ou, ov, orr, ores = self._opaque_edges()
         node = self._nodes(np.r_[hu, ou], np.r_[hv, ov])  # (state edges do not decide the nodes)
+        # the accesses have given their edges and nodes: let them go before the edges are sorted
+        # (with the unsorted ones, dropped once sorted, they were a third of the graph's peak at 1M draws)
+        self._sorted = None
         if self.with_state:
             su, sv, sres = self._state_edges(node)
         else:
             su = sv = sres = np.zeros(0, np.int64)
         u = np.r_[node[hu], su, node[ou]]
         v = np.r_[node[hv], sv, node[ov]]
+        del hu, hv
         r = np.r_[hr, np.full(su.size, _R_CODE["state"], np.int64), orr]
         res = np.r_[hres, sres, ores]
+        del hr, hres
         keep = u != v
         u, v, r, res = u[keep], v[keep], r[keep], res[keep]
         nn = int(node[-1]) + 1

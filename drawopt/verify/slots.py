@@ -560,7 +560,6 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
         si, sv = setters[cid_of(fam)]
         ch = _changes(np.r_[si, opq], np.r_[sv, opq_val], si, in_list)
         reset_family(fams, ch, RS_RESET)
-    _stale_after_unknown(setters, universe, opq, canon, resets, not in_list)
     si, sv = setters[cid_of(Col.HEAPS)]
     reset_family((Col.TG, Col.TC), _changes(np.r_[si, opq], np.r_[sv, opq_val], si, in_list), HEAP_RESET)
     resets.setdefault(cid_of(Col.IB), []).append((ops.of(_OP["DrawIndexedX"]), X_RESET))
@@ -588,6 +587,8 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
                     if g != f and setters_of.size:
                         for c in others:
                             resets.setdefault(c, []).append((setters_of, KIND_RESET))
+    # (after the other invalidations: a binding reset since it was set is no longer held)
+    _stale_after_unknown(setters, universe, opq, canon, resets, not in_list)
 
     events: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     z = np.zeros(0, np.int64)
@@ -613,7 +614,9 @@ def _stale_after_unknown(setters: dict[int, tuple[np.ndarray, np.ndarray]], univ
     one, as in a list, makes every binding stale). A value set since then becomes "V, or undefined"
     (:data:`~drawopt.verify.model.STALE_BASE`), which only the same set before the same change
     matches; the others keep the unknown or inherited value. A bundle's first heaps must be the
-    caller's, so they keep its tables.
+    caller's, so they keep its tables. A binding that ``resets`` undid after its last set there
+    (a table replaced by a root view of the same parameter, :data:`~drawopt.verify.model.KIND_RESET`)
+    is not held at the change: it keeps that reset value.
     """
     pts = np.sort(opq)
     for fam, fams, at_start in ((Col.RSG, (Col.TG, Col.CG, Col.VG), bundle), (Col.RSC, (Col.TC, Col.CC), bundle),
@@ -635,6 +638,9 @@ def _stale_after_unknown(setters: dict[int, tuple[np.ndarray, np.ndarray]], univ
                 ei, ev = setters[c]
                 since = np.flatnonzero((ei > u) & (ei < f))
                 if since.size:
+                    last = int(ei[since].max())
+                    if any(((at > u) & (at < f) & (at >= last)).any() for at, _ in resets.get(c, ())):
+                        continue   # (undone since: the column holds the reset)
                     v = int(ev[since[np.argmax(ei[since])]])
                     resets.setdefault(c, []).append((np.array([f], np.int64),
                                                      np.array([STALE_BASE - canon.id(f"~{c}:{v}")], np.int64)))
