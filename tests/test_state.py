@@ -301,6 +301,8 @@ def _normalise(s: Stream, i: int, cur: dict) -> dict:
                 seen.discard("vertex_buffers")
             if pipe.gs is None and pipe.hs is None:  # onchip GS mode forces tessellation offchip
                 seen.discard("gs_params")
+            if pipe.blend == "opaque":  # blending off: the blend factor is not read
+                seen.discard("blend_factor")
     if nm not in ("DrawIndexedInstanced", "DrawIndexedInstancedIndirect", "MultiDrawIndexedInstancedIndirect",
                   "MultiDrawIndexedInstancedIndirectAuto"):
         seen.discard("index_buffer")

@@ -39,6 +39,11 @@ that found the last two bugs below:
   removal of the dead table set was rejected (the pass manager rolled it back). The heaps change
   now leaves a binding reset since its set as reset. Found by the pipeline property of
   tests/test_optimize_props.py under the dev profile (random examples), 2026-12-03.
+* **State-model mismatch (fixed in the state tracker):** the verifier takes the blend factor as
+  observed only by pipelines that blend (docs/verification.md, "Normalised state"); the state
+  tracker observed it for every draw, so the oracle property below called a blend factor swapped
+  across an opaque draw a difference the verifier accepted. The tracker now masks it too
+  (``_pipeline_masks``; dedupe-state and the merge classes ignore it for opaque draws).
 """
 
 from __future__ import annotations
@@ -278,3 +283,35 @@ def test_the_verifier_never_accepts_what_the_state_oracle_rejects(pair: tuple[St
     if reason is not None:
         res = verify(s, m)
         assert not res.equivalent, f"the oracle says {reason}"
+
+
+_BLEND = """target   rt    64x64 R8G8B8A8_UNORM
+pipeline o     vs=pull ps=p
+pipeline a     vs=pull ps=p blend=alpha
+"""
+
+
+def test_the_blend_factor_is_observed_only_by_pipelines_that_blend() -> None:
+    """A pipeline with blending off (``blend=opaque``) does not read the blend factor: the state
+    tracker masks it as the verifier does (the oracle property found the two disagreeing: a
+    blend factor swapped across an opaque draw, accepted by the verifier, called different by
+    the state model). dedupe-state drops a set only opaque draws see, keeps one a blended draw
+    reads, and the verifier rejects dropping that one."""
+    body = ("OMSetRenderTargets rt\nSetPipelineState o\nOMSetBlendFactor 1 1 1 1\nDrawInstanced 3 1 0 0\n"
+            "OMSetBlendFactor 0.5 0.5 0.5 0.5\nSetPipelineState {p}\nDrawInstanced 3 1 0 0\n")
+    dead = _s(LIST, body.format(p="o").replace("OMSetBlendFactor 0.5 0.5 0.5 0.5\n", ""), _BLEND)
+    out = DedupeStatePass().apply(dead, AnalysisManager()).stream
+    assert "OMSetBlendFactor" not in [c.name for c in out.commands()]
+    assert verify(dead, out).equivalent and compare_effective_state(dead, out, refine=True) is None
+    read = _s(LIST, body.format(p="a"), _BLEND)
+    kept = DedupeStatePass().apply(read, AnalysisManager()).stream
+    assert [c.name for c in kept.commands()].count("OMSetBlendFactor") == 1   # the first: dead
+    assert verify(read, kept).equivalent
+    wrong = _s(LIST, body.format(p="a").replace("OMSetBlendFactor 0.5 0.5 0.5 0.5\n", ""), _BLEND)
+    res = verify(read, wrong)
+    assert not res.equivalent and "blend factor" in res.reason, res.reason
+    assert compare_effective_state(read, wrong, refine=True) is not None
+    # the property's example: in a bundle, the set swapped above an opaque draw
+    swap = (_s(BUNDLE, "SetPipelineState o\nDrawInstanced 3 1 0 0\nOMSetBlendFactor 1 1 1 1\n", _BLEND),
+            _s(BUNDLE, "SetPipelineState o\nOMSetBlendFactor 1 1 1 1\nDrawInstanced 3 1 0 0\n", _BLEND))
+    assert verify(*swap).equivalent and compare_effective_state(*swap, refine=True) is None

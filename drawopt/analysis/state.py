@@ -46,7 +46,8 @@ are masked: root arguments its pipeline does not read (:meth:`Pipeline.read_para
 <drawopt.ir.decls.Pipeline.read_params>`: ``params=``, all of its root signature by default,
 and always the ``perdraw`` parameter of each per-draw contract clause), the index
 buffer for non-indexed draws and for DrawIndexedX (which brings its own), vertex
-buffers for vertex-pulling pipelines, GS parameters when the pipeline has neither a GS
+buffers for vertex-pulling pipelines, the blend factor when the pipeline's blending is off
+(``blend=opaque``), GS parameters when the pipeline has neither a GS
 nor tessellation (:attr:`Pipeline.observes_gs_params
 <drawopt.ir.decls.Pipeline.observes_gs_params>`: onchip GS mode forces tessellation
 always-offchip, so a tessellation draw observes the mode), and the compute side.
@@ -1535,6 +1536,7 @@ def _pipeline_masks(decls) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             draw[j, [ROOT0 + q for q in reads]] = True
             draw[j, VB] = not d.vertex_pulling
             draw[j, GS] = d.observes_gs_params
+            draw[j, BLEND] = d.blend != "opaque"   # (blending off: the factor is not read)
     return draw, disp, compact
 
 
