@@ -12,13 +12,25 @@ the results are the same either way, only the time differs.
 
 from __future__ import annotations
 
-__all__ = ["Job", "start", "threads_allowed"]
+__all__ = ["Job", "cores", "start", "threads_allowed"]
 
 import os
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+
+def cores() -> int:
+    """The cores this process may run on (its affinity mask where the platform has one).
+
+    >>> cores() >= 1
+    True
+    """
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):  # (not every platform has an affinity mask)
+        return max(os.cpu_count() or 1, 1)
 
 
 def threads_allowed() -> bool:
@@ -34,11 +46,7 @@ def threads_allowed() -> bool:
             return int(env) > 1
         except ValueError:
             return False
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # (not every platform has an affinity mask)
-        cores = os.cpu_count() or 1
-    return cores > 1
+    return cores() > 1
 
 
 class Job:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from drawopt.background import cores
 from drawopt.batch_task import ItemResult, TaskSpec, run_task
 from drawopt.errors import UsageError
 
@@ -213,13 +214,6 @@ def plan_tasks(inputs: Sequence[str], out_dir: str, fmt: str | None = None,
 
 
 # ----------------------------------------------------------------------------------- running
-def _default_workers() -> int:
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except AttributeError:  # not Linux
-        return max(os.cpu_count() or 1, 1)
-
-
 def _run_in_process(specs: list[TaskSpec], done: Callable[[int, ItemResult], None]) -> None:
     for i, s in enumerate(specs):
         done(i, run_task(s))
@@ -242,7 +236,7 @@ def _run_on_dask(specs: list[TaskSpec], done: Callable[[int, ItemResult], None],
             raise UsageError(f"batch: cannot reach the Dask scheduler at {scheduler}: {e}") from None
     else:
         # processes, not threads: the work holds the GIL. No dashboard: nothing listens but the scheduler.
-        cluster = LocalCluster(n_workers=workers or _default_workers(), threads_per_worker=1, processes=True,
+        cluster = LocalCluster(n_workers=workers or cores(), threads_per_worker=1, processes=True,
                                dashboard_address=None, silence_logs=logging.ERROR)
         client = Client(cluster)
     try:

@@ -480,11 +480,11 @@ def optimize_result(stream: Stream, pm: Any, target: str, reorder: str, early_in
             an = StreamAnalyses(stream, reorder, table=table,
                                 finding_counts=pm.analyses.cached("finding_counts", stream))
             early["input"] = start(_figures_and_runs, an, target)
-        elif "input" in early and not early.get("joined"):
+        elif "input" in early:
             # the input's figures overlap the first pass only: beside the next ones (schedule's
             # peak) their hazard graph would raise the run's peak memory by a fifth at 1M draws
+            # (waiting again, once it has ended, does nothing)
             early["input"].wait()
-            early["joined"] = True
         if user_start:
             user_start(p)
 
