@@ -17,7 +17,7 @@ the tests check that both give identical arrays.
 
 import numpy as np
 
-from libc.stdint cimport int64_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
 __all__ = ["chain_words", "greedy", "indirect_groups", "key_rows", "layout", "perdraw_records", "run_facts",
            "varying_columns"]
@@ -229,8 +229,20 @@ cdef Py_ssize_t _layout(const int64_t[::1] zone, const int64_t[::1] stride, cons
     return ns
 
 
+ctypedef fused rowint:
+    int32_t
+    int64_t
+
+
+cdef object _rows_arg(object rows):
+    """``rows`` as a C-contiguous int32 matrix where it is int32 (a state table's rows: read in
+    place), else as int64."""
+    r = np.asarray(rows)
+    return np.ascontiguousarray(r, dtype=np.int32 if r.dtype == np.int32 else np.int64)
+
+
 def varying_columns(rows):
-    """Columns of the int64 matrix ``rows`` where some row differs from the first
+    """Columns of the integer matrix ``rows`` where some row differs from the first
     (``np.flatnonzero((rows != rows[:1]).any(axis=0))``).
 
     Returns
@@ -238,17 +250,19 @@ def varying_columns(rows):
     cols : int64[c]
         Increasing column indices.
     """
-    cdef const int64_t[:, ::1] r = np.ascontiguousarray(rows, dtype=np.int64)
-    cdef Py_ssize_t k = r.shape[1]
-    diff = np.zeros(k, dtype=np.uint8)
-    cdef uint8_t[::1] d = diff
+    r = _rows_arg(rows)
+    if r.ndim != 2:
+        raise ValueError("varying_columns needs a matrix")
+    diff = np.zeros(r.shape[1], dtype=np.uint8)
     if r.shape[0]:
-        with nogil:
-            _varying(r, d)
+        if r.dtype == np.int32:
+            _varying[int32_t](r, diff)
+        else:
+            _varying[int64_t](r, diff)
     return np.flatnonzero(diff).astype(np.int64)
 
 
-cdef void _varying(const int64_t[:, ::1] r, uint8_t[::1] d) noexcept nogil:
+cdef void _varying(const rowint[:, ::1] r, uint8_t[::1] d) noexcept nogil:
     cdef Py_ssize_t i, j, n = r.shape[0], k = r.shape[1]
     cdef Py_ssize_t left = k
     for i in range(1, n):
@@ -269,7 +283,7 @@ def key_rows(rows, sidx, keep, int64_t mask_col, int64_t masked, nat, extra):
 
     Parameters
     ----------
-    rows : int64[s, NSLOTS]
+    rows : int32[s, NSLOTS] (a state table's) or int64
     sidx : int64[m]
         Row of ``rows`` of each key row.
     keep : int64[k]
@@ -280,7 +294,9 @@ def key_rows(rows, sidx, keep, int64_t mask_col, int64_t masked, nat, extra):
     -------
     out : int64[m, k + e]
     """
-    cdef const int64_t[:, ::1] r = np.ascontiguousarray(rows, dtype=np.int64)
+    r = _rows_arg(rows)
+    if r.ndim != 2:
+        raise ValueError("key_rows: rows must be a matrix")
     cdef const int64_t[::1] si = np.ascontiguousarray(sidx, dtype=np.int64)
     cdef const int64_t[::1] kp = np.ascontiguousarray(keep, dtype=np.int64)
     cdef const uint8_t[::1] nt = np.ascontiguousarray(nat, dtype=np.uint8)
@@ -295,13 +311,14 @@ def key_rows(rows, sidx, keep, int64_t mask_col, int64_t masked, nat, extra):
     if mask_col >= k:
         raise ValueError("key_rows: mask column out of range")
     out = np.empty((m, k + e), dtype=np.int64)
-    cdef int64_t[:, ::1] o = out
-    with nogil:
-        _key_rows(r, si, kp, mask_col, masked, nt, ex, o)
+    if r.dtype == np.int32:
+        _key_rows[int32_t](r, si, kp, mask_col, masked, nt, ex, out)
+    else:
+        _key_rows[int64_t](r, si, kp, mask_col, masked, nt, ex, out)
     return out
 
 
-cdef void _key_rows(const int64_t[:, ::1] r, const int64_t[::1] si, const int64_t[::1] kp, int64_t mask_col,
+cdef void _key_rows(const rowint[:, ::1] r, const int64_t[::1] si, const int64_t[::1] kp, int64_t mask_col,
                     int64_t masked, const uint8_t[::1] nt, const int64_t[:, ::1] ex,
                     int64_t[:, ::1] o) noexcept nogil:
     cdef Py_ssize_t i, j, m = si.shape[0], k = kp.shape[0], e = ex.shape[1]

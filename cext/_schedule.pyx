@@ -82,6 +82,11 @@ cdef inline bint _partly_unknown(int64_t x, const uint8_t[::1] partial, int64_t 
     return x == unknown or (x >= 0 and x < partial.shape[0] and partial[x] != 0)
 
 
+ctypedef fused rowint:
+    int32_t
+    int64_t
+
+
 def emit_run(rs, cmds, tables, inforce, is_table, layout):
     """Emit input commands ``cmds`` in order, as ``for c in cmds: rs.emit(c)`` does.
 
@@ -95,7 +100,7 @@ def emit_run(rs, cmds, tables, inforce, is_table, layout):
         Input command indices.
     tables : tuple
         ``(obs_of int64[N+1], flags uint8[N], slot int64[N], cval int64[N], full uint8[N],
-        oid int64[O], urows int64[U, S], setter int32[O, S], partial uint8[V])`` (``partial``:
+        oid int64[O], urows int32[U, S], setter int32[O, S], partial uint8[V])`` (``partial``:
         whether each value id is a partial update of an unknown value).
     inforce : int64[S]
         The value in force of every slot (updated in place; shared with ``rs``).
@@ -118,7 +123,7 @@ def emit_run(rs, cmds, tables, inforce, is_table, layout):
     cdef const int64_t[::1] cval = tables[3]
     cdef const uint8_t[::1] full = tables[4]
     cdef const int64_t[::1] oid = tables[5]
-    cdef const int64_t[:, ::1] urows = tables[6]
+    cdef const int32_t[:, ::1] urows = tables[6]
     cdef const int32_t[:, ::1] setter = tables[7]
     cdef const uint8_t[::1] partial = tables[8]
     cdef int64_t[::1] inf = inforce
@@ -232,9 +237,13 @@ def emit_run(rs, cmds, tables, inforce, is_table, layout):
 
 def key_columns(rows, sel, cols):
     """``rows[sel][:, cols].T`` as ``int32[len(cols), len(sel)]`` (value ids and markers; one walk
-    over the selected rows, each read once). ``sel`` None: every row. Identical to
+    over the selected rows, each read once). ``sel`` None: every row; int32 ``rows`` (a state
+    table's) are read in place, others as int64. Identical to
     ``drawopt.passes.schedule._key_columns_py``."""
-    cdef const int64_t[:, ::1] r = np.ascontiguousarray(rows, dtype=np.int64)
+    r = np.asarray(rows)
+    r = np.ascontiguousarray(r, dtype=np.int32 if r.dtype == np.int32 else np.int64)
+    if r.ndim != 2:
+        raise ValueError("key_columns needs a matrix")
     cdef const int64_t[::1] cv = np.ascontiguousarray(cols, dtype=np.int64)
     cdef const int64_t[::1] sv
     cdef Py_ssize_t nrow = r.shape[0], ncol = r.shape[1], nc = cv.shape[0], u, i, j
@@ -252,14 +261,22 @@ def key_columns(rows, sel, cols):
         if cv[j] < 0 or cv[j] >= ncol:
             raise IndexError(f"column {cv[j]} out of range")
     out = np.empty((nc, u), np.int32)
-    cdef int32_t[:, ::1] o = out
-    cdef const int64_t* row
-    with nogil:
-        for i in range(u):
-            row = &r[i if every else sv[i], 0]
-            for j in range(nc):
-                o[j, i] = <int32_t>row[cv[j]]
+    if r.dtype == np.int32:
+        _key_columns[int32_t](r, sv, cv, every, u, out)
+    else:
+        _key_columns[int64_t](r, sv, cv, every, u, out)
     return out
+
+
+cdef void _key_columns(const rowint[:, ::1] r, const int64_t[::1] sv, const int64_t[::1] cv, bint every,
+                       Py_ssize_t u, int32_t[:, ::1] o) noexcept nogil:
+    """The walk of :func:`key_columns` (indices checked)."""
+    cdef Py_ssize_t i, j, nc = cv.shape[0]
+    cdef const rowint* row
+    for i in range(u):
+        row = &r[i if every else sv[i], 0]
+        for j in range(nc):
+            o[j, i] = <int32_t>row[cv[j]]
 
 
 def stable_rank(key, Py_ssize_t nkeys):

@@ -388,17 +388,18 @@ cdef inline Py_ssize_t _table_size(Py_ssize_t n) noexcept nogil:
     return size
 
 
-cdef inline uint64_t _find_tagged(const uint64_t[::1] table, const int64_t* eps, const int64_t[:, ::1] rows,
-                                  const int64_t* rep, const int64_t* key, Py_ssize_t ns, Py_ssize_t skip, uint64_t h,
+cdef inline uint64_t _find_tagged(const uint64_t[::1] table, const int64_t* eps, const introw[:, ::1] rows,
+                                  const int64_t* rep, const introw* key, Py_ssize_t ns, Py_ssize_t skip, uint64_t h,
                                   int64_t e) noexcept nogil:
     """:func:`_find_row` for a table whose entries hold the id plus one (0: empty) in the low 32
     bits and the high 32 bits of the key's hash ``h`` in the high ones (no array of hashes to
     read on a probe), and keys that are a row of ``ns`` words (word ``skip`` not compared; -1:
     none) plus, where ``eps`` is not NULL, an epoch ``e``: id ``u``'s key is row ``rep[u]`` of
-    ``rows`` (``u`` itself where ``rep`` is NULL) and epoch ``eps[u]``."""
+    ``rows`` (``u`` itself where ``rep`` is NULL) and epoch ``eps[u]``. ``rows`` and ``key`` are
+    both int32 or both int64."""
     cdef uint64_t b = h & <uint64_t>(table.shape[0] - 1), t, tag = h & 0xFFFFFFFF00000000ULL
     cdef Py_ssize_t u, j
-    cdef const int64_t* rp
+    cdef const introw* rp
     cdef bint eq
     while True:
         t = table[b]
@@ -669,7 +670,7 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
                      int64_t unknown_marker, Py_ssize_t pack_slot=-1):
     """Intern the keys of observers ``sel``: each its :func:`observer_rows` row plus an epoch
     (``epoch[o]`` when the row holds an unknown value or a partly unknown one, ``partial[v]``
-    set; else -1). Returns ``(ids int64[k], first int64[U], rows int64[U, n_slots],
+    set; else -1). Returns ``(ids int64[k], first int64[U], rows int32[U, n_slots],
     epochs int64[U])``: ids in order of first appearance, ``first`` the position in ``sel``
     of each id's first observer, ``rows`` and ``epochs`` each id's key (identical to
     ``drawopt.analysis.state._intern_observers_py``).
@@ -686,16 +687,23 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
     R.check(ix)
     if ix.shape[0] >= (1 << 31) - 1:
         raise ValueError("too many observers")
+    # the rows are int32: every value id (and marker) must fit
+    if R.cval.shape[0] and (np.max(R.cval) >= (1 << 31) - 1 or np.min(R.cval) < -(1 << 31)):
+        raise ValueError("a value id does not fit in 32 bits")
+    if R.ns and (np.max(R.init_val) >= (1 << 31) - 1 or np.min(R.init_val) < -(1 << 31)):
+        raise ValueError("a value id does not fit in 32 bits")
+    if masked != <int32_t>masked or unknown_marker != <int32_t>unknown_marker:
+        raise ValueError("the markers do not fit in 32 bits")
     cdef Py_ssize_t i, j, k = ix.shape[0], ns = R.ns, nu = 0
     ids = np.empty(k, dtype=np.int64)
     first = np.empty(k, dtype=np.int64)
     # room for every row; the pages past the distinct ones are never touched (views returned)
-    rows = np.empty((k, ns), dtype=np.int64)
+    rows = np.empty((k, ns), dtype=np.int32)
     epochs = np.empty(k, dtype=np.int64)
     cdef int64_t[::1] idv = ids
     cdef int64_t[::1] fv = first
     cdef uint64_t[::1] tv = np.zeros(_table_size(k), dtype=np.uint64)
-    cdef int64_t[:, ::1] rv = rows
+    cdef int32_t[:, ::1] rv = rows
     cdef int64_t[::1] ev = epochs
     cdef uint64_t h, b, tmask = <uint64_t>(tv.shape[0] - 1)
     cdef int64_t u
@@ -718,8 +726,8 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
     # table slots prefetched) RING - 1 observers before it is looked up, so the lookups,
     # done in observer order as before, rarely wait for memory. An observer whose key is
     # its predecessor's takes its id without a lookup.
-    cdef int64_t cur[MAX_SLOTS]
-    cdef int64_t ring[RING][MAX_SLOTS]
+    cdef int32_t cur[MAX_SLOTS]
+    cdef int32_t ring[RING][MAX_SLOTS]
     cdef uint64_t rh[RING]
     cdef uint64_t rhp[RING]
     cdef int64_t re[RING]
@@ -732,7 +740,7 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
     cdef Py_ssize_t o, po = -1, s, q
     cdef const int32_t* so
     cdef const int32_t* sp = NULL
-    cdef const int64_t* key
+    cdef const int32_t* key
     cdef uint64_t todo, allbits = (<uint64_t>1) << ns
     cdef bint changed
     allbits -= 1
@@ -768,7 +776,7 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
                             continue
                         hsum -= term[s]
                         nunk -= R.is_unk(cur[s])
-                    cur[s] = v
+                    cur[s] = <int32_t>v
                     term[s] = _slot_term(s, v)
                     hsum += term[s]
                     nunk += R.is_unk(v)
@@ -781,7 +789,7 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
                 q = i % RING
                 rsame[q] = not changed and ekey == pekey
                 if not rsame[q]:
-                    memcpy(&ring[q][0], &cur[0], ns * sizeof(int64_t))
+                    memcpy(&ring[q][0], &cur[0], ns * sizeof(int32_t))
                     h = _fmix(hsum ^ _fmix(<uint64_t>ekey + 0x2545F4914F6CDD1DULL))
                     rh[q] = h
                     re[q] = ekey
@@ -809,7 +817,7 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
                 continue
             tv[b] = (h & 0xFFFFFFFF00000000ULL) | <uint64_t>(nu + 1)
             fv[nu] = j
-            memcpy(&rv[nu, 0], key, ns * sizeof(int64_t))
+            memcpy(&rv[nu, 0], key, ns * sizeof(int32_t))
             ev[nu] = re[q]
             idv[j] = nu
             if packing:  # the new state's pack class
@@ -1225,46 +1233,55 @@ def diff_state_rows(rows_a, ia, rows_b, ib, map_a, map_b, int64_t ask_code):
     bitmasks, bit ``s`` set where ``map_a[va] != map_b[vb]`` or ``map_a[va] == ask_code``
     (the maps index markers -3..-1 from their ends, as numpy does). Identical to
     ``drawopt.analysis.state._diff_state_rows_py``; :func:`diff_observers` with the rows
-    already interned (two state tables)."""
-    cdef const int64_t[:, ::1] ra = np.ascontiguousarray(rows_a, dtype=np.int64)
-    cdef const int64_t[:, ::1] rb = np.ascontiguousarray(rows_b, dtype=np.int64)
+    already interned (two state tables: int32 rows, read in place; other integer rows are
+    read as int64)."""
+    both32 = np.asarray(rows_a).dtype == np.int32 and np.asarray(rows_b).dtype == np.int32
+    ra = np.ascontiguousarray(rows_a, dtype=np.int32 if both32 else np.int64)
+    rb = np.ascontiguousarray(rows_b, dtype=np.int32 if both32 else np.int64)
     cdef const int64_t[::1] xa = np.ascontiguousarray(ia, dtype=np.int64)
     cdef const int64_t[::1] xb = np.ascontiguousarray(ib, dtype=np.int64)
     cdef const int64_t[::1] ma = np.ascontiguousarray(map_a, dtype=np.int64)
     cdef const int64_t[::1] mb = np.ascontiguousarray(map_b, dtype=np.int64)
-    cdef Py_ssize_t i, j, k = xa.shape[0], ns = ra.shape[1], na = ma.shape[0], nb = mb.shape[0], pa, pb
-    if rb.shape[1] != ns or xb.shape[0] != k or ns > MAX_SLOTS:
+    cdef Py_ssize_t i, k = xa.shape[0], ns = ra.shape[1]
+    if ra.ndim != 2 or rb.ndim != 2 or rb.shape[1] != ns or xb.shape[0] != k or ns > MAX_SLOTS:
         raise ValueError("rows_a and rows_b need the same slots, ia and ib the same length")
     for i in range(k):
         if xa[i] < 0 or xa[i] >= ra.shape[0] or xb[i] < 0 or xb[i] >= rb.shape[0]:
             raise IndexError(f"row index out of range at {i}")
     out = np.zeros(k, dtype=np.int64)
-    cdef int64_t[::1] ov = out
-    cdef int64_t ka, kb, bits
-    cdef const int64_t* pra
-    cdef const int64_t* prb
-    cdef bint bad = False
-    with nogil:
-        for i in range(k):
-            bits = 0
-            pra = &ra[xa[i], 0]
-            prb = &rb[xb[i], 0]
-            for j in range(ns):
-                pa = _at(pra[j], na)
-                pb = _at(prb[j], nb)
-                if pa < 0 or pb < 0:
-                    bad = True
-                    break
-                ka = ma[pa]
-                kb = mb[pb]
-                if ka != kb or ka == ask_code:
-                    bits |= (<int64_t>1) << j
-            if bad:
-                break
-            ov[i] = bits
+    cdef bint bad
+    if both32:
+        bad = _diff_rows[int32_t](ra, rb, xa, xb, ma, mb, ask_code, out)
+    else:
+        bad = _diff_rows[int64_t](ra, rb, xa, xb, ma, mb, ask_code, out)
     if bad:
         raise IndexError("a value id is outside its map")
     return out
+
+
+cdef bint _diff_rows(const introw[:, ::1] ra, const introw[:, ::1] rb, const int64_t[::1] xa,
+                     const int64_t[::1] xb, const int64_t[::1] ma, const int64_t[::1] mb, int64_t ask_code,
+                     int64_t[::1] ov) noexcept nogil:
+    """The loop of :func:`diff_state_rows`; True where a value id is outside its map."""
+    cdef Py_ssize_t i, j, k = xa.shape[0], ns = ra.shape[1], na = ma.shape[0], nb = mb.shape[0], pa, pb
+    cdef int64_t ka, kb, bits
+    cdef const introw* pra
+    cdef const introw* prb
+    for i in range(k):
+        bits = 0
+        pra = &ra[xa[i], 0]
+        prb = &rb[xb[i], 0]
+        for j in range(ns):
+            pa = _at(pra[j], na)
+            pb = _at(prb[j], nb)
+            if pa < 0 or pb < 0:
+                return True
+            ka = ma[pa]
+            kb = mb[pb]
+            if ka != kb or ka == ask_code:
+                bits |= (<int64_t>1) << j
+        ov[i] = bits
+    return False
 
 
 def renumber_rows(setter, sel, lut):

@@ -305,7 +305,7 @@ class Restater:
             c64 = np.ascontiguousarray
             self._tables = (c64(self._obs_of_a, np.int64), flags, c64(self.sc.slot, np.int64),
                             c64(self.sc.cval, np.int64), self._full.astype(np.uint8), c64(self.oid, np.int64),
-                            c64(self.urows, np.int64), c64(self.sc.setter, np.int32),
+                            c64(self.urows, np.int32), c64(self.sc.setter, np.int32),
                             self._partial_mask.astype(np.uint8))
         return self._tables
 
@@ -639,7 +639,7 @@ def _observer_states(table: StateTable) -> tuple[np.ndarray, np.ndarray]:
     xsel = np.flatnonzero(kind == OBS_DISPATCH)
     if (table.rows.ndim != 2 or table.rows.shape[1] != NSLOTS or dsel.shape[0] != table.state.shape[0]
             or xsel.shape[0] != table.dispatch_state.shape[0]):  # pragma: no cover - not a table of this scan
-        rows = np.empty((nobs, NSLOTS), np.int64)
+        rows = np.empty((nobs, NSLOTS), np.int32)
         for lo in range(0, nobs, _CHUNK):
             sel = np.arange(lo, min(lo + _CHUNK, nobs))
             rows[sel] = sc.normalised(sel)
@@ -651,9 +651,9 @@ def _observer_states(table: StateTable) -> tuple[np.ndarray, np.ndarray]:
     other = np.flatnonzero((kind != OBS_DRAW) & (kind != OBS_DISPATCH))
     base = table.rows.shape[0]
     oid[other] = base + np.arange(other.shape[0])
-    urows = np.asarray(table.rows, np.int64)
+    urows = np.asarray(table.rows, np.int32)
     if other.size:
-        urows = np.concatenate([urows, sc.normalised(other).astype(np.int64)])
+        urows = np.concatenate([urows, sc.normalised(other).astype(np.int32)])
     return oid, urows
 
 

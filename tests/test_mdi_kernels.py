@@ -23,6 +23,8 @@ def test_varying_columns_match(seed: int) -> None:
         rows[rng.integers(0, n, int(rng.integers(1, 4))) if n else [], j] = rng.integers(-5, 5)   # a few rows differ
     got = fast.varying_columns(rows)
     assert got.dtype == np.int64 and np.array_equal(got, pure.varying_columns(rows))
+    # a state table's rows are int32 (read in place)
+    assert np.array_equal(fast.varying_columns(rows.astype(np.int32)), got)
     assert np.array_equal(got, np.flatnonzero((rows != rows[:1]).any(axis=0)))
 
 
@@ -49,6 +51,9 @@ def test_key_rows_match(seed: int) -> None:
         a = fast.key_rows(rows, sidx, keep, mask_col, MASKED, nat, extra)
         b = pure.key_rows(rows, sidx, keep, mask_col, MASKED, nat, extra)
         assert a.dtype == b.dtype == np.int64 and np.array_equal(a, b)
+        r32 = rows.astype(np.int32)  # a state table's rows
+        c, d = (f.key_rows(r32, sidx, keep, mask_col, MASKED, nat, extra) for f in (fast, pure))
+        assert c.dtype == d.dtype == np.int64 and np.array_equal(c, a) and np.array_equal(d, a)
         # the formulation the twin replaced: one 2-d gather, mask, concatenate
         old = rows[sidx[:, None], keep[None, :]]
         if mask_col >= 0:

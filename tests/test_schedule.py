@@ -693,6 +693,8 @@ def test_sort_key_kernels_agree_with_their_pure_twins() -> None:
         got, want = k.key_columns(rows, sel, cols), _key_columns_py(rows, sel, cols)
         assert got.dtype == want.dtype == np.int32 and np.array_equal(got, want)
         assert np.array_equal(want, (rows if sel is None else rows[sel])[:, cols].T.astype(np.int32))
+        # a state table's int32 rows (read in place) give the same
+        assert np.array_equal(k.key_columns(rows.astype(np.int32), sel, cols), want)
     with pytest.raises(IndexError):
         k.key_columns(rows, np.array([5000]), cols)
     for n, nkeys in ((0, 1), (1, 1), (7000, 3), (7000, 5000)):

@@ -781,7 +781,7 @@ def test_state_ids_in_first_appearance_order():
     t = track(b.build())
     assert t.state.tolist() == [0, 1, 0, 2, 1]
     assert t.state.dtype == np.int32 and t.pack.dtype == np.int32
-    assert t.rows.dtype == np.int64 and t.setter.dtype == np.int32 and t.draws.dtype == np.int64  # setters: int32
+    assert t.rows.dtype == np.int32 and t.setter.dtype == np.int32 and t.draws.dtype == np.int64  # setters: int32
 
 
 def test_describe_is_stream_independent():
@@ -992,6 +992,10 @@ def assert_same_scan_facts(s: Stream, seed: int = 0) -> None:
         x = diff_state_rows(t.rows, ref, t.rows, t.state, ma, mb, -10, pure=False)
         y = diff_state_rows(t.rows, ref, t.rows, t.state, ma, mb, -10, pure=True)
         assert np.array_equal(x, y)
+        # the tables' int32 rows are read in place; other rows (int64, or one of each) the same
+        wide = t.rows.astype(np.int64)
+        assert np.array_equal(diff_state_rows(wide, ref, t.rows, t.state, ma, mb, -10, pure=False), x)
+        assert np.array_equal(diff_state_rows(wide, ref, wide, t.state, ma, mb, -10, pure=False), x)
         ka, kb = ma[t.rows[ref]], mb[a.normalised(dsel)]
         want = ((ka != kb) | (ka == -10)) @ (1 << np.arange(len(SLOTS), dtype=np.int64))
         assert np.array_equal(x, want)
@@ -1024,6 +1028,39 @@ def test_compiled_table_rows_hold_only_the_distinct_states():
         block = block.base
     assert block.nbytes == t.rows.nbytes
     assert np.array_equal(t.rows, track(generate("frame", 3000, seed=1), pure=True).rows)
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_table_rows_are_int32_and_a_value_id_past_it_is_refused(pure):
+    """Issue 13: a table keeps its rows as int32 (half the memory of the largest array it
+    holds); both interning paths give int32 rows and refuse a value id that would not fit
+    rather than wrap it."""
+    from types import SimpleNamespace
+
+    from drawopt.analysis.state import MASKED, UNKNOWN, _intern_observers_py
+    from drawopt.gen import generate
+    if not pure and not HAS_CEXT:
+        pytest.skip("drawopt._state is not built")
+    t = track(generate("frame", 800, seed=2), pure=pure)
+    assert t.rows.dtype == np.int32 and t.rows.shape[1] == len(SLOTS)
+    sc = t.scan
+    sel = np.flatnonzero(sc.obs_kind == 0)
+    big = sc.cval.copy()
+    big[int(sc.setter[sel[0], 0])] = 2**31  # the pipeline value the first draw sees
+    if pure:
+        def wide_rows(idx: np.ndarray, bits: np.ndarray) -> np.ndarray:
+            v = sc._rows_py(idx, bits)
+            v[0, 0] = 2**31
+            return v
+
+        fake = SimpleNamespace(read_bits=sc.read_bits, epoch=sc.epoch, _rows_py=wide_rows)
+        with pytest.raises(ValueError, match="32 bits"):
+            _intern_observers_py(fake, sel, sc.values.partial_mask())  # type: ignore[arg-type]
+    else:
+        from drawopt import _state
+        with pytest.raises(ValueError, match="32 bits"):
+            _state.intern_observers(sc.setter, sc.unknown, big, sc.init_val, sc.read_bits, sc.epoch,
+                                    sc.values.partial_mask().view(np.uint8), sel, MASKED, UNKNOWN)
 
 
 @pytest.mark.skipif(not HAS_CEXT, reason="drawopt._state is not built")

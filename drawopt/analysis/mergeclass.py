@@ -261,7 +261,9 @@ class DrawFacts:
     folded: np.ndarray
     indexed: np.ndarray
     nrows: np.ndarray = field(repr=False)
-    """Normalised rows (``int64[U, NSLOTS]``) of each ``nstate`` (read-only: it may be the table's)."""
+    """Normalised rows (``int32[U, NSLOTS]`` like the table's; ``int64`` where a vertex-buffer
+    window was folded: its key is below -2**40) of each ``nstate`` (read-only: it may be the
+    table's)."""
     between: np.ndarray | None = field(default=None, repr=False)
     """Per consecutive pair of draws: a non-state command lies between them (computed by the
     first :func:`adjacent_links` and kept: every rule reads it)."""
@@ -404,7 +406,8 @@ def draw_facts(stream: Stream, table: StateTable, fold: bool = True) -> DrawFact
     # vertex-buffer window fold
     shift = np.zeros(d, np.int64)
     folded = np.zeros(d, bool)
-    vbcol = rows[sid, VB] if d else np.zeros(0, np.int64)  # a copy (fancy indexing)
+    # a copy (fancy indexing), int64: a folded window's key (``_vb_fold``) is below -2**40
+    vbcol = rows[sid, VB].astype(np.int64) if d else np.zeros(0, np.int64)
     if fold and d:
         # a non-indexed draw's SV_VertexID counts from StartVertexLocation, so folding its window
         # into the start is invisible only to shaders that declare no_vertex_id
@@ -435,7 +438,10 @@ def draw_facts(stream: Stream, table: StateTable, fold: bool = True) -> DrawFact
     else:
         pair = np.stack([sid, vbcol], axis=1) if d else np.zeros((0, 2), np.int64)
         pid, pfirst = intern_rows(pair)
-        prow = rows[sid[pfirst]] if d else np.zeros((0, NSLOTS), np.int64)  # a copy (fancy indexing)
+        # a copy (fancy indexing) of the table's int32 rows; int64 where it takes a folded key
+        prow = rows[sid[pfirst]] if d else np.zeros((0, NSLOTS), rows.dtype)
+        if folded.any():
+            prow = prow.astype(np.int64)
         if d:
             prow[:, VB] = vbcol[pfirst]
         distinct = False

@@ -926,8 +926,10 @@ class StateTable:
         State id of each draw (ids in first-appearance order).
     pack : int32[D]
         Pack class of each draw (the state with the index buffer masked).
-    rows : int64[S, NSLOTS]
-        Normalised value ids of each distinct state (-1 undefined, -2 masked, -3 unknown).
+    rows : int32[S, NSLOTS]
+        Normalised value ids of each distinct state (-1 undefined, -2 masked, -3 unknown);
+        int32 because value ids are below 2**31 (the interning checks it) and the rows are
+        the largest array a table keeps.
         States of dispatches follow those of draws.
     setter : int32[D, NSLOTS]
         Command that last set each slot as seen by each draw (-1 none).
@@ -1596,7 +1598,7 @@ def _intern_observers(sc: Scan, sel: np.ndarray, packs: bool = False) -> tuple[n
     """Intern the keys of observers ``sel``: their normalised rows plus an epoch (the Opaque
     epoch when the row holds unknown values, else -1). Returns ``(ids, first, rows,
     epochs)``: ids in order of first appearance, ``first`` the position in ``sel`` of each
-    id's first observer, ``rows`` int64[U, NSLOTS] and ``epochs`` int64[U] each id's key;
+    id's first observer, ``rows`` int32[U, NSLOTS] and ``epochs`` int64[U] each id's key;
     with ``packs``, a fifth array: each id's pack class (:func:`_pack_classes_py`)."""
     mod = load_cext("_state", sc.pure)
     partial = sc.values.partial_mask()
@@ -1639,7 +1641,10 @@ def _intern_observers_py(sc: Scan, sel: np.ndarray, partial: np.ndarray) -> tupl
         out[lo:hi, :NSLOTS] = v
         out[lo:hi, NSLOTS] = np.where(has_unk, sc.epoch[part], -1)
     ids, first = _intern_rows_py(out)
-    return ids, first, out[first, :NSLOTS], out[first, NSLOTS]
+    rows = out[first, :NSLOTS]
+    if rows.size and (rows.max() >= 2**31 - 1 or rows.min() < -2**31):
+        raise ValueError("a value id does not fit in 32 bits")
+    return ids, first, rows.astype(np.int32), out[first, NSLOTS]
 
 
 def track(stream: Stream, pure: bool | None = None, sc: Scan | None = None) -> StateTable:
