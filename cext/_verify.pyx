@@ -227,10 +227,8 @@ def merge_runs(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t
     (twin: ``drawopt.verify.compare._merge_runs``). Entry arrays (``e_*``) in canonical
     order; ``rest`` .. ``nomerge`` per record, ``hz`` .. ``vpp`` per action."""
     cdef Py_ssize_t i, n = e_res.shape[0], m = 0, nr = rest.shape[0], na = hz.shape[0]
-    heads = np.empty(n, np.int64)
-    tn = np.empty(n, np.int64)
-    tc = np.empty(n, np.int64)
-    cdef int64_t[::1] H = heads, TN = tn, TC = tc
+    link_a = np.empty(n, np.uint8)   # per entry: 0 (a run's head), 1 (instances) or 2 (ranges)
+    cdef uint8_t[::1] link = link_a
     cdef int64_t r, q, a, b, k, pk, isz, step, v
     cdef int typ, raw_prev = 0
     cdef Py_ssize_t hint = 0
@@ -275,17 +273,28 @@ def merge_runs(const int64_t[::1] e_res, const int64_t[::1] e_lab, const int64_t
             if typ > 0 and raw_prev > 0 and typ != raw_prev:
                 v = 0   # a run merges one way only: cut where the link type changes
             raw_prev = typ
+            link[i] = <uint8_t>v
             if v == 0:
+                m += 1
+    # the runs, in arrays of their number (a second pass: no arrays of n entries cut down after)
+    heads = np.empty(m, np.int64)
+    tn = np.empty(m, np.int64)
+    tc = np.empty(m, np.int64)
+    cdef int64_t[::1] H = heads, TN = tn, TC = tc
+    m = 0
+    with nogil:
+        for i in range(n):
+            r = e_rec[i]
+            if link[i] == 0:
                 H[m] = i
                 TN[m] = ninst[r]
                 TC[m] = count[r]
                 m += 1
+            elif link[i] == 1:
+                TN[m - 1] += ninst[r]
             else:
-                if v == 1:
-                    TN[m - 1] += ninst[r]
-                else:
-                    TC[m - 1] += count[r]
-    return heads[:m].copy(), tn[:m].copy(), tc[:m].copy()
+                TC[m - 1] += count[r]
+    return heads, tn, tc
 
 
 def state_hashes(const int64_t[::1] ev_at, const int64_t[::1] ev_val, const int64_t[::1] col_off,
@@ -456,17 +465,33 @@ def factorize(const int64_t[::1] x):
     return vals_a[:u].copy(), first_a[:u].copy(), codes_a
 
 
-cdef inline bint _key_less(int64_t a, int64_t b, const int64_t** kp, Py_ssize_t nk) noexcept nogil:
+cdef struct _Keys:
+    const int64_t** val   # per key: its values
+    const int64_t** at    # per key: the positions to read them at (NULL: position p reads val[p])
+    uint64_t* flip        # per key: XORed into each value (the sign bit: unsigned order)
+    Py_ssize_t n
+
+
+cdef inline int64_t _key(const _Keys* k, Py_ssize_t c, int64_t p) noexcept nogil:
+    if k.at[c] != NULL:
+        p = k.at[c][p]
+    return <int64_t>(<uint64_t>k.val[c][p] ^ k.flip[c])
+
+
+cdef inline bint _key_less(int64_t a, int64_t b, const _Keys* k) noexcept nogil:
     """Whether position ``a`` sorts before ``b``: the last key first (as ``np.lexsort``)."""
-    cdef Py_ssize_t c = nk - 1
+    cdef Py_ssize_t c = k.n - 1
+    cdef int64_t x, y
     while c >= 0:
-        if kp[c][a] != kp[c][b]:
-            return kp[c][a] < kp[c][b]
+        x = _key(k, c, a)
+        y = _key(k, c, b)
+        if x != y:
+            return x < y
         c -= 1
     return False
 
 
-cdef void _merge_sort(int64_t* a, int64_t* tmp, Py_ssize_t n, const int64_t** kp, Py_ssize_t nk) noexcept nogil:
+cdef void _merge_sort(int64_t* a, int64_t* tmp, Py_ssize_t n, const _Keys* kp) noexcept nogil:
     """Stable sort of the positions ``a[0:n]`` by the keys (insertion sort of runs of 16, then
     bottom-up merges through ``tmp``)."""
     cdef Py_ssize_t i, j, lo, mid, hi, p, q, w
@@ -479,7 +504,7 @@ cdef void _merge_sort(int64_t* a, int64_t* tmp, Py_ssize_t n, const int64_t** kp
         for i in range(lo + 1, hi):
             x = a[i]
             j = i - 1
-            while j >= lo and _key_less(x, a[j], kp, nk):
+            while j >= lo and _key_less(x, a[j], kp):
                 a[j + 1] = a[j]
                 j -= 1
             a[j + 1] = x
@@ -491,7 +516,7 @@ cdef void _merge_sort(int64_t* a, int64_t* tmp, Py_ssize_t n, const int64_t** kp
             hi = min(lo + 2 * w, n)
             p, q, i = lo, mid, lo
             while p < mid and q < hi:
-                if _key_less(src[q], src[p], kp, nk):
+                if _key_less(src[q], src[p], kp):
                     dst[i] = src[q]
                     q += 1
                 else:
@@ -516,38 +541,69 @@ cdef void _merge_sort(int64_t* a, int64_t* tmp, Py_ssize_t n, const int64_t** kp
             a[i] = src[i]
 
 
-def group_sort(const int64_t[::1] gid, list keys):
+def group_sort(const int64_t[::1] gid, list keys, list at=None, const uint8_t[::1] unsigned=None):
     """The order ``np.lexsort((*keys, gid))`` (twin: ``drawopt.verify.compare._group_order``'s
     pure path) for a non-decreasing ``gid`` and ``int64`` keys: each run of equal ``gid``
-    sorted on its own, stably, by the last key first."""
-    cdef Py_ssize_t n = gid.shape[0], nk = len(keys), c, i, lo
+    sorted on its own, stably, by the last key first.
+
+    ``at[c]`` (where given and not None): key ``c`` is ``keys[c][at[c]]``, read in place (no
+    gathered copy); ``unsigned[c]``: key ``c`` holds ``uint64`` values (viewed as ``int64``),
+    ordered as unsigned."""
+    cdef Py_ssize_t n = gid.shape[0], nk = len(keys), c, i, lo, m
+    cdef int64_t j
     for i in range(1, n):
         if gid[i] < gid[i - 1]:
             raise ValueError("group_sort: gid must not decrease")
+    if at is not None and len(at) != nk:
+        raise ValueError("group_sort: length mismatch")
+    if unsigned is not None and unsigned.shape[0] != nk:
+        raise ValueError("group_sort: length mismatch")
     order_a = np.arange(n, dtype=np.int64)
     tmp_a = np.empty(n, np.int64)
     if n < 2:
         return order_a
     cdef int64_t[::1] order = order_a, tmp = tmp_a
     cdef const int64_t[::1] mv
-    cdef const int64_t** kp = <const int64_t**>malloc(nk * sizeof(int64_t*) + 1)
-    if kp == NULL:
+    cdef const int64_t[::1] iv
+    cdef _Keys kp
+    kp.n = nk
+    kp.val = <const int64_t**>malloc(nk * sizeof(int64_t*) + 1)
+    kp.at = <const int64_t**>malloc(nk * sizeof(int64_t*) + 1)
+    kp.flip = <uint64_t*>malloc(nk * sizeof(uint64_t) + 1)
+    if kp.val == NULL or kp.at == NULL or kp.flip == NULL:
+        free(kp.val); free(kp.at); free(kp.flip)
         raise MemoryError()
     try:
         for c in range(nk):
             mv = keys[c]
-            if mv.shape[0] != n:
-                raise ValueError("group_sort: length mismatch")
-            kp[c] = &mv[0]
+            kp.at[c] = NULL
+            kp.flip[c] = 0x8000000000000000ULL if unsigned is not None and unsigned[c] else 0
+            if at is not None and at[c] is not None:
+                iv = at[c]
+                if iv.shape[0] != n:
+                    raise ValueError("group_sort: length mismatch")
+                m = mv.shape[0]
+                for i in range(n):
+                    j = iv[i]
+                    if j < 0 or j >= m:
+                        raise IndexError("group_sort: position out of range")
+                kp.at[c] = &iv[0]
+                kp.val[c] = &mv[0]
+            else:
+                if mv.shape[0] != n:
+                    raise ValueError("group_sort: length mismatch")
+                kp.val[c] = &mv[0]
         with nogil:
             lo = 0
             for i in range(1, n + 1):
                 if i == n or gid[i] != gid[lo]:
                     if i - lo > 1:
-                        _merge_sort(&order[lo], &tmp[lo], i - lo, kp, nk)
+                        _merge_sort(&order[lo], &tmp[lo], i - lo, &kp)
                     lo = i
     finally:
-        free(kp)
+        free(kp.val)
+        free(kp.at)
+        free(kp.flip)
     return order_a
 
 

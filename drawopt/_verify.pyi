@@ -54,8 +54,11 @@ def factorize(x: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDAr
     """``(values, first, codes)`` in order of first occurrence; see ``drawopt.verify._hash.unique_inverse``."""
     ...
 
-def group_sort(gid: npt.NDArray[np.int64], keys: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
-    """``np.lexsort((*keys, gid))`` for a non-decreasing ``gid``; see ``drawopt.verify.compare._group_order``."""
+def group_sort(gid: npt.NDArray[np.int64], keys: list[npt.NDArray[np.int64]],
+               at: list[npt.NDArray[np.int64] | None] | None = None,
+               unsigned: npt.NDArray[np.uint8] | None = None) -> npt.NDArray[np.int64]:
+    """``np.lexsort((*keys, gid))`` for a non-decreasing ``gid`` (key ``c`` read as ``keys[c][at[c]]`` where
+    given, ``unsigned[c]``: ``uint64`` order); see ``drawopt.verify.compare._group_order``."""
     ...
 
 def buffer_words(data: npt.NDArray[np.uint32], size: int, byte_off: npt.NDArray[np.int64], nwords: int,

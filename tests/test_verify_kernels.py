@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from drawopt._accel import load_cext
+from drawopt.ir.ops import BY_NAME
 from drawopt.ir.stream import Stream
 from drawopt.verify import verify
 from drawopt.verify._hash import hash_cols, hash_cols_at, unique_inverse
@@ -350,3 +351,136 @@ def test_verify_restores_numpy_hugepage_advice(monkeypatch) -> None:
     monkeypatch.setattr(V, "_verify", spy)
     assert verify(s, s).equivalent
     assert seen == [False] and get() == before
+
+
+# --------------------------------------------------------------------------- lean canonical form
+@needs_cext
+def test_group_order_reads_keys_in_place() -> None:
+    # keys given as (array, at) are read at ``at`` by the kernel (no gathered copy): the same order
+    # as the gathered keys, and as np.lexsort on the pure path, uint64 keys in unsigned order
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        n = int(rng.integers(0, 300))
+        gid = np.sort(rng.integers(0, max(1, n // int(rng.integers(1, 40))), n))
+        m = int(rng.integers(1, 400))
+        base = [rng.integers(-3, 3, m), rng.integers(0, 2**64 - 1, m, dtype=np.uint64),
+                rng.integers(0, 3, m).astype(np.uint64) * np.uint64(2**63 - 1), rng.integers(0, 2, m)]
+        at = [rng.integers(0, m, n) for _ in base]
+        direct = rng.integers(-2, 2, n)
+
+        def gathered(i, base=base, at=at, direct=direct):
+            return (direct[i], *[b[a[i]] for b, a in zip(base, at)])
+
+        def in_place(i, base=base, at=at, direct=direct):
+            return (direct[i], *[(b, a[i]) for b, a in zip(base, at)])
+
+        want = _group_order(gid, gathered, pure=True)
+        for keys, pure in ((gathered, False), (in_place, False), (in_place, True)):
+            got = _group_order(gid, keys, pure=pure)
+            assert (got is None) == (want is None)
+            if got is not None:
+                assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def test_group_sort_rejects_positions_out_of_range() -> None:
+    k = load_cext("_verify", False)
+    if k is None:
+        pytest.skip("drawopt._verify is not built")
+    gid = np.zeros(3, np.int64)
+    with pytest.raises(IndexError):
+        k.group_sort(gid, [np.arange(3, dtype=np.int64)], [np.array([0, 1, 3], np.int64)], np.zeros(1, np.uint8))
+    with pytest.raises(ValueError):
+        k.group_sort(gid, [np.arange(3, dtype=np.int64)], [np.array([0, 1], np.int64)], np.zeros(1, np.uint8))
+
+
+@needs_cext
+@pytest.mark.parametrize("kind,seed", [("frame", 1), ("quads", 2), ("gpu-driven", 1), ("bundle", 3)])
+def test_merge_runs_and_group_order_compiled_equal_pure_in_canonical(kind: str, seed: int, monkeypatch) -> None:
+    # every call the canonical form makes (full and keys only): the kernel's runs and orders are
+    # the pure twins' (the exact-size arrays of the two-pass merge_runs, the in-place keys)
+    import drawopt.verify.compare as C
+    from drawopt.result import optimize
+
+    real_merge, real_order = C._merge_runs, C._group_order
+    calls = {"merge": 0, "order": 0}
+
+    def merge(*args, pure=None):
+        got, want = real_merge(*args, pure=False), real_merge(*args, pure=True)
+        assert all(x.dtype == y.dtype == np.int64 and np.array_equal(x, y) for x, y in zip(got, want))
+        calls["merge"] += 1
+        return got
+
+    def order(gid, keys, pure=None):
+        got, want = real_order(gid, keys, pure=False), real_order(gid, keys, pure=True)
+        assert (got is None) == (want is None)
+        if got is not None:
+            assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+        calls["order"] += 1
+        return got
+
+    monkeypatch.setattr(C, "_merge_runs", merge)
+    monkeypatch.setattr(C, "_group_order", order)
+    a = _gen(kind, 2000, seed)
+    b = optimize(a, target="d3d12", verify=False).stream
+    (RA, RB), _, _ = _expand_both(a, b)
+    written = np.union1d(RA.w_res, RB.w_res)
+    for R in (RA, RB):
+        C.canonical_keys(R, written)
+    assert calls["merge"] == 4 and calls["order"] >= 2
+
+
+@pytest.mark.parametrize("pure", ["0", "1"])
+@pytest.mark.parametrize("kind,seed", [("frame", 1), ("quads", 2), ("gpu-driven", 1), ("bundle", 3)])
+def test_canonical_keys_are_the_canonical_forms(kind: str, seed: int, pure: str, monkeypatch) -> None:
+    # what the validator compares first is exactly the full canonical form's res, kh and start
+    from drawopt.result import optimize
+    from drawopt.verify.compare import canonical_keys
+
+    monkeypatch.setenv("DRAWOPT_PURE", pure)
+    a = _gen(kind, 1500, seed)
+    b = optimize(a, target="d3d12", verify=False).stream
+    (RA, RB), (SA, SB), _ = _expand_both(a, b)
+    written = np.union1d(RA.w_res, RB.w_res)
+    for R, S in ((RA, SA), (RB, SB)):
+        k = canonical_keys(R, written)
+        for n in ("res", "kh", "start"):
+            assert np.array_equal(getattr(k, n), getattr(S, n)) and getattr(k, n).dtype == getattr(S, n).dtype, n
+    assert canonical_keys(RA, written).same_as(canonical_keys(RA, written))
+
+
+def test_sequence_fields_derived_when_asked_for() -> None:
+    # w_bar, run_entry and run_len are derived from what the sequences keep: as computed directly
+    from drawopt.result import optimize
+    from drawopt.verify.compare import _barriers, _barriers_before
+    from drawopt.verify.slots import op_index
+
+    a = _gen("frame", 1500, 1)
+    b = optimize(a, target="d3d12", verify=False).stream
+    (RA, _), (SA, _), _ = _expand_both(a, b)
+    bar = op_index(RA.stream).of(BY_NAME["ResourceBarrier"].code)
+    keys, _ = _barriers(RA, np.asarray(bar, np.int64))
+    assert np.array_equal(SA.w_bar, _barriers_before(keys, RA.w_res, RA.w_act, RA.a_cmd))
+    assert SA.run_len.sum() == SA.m_rec.size and (SA.run_len > 0).all()
+    assert np.array_equal(np.sort(SA.run_entry), np.arange(SA.res.size))
+    assert np.array_equal(SA.first, SA.m_rec[SA.run_head][np.argsort(SA.run_entry)])
+
+
+@pytest.mark.parametrize("kind", ["frame", "bundle", "gpu-driven"])
+def test_state_events_built_again_after_release(kind: str) -> None:
+    # the records' state columns can drop their events (the validator does, once a stream's rules
+    # are checked): every column, source and event index reads the same after they are rebuilt
+    from drawopt.verify.slots import column_universe
+
+    s = _gen(kind, 800, 2)
+    canon = Canon()
+    R = expand(s, canon, column_universe([s]))
+    st = R.state
+    cols = list(st.cols)
+    before = {c: (st.value(c).copy(), st.source(c).copy(), st.event_index(c).copy(), *st.events(c)) for c in cols}
+    names = list(canon.names)
+    st.release(events=True)
+    assert st._events is None
+    for c in cols:
+        got = (st.value(c), st.source(c), st.event_index(c), *st.events(c))
+        assert all(np.array_equal(x, y) for x, y in zip(got, before[c])), c
+    assert canon.names == names   # (the rebuild names no new stale values)

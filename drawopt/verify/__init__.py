@@ -29,6 +29,7 @@ __all__ = ["VerifyResult", "verify", "REORDER_POLICIES"]
 import sys
 import time
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +40,15 @@ from drawopt.ir.decls import Buffer
 from drawopt.ir.ops import BARRIER_STATES, BY_NAME, Op
 from drawopt.ir.pages import small_pages
 from drawopt.ir.stream import REORDER_POLICIES, Stream
-from drawopt.verify.compare import canonical, compare_records, exit_state_diff, matched_actions, opaque_state_diff
+from drawopt.verify.compare import (
+    TargetSeqs,
+    canonical,
+    canonical_keys,
+    compare_records,
+    exit_state_diff,
+    matched_actions,
+    opaque_state_diff,
+)
 from drawopt.verify.model import Canon
 from drawopt.verify.records import Records, expand
 from drawopt.verify.rules import check_rules, first_new_uncovered_read, first_new_violation
@@ -136,9 +145,14 @@ def _verify(original: Stream, optimized: Stream, reorder: str) -> VerifyResult:
         return _fail(a, b, bad, None, None, kind="declaration")
     canon = Canon()
     universe = column_universe([a, b])
+    # each stream's rules are checked as soon as it is expanded: then its state columns' events
+    # can go (only an explanation reads them again, and refills them) before the next expansion
     RA = expand(a, canon, universe, reorder)
+    va = check_rules(RA)
+    RA.state.release(events=True)
     RB = expand(b, canon, universe, reorder)
-    va, vb = check_rules(RA), check_rules(RB)
+    vb = check_rules(RB)
+    RB.state.release(events=True)
     v = first_new_violation(va, vb)
     if v is not None:
         return _fail(a, b, v.message, None, v.cmd, kind="rule", **v.details)
@@ -149,17 +163,35 @@ def _verify(original: Stream, optimized: Stream, reorder: str) -> VerifyResult:
     if res is not None:
         return res
     written = distinct_ids(RA.w_res, RB.w_res)
-    SA, SB = canonical(RA, written), canonical(RB, written, b_barriers)
-    m = compare_records(RA, RB, SA, SB)
+    # the sequences' keys first (what compare_records compares first); the whole sequences,
+    # which only a difference or a kept front-end violation reads, are built when asked for
+    ka = canonical_keys(RA, written)
+    kb = canonical_keys(RB, written, b_barriers)
+    seqs: list[tuple[TargetSeqs, TargetSeqs]] = []
+
+    def full() -> tuple[TargetSeqs, TargetSeqs]:
+        if not seqs:
+            seqs.append((canonical(RA, written), canonical(RB, written, b_barriers)))
+        return seqs[0]
+
+    m = None if ka.same_as(kb) else compare_records(RA, RB, *full())
     stats = {"records": [int(RA.r_act.size), int(RB.r_act.size)],
              "actions": [int(RA.a_cmd.size), int(RB.a_cmd.size)],
-             "resources": int(distinct_ids(SA.res).size), "seconds": round(time.perf_counter() - t0, 4)}
+             "resources": int(distinct_ids(ka.res).size), "seconds": round(time.perf_counter() - t0, 4)}
+    del ka, kb
     if m is not None:
         return _fail(a, b, m.reason, m.cmd_a, m.cmd_b, **m.details, stats=stats)
     m = exit_state_diff(RA, RB) or opaque_state_diff(RA, RB)
     if m is not None:
         return _fail(a, b, m.reason, m.cmd_a, m.cmd_b, **m.details, stats=stats)
-    v = first_new_uncovered_read(va, vb, matched_actions(RA, RB, SA, SB))
+    matched: list[Callable[[int], list[np.ndarray] | None]] = []
+
+    def matched_of(b: int) -> list[np.ndarray] | None:
+        if not matched:
+            matched.append(matched_actions(RA, RB, *full()))
+        return matched[0](b)
+
+    v = first_new_uncovered_read(va, vb, matched_of)
     if v is not None:
         return _fail(a, b, v.message, None, v.cmd, kind="rule", **v.details, stats=stats)
     return VerifyResult(True, None, None, None, None, None, {"stats": stats,

@@ -26,9 +26,8 @@ The first difference (earliest in the original) is described in one line.
 
 from __future__ import annotations
 
-__all__ = ["TargetSeqs", "canonical", "compare_records", "Mismatch", "matched_actions", "exit_state_diff",
-           "opaque_state_diff",
-           "read_count_diff"]
+__all__ = ["TargetSeqs", "SeqKeys", "canonical", "canonical_keys", "compare_records", "Mismatch", "matched_actions",
+           "exit_state_diff", "opaque_state_diff", "read_count_diff"]
 
 from collections import Counter
 from collections.abc import Callable
@@ -66,7 +65,7 @@ class TargetSeqs:
     derived from these when asked for: ``src_off``/``inst``/``rel`` (the other fields of
     ``first``), ``kc`` (the key hash without the state), ``sh`` (the state hash), ``src``
     (the index source hash), ``src_buf``, ``act`` (the action of ``first``), ``kx``,
-    ``m_entry``.
+    ``w_bar``, ``run_entry``, ``run_len``, ``m_entry``.
     """
 
     res: np.ndarray
@@ -76,7 +75,13 @@ class TargetSeqs:
     count: np.ndarray
     ninst: np.ndarray
     hz: np.ndarray
-    w_bar: np.ndarray
+    bar_keys: np.ndarray
+    """The sorted barrier keys (``resource << 40 | command``) of the barriers that count;
+    ``w_res`` / ``w_act`` / ``a_cmd``: the stream's write pairs and action commands
+    (``Records``'), from which ``w_bar`` is derived."""
+    w_res: np.ndarray
+    w_act: np.ndarray
+    a_cmd: np.ndarray
     m_rec: np.ndarray
     """Members of the entries: record ``m_rec[i]`` belongs to entry ``m_entry[i]`` (a merged
     entry has several records; a record of an action writing k resources is in k entries)."""
@@ -90,9 +95,12 @@ class TargetSeqs:
     of the resource before each."""
     rd_cnt: np.ndarray
     rd_bar: np.ndarray
-    run_entry: np.ndarray
-    """Per run of merged members (in member order): the entry it became."""
-    run_len: np.ndarray
+    run_head: np.ndarray
+    """Per run of merged members (in member order): the position of its first member in
+    ``m_rec``; ``moved_to`` / ``moved_from``: the runs the multiset sort moved (run
+    ``moved_from[j]`` became entry ``moved_to[j]``; the others the entry of their own index)."""
+    moved_to: np.ndarray
+    moved_from: np.ndarray
 
     src_off = _first_field("src_off")
     inst = _first_field("inst")
@@ -111,6 +119,23 @@ class TargetSeqs:
     @cached_property
     def src(self) -> np.ndarray:
         return _src_of_records(self.key)[self.first]
+
+    @cached_property
+    def w_bar(self) -> np.ndarray:
+        """Per write pair (``Records.w_res``): the barriers on its resource before its action."""
+        return _barriers_before(self.bar_keys, self.w_res, self.w_act, self.a_cmd)
+
+    @cached_property
+    def run_entry(self) -> np.ndarray:
+        """Per run of merged members (in member order): the entry it became."""
+        e = np.arange(self.run_head.size)
+        e[self.moved_from] = self.moved_to
+        return e
+
+    @property
+    def run_len(self) -> np.ndarray:
+        """Per run of merged members: how many members it has."""
+        return np.diff(np.r_[self.run_head, self.m_rec.size])
 
     @cached_property
     def m_entry(self) -> np.ndarray:
@@ -270,13 +295,19 @@ def _before(e_res: np.ndarray, e_act: np.ndarray, res: np.ndarray, act: np.ndarr
     return out
 
 
-def _group_order(gid: np.ndarray, keys: Callable[[np.ndarray], tuple[np.ndarray, ...]],
+GroupKey = np.ndarray | tuple[np.ndarray, np.ndarray]
+"""A sort key of :func:`_group_order`: an array, or ``(array, at)`` standing for ``array[at]``."""
+
+
+def _group_order(gid: np.ndarray, keys: Callable[[np.ndarray], tuple[GroupKey, ...]],
                  pure: bool | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """The order ``np.lexsort((*keys, gid))`` for a non-decreasing ``gid``, as ``(i, perm)``:
     position ``i[j]`` takes the element at ``perm[j]``. Only groups of two or more entries
     are sorted (a singleton group keeps its place); ``keys(i)`` gives the sort keys of the
-    positions ``i``. None: no such group (the order stays). Compiled: each group merge-sorted
-    on its own (``drawopt._verify.group_sort``), the same order."""
+    positions ``i`` (``uint64`` keys in unsigned order), each an array or ``(array, at)``,
+    which is ``array[at]``. None: no such group (the order stays). Compiled: each group
+    merge-sorted on its own (``drawopt._verify.group_sort``, reading ``(array, at)`` keys in
+    place, without gathering them), the same order."""
     n = gid.size
     if n < 2:
         return None
@@ -284,22 +315,26 @@ def _group_order(gid: np.ndarray, keys: Callable[[np.ndarray], tuple[np.ndarray,
     multi = np.zeros(n, bool)
     multi[1:] = eq
     multi[:-1] |= eq
+    del eq
     idx = np.flatnonzero(multi)
+    del multi
     if not idx.size:
         return None
     k = load_cext("_verify", pure)
     if k is None:
-        return idx, idx[np.lexsort(tuple(keys(idx)) + (gid[idx],))]
-    return idx, idx[k.group_sort(np.ascontiguousarray(gid[idx], np.int64), [_ordered_i64(x) for x in keys(idx)])]
-
-
-_SIGN = np.int64(-2**63)
+        return idx, idx[np.lexsort(tuple(x[0][x[1]] if isinstance(x, tuple) else x for x in keys(idx)) + (gid[idx],))]
+    ks = keys(idx)
+    vals = [_ordered_i64(x[0] if isinstance(x, tuple) else x) for x in ks]
+    at = [np.ascontiguousarray(x[1], np.int64) if isinstance(x, tuple) else None for x in ks]
+    unsigned = np.array([(x[0] if isinstance(x, tuple) else x).dtype == np.uint64 for x in ks], np.uint8)
+    return idx, idx[k.group_sort(np.ascontiguousarray(gid[idx], np.int64), vals, at, unsigned)]
 
 
 def _ordered_i64(x: np.ndarray) -> np.ndarray:
-    """``x`` as ``int64`` keys in the same order (``uint64`` shifted by 2**63)."""
+    """``x`` as ``int64`` values for :func:`drawopt._verify.group_sort` (a ``uint64`` array viewed
+    as ``int64``: the kernel's ``unsigned`` flag restores its order; no copy of either)."""
     if x.dtype == np.uint64:
-        return np.ascontiguousarray(x.view(np.int64) ^ _SIGN)
+        return np.ascontiguousarray(x).view(np.int64)
     return np.ascontiguousarray(x, np.int64)
 
 
@@ -429,12 +464,45 @@ def read_count_diff(name: str, a: int, b: int, across: str = "") -> str:
             + (f" (moved across the write at {across})" if across else ""))
 
 
+@dataclass
+class SeqKeys:
+    """What :func:`compare_records` compares first, of one stream's canonical write sequences
+    (:class:`TargetSeqs`' ``res``, ``kh`` and ``start``): where two streams' are the same,
+    their records are equal and nothing else of the sequences is read."""
+
+    res: np.ndarray
+    kh: np.ndarray
+    start: np.ndarray
+
+    def same_as(self, other: SeqKeys) -> bool:
+        """Whether :func:`compare_records` finds the sequences equal without looking further."""
+        return (self.res.size == other.res.size and np.array_equal(self.res, other.res)
+                and np.array_equal(self.kh, other.kh) and np.array_equal(self.start, other.start))
+
+
 def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = None) -> TargetSeqs:
     """Canonical write sequences of ``R``.
 
     ``written``: ids of the resources either stream writes; ``barriers``: the
     ``ResourceBarrier`` commands that count as epochs (default: all of them).
     """
+    out = _canonical(R, written, barriers, True)
+    assert isinstance(out, TargetSeqs)
+    return out
+
+
+def canonical_keys(R: Records, written: np.ndarray, barriers: np.ndarray | None = None) -> SeqKeys:
+    """The ``res``, ``kh`` and ``start`` of :func:`canonical` (the same arrays), keeping nothing
+    else: each array the rest of the sequences would need goes as soon as it is read (the
+    validator's first comparison; the whole sequences are built only where these differ)."""
+    out = _canonical(R, written, barriers, False)
+    assert isinstance(out, SeqKeys)
+    return out
+
+
+def _canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None, full: bool) -> TargetSeqs | SeqKeys:
+    """:func:`canonical` (``full``) or :func:`canonical_keys`: one computation, the second
+    dropping what it does not return as it goes."""
     if barriers is None:
         barriers = op_index(R.stream).of(_OP["ResourceBarrier"])
     key = R.key
@@ -449,61 +517,78 @@ def canonical(R: Records, written: np.ndarray, barriers: np.ndarray | None = Non
     rk = (rr * _SHIFT + ra)[_res_order(rr)]
     raw_cnt = _before(e_res, e_act, rr, ra)
     rd_bar = _barriers_before(bar_keys, rr, ra, R.a_cmd)
-    w_bar = _barriers_before(bar_keys, R.w_res, R.w_act, R.a_cmd)
-    wpart = _mix_sum(R.w_act, nA, R.w_res, -1, w_bar)
-    hz_raw = _mix_sum(ra, nA, rr, raw_cnt, rd_bar) + wpart
+    wpart = _mix_sum(R.w_act, nA, R.w_res, -1, _barriers_before(bar_keys, R.w_res, R.w_act, R.a_cmd))
+    hz_raw = _mix_sum(ra, nA, rr, raw_cnt, rd_bar)
+    hz_raw += wpart
+    del raw_cnt
     # ------------------------------------------------------------ commuting groups of raw records
-    n = e_rec.size
     # a read of the resource in [prev action, this action] (inclusive) separates them
     e_gid = _group_ids(e_res, e_lab, e_act, rk)
     # inside a commuting group the order is not observable: put its records in a canonical
     # order (by key, then by position for ties) so that merging does not depend on it
     rest = hash_cols([key[:, j] for j in _REST], key.shape[0])
 
-    def sort_keys(i: np.ndarray, e_rec: np.ndarray = e_rec, e_act: np.ndarray = e_act) -> tuple[np.ndarray, ...]:
-        r, a = e_rec[i], e_act[i]
-        return (r, *[key[:, F[f]][r] for f in ("rel", "ninst", "inst", "count", "src_off")], hz_raw[a], rest[r])
+    def sort_keys(i: np.ndarray, e_rec: np.ndarray = e_rec, e_act: np.ndarray = e_act, hz_raw: np.ndarray = hz_raw,
+                  rest: np.ndarray = rest) -> tuple[GroupKey, ...]:
+        r, a = e_rec[i], e_act[i]   # (the record fields are read at r in place, not gathered)
+        return (r, *[(key[:, F[f]], r) for f in ("rel", "ninst", "inst", "count", "src_off")], (hz_raw, a), (rest, r))
 
     moved = _group_order(e_gid, sort_keys)
     del sort_keys
     if moved is not None:
-        i, perm = moved
         for x in (e_res, e_lab, e_rec, e_act, e_gid):
-            x[i] = x[perm]
+            x[moved[0]] = x[moved[1]]
+        del x
+    del moved
     # ------------------------------------------------------------ merge links
     hidx, ninst, count = _merge_runs(R, e_res, e_lab, e_gid, e_rec, e_act, rk, rest, hz_raw)
-    del e_act
+    del e_act, e_lab, rest, hz_raw, rk   # (the arrays of n entries go as soon as they are read)
     m = hidx.size
     first = e_rec[hidx]
-    res, gid = e_res[hidx], e_gid[hidx]
-    del e_res, e_lab, e_gid
-    sh = key[:, F["state"]][first]
+    res = e_res[hidx]
+    del e_res
+    gid = e_gid[hidx]
+    del e_gid
+    if not full:
+        del e_rec, hidx
     # ------------------------------------------------------------ canonical hazards
     f_act = R.r_act[first]
     # entries are in canonical order inside a group: count them in stream order
     can_cnt = _before(res, f_act, rr, ra, sort=True)
-    hz = _mix_sum(ra, nA, rr, can_cnt, rd_bar) + wpart
+    hz = _mix_sum(ra, nA, rr, can_cnt, rd_bar)
+    hz += wpart
+    del wpart
     # ------------------------------------------------------------ key hash and groups
     kc = _kc(key, first, count, ninst, hz, f_act, _kc_prefix(key))
+    del f_act
+    if not full:
+        del count, ninst, hz, can_cnt, ra, rr, rd_bar
+    sh = key[:, F["state"]][first]
     src = _src_of_records(key)[first]
+    if not full:
+        del first
     kh = hash_cols([kc, sh, src], m)
     # multiset groups (the raw commuting groups; a merged run never spans two of them unless
     # both are unlabelled singletons, which then stay separate groups): sort by key hash inside
     # the group (stable: keeps order for ties)
-    moved = _group_order(gid, lambda i, by=(src, sh, kc): tuple(x[i] for x in by))
-    del kc, src, sh, f_act
+    moved = _group_order(gid, lambda i, by=(src, sh, kc): tuple((x, i) for x in by))
+    del kc, src, sh
     start = np.ones(m, bool)
     if m > 1:
         start[1:] = gid[1:] != gid[:-1]   # the order moves entries inside their group only
-    pos_of_run = np.arange(m)
-    if moved is not None:
-        i, perm = moved
-        pos_of_run[perm] = i
-        for x in (res, first, kh, count, ninst):
-            x[i] = x[perm]
+    del gid
+    z = np.zeros(0, np.int64)
+    moved_to, moved_from = moved if moved is not None else (z, z)
+    if not full:
+        for x in (res, kh):
+            x[moved_to] = x[moved_from]
+        return SeqKeys(res=res, kh=kh, start=start)
+    for x in (res, first, kh, count, ninst):
+        x[moved_to] = x[moved_from]
     return TargetSeqs(res=res, first=first, start=start, kh=kh, count=count, ninst=ninst, hz=hz.view(np.int64),
-                      w_bar=w_bar, m_rec=e_rec, key=key, r_act=R.r_act, rd_act=ra, rd_res=rr, rd_cnt=can_cnt,
-                      rd_bar=rd_bar, run_entry=pos_of_run, run_len=np.diff(np.r_[hidx, n]))
+                      bar_keys=bar_keys, w_res=R.w_res, w_act=R.w_act, a_cmd=R.a_cmd, m_rec=e_rec, key=key,
+                      r_act=R.r_act, rd_act=ra, rd_res=rr, rd_cnt=can_cnt, rd_bar=rd_bar, run_head=hidx,
+                      moved_to=moved_to, moved_from=moved_from)
 
 
 def matched_actions(A: Records, B: Records, SA: TargetSeqs,
@@ -641,8 +726,7 @@ def _held_state_diff(A: Records, B: Records, sa: StateAt, sb: StateAt, what: Cal
 
 def compare_records(A: Records, B: Records, SA: TargetSeqs, SB: TargetSeqs) -> Mismatch | None:
     """First difference between the canonical sequences of ``A`` and ``B`` (None: equal)."""
-    if (SA.res.size == SB.res.size and np.array_equal(SA.res, SB.res) and np.array_equal(SA.kh, SB.kh)
-            and np.array_equal(SA.start, SB.start)):
+    if SeqKeys(SA.res, SA.kh, SA.start).same_as(SeqKeys(SB.res, SB.kh, SB.start)):
         return None
     best: tuple[int, int, int] | None = None   # (rank, res, position)
     for r in np.union1d(SA.res, SB.res):

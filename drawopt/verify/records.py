@@ -456,6 +456,7 @@ class _Expander:
             self.observed[p] = cols
             groups.append((self.pipes[p].cid, cols, sel))
         self.a_state = st.hashes(groups, self.vb_override, self.fold)
+        del self.vb_override   # (read by the state hashes only)
 
     # ------------------------------------------------------------------ accesses
     def _accesses(self) -> None:
@@ -887,6 +888,7 @@ class _Expander:
                 self._indirect(m, args, indexed, multi, auto, add, isz)
         sd = self._rows(parts)
         self._deweld(sd)
+        del self.ib_fmt, self.ib_off   # (the sub-draws' index sources are in sd; _frontend reads ib_buf)
         return sd
 
     _ROW_DEFAULTS = {"ord": 0, "kind": -1, "count": -1, "start": 0, "base": 0, "ninst": -1, "sinst": 0, "sym": 0,
@@ -992,6 +994,8 @@ class _Expander:
         return buf, off
 
     def _records(self, sd: dict[str, np.ndarray]) -> None:
+        """The records of the sub-draws ``sd`` (consumed: once the rows are built, ``sd`` keeps
+        only the :data:`_CONTRACT_SD` columns, the ones :meth:`_contract` reads)."""
         s, nA = self.s, self.nA
         drawlike_sd = (sd["kind"] == KD_DRAW) | (sd["kind"] == KD_INDEXED)
         sd["ninst"] = np.where(drawlike_sd & (sd["count"] <= 0), 0, np.maximum(sd["ninst"], 0))
@@ -1031,6 +1035,10 @@ class _Expander:
                              f"handles at most {MAX_RECORDS}")
         key, r_act, r_ord, inst, sub, af, nomerge = _record_rows(
             sd, per, per_inst, array_form, self.a_state, self.a_op, self.act, s.flags, op_index(s).of(_OP["Opaque"]))
+        # from here on the sub-draws are read through _contract only (their sinst and base)
+        del per, per_inst, array_form, sd_pipe, perdraw_pipe, drawlike_sd
+        for f in [f for f in sd if f not in _CONTRACT_SD]:
+            del sd[f]
         R = r_act.size
         kind = key[:, F["kind"]]
         drawlike = (kind == KD_DRAW) | (kind == KD_INDEXED)
@@ -1268,7 +1276,15 @@ class _Expander:
         self._pipelines()
         self._state()
         self._accesses()
-        self._records(self._subdraws())
+        # the filled state columns are dropped between the phases (each reads a few of its own;
+        # a column asked for again is filled again, one merge pass): they are 8 bytes per
+        # action each, and the phases that follow build the largest arrays
+        self.st.release()
+        sd = self._subdraws()
+        self.st.release()
+        self._records(sd)   # (consumes sd)
+        del sd
+        self.st.release()
         self._frontend()
         topo = self.st.value(cid_of(Col.TOPO))
         vpp_lut = np.array([VERTS_PER_PRIM.get(t, 0) for t in TOPOLOGIES] + [0], np.int64)
@@ -1335,6 +1351,10 @@ def _record_rows(sd: dict[str, np.ndarray], per: np.ndarray, per_inst: np.ndarra
     nomerge = (flags[a_cmd[r_act]] & FLAG_NOMERGE) != 0
     return key, r_act, rep(sd["ord"]), inst, sub, rep(array_form), nomerge
 
+
+_CONTRACT_SD = ("sinst", "base")
+"""The sub-draw columns :meth:`_Expander._contract` reads (the others are dropped once the
+record rows are built)."""
 
 _CONTRACT_FIELDS = ("contract", "layout_none", "lift", "lift_all")
 """The fields of a pipeline form that :meth:`_Expander._contract` reads for an array clause

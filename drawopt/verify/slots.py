@@ -313,18 +313,30 @@ class StateAt:
     (non-negative, or a sentinel of :mod:`.model`), :meth:`source` the command that
     gave it (-1 if none). ``col`` maps a column id to its position. Each column is
     filled in from its events when first asked for (most consumers read a few
-    columns, and the source of fewer), then kept.
+    columns, and the source of fewer), then kept until :meth:`release`, which may drop
+    the events too (where ``rebuild`` can give them again: :func:`track`'s StateAt).
     """
 
     def __init__(self, queries: np.ndarray, cols: list[int], events: dict[int, tuple[np.ndarray, np.ndarray]],
-                 before: dict[int, int] | None = None) -> None:
+                 before: dict[int, int] | None = None,
+                 rebuild: Callable[[], dict[int, tuple[np.ndarray, np.ndarray]]] | None = None) -> None:
         self.queries, self.cols = queries, cols
         self.col = {c: j for j, c in enumerate(cols)}
-        self._events = events
+        self._events: dict[int, tuple[np.ndarray, np.ndarray]] | None = events
+        self._rebuild = rebuild
+        """Gives the events again (the same ones) once :meth:`release` dropped them; None: they are kept."""
         self._before = before or {}
         self._val: dict[int, np.ndarray] = {}
         self._src: dict[int, np.ndarray] = {}
         self._at: dict[int, np.ndarray] = {}
+
+    @property
+    def _ev(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """The columns' events (built again where :meth:`release` dropped them)."""
+        if self._events is None:
+            assert self._rebuild is not None
+            self._events = self._rebuild()
+        return self._events
 
     def value(self, c: int) -> np.ndarray:
         v = self._val.get(c)
@@ -332,7 +344,7 @@ class StateAt:
             if c not in self.col:
                 v = self._val[c] = np.full(self.queries.size, NEVER, np.int64)   # never set
                 return v
-            ei, ev = self._events[c]
+            ei, ev = self._ev[c]
             v = self._val[c] = fill_at(ei, ev, self.queries, self._before.get(c, NEVER))
         return v
 
@@ -342,7 +354,7 @@ class StateAt:
             if c not in self.col:
                 w = self._src[c] = np.full(self.queries.size, -1, np.int64)
                 return w
-            ei = self._events[c][0]
+            ei = self._ev[c][0]
             w = self._src[c] = fill_at(ei, ei, self.queries, -1)
         return w
 
@@ -355,7 +367,7 @@ class StateAt:
             return v[idx]
         if c not in self.col:
             return np.full(idx.size, NEVER, np.int64)
-        ei, ev = self._events[c]
+        ei, ev = self._ev[c]
         return fill_at(ei, ev, self.queries[idx], self._before.get(c, NEVER))
 
     def source_at(self, c: int, idx: np.ndarray) -> np.ndarray:
@@ -365,7 +377,7 @@ class StateAt:
             return w[idx]
         if c not in self.col:
             return np.full(idx.size, -1, np.int64)
-        ei = self._events[c][0]
+        ei = self._ev[c][0]
         return fill_at(ei, ei, self.queries[idx], -1)
 
     def events(self, c: int) -> tuple[np.ndarray, np.ndarray]:
@@ -373,7 +385,7 @@ class StateAt:
         if c not in self.col:
             z = np.zeros(0, np.int64)
             return z, z
-        return self._events[c]
+        return self._ev[c]
 
     def event_index(self, c: int) -> np.ndarray:
         """Per query: the position in :meth:`events` of the event that gave column ``c`` its
@@ -396,7 +408,7 @@ class StateAt:
         before = NEVER if other is None else other
         if c not in self.col:
             return np.full(self.queries.size, before, np.int64)
-        ei, ev = self._events[c]
+        ei, ev = self._ev[c]
         held = ev >= 0
         mapped = np.empty(ei.size + 1, np.int64)   # [0]: before the first event
         mapped[0] = before
@@ -424,8 +436,8 @@ class StateAt:
             return out
         C = len(self.cols)
         z = np.zeros(0, np.int64)
-        ats = [self._events[c][0] for c in self.cols] + [z]   # the last: a column never set
-        vals = [self._events[c][1] for c in self.cols] + [z]
+        ats = [self._ev[c][0] for c in self.cols] + [z]   # the last: a column never set
+        vals = [self._ev[c][1] for c in self.cols] + [z]
         col_off = np.zeros(C + 2, np.int64)
         np.cumsum([a.size for a in ats], out=col_off[1:])
         before = np.array([self._before.get(c, NEVER) for c in self.cols] + [NEVER], np.int64)
@@ -450,11 +462,15 @@ class StateAt:
                            *fold, SEED)
         return h.view(np.int64)
 
-    def release(self) -> None:
-        """Drop the filled columns (they are filled again if asked for)."""
+    def release(self, events: bool = False) -> None:
+        """Drop the filled columns (they are filled again if asked for); ``events``: the columns'
+        events too, where they can be built again (:func:`track`'s can: the same events, by the
+        same tracking, when a column is next asked for)."""
         self._val.clear()
         self._src.clear()
         self._at.clear()
+        if events and self._rebuild is not None:
+            self._events = None
 
 
 def fill_at(ev_at: np.ndarray, ev_val: np.ndarray, q: np.ndarray, before: int, pure: bool | None = None) -> np.ndarray:
@@ -599,7 +615,13 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
             parts_i.append(at)
             parts_v.append(np.full(at.size, code, np.int64))
         events[c] = _merge_events([(i, v) for i, v in zip(parts_i, parts_v) if i.size])
-    return StateAt(queries, list(universe), events, {cid_of(Col.AF): header_af})
+
+    def rebuild() -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """The events again: the tracking is a function of its arguments (the stale values' ids
+        are the canon's, given the first time)."""
+        return track(s, canon, cmap, universe, queries)._ev
+
+    return StateAt(queries, list(universe), events, {cid_of(Col.AF): header_af}, rebuild)
 
 
 def _stale_after_unknown(setters: dict[int, tuple[np.ndarray, np.ndarray]], universe: list[int], opq: np.ndarray,
@@ -664,8 +686,19 @@ def _merge_events(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarra
     rest_v = np.concatenate([v for _, v in parts[1:]])
     o = np.argsort(rest_i, kind="stable")
     rest_i, rest_v = rest_i[o], rest_v[o]
-    pos = np.searchsorted(head_i, rest_i, side="right")
-    return np.insert(head_i, pos, rest_i), np.insert(head_v, pos, rest_v)
+    # np.insert(head, searchsorted(head_i, rest_i, "right"), rest) of both columns, with the
+    # positions worked out once: the later parts' events go after the head's at one command
+    at = np.searchsorted(head_i, rest_i, side="right")
+    at += np.arange(at.size, dtype=at.dtype)
+    head = np.ones(head_i.size + at.size, bool)
+    head[at] = False
+    out = []
+    for h, r in ((head_i, rest_i), (head_v, rest_v)):
+        x = np.empty(head.size, h.dtype)   # (np.insert's: the values take the array's type)
+        x[at] = r
+        x[head] = h
+        out.append(x)
+    return out[0], out[1]
 
 
 def _heaps_value(s: Stream, idx: np.ndarray, cmap: np.ndarray) -> np.ndarray:
