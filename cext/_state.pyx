@@ -45,7 +45,7 @@ from libc.string cimport memcpy
 cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
     void __builtin_prefetch(const void*) nogil
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint16_t, uint64_t
 
 __all__ = ["scan", "fill_chains", "hash_rows", "intern_rows", "observer_rows", "intern_observers",
            "observed_setters", "const_writes", "chain_values", "command_values",
@@ -687,11 +687,7 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
     R.check(ix)
     if ix.shape[0] >= (1 << 31) - 1:
         raise ValueError("too many observers")
-    # the rows are int32: every value id (and marker) must fit
-    if R.cval.shape[0] and (np.max(R.cval) >= (1 << 31) - 1 or np.min(R.cval) < -(1 << 31)):
-        raise ValueError("a value id does not fit in 32 bits")
-    if R.ns and (np.max(R.init_val) >= (1 << 31) - 1 or np.min(R.init_val) < -(1 << 31)):
-        raise ValueError("a value id does not fit in 32 bits")
+    # the rows are int32: the markers, and every value id read into a row (checked where it is read), must fit
     if masked != <int32_t>masked or unknown_marker != <int32_t>unknown_marker:
         raise ValueError("the markers do not fit in 32 bits")
     cdef Py_ssize_t i, j, k = ix.shape[0], ns = R.ns, nu = 0
@@ -771,6 +767,9 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
                             flag = -1
                             break
                         v = R.cval[st] if st >= 0 else R.init_val[s]
+                        if v != <int32_t>v or v == INT32_MAX:   # (as the pure twin: below 2**31 - 1)
+                            flag = -2
+                            break
                     if po >= 0:
                         if v == cur[s]:
                             continue
@@ -833,6 +832,8 @@ def intern_observers(setter, unknown, cval, init_val, readbits, epoch, partial, 
                     npk += 1
                 pv[nu] = u
             nu += 1
+    if flag == -2:
+        raise ValueError("a value id does not fit in 32 bits")
     if flag < 0:
         raise IndexError("a setter is outside cval")
     # the distinct rows as arrays of their own: a view would keep every observer's room alive

@@ -550,12 +550,10 @@ class _Builder:
                                 _INHERITED_DEPTH if depth == inh_d_key else decls[depth].name)
             wcls = self.lab(lab, "w")
             acc = [(t, wcls) for t in targets]
-            if depth is not None and pi is None:
+            if depth is not None:
                 # no usable pipeline (none set, or one of the other kind): what it does to the depth
                 # target is unknown, so it writes it (as the verifier's records have it)
-                acc.append((depth, wcls))
-            elif depth is not None and pi is not None:
-                if pi.depth_write:
+                if pi is None or pi.depth_write:
                     acc.append((depth, wcls))
                 elif pi.depth_test:
                     acc.append((depth, 0))

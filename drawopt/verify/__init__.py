@@ -26,6 +26,7 @@ from __future__ import annotations
 
 __all__ = ["VerifyResult", "verify", "REORDER_POLICIES"]
 
+import functools
 import sys
 import time
 import types
@@ -167,12 +168,10 @@ def _verify(original: Stream, optimized: Stream, reorder: str) -> VerifyResult:
     # which only a difference or a kept front-end violation reads, are built when asked for
     ka = canonical_keys(RA, written)
     kb = canonical_keys(RB, written, b_barriers)
-    seqs: list[tuple[TargetSeqs, TargetSeqs]] = []
 
+    @functools.cache
     def full() -> tuple[TargetSeqs, TargetSeqs]:
-        if not seqs:
-            seqs.append((canonical(RA, written), canonical(RB, written, b_barriers)))
-        return seqs[0]
+        return canonical(RA, written), canonical(RB, written, b_barriers)
 
     m = None if ka.same_as(kb) else compare_records(RA, RB, *full())
     stats = {"records": [int(RA.r_act.size), int(RB.r_act.size)],
@@ -184,14 +183,12 @@ def _verify(original: Stream, optimized: Stream, reorder: str) -> VerifyResult:
     m = exit_state_diff(RA, RB) or opaque_state_diff(RA, RB)
     if m is not None:
         return _fail(a, b, m.reason, m.cmd_a, m.cmd_b, **m.details, stats=stats)
-    matched: list[Callable[[int], list[np.ndarray] | None]] = []
 
-    def matched_of(b: int) -> list[np.ndarray] | None:
-        if not matched:
-            matched.append(matched_actions(RA, RB, *full()))
-        return matched[0](b)
+    @functools.cache
+    def matcher() -> Callable[[int], list[np.ndarray] | None]:
+        return matched_actions(RA, RB, *full())
 
-    v = first_new_uncovered_read(va, vb, matched_of)
+    v = first_new_uncovered_read(va, vb, lambda b: matcher()(b))
     if v is not None:
         return _fail(a, b, v.message, None, v.cmd, kind="rule", **v.details, stats=stats)
     return VerifyResult(True, None, None, None, None, None, {"stats": stats,
