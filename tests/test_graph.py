@@ -823,6 +823,21 @@ def test_hazard_graph_within_on_random_streams(s: Stream, data) -> None:
             _same_within(s, pol, start, stop)
 
 
+def test_hazard_graph_within_takes_the_whole_node_at_the_range_end() -> None:
+    """A range that ends inside a node: the draw after the partial flush has no access of its
+    own, but the indirect draw after it (outside the range) joins its node and orders that node
+    after the flush in the whole graph. The range's graph is built on to the node's end, so the
+    draw is after the flush there too (it had no edge: found by the random-stream test)."""
+    from drawopt.analysis.graph import hazard_graph_within
+    g, s = G("OMSetRenderTargets\nGpuSendPipelinedEvent CS_PARTIAL_FLUSH\nDrawInstanced 3 1 0 0\n"
+             "DrawInstancedIndirect args 0\n")
+    [h] = hazard_graph_within(s, "none", [(0, 3)])
+    assert h.graph["stop"] == 4 and node_of_command(h).tolist() == [0, 0, 1, 1]
+    assert list(zip(h.eu.tolist(), h.ev.tolist())) == [(0, 1)]
+    for pol in ("none", "declared", "opaque"):
+        _same_within(s, pol, 0, 3)
+
+
 def test_hazard_graph_within_needs_the_context(monkeypatch) -> None:
     """Three dispatches write the front end's data (one commuting group, larger than the cap), then
     three order-independent indirect draws read it: the later two get their edge from the first

@@ -1668,7 +1668,7 @@ def hazard_graph_within(stream: Stream, reorder: str, ranges: list[tuple[int, in
         return []
     stops = [_check_range(stream, reorder, a, b) for a, b in ranges]
     top = max(stops)
-    cats = stream.cats()[:top]
+    cats = stream.cats()
     ns = np.flatnonzero(cats != int(Cat.STATE))  # the command ending each segment
     kind = _KIND_TABLE[cats[ns]]
     brk = np.r_[True, (kind[1:] != kind[:-1]) | _IS_SOLO_KIND[kind[1:]]]
@@ -1678,25 +1678,52 @@ def hazard_graph_within(stream: Stream, reorder: str, ranges: list[tuple[int, in
     for (start, _), stop in zip(ranges, stops):
         j0 = int(np.searchsorted(ns, start))  # the segment holding ``start``
         anchor = int(np.flatnonzero(brk[:j0 + 1])[-1]) if j0 < ns.size and start < stop else 0
-        h = prefix
-        for margin in (*_CONTEXT_MARGINS, None) if prefix is None else ():
-            j = 0 if margin is None or anchor <= margin else anchor - margin
-            a = int(ns[j - 1]) + 1 if j > 0 else 0
-            # the whole prefix: up to the last range's end, for every later range that needs it too
-            b = _Builder(stream, reorder, a, stop if j > 0 else top, state_edges=False,
-                         context_from=anchor - j if j > 0 else None)
-            if first is None:
-                first = _Builder(stream, reorder, 0, top, state_edges=False)
-            b.share(first)
-            got = b.arrays()
-            if not b.inexact:
-                h = _hazard_graph_of(b, got, {"reorder": reorder, "start": a, "stop": b.stop,
-                                              "commands": len(stream)})
-                if j == 0:
-                    prefix = h
+        step = 1
+        while True:
+            h = prefix
+            for margin in (*_CONTEXT_MARGINS, None) if prefix is None else ():
+                j = 0 if margin is None or anchor <= margin else anchor - margin
+                a = int(ns[j - 1]) + 1 if j > 0 else 0
+                # the whole prefix: up to the last range's end, for every later range that needs it too
+                b = _Builder(stream, reorder, a, stop if j > 0 else top, state_edges=False,
+                             context_from=anchor - j if j > 0 else None)
+                if first is None:
+                    first = _Builder(stream, reorder, 0, top, state_edges=False)
+                b.share(first)
+                got = b.arrays()
+                if not b.inexact:
+                    h = _hazard_graph_of(b, got, {"reorder": reorder, "start": a, "stop": b.stop,
+                                                  "commands": len(stream)})
+                    if j == 0:
+                        prefix = h
+                    break
+            assert h is not None  # (the whole prefix is always exact)
+            nxt = _open_node_end(h, start, stop, ns, brk, step)
+            if nxt is None:
                 break
+            # the node holding ``stop - 1`` may go on past the graph's end (commands there would give
+            # it more edges in the whole graph): build further, a few more segments each time
+            stop, step = nxt, 2 * step
+            if stop > top:
+                top, first, prefix = stop, None, None
         out.append(h)
     return out
+
+
+def _open_node_end(h: HazardGraph, start: int, stop: int, ns: np.ndarray, brk: np.ndarray, step: int) -> int | None:
+    """For :func:`hazard_graph_within`: None when graph ``h`` has the whole node holding command
+    ``stop - 1`` (or the range ``start .. stop-1`` is empty; a later node follows it in ``h``, or ``h`` ends where the stream does or where a
+    node certainly ends: the next segment changes kind or stands alone); else the end of the
+    ``step`` segments after ``h``'s end, to build to instead (the whole graph gives that node the
+    edges of all its commands, those after ``stop`` too)."""
+    end = int(h.graph["stop"])
+    jb = int(np.searchsorted(ns, end))  # the first segment after the graph
+    if stop <= start or jb >= ns.size or brk[jb]:
+        return None
+    k = int(np.searchsorted(h.last, stop - 1))  # the node holding ``stop - 1`` (nodes in order)
+    if k + 1 < h.number_of_nodes():
+        return None
+    return int(ns[min(jb + step, ns.size) - 1]) + 1
 
 
 def _hazard_graph_of(b: _Builder, got: tuple[np.ndarray, ...] | None, attrs: dict[str, Any]) -> HazardGraph:
