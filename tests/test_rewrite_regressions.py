@@ -220,29 +220,60 @@ DrawInstancedIndirect buf4 0
     assert r.equivalent, r.reason
 
 
-# ---------------------------------------------------------------- found, not fixed yet (strict xfail:
-# the fix turns it into a failure that says to drop the mark). The pass manager rolls the pass back,
-# so no user sees a wrong output; it is a missed rewrite.
-
-@pytest.mark.xfail(strict=True, reason="verifier false rejection: a root-constant word past the parameter's "
-                                       "count is held across a root signature set after an Opaque (session 12)")
-def test_dedupe_drops_a_constant_word_the_next_root_signature_does_not_have() -> None:
-    """After an Opaque command, word 62 of compute root parameter 0 is set, then ``rs8_a`` (whose
-    parameter 0 has one constant) is set as the compute root signature. Whether or not the unknown
-    signature was ``rs8_a``, word 62 does not exist under it, so dedupe-state drops the set; the
-    state oracle agrees. The verifier holds the word as "set before the signature, or undefined"
-    at the next Opaque and rejects the removal."""
-    from drawopt.analysis.state import compare_effective_state
-    text = """drawopt 1 context=graphics kind=list fast_semantics=off auto_gpu_flush=off
+_ROOT_WORD = """drawopt 1 context=graphics kind={kind} fast_semantics=off auto_gpu_flush=off
 rootsig rs8_a constants(1) table(srv,1) table(srv,1,srv,1,srv,1)
-Opaque "ClearState" @nomerge
-SetComputeRoot32BitConstants 0 1 0 dest=62 @nomerge
-SetComputeRootSignature rs8_a @nomerge
-SetComputeRoot32BitConstants 0 1 0 @nomerge
-Opaque "ClearState" @nomerge
-"""
-    s, out, pm = _run(text, "dedupe-state", target="d3d12")
+{before}Set{ctx}Root32BitConstants 0 1 0 dest={dest} @nomerge
+Set{ctx}RootSignature rs8_a @nomerge
+Set{ctx}Root32BitConstants 0 1 0 @nomerge
+{after}"""
+
+
+def _root_word(ctx: str, dest: int, kind: str = "list") -> str:
+    """A root-constant word ``dest`` of parameter 0 set where the root signature is unknown (after
+    an Opaque command in a list, at a bundle's start), then ``rs8_a`` set (parameter 0: one
+    constant), word 0 set, and the state observed (an Opaque; a bundle's exit)."""
+    opq = 'Opaque "ClearState" @nomerge\n'
+    return _ROOT_WORD.format(kind=kind, ctx=ctx, dest=dest, before=opq if kind == "list" else "",
+                             after=opq if kind == "list" else "")
+
+
+@pytest.mark.parametrize("kind", ["list", "bundle"])
+@pytest.mark.parametrize("ctx", ["Compute", "Graphics"])
+def test_dedupe_drops_a_constant_word_the_next_root_signature_does_not_have(ctx: str, kind: str) -> None:
+    """Word 62 of parameter 0 does not exist under ``rs8_a``, whichever signature was unknown
+    before it, so dedupe-state drops its set and the state oracle agrees. The verifier held the
+    word as "set before the signature, or undefined" at the Opaque / the bundle's exit and rejected
+    the removal (a missed rewrite, rolled back; found by a property hunt in session 12); a word the
+    new layout lacks is now undefined from the signature on, in both streams."""
+    from drawopt.analysis.state import compare_effective_state
+    s, out, pm = _run(_root_word(ctx, 62, kind), "dedupe-state", target="d3d12")
     assert len(out) == len(s) - 1
     assert compare_effective_state(s, out, refine=True) is None
     r = verify(s, out)
     assert r.equivalent, r.reason
+
+
+def _held_word(ctx: str, dest: int, kind: str, keep_set: bool, after: bool = False) -> str:
+    """Word ``dest`` of parameter 0 set to 7 where the root signature is unknown (``after``: once
+    ``rs8_a`` is set), ``rs8_a`` set and the state observed; ``keep_set=False``: the same without
+    that set (a mutant)."""
+    opq = 'Opaque "ClearState" @nomerge\n' if kind == "list" else ""
+    word = f"Set{ctx}Root32BitConstants 0 1 7 dest={dest} @nomerge\n" if keep_set else ""
+    sig = f"Set{ctx}RootSignature rs8_a @nomerge\n"
+    return (f"drawopt 1 context=graphics kind={kind} fast_semantics=off auto_gpu_flush=off\n"
+            f"rootsig rs8_a constants(1) table(srv,1) table(srv,1,srv,1,srv,1)\n"
+            f"{opq}{sig + word if after else word + sig}{opq}")
+
+
+@pytest.mark.parametrize("kind", ["list", "bundle"])
+@pytest.mark.parametrize("ctx", ["Compute", "Graphics"])
+def test_verify_holds_a_word_the_next_root_signature_has(ctx: str, kind: str) -> None:
+    """The mutant that shows the change above keeps what it must: word 0 (inside parameter 0's one
+    constant) set where the signature is unknown is held at the Opaque / the bundle's exit ("7, or
+    undefined": the unknown signature may have been ``rs8_a``), so dropping its set is rejected.
+    Word 1 (past the count) and word 62 are not held: dropping their set is accepted. Set once the
+    signature is known (an out-of-layout set, which the state oracle observes), word 62 is compared."""
+    for dest, after, held in ((0, False, True), (1, False, False), (62, False, False), (62, True, True)):
+        s = loads(_held_word(ctx, dest, kind, True, after), file="<in>")
+        cut = loads(_held_word(ctx, dest, kind, False, after), file="<out>")
+        assert verify(s, cut).equivalent is not held, (dest, after, verify(s, cut).reason)

@@ -38,11 +38,12 @@ import numpy as np
 
 from drawopt._accel import load_cext
 from drawopt.ir.arrayset import unique
+from drawopt.ir.decls import RootSig
 from drawopt.ir.ops import BY_NAME, Op
 from drawopt.verify._hash import SEED, hash_cols
 from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, STALE_BASE, X_RESET
 from drawopt.verify.records import KD_DRAW, KD_INDEXED, KEY_FIELDS, F, Records, norm, ragged
-from drawopt.verify.slots import Col, StateAt, cid_of, col_name, op_index, track
+from drawopt.verify.slots import ROOT_ARG_SIGNATURE, Col, StateAt, absent_from, cid_of, col_name, op_index, track
 
 _SHIFT = np.int64(1) << np.int64(40)
 _OP = {n: BY_NAME[n].code for n in BY_NAME}
@@ -695,12 +696,26 @@ def opaque_state_diff(A: Records, B: Records) -> Mismatch | None:
 
 def _held_state_diff(A: Records, B: Records, sa: StateAt, sb: StateAt, what: Callable[[int], str], why: str,
                      field: str, at_a: np.ndarray | None = None, at_b: np.ndarray | None = None) -> Mismatch | None:
-    """The first (query, column) where ``sb`` holds other than ``sa`` and ``sa``'s value is not undefined."""
+    """The first (query, column) where ``sb`` holds other than ``sa`` and ``sa``'s value is not
+    undefined. A root argument ``sa`` holds as "set before the root signature, or undefined"
+    (set where the signature was unknown) and ``sb`` as not set since is not compared where the
+    layout of ``sa``'s (known) root signature lacks it (:func:`~drawopt.verify.slots.absent_from`).
+    One set under the known signature is compared (the state oracle has it observed)."""
     free = np.array(_free_values(A), np.int64)
+    sigs = {int(A.cmap[i]): d for i, d in enumerate(A.stream.decls.items) if isinstance(d, RootSig)}
     first: tuple[int, int] | None = None
     for c in sa.cols:
         ra, rb = sa.value(c), sb.value(c)
         bad = np.flatnonzero((ra != rb) & ~np.isin(ra, free))   # B losing what A keeps is a difference
+        sig_col = ROOT_ARG_SIGNATURE.get(Col(c >> 20))
+        held = bad[(ra[bad] <= STALE_BASE) & (rb[bad] < 0)] if sig_col is not None else bad[:0]
+        if held.size and cid_of(sig_col) in sa.cols:
+            # "set before the root signature, or undefined" (the signature was unknown there) in A,
+            # not set since in B, and the layout of the (known) root signature in force lacks it:
+            # nothing can read it under that signature, and setting another makes it undefined
+            in_force = sa.value(cid_of(sig_col))[held].tolist()
+            gone = held[[v in sigs and absent_from(sigs[v], c) for v in in_force]]
+            bad = np.setdiff1d(bad, gone, assume_unique=True)
         if bad.size and (first is None or int(bad[0]) < first[0]):
             first = (int(bad[0]), c)
             if first[0] == 0:

@@ -624,6 +624,35 @@ def track(s: Stream, canon: Canon, cmap: np.ndarray, universe: list[int], querie
     return StateAt(queries, list(universe), events, {cid_of(Col.AF): header_af}, rebuild)
 
 
+ROOT_ARG_SIGNATURE = {Col.TG: Col.RSG, Col.CG: Col.RSG, Col.VG: Col.RSG, Col.TC: Col.RSC, Col.CC: Col.RSC}
+"""The root-argument families (tables, constant words, root views) and the root signature column
+whose layout holds them."""
+
+
+def absent_from(rs: RootSig, c: int) -> bool:
+    """Whether root-argument column ``c`` (a table, root view or constant word) names nothing in
+    root signature ``rs``'s layout: no such parameter, a parameter of another kind, or a word past
+    its constants' count.
+
+    >>> from drawopt.ir.decls import RootParam
+    >>> rs = RootSig("r", (RootParam("constants", count=1), RootParam("table", ranges=(("srv", 1),))))
+    >>> [absent_from(rs, cid_of(Col.CC, w)) for w in (0, 1, 62)], absent_from(rs, cid_of(Col.TC, 1))
+    ([False, True, True], False)
+    >>> absent_from(rs, cid_of(Col.TC, 0)), absent_from(rs, cid_of(Col.VG, 1)), absent_from(rs, cid_of(Col.CG, 64))
+    (True, True, True)
+    """
+    fam, key = Col(c >> 20), c & 0xFFFFF
+    q = key // 64 if fam in (Col.CG, Col.CC) else key
+    if q >= len(rs.params):
+        return True
+    p = rs.params[q]
+    if fam in (Col.CG, Col.CC):
+        return p.kind != "constants" or key % 64 >= p.count
+    if fam in (Col.TG, Col.TC):
+        return p.kind != "table"
+    return p.kind not in ("cbv", "srv", "uav")
+
+
 def _stale_after_unknown(setters: dict[int, tuple[np.ndarray, np.ndarray]], universe: list[int], opq: np.ndarray,
                          canon: Canon, resets: dict[int, list[tuple[np.ndarray, Any]]], bundle: bool) -> None:
     """Root arguments set before a root signature (tables: descriptor heaps) whose previous value
