@@ -1201,6 +1201,60 @@ def _content_ids(sa: Any, a: Stream, sb: Any, b: Stream) -> tuple[np.ndarray, np
     return out[0], out[1]
 
 
+def _new_order(stream: Stream, table: StateTable, am: AnalysisManager, draws: np.ndarray, seg: np.ndarray,
+               starts: np.ndarray, ends: np.ndarray, free: np.ndarray, multi: np.ndarray,
+               report: dict[str, Any]) -> np.ndarray:
+    """The new order of the draws (indices into ``draws``): the draws of each part of a free segment
+    by their sort keys, list-scheduled where the part has constraints; every other draw in place.
+    Sets ``report["parts"]``. (A function of its own: its draw facts, units and keys, ~150 MB at 1M
+    draws, are gone before schedule tracks its output.)"""
+    new = np.arange(draws.size)
+    facts = draw_facts(stream, table)
+    if multi.any():
+        # only the segments that are not chains can reorder: the graph of their commands, their
+        # units and parts (every other draw is a part of its own: a chain's draws are cuts)
+        tdraw, unit, edges = _free_units(stream, am.reorder, draws, seg, starts[free], ends[free])
+        tseg = seg[tdraw]
+        tpart = draw_parts(unit, edges, tseg)
+        new_part = np.ones(draws.size, bool)  # where a part starts
+        new_part[tdraw] = np.r_[True, (tpart[1:] != tpart[:-1]) | (tseg[1:] != tseg[:-1])]
+        part = np.cumsum(new_part) - 1
+        sticky: list[np.ndarray] = []  # call classes, pipelines: found when a part needs them
+        upart = np.zeros(int(unit.max()) + 1, np.int64)
+        upart[unit] = part[tdraw]
+        e_part = upart[edges[:, 0]]
+        keep = e_part == upart[edges[:, 1]]
+        edges, e_part = edges[keep], e_part[keep]
+        eo = np.argsort(e_part, kind="stable")
+        edges, e_part = edges[eo], e_part[eo]
+        gunit = np.full(draws.size, -1, np.int64)  # the unit of every draw of a free segment
+        gunit[tdraw] = unit
+        pb = np.flatnonzero(np.diff(part)) + 1
+        p_start, p_end = np.r_[0, pb], np.r_[pb, draws.size]
+        big = p_end - p_start > 1
+        report["parts"] = int(big.sum())
+        # the sort key orders the draws of a part among themselves: only those of parts of
+        # more than one draw are ranked
+        rank = sort_keys(stream, table, facts, need=np.repeat(big, p_end - p_start))
+        # every part in rank order, in one sort (the part, then the rank, packed into one key:
+        # ranks are unique and < D): the order of a part without internal edges
+        grp = np.repeat(np.arange(p_start.shape[0], dtype=np.int64), p_end - p_start)
+        new = np.argsort(grp * draws.size + rank, kind="stable")
+        lo_e = np.searchsorted(e_part, part[p_start], "left")
+        hi_e = np.searchsorted(e_part, part[p_start], "right")
+        listed = np.flatnonzero(big & (hi_e > lo_e))  # the parts with edges: list-scheduled
+        for a, b, le0, he0 in zip(p_start[listed].tolist(), p_end[listed].tolist(), lo_e[listed].tolist(),
+                                  hi_e[listed].tolist()):
+            u = gunit[a:b]
+            uniq, uloc = np.unique(u, return_inverse=True)
+            le = np.searchsorted(uniq, edges[le0:he0])
+            if not sticky:
+                sticky = [call_classes(facts, mdi=bool(get_target(am.target).mdi)), facts.pipe]
+            local = schedule_order(rank[a:b], uloc.reshape(-1), le, [g[a:b] for g in sticky])
+            new[a:b] = a + local
+    return new
+
+
 @dataclass(frozen=True)
 class SchedulePass(Pass):
     """Group draws by state within the dependency graph (see the module docstring).
@@ -1224,7 +1278,6 @@ class SchedulePass(Pass):
             return PassResult.unchanged(stream, **report)
         pipe, pinned = _draw_pipes(stream, table)
         seg = draw_segments(stream, SimpleNamespace(cmd=draws, pipe=pipe, pinned=pinned))  # type: ignore[arg-type]
-        new = np.arange(draws.size)
         bounds = np.flatnonzero(np.diff(seg)) + 1
         starts = np.r_[0, bounds]
         ends = np.r_[bounds, draws.size]
@@ -1236,49 +1289,7 @@ class SchedulePass(Pass):
             # and no dependency graph is needed to find that out
             report["parts"] = 0
             return PassResult.unchanged(stream, **report)
-        facts = draw_facts(stream, table)
-        if multi.any():
-            # only the segments that are not chains can reorder: the graph of their commands, their
-            # units and parts (every other draw is a part of its own: a chain's draws are cuts)
-            tdraw, unit, edges = _free_units(stream, am.reorder, draws, seg, starts[free], ends[free])
-            tseg = seg[tdraw]
-            tpart = draw_parts(unit, edges, tseg)
-            new_part = np.ones(draws.size, bool)  # where a part starts
-            new_part[tdraw] = np.r_[True, (tpart[1:] != tpart[:-1]) | (tseg[1:] != tseg[:-1])]
-            part = np.cumsum(new_part) - 1
-            sticky: list[np.ndarray] = []  # call classes, pipelines: found when a part needs them
-            upart = np.zeros(int(unit.max()) + 1, np.int64)
-            upart[unit] = part[tdraw]
-            e_part = upart[edges[:, 0]]
-            keep = e_part == upart[edges[:, 1]]
-            edges, e_part = edges[keep], e_part[keep]
-            eo = np.argsort(e_part, kind="stable")
-            edges, e_part = edges[eo], e_part[eo]
-            gunit = np.full(draws.size, -1, np.int64)  # the unit of every draw of a free segment
-            gunit[tdraw] = unit
-            pb = np.flatnonzero(np.diff(part)) + 1
-            p_start, p_end = np.r_[0, pb], np.r_[pb, draws.size]
-            big = p_end - p_start > 1
-            report["parts"] = int(big.sum())
-            # the sort key orders the draws of a part among themselves: only those of parts of
-            # more than one draw are ranked
-            rank = sort_keys(stream, table, facts, need=np.repeat(big, p_end - p_start))
-            # every part in rank order, in one sort (the part, then the rank, packed into one key:
-            # ranks are unique and < D): the order of a part without internal edges
-            grp = np.repeat(np.arange(p_start.shape[0], dtype=np.int64), p_end - p_start)
-            new = np.argsort(grp * draws.size + rank, kind="stable")
-            lo_e = np.searchsorted(e_part, part[p_start], "left")
-            hi_e = np.searchsorted(e_part, part[p_start], "right")
-            listed = np.flatnonzero(big & (hi_e > lo_e))  # the parts with edges: list-scheduled
-            for a, b, le0, he0 in zip(p_start[listed].tolist(), p_end[listed].tolist(), lo_e[listed].tolist(),
-                                      hi_e[listed].tolist()):
-                u = gunit[a:b]
-                uniq, uloc = np.unique(u, return_inverse=True)
-                le = np.searchsorted(uniq, edges[le0:he0])
-                if not sticky:
-                    sticky = [call_classes(facts, mdi=bool(get_target(am.target).mdi)), facts.pipe]
-                local = schedule_order(rank[a:b], uloc.reshape(-1), le, [g[a:b] for g in sticky])
-                new[a:b] = a + local
+        new = _new_order(stream, table, am, draws, seg, starts, ends, free, multi, report)
         moved = int(np.count_nonzero(new != np.arange(draws.size)))
         report["moved"] = moved
         if moved == 0:

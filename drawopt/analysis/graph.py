@@ -1712,10 +1712,11 @@ def hazard_graph_within(stream: Stream, reorder: str, ranges: list[tuple[int, in
 
 def _open_node_end(h: HazardGraph, start: int, stop: int, ns: np.ndarray, brk: np.ndarray, step: int) -> int | None:
     """For :func:`hazard_graph_within`: None when graph ``h`` has the whole node holding command
-    ``stop - 1`` (or the range ``start .. stop-1`` is empty; a later node follows it in ``h``, or ``h`` ends where the stream does or where a
-    node certainly ends: the next segment changes kind or stands alone); else the end of the
-    ``step`` segments after ``h``'s end, to build to instead (the whole graph gives that node the
-    edges of all its commands, those after ``stop`` too)."""
+    ``stop - 1`` (a later node follows it in ``h``, or ``h`` ends where the stream does or where a
+    node certainly ends: the next segment changes kind or stands alone), or the range
+    ``start .. stop-1`` is empty; else the end of the ``step`` segments after ``h``'s end, to build
+    to instead (the whole graph gives that node the edges of all its commands, those after
+    ``stop`` too)."""
     end = int(h.graph["stop"])
     jb = int(np.searchsorted(ns, end))  # the first segment after the graph
     if stop <= start or jb >= ns.size or brk[jb]:
