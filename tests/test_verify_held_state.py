@@ -315,3 +315,80 @@ def test_the_blend_factor_is_observed_only_by_pipelines_that_blend() -> None:
     swap = (_s(BUNDLE, "SetPipelineState o\nDrawInstanced 3 1 0 0\nOMSetBlendFactor 1 1 1 1\n", _BLEND),
             _s(BUNDLE, "SetPipelineState o\nOMSetBlendFactor 1 1 1 1\nDrawInstanced 3 1 0 0\n", _BLEND))
     assert verify(*swap).equivalent and compare_effective_state(*swap, refine=True) is None
+
+
+_MISKINDED = """drawopt 1 context=graphics kind=list fast_semantics=off auto_gpu_flush=off
+buffer verts size=65536
+buffer other size=65536
+buffer ib size=4096
+heap h0 CBV_SRV_UAV 4
+rootsig rsA table(srv,1) constants(2)
+pipeline pull vs=v ps=p root=rsA params=0,1
+SetPipelineState pull
+SetGraphicsRootSignature rsA
+SetDescriptorHeaps h0
+IASetIndexBuffer ib R16_UINT 0
+{cmds}DrawIndexedInstanced 6 1 0 0 0
+"""
+
+
+@pytest.mark.parametrize("cmds, same", [
+    ("", False),                                              # the view dropped
+    ("SetGraphicsRootShaderResourceView 0 other 0\n", False),  # another view
+    ("SetGraphicsRootShaderResourceView 0 verts 0\n", True),   # the same one
+    ("SetGraphicsRootShaderResourceView 0 verts 0\nSetGraphicsRoot32BitConstants 0 1 7\n", False),
+])
+def test_a_draw_reading_a_table_bound_as_a_root_view_reads_that_view(cmds: str, same: bool) -> None:
+    """Parameter 0 of ``rsA`` is a table, set as a root SRV before the draw: the validator and the
+    state oracle have the draw read that binding (no table-undefined finding), so dropping or
+    changing the view is a difference. The verifier had a parameter set as another kind as
+    undefined and accepted dropping the view, which adds a table-undefined finding (found by the
+    held-state property, session 13). Constants set after it start afresh (the words it does not
+    write are undefined), and a draw reading them reads the constants set."""
+    from drawopt.validate import finding_counts
+    original = formats.loads(_MISKINDED.format(cmds="SetGraphicsRootShaderResourceView 0 verts 0\n"), file="<a>")
+    other = formats.loads(_MISKINDED.format(cmds=cmds), file="<b>")
+    assert not finding_counts(original)
+    assert verify(original, other).equivalent is same, verify(original, other).reason
+    assert (compare_effective_state(original, other, refine=True) is None) is same
+    if not cmds:
+        assert finding_counts(other)["table-undefined"] == 1
+
+
+def test_a_heaps_change_makes_a_table_undefined_for_the_other_kinds_too() -> None:
+    """A compute table set before the first heaps, then constants read after an Opaque: at the
+    Opaque, the constant words of that parameter held the table's binding, which the heaps change
+    had made undefined; dropping the table set is accepted (dedupe-state does; the derandomized
+    dedupe property found the rejection once the words held the other kind's binding)."""
+    text = """drawopt 1 context=graphics kind=list fast_semantics=off auto_gpu_flush=off
+heap heap6 CBV_SRV_UAV 1
+rootsig rs7 constants(1)
+SetComputeRootDescriptorTable 0 heap6[0] @nomerge
+SetGraphicsRootSignature rs7 @nomerge
+SetDescriptorHeaps heap6 @nomerge
+Opaque "ClearState" @nomerge
+SetComputeRoot32BitConstants 0 1 0 @nomerge
+"""
+    s = formats.loads(text, file="<t>")
+    out = DedupeStatePass().apply(s, AnalysisManager()).stream
+    assert "SetComputeRootDescriptorTable" not in [c.name for c in out.commands()]
+    assert verify(s, out).equivalent, verify(s, out).reason
+    assert compare_effective_state(s, out, refine=True) is None
+
+
+def test_a_table_set_before_unknown_heaps_is_refined_by_the_same_set_after_them() -> None:
+    """In a bundle after an Opaque command, a table set before the heaps is "h0[0], or undefined"
+    at the exit (the heaps keep it only if they are the unknown ones); the same set moved after
+    the heaps holds h0[0], which refines it: accepted (schedule made that swap and was rolled
+    back; found by a property hunt, session 13). The other way round is a difference."""
+    head = ("drawopt 1 context=graphics kind=bundle fast_semantics=off auto_gpu_flush=off\n"
+            "texture t0 4x4 R8G8B8A8_UNORM\nheap h0 CBV_SRV_UAV 2\nview h0[0] srv t0\nview h0[1] srv t0\n"
+            "Opaque ClearState\n")
+    before = formats.loads(head + "SetGraphicsRootDescriptorTable 0 h0[0]\nSetDescriptorHeaps h0\n", file="<a>")
+    after = formats.loads(head + "SetDescriptorHeaps h0\nSetGraphicsRootDescriptorTable 0 h0[0]\n", file="<b>")
+    other = formats.loads(head + "SetDescriptorHeaps h0\nSetGraphicsRootDescriptorTable 0 h0[1]\n", file="<c>")
+    assert verify(before, after).equivalent
+    assert compare_effective_state(before, after, refine=True) is None
+    back = verify(after, before)
+    assert not back.equivalent and "bundle exit state: descriptor table 0 h0[0] != as set before" in back.reason
+    assert not verify(before, other).equivalent

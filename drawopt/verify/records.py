@@ -1397,14 +1397,28 @@ def _observed_cols(pi: PipeInfo, universe: list[int], gfx_fixed: list[int], cmp_
             cols += [c for c in universe if Col(c >> 20) == Col.VB]
         tfam, cfam, vfam = Col.TG, Col.CG, Col.VG
     excluded = pi.excluded_params()
+    # the columns of each root parameter, by kind, that the universe has (a parameter set as
+    # another kind than its pipeline reads holds that binding: a table read where a root view
+    # was set reads the view, as the validator and the state oracle have it)
+    kinds_of: dict[int, dict[Col, list[int]]] = {}
+    for c in universe:
+        f = Col(c >> 20)
+        if f in (tfam, cfam, vfam):
+            kinds_of.setdefault((c & 0xFFFFF) // 64 if f == cfam else c & 0xFFFFF, {}).setdefault(f, []).append(c)
     for q, kind, count in pi.params:
         if q in excluded:
             continue
         if kind == "table":
+            own = tfam
             cols.append(cid_of(tfam, q))
         elif kind == "constants":
+            own = cfam
             lifted = pi.lifted_words(q) if not pi.compute else set()
             cols += [cid_of(cfam, q * 64 + w) for w in range(count) if w not in lifted]
         elif vfam is not None:
+            own = vfam
             cols.append(cid_of(vfam, q))
+        else:
+            continue
+        cols += [c for f, fcols in kinds_of.get(q, {}).items() if f != own for c in fcols]
     return cols

@@ -675,6 +675,7 @@ def _stale_after_unknown(setters: dict[int, tuple[np.ndarray, np.ndarray]], univ
         si = np.sort(setters[cid_of(fam)][0])
         if not si.size:
             continue
+        tag = "h" if fam == Col.HEAPS else ""   # (which change: see compare._stale_value)
         for u in ([-1] if at_start else []) + pts.tolist():
             j = int(np.searchsorted(si, u, "right"))
             if j == si.size:
@@ -694,7 +695,7 @@ def _stale_after_unknown(setters: dict[int, tuple[np.ndarray, np.ndarray]], univ
                         continue   # (undone since: the column holds the reset)
                     v = int(ev[since[np.argmax(ei[since])]])
                     resets.setdefault(c, []).append((np.array([f], np.int64),
-                                                     np.array([STALE_BASE - canon.id(f"~{c}:{v}")], np.int64)))
+                                                     np.array([STALE_BASE - canon.id(f"~{tag}{c}:{v}")], np.int64)))
 
 
 def _merge_events(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
