@@ -356,10 +356,11 @@ def test_a_draw_reading_a_table_bound_as_a_root_view_reads_that_view(cmds: str, 
 
 
 def test_a_heaps_change_makes_a_table_undefined_for_the_other_kinds_too() -> None:
-    """A compute table set before the first heaps, then constants read after an Opaque: at the
-    Opaque, the constant words of that parameter held the table's binding, which the heaps change
-    had made undefined; dropping the table set is accepted (dedupe-state does; the derandomized
-    dedupe property found the rejection once the words held the other kind's binding)."""
+    """A compute table set before the first heaps, then constants after an Opaque: the table
+    replaced the parameter's words (undefined) and the heaps change made the table undefined, so
+    nothing of it is held at the Opaque: dropping the table set is accepted (dedupe-state does;
+    a first design that gave the words the table's binding rejected it, which the derandomized
+    dedupe property caught)."""
     text = """drawopt 1 context=graphics kind=list fast_semantics=off auto_gpu_flush=off
 heap heap6 CBV_SRV_UAV 1
 rootsig rs7 constants(1)
