@@ -694,26 +694,15 @@ def opaque_state_diff(A: Records, B: Records) -> Mismatch | None:
                             "an unknown command may read any state", "opaque", qa, qb)
 
 
-def _stale_value(A: Records, v: int) -> int | None:
-    """The value ``V`` of a "V, or undefined" state value ``v`` (:data:`~drawopt.verify.model.STALE_BASE`)
-    of a table set before descriptor heaps whose previous ones are unknown (else None: a root
-    argument set before such a root signature, which the state oracle has as unknown there)."""
-    name = A.canon.name(STALE_BASE - v)   # "~hC:V"
-    return int(name.rsplit(":", 1)[1]) if name.startswith("~h") else None
-
-
 def _held_state_diff(A: Records, B: Records, sa: StateAt, sb: StateAt, what: Callable[[int], str], why: str,
                      field: str, at_a: np.ndarray | None = None, at_b: np.ndarray | None = None) -> Mismatch | None:
     """The first (query, column) where ``sb`` holds other than ``sa`` and ``sa``'s value is not
     undefined. A root argument ``sa`` holds as "set before the root signature, or undefined"
     (set where the signature was unknown) and ``sb`` as not set since is not compared where the
     layout of ``sa``'s (known) root signature lacks it (:func:`~drawopt.verify.slots.absent_from`).
-    One set under the known signature is compared (the state oracle has it observed). A value
-    ``sb`` holds that is the one of ``sa``'s "V, or undefined" (in a bundle, a table set before
-    unknown heaps) refines it."""
+    One set under the known signature is compared (the state oracle has it observed)."""
     free = np.array(_free_values(A), np.int64)
     sigs = {int(A.cmap[i]): d for i, d in enumerate(A.stream.decls.items) if isinstance(d, RootSig)}
-    bundle = A.stream.header.kind == "bundle"
     first: tuple[int, int] | None = None
     for c in sa.cols:
         ra, rb = sa.value(c), sb.value(c)
@@ -727,12 +716,6 @@ def _held_state_diff(A: Records, B: Records, sa: StateAt, sb: StateAt, what: Cal
             in_force = sa.value(cid_of(sig_col))[held].tolist()
             gone = held[[v in sigs and absent_from(sigs[v], c) for v in in_force]]
             bad = np.setdiff1d(bad, gone, assume_unique=True)
-        stale = bad[(ra[bad] <= STALE_BASE) & (rb[bad] >= 0)] if bundle else bad[:0]
-        if stale.size:
-            # "V, or undefined" in A, V in B: B's value is one A may hold (undefined may become
-            # anything). In a bundle only: in a list the state oracle has such a table as unknown
-            same = [_stale_value(A, int(v)) == int(w) for v, w in zip(ra[stale].tolist(), rb[stale].tolist())]
-            bad = np.setdiff1d(bad, stale[same], assume_unique=True)
         if bad.size and (first is None or int(bad[0]) < first[0]):
             first = (int(bad[0]), c)
             if first[0] == 0:

@@ -36,9 +36,8 @@ STALE_BASE = -(1 << 40)
 """State value: a root argument set before a root signature (a table: descriptor heaps) whose
 previous one is unknown (a bundle's first, or the first after an Opaque command), which then
 holds it only if that is the same (else it is undefined):
-``STALE_BASE - canon.id("~C:V")`` for column C and value V (``"~hC:V"``: a table set before such
-heaps), so equal in both streams only when both set V there before their first root signature
-(below every ``OPQ_BASE - k``)."""
+``STALE_BASE - canon.id("~C:V")`` for column C and value V, so equal in both streams only when
+both set V there before their first root signature (below every ``OPQ_BASE - k``)."""
 
 STAGE_CLASS = {"cs": 0, "vs": 1, "hs": 1, "ds": 1, "gs": 1, "ps": 2}
 """Writer stage classes of the flush rules: CS, VS (pre-raster stages), PS."""

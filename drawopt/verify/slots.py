@@ -657,7 +657,8 @@ def _stale_after_unknown(setters: dict[int, tuple[np.ndarray, np.ndarray]], univ
                          canon: Canon, resets: dict[int, list[tuple[np.ndarray, Any]]], bundle: bool) -> None:
     """Root arguments set before a root signature (tables: descriptor heaps) whose previous value
     is unknown: a bundle's first root signature (the caller's is inherited), or the first root
-    signature or heaps after an Opaque command.
+    signature or heaps after an Opaque command (heaps in a list only: a bundle's heaps are always
+    the caller's, D3D12 has a bundle set no others, so they keep its tables there).
 
     Such a set is no known change (``_changes``): it keeps the bindings if it is the same as the
     unknown one, and makes them all stale if not, those set since the unknown point too (D3D12: a
@@ -671,11 +672,10 @@ def _stale_after_unknown(setters: dict[int, tuple[np.ndarray, np.ndarray]], univ
     """
     pts = np.sort(opq)
     for fam, fams, at_start in ((Col.RSG, (Col.TG, Col.CG, Col.VG), bundle), (Col.RSC, (Col.TC, Col.CC), bundle),
-                                (Col.HEAPS, (Col.TG, Col.TC), False)):
+                                *(() if bundle else ((Col.HEAPS, (Col.TG, Col.TC), False),))):
         si = np.sort(setters[cid_of(fam)][0])
         if not si.size:
             continue
-        tag = "h" if fam == Col.HEAPS else ""   # (which change: see compare._stale_value)
         for u in ([-1] if at_start else []) + pts.tolist():
             j = int(np.searchsorted(si, u, "right"))
             if j == si.size:
@@ -695,7 +695,7 @@ def _stale_after_unknown(setters: dict[int, tuple[np.ndarray, np.ndarray]], univ
                         continue   # (undone since: the column holds the reset)
                     v = int(ev[since[np.argmax(ei[since])]])
                     resets.setdefault(c, []).append((np.array([f], np.int64),
-                                                     np.array([STALE_BASE - canon.id(f"~{tag}{c}:{v}")], np.int64)))
+                                                     np.array([STALE_BASE - canon.id(f"~{c}:{v}")], np.int64)))
 
 
 def _merge_events(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
