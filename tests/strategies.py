@@ -408,7 +408,7 @@ def _command(draw, name: str, c: _Ctx, strings: list[str], string_ix: dict[str, 
         return [b, f, _aligned(draw, c.size[b], 2 if f == 0 else 4)], []
     if name == "IASetVertexBuffers":
         b = pick(c.bufs)
-        return [draw(u32s), b, draw(st.integers(0, c.size[b])), draw(u32s)], []
+        return [draw(st.integers(0, 31)), b, draw(st.integers(0, c.size[b])), draw(u32s)], []
     if name == "IASetPrimitiveTopology":
         return [draw(st.integers(0, len(TOPOLOGIES) - 1))], []
     if name == "OMSetRenderTargets":

@@ -277,3 +277,147 @@ def test_verify_holds_a_word_the_next_root_signature_has(ctx: str, kind: str) ->
         s = loads(_held_word(ctx, dest, kind, True, after), file="<in>")
         cut = loads(_held_word(ctx, dest, kind, False, after), file="<out>")
         assert verify(s, cut).equivalent is not held, (dest, after, verify(s, cut).reason)
+
+
+def _vb_resets(first: int, second: int) -> str:
+    """Slot ``first`` set to buf3, slot ``second`` to buf1, slot ``first`` to buf3 again (what
+    dedupe-state drops), then an indirect draw."""
+    return ("drawopt 1 context=graphics kind=list fast_semantics=off auto_gpu_flush=off\n"
+            "buffer buf1 size=4\nbuffer buf3 size=20\n"
+            f"IASetVertexBuffers {first} buf3 0 0\nIASetVertexBuffers {second} buf1 0 0\n"
+            f"IASetVertexBuffers {first} buf3 0 0\nDrawInstancedIndirect buf3 0\n")
+
+
+def test_a_vertex_buffer_slot_past_the_input_assemblers_is_an_input_error() -> None:
+    """D3D12 has 32 vertex-buffer slots. The reader took any u32 slot; the analysis kept slots 32
+    and 65536 apart while the verifier folded every slot from 32 on into one column, so it saw
+    65536's binding in slot 32 and rejected dedupe-state's removal of the re-set of slot 32 (a
+    false rejection found by the pipeline property at 300 commands, session 13); the fold could
+    also equate two different slots. A slot from 32 on is now refused where it is read, and the
+    verifier refuses an unchecked stream that holds one instead of folding it."""
+    from drawopt.errors import InputError
+    with pytest.raises(InputError, match=r"<t>:5:20: error: IASetVertexBuffers: vertex-buffer slot must be below 32"):
+        loads(_vb_resets(31, 65536), file="<t>")
+    s, out, pm = _run(_vb_resets(31, 30), "dedupe-state", target="xbox-one")
+    assert len(out) == len(s) - 1
+    r = verify(s, out)
+    assert r.equivalent, r.reason
+    from drawopt.ir.stream import StreamBuilder
+    b = StreamBuilder()
+    b.buffer("buf1", size=4)
+    b.IASetVertexBuffers(40, "buf1", 0, 0)
+    b.DrawInstanced(3, 1, 0, 0)
+    bad = b.build(check=False)
+    with pytest.raises(ValueError, match="vertex-buffer slot outside 0..31"):
+        verify(bad, bad)
+
+
+def _drawn_word(dest: int, kind: str, keep_set: bool, after: bool, pso: bool) -> str:
+    """As :func:`_held_word` (graphics), with a draw after the root signature instead of the
+    closing Opaque (``pso``: a known pipeline of ``rs8_a`` set first; else the one in force is
+    unknown: the Opaque's, or a bundle's caller's)."""
+    opq = 'Opaque "ClearState" @nomerge\n' if kind == "list" else ""
+    word = f"SetGraphicsRoot32BitConstants 0 1 7 dest={dest} @nomerge\n" if keep_set else ""
+    sig = "SetGraphicsRootSignature rs8_a @nomerge\n"
+    return (f"drawopt 1 context=graphics kind={kind} fast_semantics=off auto_gpu_flush=off\n"
+            "rootsig rs8_a constants(1) table(srv,1) table(srv,1,srv,1,srv,1)\n"
+            "target rt 64x64 R8G8B8A8_UNORM\npipeline p vs=v ps=f root=rs8_a\n"
+            f"{opq}{'SetPipelineState p' + chr(10) if pso else ''}{sig + word if after else word + sig}"
+            "OMSetRenderTargets rt\nDrawInstanced 3 1 0 0\n")
+
+
+@pytest.mark.parametrize("pso", [False, True])
+@pytest.mark.parametrize("kind", ["list", "bundle"])
+def test_a_draw_does_not_read_a_word_the_root_signature_in_force_lacks(kind: str, pso: bool) -> None:
+    """A root-constant word set where the root signature is unknown and lacking from the known
+    one set after it (word 1, past parameter 0's one constant; word 62) is undefined at a draw
+    under that signature, as at an Opaque command: dropping its set is accepted (the draw-side
+    twin of the Opaque case; a false rejection found by a property hunt in session 13, F2).
+    Mutants: word 0 (inside the count) is held as "7, or undefined"; a word set once the
+    signature is known is compared (the oracle observes an out-of-layout set, and a pipeline
+    the stream does not know may read it)."""
+    from drawopt.analysis.state import compare_effective_state
+    cases = [(1, False, False), (62, False, False), (0, False, True), (0, True, True)]
+    if not pso:
+        cases.append((62, True, True))
+    for dest, after, held in cases:
+        s = loads(_drawn_word(dest, kind, True, after, pso), file="<in>")
+        cut = loads(_drawn_word(dest, kind, False, after, pso), file="<out>")
+        r = verify(s, cut)
+        assert r.equivalent is not held, (dest, after, r.reason)
+        if not held:
+            assert compare_effective_state(s, cut, refine=True) is None
+
+
+def test_dedupe_drops_a_constant_set_the_next_root_signature_has_no_room_for() -> None:
+    """F2 as the property found it: two words of parameter 0 set after an Opaque command, then a
+    root signature whose parameter 0 is a table, word 0 set again and a draw of the unknown
+    pipeline. dedupe-state drops the two-word set (word 1 does not exist under ``rs6``); the
+    verifier rejected it at the draw and the manager rolled the pass back."""
+    text = HEAD + """rootsig rs6 table(srv,1)
+OMSetRenderTargets rt
+Opaque "x"
+SetGraphicsRoot32BitConstants 0 2 0 0
+SetGraphicsRootSignature rs6
+SetGraphicsRoot32BitConstants 0 1 0
+DrawInstanced 3 1 0 0
+"""
+    s, out, pm = _run(text, "dedupe-state", target="d3d12")
+    assert len(out) == len(s) - 1
+    r = verify(s, out)
+    assert r.equivalent, r.reason
+
+
+_CPU_ARGS = """drawopt 1 context=graphics kind=bundle fast_semantics=on auto_gpu_flush=off reorder=declared
+buffer buf1-c size=4294967296 cpu
+data buf1-c 0xfe0cbb12 0x2afeaa6d 0x8514b4a5 0x9660254f
+buffer x size=65535
+pipeline off vs=0 gs=x,y blend=min depth=never,write topology=line uav_stage=gs
+SetPipelineState off
+DrawIndexedInstancedIndirect buf1-c 0
+DrawIndexedInstanced 2147483648 3498443109 2147483647 0 65535
+CopyBufferRegion buf1-c 479898 x 0 65535
+"""
+
+
+def test_an_indirect_draw_does_not_read_arguments_the_cpu_wrote() -> None:
+    """mdi folds an indirect draw of CPU-known arguments and a direct draw into one MDI over its
+    own argument buffer. The verifier had the original read ``buf1-c`` (which a later copy
+    writes) and the output not, and rejected it (a false rejection found by a property hunt in
+    session 13, F4): arguments decoded from CPU-known data are in the draw's records, so the
+    front end's read of them is not an access. Mutant: the draw moved below the copy reads
+    arguments the GPU has written (not decodable there: a symbolic draw), still a difference."""
+    s, out, pm = _run(_CPU_ARGS, "mdi", target="xbox-one")
+    assert len(out) == len(s) - 1
+    r = verify(s, out)
+    assert r.equivalent, r.reason
+    lines = _CPU_ARGS.splitlines(keepends=True)
+    moved = loads("".join(lines[:6] + lines[7:] + lines[6:7]), file="<moved>")
+    r = verify(s, moved)
+    assert not r.equivalent, "moved below the copy"
+
+
+@pytest.mark.parametrize("kind", ["list", "bundle"])
+def test_a_dispatch_that_writes_nothing_keeps_its_pipeline(kind: str) -> None:
+    """A dispatch whose pipeline writes nothing has no records, so moving its SetPipelineState
+    below it was accepted although the dispatch then runs with no pipeline (a bundle inherits
+    none): a wrong acceptance found by the held-state property (dev profile, session 13). A draw
+    or dispatch with no usable pipeline is now a rule violation, counted by key as the others.
+    Mutants: the reverse (giving a pipeline-less dispatch one) and an unknown pipeline after an
+    Opaque command are accepted."""
+    head = (f"drawopt 1 context=graphics kind={kind} fast_semantics=off auto_gpu_flush=off\n"
+            "rootsig rs constants(1)\npipeline c cs=k root=rs\n")
+    a = loads(head + "SetPipelineState c\nDispatch 1 1 1\n", file="<a>")
+    m = loads(head + "Dispatch 1 1 1\nSetPipelineState c\n", file="<m>")
+    r = verify(a, m)
+    assert not r.equivalent and "Dispatch at line 4 has no usable pipeline state" in r.reason, r.reason
+    assert verify(m, a).equivalent
+    from drawopt.verify.model import Canon
+    from drawopt.verify.records import expand
+    from drawopt.verify.rules import check_rules
+    from drawopt.verify.slots import column_universe
+    for text, n in ((head + "Dispatch 1 1 1\n", 1), (head + 'Opaque "x"\nDispatch 1 1 1\n', 0)):
+        s = loads(text, file="<s>")
+        rules = check_rules(expand(s, Canon(), column_universe([s]), "declared"))
+        found = [v for v in rules if v.key[0] == "no-pipeline"]
+        assert len(found) == n, text

@@ -60,7 +60,7 @@ from drawopt.importers.gltf_read import (
     GltfFile,
     read_gltf,
 )
-from drawopt.ir.stream import Stream, StreamBuilder
+from drawopt.ir.stream import MAX_VERTEX_BUFFERS, Stream, StreamBuilder
 
 #: import options that declare what the engine's shaders support -> what each lets a rewrite do
 #: (the import summary prints this next to the draw calls each would allow)
@@ -410,6 +410,9 @@ class _Importer:
                 pipe = self.pipeline_for(prim, mat, topo, inst_attrs, w)
                 vb = [self.accessor_binding(prim["attributes"][a]) for a in attrs]
                 vb += [self.accessor_binding(inst["attributes"][a]) for a in inst_attrs]
+                if len(vb) > MAX_VERTEX_BUFFERS:
+                    raise self.f.error(f"{w}.attributes", f"{len(vb)} vertex attributes (with the instance ones); "
+                                                          f"D3D12 has {MAX_VERTEX_BUFFERS} vertex-buffer slots")
                 if conv is not None:
                     ib, start, count = conv
                     indexed = True

@@ -477,14 +477,20 @@ def _both(*rules):
     return rule
 
 
+def _below_rule(col: str, limit: int, what: str):
+    """A rule: argument ``col`` is below ``limit`` (``what`` names it in the message)."""
+    def rule(s: Stream, sp: OpSpec, where: np.ndarray, rows: np.ndarray) -> None:
+        m = rows[:, sp.col(col)] >= limit
+        if m.any():
+            raise StreamCheckError(f"{sp.name}: {what} must be below {limit}", _first(m, where), sp.col(col))
+    return rule
+
+
 MAX_ROOT_PARAMS = 16
-
-
-def _root_index_rule(s, sp, where, rows):
-    m = rows[:, sp.col("index")] >= MAX_ROOT_PARAMS
-    if m.any():
-        raise StreamCheckError(f"{sp.name}: root parameter index must be below {MAX_ROOT_PARAMS}",
-                               _first(m, where), sp.col("index"))
+MAX_VERTEX_BUFFERS = 32
+"""D3D12_IA_VERTEX_INPUT_RESOURCE_SLOT_COUNT: the input assembler's vertex-buffer slots."""
+_root_index_rule = _below_rule("index", MAX_ROOT_PARAMS, "root parameter index")
+_vb_slot_rule = _below_rule("slot", MAX_VERTEX_BUFFERS, "vertex-buffer slot")
 
 
 def _consts_rule(s, sp, where, rows):
@@ -524,7 +530,7 @@ def _copy_rule(s, sp, where, rows):
 
 _RULES = {
     "IASetIndexBuffer": _both(_range_rule("buffer", "offset", _zero, "index buffer"), _idx_align_rule),
-    "IASetVertexBuffers": _range_rule("buffer", "offset", _zero, "vertex buffer"),
+    "IASetVertexBuffers": _both(_vb_slot_rule, _range_rule("buffer", "offset", _zero, "vertex buffer")),
     "SetGraphicsRootConstantBufferView": _both(_root_index_rule, _range_rule("buffer", "offset", _zero, "view")),
     "SetGraphicsRootShaderResourceView": _both(_root_index_rule, _range_rule("buffer", "offset", _zero, "view")),
     "SetGraphicsRootDescriptorTable": _root_index_rule,

@@ -644,7 +644,9 @@ def refines(A: Records, B: Records, aa: np.ndarray, ab: np.ndarray) -> np.ndarra
 
     Equal in every column A's pipeline observes, except where A's value is undefined
     (never set, or lost to a root-signature / heap change): a rewrite may give
-    undefined state any value.
+    undefined state any value. A root argument A holds as "set before the root signature, or
+    undefined" and B as not set since is not compared where the known root signature in force
+    lacks it (:func:`_gone_with_signature`, as at an Opaque command).
     """
     ok = np.ones(aa.size, bool)
     pa = A.a_observer[aa]
@@ -655,10 +657,37 @@ def refines(A: Records, B: Records, aa: np.ndarray, ab: np.ndarray) -> np.ndarra
         cols = A.observed.get(key, A.state.cols)
         for c in cols:
             raw = A.state.value(c)[aa[sel]]
-            va = norm(raw, bundle)
-            vb = norm(B.state.value(c)[ab[sel]], bundle)
-            ok[sel] &= (va == vb) | np.isin(raw, free)
+            rb = B.state.value(c)[ab[sel]]
+            same = (norm(raw, bundle) == norm(rb, bundle)) | np.isin(raw, free)
+            if not same.all():
+                same |= _gone_with_signature(A, c, raw, rb, A.state, aa[sel])
+            ok[sel] &= same
     return ok
+
+
+def _gone_with_signature(A: Records, c: int, ra: np.ndarray, rb: np.ndarray, st: StateAt,
+                         at: np.ndarray) -> np.ndarray:
+    """Per query: root argument ``c`` is held by A (values ``ra``) as "set before the root
+    signature, or undefined" (set where the signature was unknown), by B (``rb``) as not set
+    since, and the layout of A's known root signature in force (``st``'s value at queries ``at``,
+    if it tracks that column) lacks it (:func:`~drawopt.verify.slots.absent_from`): nothing can
+    read it under that signature, and setting another one makes it undefined. One set under the
+    known signature stays compared (the state oracle has it observed)."""
+    out = np.zeros(ra.size, bool)
+    sig_col = ROOT_ARG_SIGNATURE.get(Col(c >> 20))
+    if sig_col is None or cid_of(sig_col) not in st.cols:
+        return out
+    held = np.flatnonzero((ra <= STALE_BASE) & (rb < 0))
+    if held.size:
+        sigs = _root_signatures(A)
+        in_force = st.value(cid_of(sig_col))[at[held]].tolist()
+        out[held] = [v in sigs and absent_from(sigs[v], c) for v in in_force]
+    return out
+
+
+def _root_signatures(A: Records) -> dict[int, RootSig]:
+    """A's root signatures by their canonical id (the value a root-signature column holds)."""
+    return {int(A.cmap[i]): d for i, d in enumerate(A.stream.decls.items) if isinstance(d, RootSig)}
 
 
 def exit_state_diff(A: Records, B: Records) -> Mismatch | None:
@@ -702,20 +731,12 @@ def _held_state_diff(A: Records, B: Records, sa: StateAt, sb: StateAt, what: Cal
     layout of ``sa``'s (known) root signature lacks it (:func:`~drawopt.verify.slots.absent_from`).
     One set under the known signature is compared (the state oracle has it observed)."""
     free = np.array(_free_values(A), np.int64)
-    sigs = {int(A.cmap[i]): d for i, d in enumerate(A.stream.decls.items) if isinstance(d, RootSig)}
     first: tuple[int, int] | None = None
     for c in sa.cols:
         ra, rb = sa.value(c), sb.value(c)
         bad = np.flatnonzero((ra != rb) & ~np.isin(ra, free))   # B losing what A keeps is a difference
-        sig_col = ROOT_ARG_SIGNATURE.get(Col(c >> 20))
-        held = bad[(ra[bad] <= STALE_BASE) & (rb[bad] < 0)] if sig_col is not None else bad[:0]
-        if held.size and cid_of(sig_col) in sa.cols:
-            # "set before the root signature, or undefined" (the signature was unknown there) in A,
-            # not set since in B, and the layout of the (known) root signature in force lacks it:
-            # nothing can read it under that signature, and setting another makes it undefined
-            in_force = sa.value(cid_of(sig_col))[held].tolist()
-            gone = held[[v in sigs and absent_from(sigs[v], c) for v in in_force]]
-            bad = np.setdiff1d(bad, gone, assume_unique=True)
+        if bad.size:
+            bad = bad[~_gone_with_signature(A, c, ra[bad], rb[bad], sa, bad)]
         if bad.size and (first is None or int(bad[0]) < first[0]):
             first = (int(bad[0]), c)
             if first[0] == 0:

@@ -476,6 +476,16 @@ class _Expander:
         args = s.args[self.act[m]]
         bufa[m], bufb[m] = cmap[args[:, _CP_DST]], cmap[args[:, _CP_SRC]]
         self.bufa, self.bufb = bufa, bufb
+        self.cpu_known = np.zeros(len(self.canon.names) + 1, bool)
+        """Per resource id: a buffer the CPU wrote (``cpu`` with ``data``)."""
+        self.is_buffer = np.zeros(self.cpu_known.size, bool)
+        """Per resource id: a buffer this stream declares."""
+        for b, d in self.bufdecl.items():
+            self.cpu_known[b] = d.cpu and d.data is not None
+            self.is_buffer[b] = True
+        self.args_decoded = np.zeros(nA, bool)
+        """Per action: an indirect draw whose arguments (and count) are CPU-known where it runs
+        (:meth:`decodable`): its records hold the decoded draws, so it does not read them."""
         # access sets depend on tables and on which buffers are bound, not on offsets
         self.vb_cols = [c for c in self.universe if (c >> 20) == Col.VB]
         parts = [self.a_op, self.a_pipe, bufa, bufb, st.value(cid_of(Col.RTS))]
@@ -484,7 +494,19 @@ class _Expander:
             # the buffer argument of the setter
             col = {Col.IB: IB_BUF, Col.VB: VB_BUF, Col.VG: RV_BUF}[Col(c >> 20)]
             parts.append(st.of_setter(c, lambda cmd, col=col: cmap[s.args[cmd, col]]))
-        sig = hash_cols(parts, nA)
+        self._access_sets(hash_cols(parts, nA))
+        # an indirect draw before any write of its CPU-known arguments: the same writes, fewer
+        # reads (the first writes come from the writes alone, so one more round settles it)
+        ind = np.flatnonzero(np.isin(self.a_op, [_OP[n] for n in INDIRECT]))
+        auto = np.isin(self.a_op[ind], [_OP[n] for n, (_, _, au) in INDIRECT.items() if au])
+        dec = self.decodable(bufa[ind], ind) & (~auto | self.decodable(bufb[ind], ind))
+        if dec.any():
+            self.args_decoded[ind[dec]] = True
+            self._access_sets(hash_cols(parts + [self.args_decoded.astype(np.int64)], nA))
+
+    def _access_sets(self, sig: np.ndarray) -> None:
+        """The write and read sets of every action, built once per access signature ``sig``, and
+        the first write of each resource."""
         _, first_of, inv = unique_inverse(sig)
         # the access sets of one action per signature, in signature order (columnar)
         w_sig, w_res_s, w_lab_s, r_sig, r_res_s = self._access_rows(first_of)
@@ -497,13 +519,6 @@ class _Expander:
         self.reads = ReadSets(inv, roff, nr_sig, r_res_s)
         # the first action writing each resource: the first of the signatures writing it
         self.first_write = np.full(len(self.canon.names) + 1, np.iinfo(np.int64).max, np.int64)
-        self.cpu_known = np.zeros(self.first_write.size, bool)
-        """Per resource id: a buffer the CPU wrote (``cpu`` with ``data``)."""
-        self.is_buffer = np.zeros(self.first_write.size, bool)
-        """Per resource id: a buffer this stream declares."""
-        for b, d in self.bufdecl.items():
-            self.cpu_known[b] = d.cpu and d.data is not None
-            self.is_buffer[b] = True
         if w_sig.size:
             np.minimum.at(self.first_write, w_res_s, first_of[w_sig])
 
@@ -568,7 +583,7 @@ class _Expander:
         k = k[(s.op[ib_src[k]] == _OP["IASetIndexBuffer"]) & (st.value_at(cid_of(Col.IB), acts[k]) >= 0)]
         rs.append((k, cmap[s.args[ib_src[k], IB_BUF]]))
         for b in (self.bufa[acts], self.bufb[acts]):
-            k = d[b[d] >= 0]
+            k = d[(b[d] >= 0) & ~self.args_decoded[acts[d]]]
             rs.append((k, b[k]))
         pulls = np.array([x.layout_none for x in self.pipes] + [False], bool)[p]
         fetch = d[~pulls[d]]

@@ -20,6 +20,8 @@
   also satisfies the rule. A buffer declared ``frontend`` is read by the front end
   of another list, so its writes must be flushed before the end of this one.
 * **Bundles** set their descriptor heaps at most once (the same heaps again is fine).
+* **Pipelines**: a draw or dispatch needs a usable pipeline (one set, of its kind; a bundle
+  inherits none). One the stream does not know (after an ``Opaque`` command) is not checked.
 * **DrawIndexedX** needs a vertex-pulling pipeline; under an ``x(...)`` contract the
   draw id must address a record inside the bound per-draw array, the low bits plus
   the largest index must stay below ``2^vertex_bits`` (``max_index``, the index format
@@ -81,7 +83,7 @@ class Violation:
 
 def check_rules(R: Records) -> list[Violation]:
     """Every rule violation of the stream behind ``R``, in stream order."""
-    out = _flushes(R) + _bundle(R) + _drawindexedx(R)
+    out = _flushes(R) + _bundle(R) + _drawindexedx(R) + _no_pipeline(R)
     out.sort(key=lambda v: v.cmd)
     return out
 
@@ -196,7 +198,7 @@ def _flushes(R: Records) -> list[Violation]:
     def violate(res: int, w: _Write, reader: str, cmd: int, kind: str, act: int = -1, fe: int = -1) -> None:
         if compute_ctx:
             step = "FlushGpuCachesBottomOfPipe DEFAULT"
-            msg = f"async compute: missing {step} after the {writer_desc(w)} writing {name(res)}, {reader}"
+            msg = f"async compute: missing {step} after the {writer_desc(w)} writing {name(res)}, before {reader}"
         elif w.needs_partial and not w.drained:
             step = _STAGE_EVENT[w.stage]
             msg = f"missing {step} before {reader} ({name(res)} written by the {writer_desc(w)})"
@@ -234,7 +236,7 @@ def _flushes(R: Records) -> list[Violation]:
                         "read", act, fe_kind)
     for res, lst in pending.items():
         if res in frontend and lst:
-            violate(res, lst[0], f"before the end of the list ({name(res)} is declared frontend: another "
+            violate(res, lst[0], f"the end of the list ({name(res)} is declared frontend: another "
                     f"list's front end reads it)", len(s), "end")
     return out
 
@@ -285,6 +287,23 @@ def _bundle(R: Records) -> list[Violation]:
                                  f"SetDescriptorHeaps {' '.join(heaps)} at {R.where(c)} after "
                                  f"SetDescriptorHeaps {' '.join(first)} at {R.where(first_cmd)}", c,
                                  {"rule": "bundle-heaps"}))
+    return out
+
+
+# --------------------------------------------------------------------------- pipelines
+def _no_pipeline(R: Records) -> list[Violation]:
+    """Draws and dispatches with no usable pipeline: none set (a bundle inherits none: D3D12's
+    ExecuteBundle passes on all state but the pipeline and the topology) or one of the other
+    kind. One the stream does not know (after an Opaque command) is not one of them. Counted
+    by key, so a rewrite may not make an action lose its pipeline even where it writes nothing."""
+    assert R.a_observer is not None
+    out: list[Violation] = []
+    for key, what in ((-1, "draw"), (-2, "dispatch")):
+        for a in np.flatnonzero(R.a_observer == key).tolist():
+            cmd = int(R.a_cmd[a])
+            out.append(Violation(("no-pipeline", what), f"{R.stream.spec(cmd).name} at {R.where(cmd)} has no "
+                                 f"usable pipeline state (none set, or a pipeline of the other kind)", cmd,
+                                 {"rule": "no-pipeline"}))
     return out
 
 

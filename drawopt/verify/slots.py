@@ -152,13 +152,23 @@ def col_name(c: int) -> str:
 
 
 MAX_PARAM = 16
-"""Root parameter indices above 15 (no root signature has them) share one column."""
+"""Root parameter indices are below 16 (``Stream.check`` rejects others)."""
 MAX_VB = 32
-"""Vertex-buffer slots above 31 share one column."""
+"""Vertex-buffer slots are below 32 (``Stream.check`` rejects others)."""
 
 
 def _key(idx: np.ndarray, fam: Col) -> np.ndarray:
-    return np.minimum(idx, MAX_VB if fam == Col.VB else MAX_PARAM)
+    """The column keys of slot or parameter indices ``idx`` of family ``fam`` (the indices themselves).
+
+    A stream the reader has not checked may hold others: they are refused rather than folded
+    into one column (two different slots must never compare as one).
+    """
+    limit = MAX_VB if fam == Col.VB else MAX_PARAM
+    if idx.size and (int(idx.max()) >= limit or int(idx.min()) < 0):
+        raise ValueError(f"{'vertex-buffer slot' if fam == Col.VB else 'root parameter index'} outside "
+                         f"0..{limit - 1}: "
+                         "the stream was not checked (Stream.check)")
+    return idx
 
 
 _SIMPLE = {  # family -> (op name, the argument that is the value; None: the hash of all of them)
@@ -187,8 +197,7 @@ def _const_words(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarr
 def _const_ranges(s: Stream, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(commands, key of the first word, word count)`` of the ``name`` root-constant commands."""
     idx = op_index(s).of(_OP[name])
-    base = np.minimum(s.args[idx, _RC_INDEX], MAX_PARAM)
-    base *= 64
+    base = _key(s.args[idx, _RC_INDEX], Col.CG) * 64
     base += s.args[idx, _RC_DEST]
     return idx, base, s.var_len[idx].astype(np.int64)
 

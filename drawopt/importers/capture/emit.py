@@ -33,7 +33,7 @@ from drawopt.importers.capture.vkmap import (
     vk_format,
 )
 from drawopt.ir.decls import Buffer, Depth, Heap, Pipeline, RootParam, RootSig, Target, Texture, View
-from drawopt.ir.stream import StreamBuilder
+from drawopt.ir.stream import MAX_VERTEX_BUFFERS, StreamBuilder
 
 # dynamic states the emitter models itself (the others fold into the pipeline variant)
 _MODELLED = frozenset(dynamic_state_key(s) for s in (
@@ -535,6 +535,8 @@ class FrameEmitter:
             buf, off, dstride = vb
             s = dstride if dstride is not None and p.is_dynamic("VK_DYNAMIC_STATE_VERTEX_INPUT_BINDING_STRIDE") \
                 else stride
+            if b >= MAX_VERTEX_BUFFERS:
+                raise _Unmodelled(f"vertex binding {b} (D3D12 has {MAX_VERTEX_BUFFERS} slots)")
             name = self.buffer(buf)
             if off > self.obj.buffers[buf][0]:
                 raise _Unmodelled("vertex buffer offset past the buffer")
