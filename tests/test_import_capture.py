@@ -378,3 +378,25 @@ def test_gfxr_is_converted_and_extracted(tmp_path: Path) -> None:
     assert sorted(frames) == [1, 2] and [f.draws for f in summary.frames] == [1, 1]
     if HAVE_DIS:
         assert summary.shaders_read == 2 and frames[1].decls.of_kind("pipeline")[0].contract.no_primitive_id
+
+
+def test_a_vertex_binding_past_the_input_slots_is_unmodelled(tmp_path: Path) -> None:
+    """D3D12 has 32 vertex-buffer slots (the reader refuses slot 32 on): glmark2's frame with every
+    vertex binding moved up by 32 imports with its draws as unmodelled (Opaque) calls, not as a
+    stream that fails its own check."""
+    out = []
+    for t in _lines("glmark2-ideas"):
+        rec = json.loads(t)
+        f = rec.get("vkFunc", {})
+        if f.get("name") == "vkCmdBindVertexBuffers":
+            f["args"]["firstBinding"] += 32
+        elif f.get("name") == "vkCmdSetVertexInputEXT":
+            for d in (*f["args"]["pVertexBindingDescriptions"], *f["args"]["pVertexAttributeDescriptions"]):
+                d["binding"] += 32
+        out.append(json.dumps(rec))
+    frames, summary = import_capture_summary(_write(tmp_path, out))
+    s = frames[summary.frames[0].frame]
+    assert summary.frames[0].draws == 0 < sum(summary.frames[0].opaque.values())
+    assert not any(c.spec.name == "IASetVertexBuffers" for c in s.commands())
+    texts = [c["text"] for c in s.commands() if c.spec.name == "Opaque"]
+    assert any("vertex binding 32" in t for t in texts), texts[:3]

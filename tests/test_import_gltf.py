@@ -418,3 +418,16 @@ def test_bench_rows_on_a_written_folder(tmp_path, capsys):
     assert set(cfgs) == set(bench.CONFIGS) and all(c["verified"] for c in cfgs.values())
     assert cfgs["pull+b vulkan"]["draw_calls"] == 1 and cfgs["pull+b vulkan"]["draws_in"] == 6
     assert "s.gltf" in capsys.readouterr().out
+
+
+def test_more_vertex_attributes_than_input_slots_is_an_input_error(tmp_path):
+    """D3D12 has 32 vertex-buffer slots: a primitive reading 33 attributes has no stream (the reader
+    refuses slot 32), so the importer says so at the primitive instead of writing one."""
+    attrs = {"POSITION": 0, **{f"_ATTR{k}": 0 for k in range(32)}}
+    path = write_scene(tmp_path, [{"mesh": 0}], [{"primitives": [{"attributes": attrs, "indices": 1}]}])
+    with pytest.raises(InputError, match=r"meshes\[0\]\.primitives\[0\]\.attributes.*33 vertex attributes.*32 "
+                                         r"vertex-buffer slots"):
+        import_scene(path)
+    del attrs["_ATTR31"]
+    assert import_scene(write_scene(tmp_path, [{"mesh": 0}], [{"primitives": [{"attributes": attrs,
+                                                                               "indices": 1}]}])).stream
