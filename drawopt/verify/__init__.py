@@ -52,7 +52,7 @@ from drawopt.verify.compare import (
 )
 from drawopt.verify.model import Canon
 from drawopt.verify.records import Records, expand
-from drawopt.verify.rules import check_rules, first_new_uncovered_read, first_new_violation
+from drawopt.verify.rules import check_rules, first_new_no_pipeline, first_new_uncovered_read, first_new_violation
 from drawopt.verify.slots import column_universe, distinct_ids, op_index, op_indexes
 
 """``none``: no two draws on a common target commute; ``declared``: only pipelines
@@ -154,7 +154,7 @@ def _verify(original: Stream, optimized: Stream, reorder: str) -> VerifyResult:
     RB = expand(b, canon, universe, reorder)
     vb = check_rules(RB)
     RB.state.release(events=True)
-    v = first_new_violation(va, vb)
+    v = first_new_violation(va, vb) or first_new_no_pipeline(RA, RB)
     if v is not None:
         return _fail(a, b, v.message, None, v.cmd, kind="rule", **v.details)
     res = _opaque_diff(a, b)

@@ -42,7 +42,7 @@ original's read by the same draws was.
 
 from __future__ import annotations
 
-__all__ = ["Violation", "check_rules", "first_new_violation", "first_new_uncovered_read"]
+__all__ = ["Violation", "check_rules", "first_new_no_pipeline", "first_new_violation", "first_new_uncovered_read"]
 
 from collections import Counter
 from collections.abc import Callable
@@ -83,7 +83,7 @@ class Violation:
 
 def check_rules(R: Records) -> list[Violation]:
     """Every rule violation of the stream behind ``R``, in stream order."""
-    out = _flushes(R) + _bundle(R) + _drawindexedx(R) + _no_pipeline(R)
+    out = _flushes(R) + _bundle(R) + _drawindexedx(R)
     out.sort(key=lambda v: v.cmd)
     return out
 
@@ -291,20 +291,23 @@ def _bundle(R: Records) -> list[Violation]:
 
 
 # --------------------------------------------------------------------------- pipelines
-def _no_pipeline(R: Records) -> list[Violation]:
-    """Draws and dispatches with no usable pipeline: none set (a bundle inherits none: D3D12's
-    ExecuteBundle passes on all state but the pipeline and the topology) or one of the other
-    kind. One the stream does not know (after an Opaque command) is not one of them. Counted
-    by key, so a rewrite may not make an action lose its pipeline even where it writes nothing."""
-    assert R.a_observer is not None
-    out: list[Violation] = []
+def first_new_no_pipeline(orig: Records, opt: Records) -> Violation | None:
+    """The first draw (then dispatch) of ``opt`` with no usable pipeline beyond the number
+    ``orig`` has: none set (a bundle inherits none: D3D12's ExecuteBundle passes on all state but
+    the pipeline and the topology) or one of the other kind. One the stream does not know (after
+    an Opaque command) is not counted. Counted, not matched, like the keyed rules (columnar: no
+    object per draw), so a rewrite may not make an action lose its pipeline even where it writes
+    nothing (such an action has no records)."""
+    assert orig.a_observer is not None and opt.a_observer is not None
     for key, what in ((-1, "draw"), (-2, "dispatch")):
-        for a in np.flatnonzero(R.a_observer == key).tolist():
-            cmd = int(R.a_cmd[a])
-            out.append(Violation(("no-pipeline", what), f"{R.stream.spec(cmd).name} at {R.where(cmd)} has no "
-                                 f"usable pipeline state (none set, or a pipeline of the other kind)", cmd,
-                                 {"rule": "no-pipeline"}))
-    return out
+        allowed = int(np.count_nonzero(orig.a_observer == key))
+        lacking = np.flatnonzero(opt.a_observer == key)
+        if lacking.size > allowed:
+            cmd = int(opt.a_cmd[lacking[allowed]])
+            return Violation(("no-pipeline", what), f"{opt.stream.spec(cmd).name} at {opt.where(cmd)} has no "
+                             f"usable pipeline state (none set, or a pipeline of the other kind)", cmd,
+                             {"rule": "no-pipeline"})
+    return None
 
 
 # --------------------------------------------------------------------------- DrawIndexedX
