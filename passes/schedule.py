@@ -1073,6 +1073,8 @@ def _decoded_differ(a: np.ndarray, b: np.ndarray, dec_a: Any, dec_b: Any) -> np.
     n = a.shape[0]
     if not n:
         return np.zeros(0, bool)
+    # (a table's rows are int32: the pair keys below need 64 bits)
+    a, b = a.astype(np.int64, copy=False), b.astype(np.int64, copy=False)
     first = np.full(int(a.max()) + 4, -1, np.int64)  # value ids are >= -3
     first[a[::-1] + 3] = np.arange(n - 1, -1, -1)
     f = first[a + 3]

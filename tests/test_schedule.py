@@ -821,3 +821,16 @@ def test_a_value_an_opaque_command_may_still_see_is_not_dropped() -> None:
     res = SchedulePass().apply(s, _am("declared"))
     assert "self-check failed (Opaque command #0: root1 may still hold" in res.report["fallback"]
     assert verify(s, res.stream).equivalent
+
+
+def test_decoded_differ_keys_int32_rows_in_64_bits() -> None:
+    """A state table's rows are int32 (session 12): the pair key ``(a + 3) << 32 | (b + 3)`` of a
+    value meeting two others lost ``a`` in 32 bits, so schedule's self-check took pipeline 'p'
+    against '<unknown>' for '<unknown>' against '<unknown>' and missed the difference (a random
+    stream and a wrong permutation, session 14: the fast path and the decode-all reference
+    reported different first differences)."""
+    from drawopt.passes.schedule import _decoded_differ
+    dec = {0: "p", 1: "q", -3: "<unknown>"}.get
+    for dt in (np.int32, np.int64):
+        a, b = np.array([0, 0, -3, 1], dt), np.array([0, -3, 0, 1], dt)
+        assert _decoded_differ(a, b, dec, dec).tolist() == [False, True, True, False]
