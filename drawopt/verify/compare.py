@@ -38,7 +38,6 @@ import numpy as np
 
 from drawopt._accel import load_cext
 from drawopt.ir.arrayset import unique
-from drawopt.ir.decls import RootSig
 from drawopt.ir.ops import BY_NAME, Op
 from drawopt.verify._hash import SEED, hash_cols
 from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, STALE_BASE, X_RESET
@@ -679,15 +678,10 @@ def _gone_with_signature(A: Records, c: int, ra: np.ndarray, rb: np.ndarray, st:
         return out
     held = np.flatnonzero((ra <= STALE_BASE) & (rb < 0))
     if held.size:
-        sigs = _root_signatures(A)
+        sigs = A.root_signatures
         in_force = st.value(cid_of(sig_col))[at[held]].tolist()
         out[held] = [v in sigs and absent_from(sigs[v], c) for v in in_force]
     return out
-
-
-def _root_signatures(A: Records) -> dict[int, RootSig]:
-    """A's root signatures by their canonical id (the value a root-signature column holds)."""
-    return {int(A.cmap[i]): d for i, d in enumerate(A.stream.decls.items) if isinstance(d, RootSig)}
 
 
 def exit_state_diff(A: Records, B: Records) -> Mismatch | None:

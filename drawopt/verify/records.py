@@ -35,7 +35,7 @@ import numpy as np
 from drawopt._accel import load_cext
 from drawopt.errors import UsageError
 from drawopt.ir.arrayset import unique
-from drawopt.ir.decls import Buffer, Decls, Pipeline, View
+from drawopt.ir.decls import Buffer, Decls, Pipeline, RootSig, View
 from drawopt.ir.ops import (
     BY_NAME,
     COL_AUTO_MAX,
@@ -255,6 +255,11 @@ class Records:
     def never_text(self) -> str:
         """How a value never set in this stream reads in a message."""
         return "never set (the caller's value)" if self.bundle else "never set"
+
+    @cached_property
+    def root_signatures(self) -> dict[int, RootSig]:
+        """The stream's root signatures by canonical id (the value a root-signature column holds)."""
+        return {int(self.cmap[i]): d for i, d in enumerate(self.stream.decls.items) if isinstance(d, RootSig)}
 
     @cached_property
     def rd_act(self) -> np.ndarray:

@@ -37,7 +37,7 @@ from drawopt._accel import load_cext
 from drawopt.ir.arrayset import intersect1d, unique
 from drawopt.ir.decls import RootSig
 from drawopt.ir.ops import BY_NAME, OPS, Op, shared_col
-from drawopt.ir.stream import Stream, ragged_index
+from drawopt.ir.stream import MAX_ROOT_PARAMS, MAX_VERTEX_BUFFERS, Stream, ragged_index
 from drawopt.verify._hash import SEED, hash_cols, hash_cols_at
 from drawopt.verify.model import HEAP_RESET, KIND_RESET, NEVER, OPQ_BASE, RS_RESET, STALE_BASE, X_RESET, Canon
 
@@ -151,9 +151,9 @@ def col_name(c: int) -> str:
     }[fam]
 
 
-MAX_PARAM = 16
+MAX_PARAM = MAX_ROOT_PARAMS
 """Root parameter indices are below 16 (``Stream.check`` rejects others)."""
-MAX_VB = 32
+MAX_VB = MAX_VERTEX_BUFFERS
 """Vertex-buffer slots are below 32 (``Stream.check`` rejects others)."""
 
 
@@ -165,9 +165,8 @@ def _key(idx: np.ndarray, fam: Col) -> np.ndarray:
     """
     limit = MAX_VB if fam == Col.VB else MAX_PARAM
     if idx.size and (int(idx.max()) >= limit or int(idx.min()) < 0):
-        raise ValueError(f"{'vertex-buffer slot' if fam == Col.VB else 'root parameter index'} outside "
-                         f"0..{limit - 1}: "
-                         "the stream was not checked (Stream.check)")
+        what = "vertex-buffer slot" if fam == Col.VB else "root parameter index"
+        raise ValueError(f"{what} outside 0..{limit - 1}: the stream was not checked (Stream.check)")
     return idx
 
 
